@@ -948,6 +948,87 @@ def serve_mcp() -> int:
 
 
 
+# --- doctor (lead) ---
+
+def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
+    """Read-only checks a newcomer runs first: (status, topic, detail) rows."""
+    import shutil
+    import importlib.util
+
+    rows: list[tuple[str, str, str]] = []
+    rows.append(("ok" if sys.version_info >= (3, 10) else "fail", "python", sys.version.split()[0]))
+    git = shutil.which("git")
+    version = gitops.git_version() if git else None
+    rows.append(("ok" if version else "fail", "git", version or "git is not on PATH"))
+    has_mcp = importlib.util.find_spec("mcp") is not None
+    rows.append(("ok" if has_mcp else "warn", "mcp",
+                 "importable: `madtea mcp` can serve" if has_mcp else "not installed: pip install 'madtea[mcp]'"))
+    repo = gitops.fs_find_repo(cwd)
+    if repo is None:
+        rows.append(("warn", "repository", f"{cwd} is not inside a git repository; MCP tools will need dir= "
+                     "or owner_repo="))
+        return rows + _doctor_integrations()
+    facts = repo_facts(repo)
+    rows.append(("ok", "repository", f"{facts.top}" + (" (linked worktree)" if facts.is_linked else "")))
+    if facts.origin is None:
+        url = gitops.read_origin(repo.common_dir)
+        rows.append(("warn", "origin", f"{url!r} does not name a forge repository" if url else "no origin remote"))
+    else:
+        rows.append(("ok", "origin", f"{facts.origin.full} → forge host {facts.origin.host_key}"))
+        rows.append(_doctor_credential(facts.origin.host_key))
+    nested = _nested(facts)
+    rows.append(("warn" if nested else "ok", "workspace",
+                 f"holds {len(nested)} other repositories, so MCP mutations without dir= are refused here"
+                 if nested else "single repository"))
+    return rows + _doctor_integrations()
+
+
+def _doctor_credential(host: str) -> tuple[str, str, str]:
+    try:
+        import forge
+        token, source = forge.token_for(host, host)
+    except Exception as exc:  # noqa: BLE001 - a report, not an action
+        return ("warn", "credential", f"could not check: {exc}")
+    if token:
+        return ("ok", "credential", f"{host}: from {source}")
+    return ("warn", "credential", f"{host}: none found; run `madtea auth login --hostname {host}`")
+
+
+def _doctor_integrations() -> list[tuple[str, str, str]]:
+    home = Path.home()
+    found = []
+    for name, path in (("Claude Code", home / ".claude" / "plugins"), ("Codex CLI", home / ".codex" / "hooks.json"),
+                       ("Gemini CLI", home / ".gemini" / "extensions" / "madtea")):
+        installed = path.exists() and ("madtea" in _read_small(path) if path.is_file() else
+                                       any("madtea" in p.name for p in path.glob("**/*madtea*")) if path.is_dir() else False)
+        found.append(("ok" if installed else "info", name, "madtea integration installed" if installed
+                      else "not installed (see the README for its one install command)"))
+    return found
+
+
+def _read_small(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[:100_000]
+    except OSError:
+        return ""
+
+
+def _doctor_cli(parser: Any) -> None:
+    def run_doctor(ns: Any) -> int:
+        rows = doctor_report(Path(os.getcwd()))
+        width = max(len(topic) for _, topic, _ in rows)
+        for status, topic, detail in rows:
+            print(f"{status:>4}  {topic:<{width}}  {detail}")
+        return 1 if any(status == "fail" for status, _, _ in rows) else 0
+    parser.set_defaults(_run=run_doctor)
+
+
+CLI_EXTRAS["doctor"] = ("Check Python, git, the mcp package, this repository, its forge and credentials (read-only).",
+                        _doctor_cli)
+CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP client).", lambda p: None)
+CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent's harness).", lambda p: None)
+
+
 # --- hook (hook helper) ---
 
 # --- main (lead) ---
