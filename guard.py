@@ -20,7 +20,7 @@ __all__ = [
     "Refusal", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
     "check_arguments", "check_not_option", "check_dir", "not_a_repo", "distinct_children",
     "check_local", "check_signals", "check_workspace", "check_foreign", "declared_files",
-    "contribution_flow", "continue_rail", "slug",
+    "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
 ]
 
 # --- wrong-repo guard and rules (lead) ---
@@ -557,6 +557,79 @@ def check_local(t: Target) -> None:
     check_foreign(t)
     check_mid_operation(t)
     check_default_branch(t)
+
+
+# --------------------------------------------------------------------------- remote calls and the launch scope
+
+@dataclass(frozen=True)
+class RemoteCall:
+    """A forge call: which repository it would reach, and what says otherwise."""
+
+    tool: str
+    action: str | None
+    args: Mapping[str, Any]
+    mutating: bool
+    surface: str
+    target: str                          # host/owner/repo
+    target_host: str
+    launch: RepoFacts | None
+    explicit: bool
+    nested_hosts: tuple[tuple[str, str], ...] = ()   # (host/owner/repo, path) on other hosts
+    signals: tuple[Signal, ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"{self.tool} action={self.action}" if self.action else self.tool
+
+    def retry(self, **changes: Any) -> Call:
+        return call(self.tool, **_with_action(self.action, dict(self.args) | changes))
+
+
+def _signal_names(signal: Signal) -> str | None:
+    if signal.repo is not None:
+        return signal.repo.origin.full if signal.repo.origin else None
+    return signal.name
+
+
+def _remote_agrees(signal: Signal, target: str) -> bool:
+    name = _signal_names(signal)
+    if name is None:
+        return True  # a repository with no forge origin says nothing about forge targets
+    want = name.strip().strip("/").casefold().removesuffix(".git")
+    have = target.casefold()
+    return have == want or have.split("/", 1)[1] == want
+
+
+# Writes the launch scope allows on another forge host: filing an issue there.
+_CROSS_HOST_WRITES = {("madt_issues", "create")}
+
+
+def check_remote(c: RemoteCall) -> None:
+    """Signals, the multi-host workspace and the launch scope, for a forge call."""
+    if not c.explicit and c.surface == "mcp":
+        for signal in c.signals:
+            if _remote_agrees(signal, c.target):
+                continue
+            raise Refusal("WRONG_REPO",
+                          f"This call would reach {c.target}, the launch repo's origin, but {signal.source} "
+                          f"points at {_signal_names(signal)}. Name the repository with owner_repo=.",
+                          target=c.target,
+                          next=(c.retry(owner_repo=_signal_names(signal)), c.retry(owner_repo=c.target)))
+        if c.nested_hosts:
+            others = ", ".join(f"{name} at {path}" for name, path in c.nested_hosts[:5])
+            raise Refusal("MULTI_REPO_WORKSPACE",
+                          f"The launch repo holds repositories on other forge hosts ({others}), so a call "
+                          f"without owner_repo cannot tell which forge you mean.", target=c.target,
+                          next=(c.retry(owner_repo=c.target),) +
+                          tuple(c.retry(owner_repo=name) for name, _ in c.nested_hosts[:5]))
+    launch_host = c.launch.origin.host_key if c.launch and c.launch.origin else None
+    if launch_host and c.target_host != launch_host and c.mutating and (c.tool, c.action) not in _CROSS_HOST_WRITES:
+        raise Refusal("OUT_OF_SCOPE",
+                      f"{c.target} is on {c.target_host}, but this server was launched for {launch_host}; "
+                      f"changes on another forge host are outside its scope (reading and filing an issue "
+                      f"are allowed).", target=c.target,
+                      user_action=f"Ask the user to run madtea from a checkout of a {c.target_host} repository "
+                      f"for this change.")
 
 
 # --- hook classifier (hook helper) ---
