@@ -1,0 +1,1202 @@
+"""Every git process madtea starts, and what it can learn about a repo without one.
+
+``git()`` is the only place a git subprocess is started: an argument list, an
+explicit working directory, stdin closed, and an environment from which every
+repo-selecting variable has been removed, so that only ``cwd`` decides which
+repository git acts on. The operations below are built on it.
+
+The filesystem-only helpers (``fs_find_repo``, ``read_origin``, ``nested_repos``,
+``operation_in_progress``, ``default_branch``) start no process at all: the
+agent hook and the nested-repo scan run them on every call and must stay fast.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "GitError",
+    "GitTimeout",
+    "PushRejected",
+    "LeaseRejected",
+    "NotFastForward",
+    "NothingToCommit",
+    "RefMoved",
+    "BranchCheckedOut",
+    "GitResult",
+    "git",
+    "call_count",
+    "reject_option",
+    "RemoteId",
+    "parse_remote_url",
+    "Repo",
+    "discover",
+    "fs_find_repo",
+    "read_origin",
+    "nested_repos",
+    "operation_in_progress",
+    "Status",
+    "status",
+    "default_branch",
+    "Commit",
+    "PushResult",
+    "PullResult",
+    "Worktree",
+    "add",
+    "commit",
+    "log",
+    "push",
+    "fetch",
+    "pull_ff",
+    "branch_create",
+    "switch",
+    "branch_delete",
+    "worktree_list",
+    "worktree_add",
+    "worktree_remove",
+    "containment",
+    "unpushed",
+    "head_sha",
+    "ref_exists",
+]
+
+import os
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Variables that let the caller's environment choose a different repository,
+# index or object store than the one ``cwd`` names.
+_REPO_SELECTING = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+_FIXED_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",  # a prompt would hang: stdin is closed or is the MCP protocol
+    "GIT_EDITOR": "true",
+    "GIT_SEQUENCE_EDITOR": "true",
+    "GIT_LITERAL_PATHSPECS": "1",  # a declared file named "*.py" or ":(top)" means that file only
+    "LC_ALL": "C",  # stderr is matched against git's English messages
+}
+_SSH_BATCH = "ssh -o BatchMode=yes"
+_HEX_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+_calls = 0
+_calls_lock = threading.Lock()
+
+
+# --------------------------------------------------------------------------- errors
+
+class GitError(Exception):
+    """A git command failed; carries its argv (no secrets), exit status and stderr."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        self.argv = [_scrub(str(a)) for a in argv]
+        self.returncode = returncode
+        self.stderr = _scrub(stderr)
+        super().__init__(self.argv, returncode, self.stderr)
+
+    def __str__(self) -> str:
+        head = f"git {_subcommand(self.argv)} failed (exit {self.returncode})"
+        detail = _first_lines(self.stderr)
+        return f"{head}: {detail}" if detail else head
+
+
+class GitTimeout(GitError):
+    """A git command ran past its timeout; its whole process group was killed."""
+
+
+class PushRejected(GitError):
+    """The remote refused the update; ``kind`` is "non-fast-forward", "lease", "remote" or "other"."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str, *, reason: str, kind: str) -> None:
+        super().__init__(argv, returncode, stderr)
+        self.reason = reason
+        self.kind = kind
+
+    def __str__(self) -> str:
+        return f"git push rejected ({self.reason})"
+
+
+class LeaseRejected(PushRejected):
+    """The remote branch is no longer at the sha the lease expected."""
+
+
+class NotFastForward(GitError):
+    """``pull --ff-only`` found diverged history; nothing was changed."""
+
+
+class NothingToCommit(GitError):
+    """The declared files carry no change to commit."""
+
+
+class RefMoved(GitError):
+    """A compare-and-swap ref update found the ref elsewhere than expected (or gone)."""
+
+
+class BranchCheckedOut(GitError):
+    """The branch is checked out in a worktree, so deleting it would orphan that HEAD."""
+
+    def __init__(self, argv: Sequence[str], branch: str, worktree: Path) -> None:
+        super().__init__(argv, -1, f"branch {branch!r} is checked out at {worktree}")
+        self.branch = branch
+        self.worktree = worktree
+
+
+# --------------------------------------------------------------------------- the funnel
+
+@dataclass(frozen=True)
+class GitResult:
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def text(self) -> str:
+        """stdout decoded (undecodable bytes replaced), trailing newlines stripped."""
+        return _decode(self.stdout).rstrip("\n")
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+
+def git(
+    *args: str | os.PathLike[str],
+    cwd: str | os.PathLike[str],
+    check: bool = True,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> GitResult:
+    """Run ``git *args`` in *cwd* and capture its output as bytes.
+
+    Raises :class:`GitError` on a non-zero exit when *check* is true, and
+    :class:`GitTimeout` (whatever *check* says) when *timeout* runs out.
+    """
+    # Imported here, not at the top: the hook imports this module for its
+    # filesystem helpers only and must not pay for subprocess on every event.
+    import subprocess
+
+    argv = ["git", *(os.fspath(a) for a in args)]
+    _count_call()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=os.fspath(cwd),
+            env=_child_env(env),
+            stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            # A new session has no controlling terminal, so nothing git runs
+            # (ssh, a credential helper) can open /dev/tty and wait for a person;
+            # it also gives a process group to kill on timeout.
+            start_new_session=True,
+        )
+    except OSError as exc:  # git missing, or cwd gone
+        raise GitError(argv, -1, str(exc)) from exc
+    try:
+        out, err = proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.communicate()
+        raise GitTimeout(argv, -1, f"timed out after {timeout:g} s") from None
+    except BaseException:
+        _kill_group(proc.pid)
+        raise
+    result = GitResult(proc.returncode, out, err)
+    if check and proc.returncode != 0:
+        raise GitError(argv, proc.returncode, _decode(err))
+    return result
+
+
+def call_count() -> int:
+    """How many git processes this module has started (for the benchmarks)."""
+    return _calls
+
+
+def reject_option(value: str, what: str) -> str:
+    """Return *value*, or raise ValueError if git could read it as an option."""
+    if value.startswith("-"):
+        raise ValueError(f"{what} must not start with '-': {value!r}")
+    if "\0" in value:
+        raise ValueError(f"{what} must not contain a NUL byte")
+    return value
+
+
+def _count_call() -> None:
+    global _calls
+    with _calls_lock:
+        _calls += 1
+
+
+def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.upper() not in _REPO_SELECTING}
+    env.update(_FIXED_ENV)
+    if "GIT_SSH_COMMAND" not in env and "GIT_SSH" not in env:
+        env["GIT_SSH_COMMAND"] = _SSH_BATCH
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _kill_group(pid: int) -> None:
+    import signal
+
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(pid, signal.SIGKILL)  # git's own children (ssh, helpers) too
+        else:  # Windows: no process groups; os.kill terminates the process
+            os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass  # already gone
+
+
+def _decode(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+
+
+def _scrub(text: str) -> str:
+    """Remove user:password@ from any URL; a token must never reach an error text."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def _subcommand(argv: Sequence[str]) -> str:
+    it = iter(argv[1:])
+    for arg in it:
+        if arg in ("-c", "-C"):
+            next(it, None)
+        elif not arg.startswith("-"):
+            return arg
+    return "(none)"
+
+
+def _first_lines(stderr: str, limit: int = 3) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not ln.startswith("hint:")]
+    return " / ".join(lines[:limit])
+
+
+# --------------------------------------------------------------------------- remote URLs
+
+@dataclass(frozen=True)
+class RemoteId:
+    """Where a remote URL points: host, optional port, sub-path prefix, owner/repo.
+
+    ``key`` is the identity used to decide "same repository": case-folded
+    ``host/owner/repo`` without port or prefix, because the same forge repo is
+    reached over https on 443 under a sub-path and over ssh on another port
+    without one. Two forges on one host that differ only by port compare equal.
+    """
+
+    host: str  # lower-case; an IPv6 address without brackets
+    port: int | None
+    owner: str
+    repo: str  # without ".git"
+    path_prefix: str  # "" or the segments before owner, e.g. "gitea"
+    scheme: str  # "https" | "http" | "ssh" (scp-style is "ssh")
+
+    @property
+    def slug(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+    @property
+    def netloc(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port is None else f"{host}:{self.port}"
+
+    @property
+    def full(self) -> str:
+        return f"{self.netloc}/{self.slug}"
+
+    @property
+    def key(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}/{self.owner}/{self.repo}".casefold()
+
+
+_SCHEMES = {"https": "https", "http": "http", "ssh": "ssh", "git+ssh": "ssh", "ssh+git": "ssh"}
+_HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_IPV6 = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[A-Za-z0-9._-]+)?")
+_PORT = re.compile(r"[0-9]{1,5}")
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+# scp-style is git's rule: a colon before the first slash; brackets allow IPv6.
+_SCP = re.compile(r"(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)", re.DOTALL)
+
+
+def parse_remote_url(url: str) -> RemoteId | None:
+    """Parse an https/http, ssh:// or scp-style remote URL; None for anything else.
+
+    Local paths, ``file://`` and ``git://`` URLs, and URLs whose owner or repo
+    is not a plain forge name give None; callers treat None as "unknown".
+    """
+    url = url.strip()
+    if not url or any(c.isspace() or ord(c) < 32 for c in url):
+        return None
+    scheme, sep, rest = url.partition("://")
+    if sep:
+        return _parse_scheme_url(scheme.lower(), rest)
+    return _parse_scp(url)
+
+
+def _parse_scheme_url(scheme: str, rest: str) -> RemoteId | None:
+    kind = _SCHEMES.get(scheme)
+    authority, slash, path = rest.partition("/")
+    if kind is None or not slash:
+        return None
+    host_port = _split_host_port(authority.rpartition("@")[2])
+    if host_port is None:
+        return None
+    path = re.split(r"[?#]", path, maxsplit=1)[0]
+    return _build_remote(kind, host_port[0], host_port[1], path)
+
+
+def _parse_scp(url: str) -> RemoteId | None:
+    if url.startswith(("/", ".", "~")) or "\\" in url:
+        return None
+    match = _SCP.fullmatch(url)
+    if match is None:
+        return None
+    host, path = match.group(1), match.group(2)
+    if len(host) == 1 and "@" not in url:
+        return None  # "C:/work/repo" is a Windows drive, not a host called C
+    if host.startswith("["):
+        host = host[1:-1]
+        if not _IPV6.fullmatch(host):
+            return None
+    elif not _HOSTNAME.fullmatch(host):
+        return None
+    return _build_remote("ssh", host.lower(), None, path)
+
+
+def _split_host_port(text: str) -> tuple[str, int | None] | None:
+    if text.startswith("["):
+        host, bracket, tail = text[1:].partition("]")
+        if not bracket or not _IPV6.fullmatch(host):
+            return None
+    else:
+        host, colon, port = text.partition(":")
+        tail = colon + port
+        if not _HOSTNAME.fullmatch(host):
+            return None
+    if tail in ("", ":"):
+        return host.lower(), None
+    if not tail.startswith(":") or not _PORT.fullmatch(tail[1:]) or not 0 < int(tail[1:]) < 65536:
+        return None
+    return host.lower(), int(tail[1:])
+
+
+def _build_remote(kind: str, host: str, port: int | None, path: str) -> RemoteId | None:
+    segments = [s for s in path.split("/") if s]
+    if len(segments) < 2 or any(s in (".", "..") for s in segments):
+        return None
+    *prefix, owner, repo = segments
+    if repo.endswith(".git"):
+        repo = repo[: -len(".git")]
+    if not (_NAME.fullmatch(owner) and _NAME.fullmatch(repo)):
+        return None
+    return RemoteId(host, port, owner, repo, "/".join(prefix), kind)
+
+
+# --------------------------------------------------------------------------- discovery
+
+@dataclass(frozen=True)
+class Repo:
+    """A work tree: its top level, its git dir, and the common dir it shares with
+    its other worktrees. All three are realpaths, so they compare as identities."""
+
+    top: Path
+    git_dir: Path
+    common_dir: Path
+
+    @property
+    def is_linked(self) -> bool:
+        """True for a linked worktree (``git worktree add``), False for a main one."""
+        return self.git_dir != self.common_dir
+
+
+def discover(path: str | os.PathLike[str]) -> Repo | None:
+    """The repo whose work tree contains *path* (one git call); None outside any work tree.
+
+    Raises :class:`GitError` for other failures, such as git's "dubious
+    ownership" refusal, which must reach the caller as git worded it.
+    """
+    start = Path(os.path.realpath(path))
+    if start.is_file():
+        start = start.parent
+    if not start.is_dir():
+        return None
+    args = ("rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
+    result = git(*args, cwd=start, check=False)
+    if result.returncode != 0:
+        err = _decode(result.stderr)
+        if "not a git repository" in err or "must be run in a work tree" in err:
+            return None
+        raise GitError(["git", *args], result.returncode, err)
+    # Paths, not display text: fsdecode keeps undecodable bytes round-trippable.
+    lines = os.fsdecode(result.stdout).rstrip("\n").split("\n")
+    if len(lines) != 3:
+        raise GitError(["git", *args], 0, f"unexpected rev-parse output: {lines!r}")
+    top, git_dir, common = (Path(os.path.realpath(p)) for p in lines)
+    return Repo(top, git_dir, common)
+
+
+def fs_find_repo(path: str | os.PathLike[str]) -> Repo | None:
+    """Like :func:`discover`, from the filesystem alone (no subprocess).
+
+    Walks up from *path* to the first ``.git`` directory or ``gitdir:`` file
+    and follows ``commondir``. It ignores ``GIT_CEILING_DIRECTORIES``,
+    ``core.worktree`` and safe.directory; git itself remains the authority.
+    """
+    start = Path(os.path.realpath(path))
+    for top in (start, *start.parents):
+        dotgit = top / ".git"
+        if dotgit.is_dir():
+            if _looks_like_git_dir(dotgit):
+                return _fs_repo(start, top, Path(os.path.realpath(dotgit)))
+        elif dotgit.is_file():
+            git_dir = _read_gitfile(dotgit)
+            # git stops at a broken .git file instead of looking further up
+            return None if git_dir is None else _fs_repo(start, top, git_dir)
+    return None
+
+
+def _fs_repo(start: Path, top: Path, git_dir: Path) -> Repo | None:
+    if start == git_dir or git_dir in start.parents:
+        return None  # inside the git dir itself: there is no work tree here
+    return Repo(top, git_dir, _common_dir_of(git_dir))
+
+
+def _looks_like_git_dir(path: Path) -> bool:
+    return (path / "HEAD").is_file() and ((path / "objects").is_dir() or (path / "commondir").is_file())
+
+
+def _read_gitfile(dotgit: Path) -> Path | None:
+    text = _read_text(dotgit)
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    git_dir = Path(os.path.realpath(dotgit.parent / text[len("gitdir:"):].strip()))
+    return git_dir if _looks_like_git_dir(git_dir) else None
+
+
+def _common_dir_of(git_dir: Path) -> Path:
+    text = _read_text(git_dir / "commondir")
+    if not text or not text.strip():
+        return git_dir
+    return Path(os.path.realpath(git_dir / text.strip()))
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def nested_repos(top: str | os.PathLike[str]) -> list[Path]:
+    """Direct children of *top* that hold a ``.git`` directory or file (depth 1, no subprocess).
+
+    Deeper repos are not looked for: the scan runs before every mutating call
+    and must stay cheap in a workspace of hundreds of repos.
+    """
+    found: list[Path] = []
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            if entry.name != ".git" and entry.is_dir() and os.path.lexists(os.path.join(entry.path, ".git")):
+                found.append(Path(entry.path))
+        except OSError:
+            continue  # unreadable child: skip rather than fail the whole scan
+    return sorted(found)
+
+
+def operation_in_progress(git_dir: str | os.PathLike[str]) -> str | None:
+    """The stopped operation in this worktree, read from files in its git dir.
+
+    One of "rebase", "am", "merge", "cherry-pick", "revert", "bisect", or None.
+    A rebase is named before a merge because a rebase replaying a merge leaves
+    both marks, and ``git rebase --continue`` is the way on.
+    """
+    d = Path(git_dir)
+    if (d / "rebase-merge").is_dir():
+        return "rebase"
+    if (d / "rebase-apply").is_dir():
+        return "am" if (d / "rebase-apply" / "applying").exists() else "rebase"
+    for marker, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        if (d / marker).is_file():
+            return name
+    return _sequencer_operation(d) or ("bisect" if (d / "BISECT_LOG").is_file() else None)
+
+
+def _sequencer_operation(git_dir: Path) -> str | None:
+    # A multi-commit cherry-pick or revert whose conflict was committed by hand
+    # keeps going from sequencer/todo; there is no *_HEAD file then.
+    text = _read_text(git_dir / "sequencer" / "todo")
+    for line in (text or "").splitlines():
+        word = line.split(maxsplit=1)[0] if line.strip() else "#"
+        if word.startswith("#"):
+            continue
+        return {"pick": "cherry-pick", "p": "cherry-pick", "revert": "revert"}.get(word)
+    return None
+
+
+# --------------------------------------------------------------------------- config files
+
+def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
+    """The first ``remote.origin.url`` in the repo's own config file, as written.
+
+    No subprocess, no ``insteadOf`` rewriting and no ``include`` files: this is
+    what the repo says its origin is. None when absent or the file is malformed.
+    """
+    values = _config_values(Path(common_dir) / "config", "remote", "origin", "url")
+    return values[0] if values else None
+
+
+def _config_values(path: Path, section: str, subsection: str | None, key: str) -> list[str]:
+    text = _read_text(path)
+    if text is None:
+        return []
+    try:
+        entries = list(_parse_config(text))
+    except ValueError:
+        return []  # git would refuse this file too
+    return [v for s, sub, k, v in entries if (s, sub, k) == (section, subsection, key) and v is not None]
+
+
+def _parse_config(text: str) -> Iterator[tuple[str, str | None, str, str | None]]:
+    """Yield (section, subsection, key, value) following git's config grammar.
+
+    Section and key names are case-insensitive (lower-cased here); a quoted
+    subsection is case-sensitive; a key without "=" is boolean true (None).
+    """
+    parser = _ConfigParser(text.lstrip("\ufeff"))
+    section: tuple[str, str | None] | None = None
+    while True:
+        c = parser.skip_blank()
+        if c == "":
+            return
+        if c in "#;":
+            parser.skip_line()
+        elif c == "[":
+            section = parser.header()
+        elif c.isalpha() and section is not None:
+            key, value = parser.entry()
+            yield section[0], section[1], key, value
+        else:
+            raise ValueError(f"bad config line {parser.line}")
+
+
+class _ConfigParser:
+    """A cursor over config text; a port of the relevant parts of git's config.c."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text.replace("\r\n", "\n")
+        self.pos = 0
+        self.line = 1
+
+    def peek(self) -> str:
+        return self.text[self.pos] if self.pos < len(self.text) else ""
+
+    def take(self) -> str:
+        c = self.peek()
+        self.pos += len(c)
+        self.line += c == "\n"
+        return c
+
+    def skip_blank(self) -> str:
+        while self.peek() and self.peek().isspace():
+            self.take()
+        return self.peek()
+
+    def skip_line(self) -> None:
+        while self.take() not in ("", "\n"):
+            pass
+
+    def header(self) -> tuple[str, str | None]:
+        self.take()  # "["
+        name = ""
+        while self.peek().isalnum() or self.peek() in (".", "-"):
+            name += self.take()
+        if self.peek() == "]":
+            self.take()
+            base, dot, legacy = name.lower().partition(".")
+            return base, (legacy if dot else None)
+        if not name or not self.peek().isspace():
+            raise ValueError(f"bad section header on line {self.line}")
+        self.skip_blank()
+        return name.lower(), self._quoted_subsection()
+
+    def _quoted_subsection(self) -> str:
+        if self.take() != '"':
+            raise ValueError(f"bad section header on line {self.line}")
+        sub = ""
+        while (c := self.take()) != '"':
+            if c in ("", "\n"):
+                raise ValueError(f"unterminated subsection on line {self.line}")
+            sub += self.take() if c == "\\" else c
+        if self.take() != "]":
+            raise ValueError(f"bad section header on line {self.line}")
+        return sub
+
+    def entry(self) -> tuple[str, str | None]:
+        key = ""
+        while self.peek().isalnum() or self.peek() == "-":
+            key += self.take()
+        while self.peek() in (" ", "\t"):
+            self.take()
+        if self.peek() in ("", "\n"):
+            return key.lower(), None
+        if self.take() != "=":
+            raise ValueError(f"bad config line {self.line}")
+        return key.lower(), self.value()
+
+    def value(self) -> str:
+        # Unquoted whitespace runs become spaces and the ends are trimmed;
+        # "#" and ";" start a comment outside quotes, as in git.
+        buf = ""
+        quote = comment = False
+        spaces = 0
+        while (c := self.take()) not in ("", "\n"):
+            if comment:
+                continue
+            if c.isspace() and not quote:
+                spaces += bool(buf)
+                continue
+            if not quote and c in "#;":
+                comment = True
+                continue
+            buf += " " * spaces
+            spaces = 0
+            if c == "\\":
+                buf += self._escape()
+            elif c == '"':
+                quote = not quote
+            else:
+                buf += c
+        if quote:
+            raise ValueError(f"unterminated quote on line {self.line}")
+        return buf
+
+    def _escape(self) -> str:
+        c = self.take()
+        if c == "\n":
+            return ""  # line continuation
+        escapes = {"t": "\t", "b": "\b", "n": "\n", "\\": "\\", '"': '"'}
+        if c not in escapes:
+            raise ValueError(f"bad escape on line {self.line}")
+        return escapes[c]
+
+
+def default_branch(repo: Repo) -> str:
+    """The repo's default branch, read from files (no subprocess).
+
+    ``refs/remotes/origin/HEAD`` first (a symbolic ref, which git never packs);
+    else ``init.defaultBranch`` (repo, then global config), "main" or "master",
+    whichever exists locally or on origin; else the configured name or "main".
+    """
+    common = repo.common_dir
+    head = (_read_text(common / "refs" / "remotes" / "origin" / "HEAD") or "").strip()
+    prefix = "ref: refs/remotes/origin/"
+    if head.startswith(prefix) and head[len(prefix):]:
+        return head[len(prefix):]
+    configured = _configured_default_branch(common)
+    for name in dict.fromkeys(n for n in (configured, "main", "master") if n):
+        if _fs_ref_exists(common, f"refs/heads/{name}") or _fs_ref_exists(common, f"refs/remotes/origin/{name}"):
+            return name
+    return configured or "main"
+
+
+def _configured_default_branch(common: Path) -> str | None:
+    for config in (common / "config", *_global_configs()):
+        values = _config_values(config, "init", None, "defaultbranch")
+        if values:
+            return values[-1]  # git's rule for single-valued keys: the last one wins
+    return None
+
+
+def _global_configs() -> list[Path]:
+    """Global config files, highest precedence first (the system file is not read)."""
+    if os.environ.get("GIT_CONFIG_GLOBAL"):
+        return [Path(os.environ["GIT_CONFIG_GLOBAL"])]
+    home = Path(os.path.expanduser("~"))
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+    return [home / ".gitconfig", Path(xdg) / "git" / "config"]
+
+
+def _fs_ref_exists(common: Path, ref: str) -> bool:
+    if (common / ref).is_file():
+        return True
+    packed = _read_text(common / "packed-refs") or ""
+    return any(line.split(" ", 1)[1:] == [ref] for line in packed.splitlines() if not line.startswith(("#", "^")))
+
+
+# --------------------------------------------------------------------------- status
+
+@dataclass
+class Status:
+    """The state of one work tree, from one ``git status`` call."""
+
+    branch: str | None  # None when HEAD is detached
+    head: str | None  # None on an unborn branch
+    upstream: str | None = None
+    ahead: int = 0
+    behind: int = 0
+    staged: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    untracked: list[str] = field(default_factory=list)
+    conflicted: list[str] = field(default_factory=list)
+    operation: str | None = None  # see operation_in_progress
+
+    @property
+    def dirty_tracked(self) -> bool:
+        """Tracked changes (staged, modified or conflicted); untracked files do not count."""
+        return bool(self.staged or self.modified or self.conflicted)
+
+    @property
+    def clean(self) -> bool:
+        return not (self.dirty_tracked or self.untracked)
+
+
+def status(repo: Repo) -> Status:
+    """Branch, upstream, ahead/behind and changed paths, in one git call."""
+    args = ("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
+    # GIT_OPTIONAL_LOCKS=0: a read must not take index.lock from under the
+    # user's own git running at the same moment.
+    result = git(*args, cwd=repo.top, env={"GIT_OPTIONAL_LOCKS": "0"})
+    return _parse_status(result.stdout, operation_in_progress(repo.git_dir))
+
+
+def _parse_status(raw: bytes, operation: str | None) -> Status:
+    st = Status(branch=None, head=None, operation=operation)
+    fields = iter(raw.split(b"\0"))
+    for field_ in fields:
+        rec = _decode(field_)
+        if rec.startswith("# "):
+            _status_header(st, rec[2:])
+        elif rec.startswith(("1 ", "2 ")):
+            parts = rec.split(" ", 8 if rec[0] == "1" else 9)
+            _status_change(st, parts[1], parts[-1])
+            if rec[0] == "2":
+                next(fields, None)  # the rename's original path
+        elif rec.startswith("u "):
+            st.conflicted.append(rec.split(" ", 10)[-1])
+        elif rec.startswith("? "):
+            st.untracked.append(rec[2:])
+    return st
+
+
+def _status_header(st: Status, rec: str) -> None:
+    name, _, value = rec.partition(" ")
+    if name == "branch.oid":
+        st.head = None if value == "(initial)" else value
+    elif name == "branch.head":
+        st.branch = None if value == "(detached)" else value
+    elif name == "branch.upstream":
+        st.upstream = value
+    elif name == "branch.ab":
+        ahead, behind = value.split()
+        st.ahead, st.behind = int(ahead), -int(behind)
+
+
+def _status_change(st: Status, xy: str, path: str) -> None:
+    if xy[0] != ".":
+        st.staged.append(path)
+    if xy[1] != ".":
+        st.modified.append(path)
+
+
+# --------------------------------------------------------------------------- commits and history
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    parents: tuple[str, ...]
+    author: str
+    email: str
+    date: str  # strict ISO 8601, author date
+    subject: str
+    body: str
+
+
+def add(repo: Repo, files: Sequence[str]) -> None:
+    """Stage exactly *files* (there is no "everything" form)."""
+    git("add", "--", *_declared(repo, files), cwd=repo.top)
+
+
+def commit(repo: Repo, files: Sequence[str], title: str, body: str | None = None) -> str:
+    """Stage exactly *files* and commit only them; return the new commit's sha.
+
+    ``commit -- <files>`` commits those paths alone, so whatever else was
+    already staged stays staged and out of this commit.
+    """
+    paths = _declared(repo, files)
+    if not title.strip():
+        raise ValueError("a commit needs a non-empty title")
+    git("add", "--", *paths, cwd=repo.top)
+    message = [f"--message={title}"] + ([f"--message={body}"] if body and body.strip() else [])
+    result = git("commit", *message, "--", *paths, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        argv = ["git", "commit", *message, "--", *paths]
+        out = _decode(result.stdout) + _decode(result.stderr)
+        if result.returncode == 1 and "nothing" in out and "to commit" in out:
+            raise NothingToCommit(argv, 1, "the declared files have no changes to commit")
+        raise GitError(argv, result.returncode, _decode(result.stderr) or out)
+    return git("rev-parse", "--verify", "HEAD", cwd=repo.top).text
+
+
+def _declared(repo: Repo, files: Sequence[str]) -> list[str]:
+    if isinstance(files, (str, bytes)):
+        raise TypeError("files must be a list of paths, not one string")
+    paths = [os.fspath(f) for f in files]
+    if not paths:
+        raise ValueError("name the files to stage; there is no blanket form")
+    for p in paths:
+        if not p or "\0" in p:
+            raise ValueError(f"bad file path: {p!r}")
+        if os.path.normpath(os.path.join(repo.top, p)) == str(repo.top):
+            raise ValueError(f"{p!r} names the whole work tree; name the files instead")
+    return paths
+
+
+_LOG_FORMAT = "%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1f%b"
+
+
+def log(repo: Repo, ref: str = "HEAD", limit: int = 20) -> list[Commit]:
+    """Up to *limit* commits reachable from *ref*, newest first; [] on an unborn branch."""
+    reject_option(ref, "ref")
+    if limit < 0:
+        raise ValueError("limit must not be negative")
+    args = ("log", "-z", "--no-show-signature", f"--max-count={limit}", f"--format={_LOG_FORMAT}",
+            "--end-of-options", ref, "--")
+    result = git(*args, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        err = _decode(result.stderr)
+        if ref == "HEAD" and "does not have any commits yet" in err:
+            return []
+        raise GitError(["git", *args], result.returncode, err)
+    return [_parse_commit(rec) for rec in _decode(result.stdout).split("\0") if rec.strip("\n")]
+
+
+def _parse_commit(rec: str) -> Commit:
+    sha, parents, author, email, date, subject, body = rec.strip("\n").split("\x1f", 6)
+    return Commit(sha, tuple(parents.split()), author, email, date, subject, body.strip("\n"))
+
+
+def head_sha(repo: Repo, ref: str = "HEAD") -> str | None:
+    """The commit *ref* names, or None when it does not resolve (e.g. an unborn HEAD)."""
+    reject_option(ref, "ref")
+    result = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}",
+                 cwd=repo.top, check=False)
+    return result.text if result.returncode == 0 else None
+
+
+def ref_exists(repo: Repo, ref: str) -> bool:
+    """True when the full ref name (``refs/...``) exists."""
+    if not ref.startswith("refs/"):
+        raise ValueError(f"ref_exists needs a full ref name starting with refs/, not {ref!r}")
+    return git("show-ref", "--verify", "--quiet", ref, cwd=repo.top, check=False).returncode == 0
+
+
+# --------------------------------------------------------------------------- remotes
+
+@dataclass(frozen=True)
+class PushResult:
+    remote: str
+    branch: str
+    outcome: str  # "created" | "fast-forward" | "forced" | "up-to-date"
+    old_sha: str | None  # the remote branch before the push; None when it was created
+    new_sha: str  # the remote branch after the push
+
+
+@dataclass(frozen=True)
+class PullResult:
+    before: str | None
+    after: str | None
+
+    @property
+    def updated(self) -> bool:
+        return self.before != self.after
+
+
+_PUSH_FLAGS = {"*": "created", " ": "fast-forward", "+": "forced", "=": "up-to-date"}
+
+
+def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None = None,
+         set_upstream: bool = False) -> PushResult:
+    """Push ``refs/heads/<branch>`` to the same name on *remote*; never a blind force.
+
+    With *lease_sha*, the push may rewrite the remote branch only if it is
+    still at that sha (``""`` means "must not exist yet"); a moved branch
+    raises :class:`LeaseRejected`. Without it, only fast-forwards happen.
+    """
+    reject_option(branch, "branch")
+    reject_option(remote, "remote")
+    ref = f"refs/heads/{branch}"
+    local = head_sha(repo, ref)
+    if local is None:
+        raise GitError(["git", "push", remote, ref], -1, f"there is no local branch {branch!r}")
+    options = ["--porcelain"] + (["--set-upstream"] if set_upstream else [])
+    if lease_sha is not None:
+        if lease_sha and not _HEX_SHA.fullmatch(lease_sha):
+            raise ValueError(f"a lease needs a full commit sha, not {lease_sha!r}")
+        options.append(f"--force-with-lease={ref}:{lease_sha}")
+    # core.abbrev=no: the porcelain summary then carries full old..new shas.
+    argv = ["-c", "core.abbrev=no", "push", *options, "--", remote, f"{ref}:{ref}"]
+    result = git(*argv, cwd=repo.top, check=False)
+    return _push_outcome(["git", *argv], result, remote, branch, ref, local)
+
+
+def _push_outcome(argv: list[str], result: GitResult, remote: str, branch: str, ref: str,
+                  local: str) -> PushResult:
+    line = next((ln for ln in result.text.splitlines() if f"\t{ref}:{ref}\t" in ln), None)
+    err = _decode(result.stderr)
+    if line is None or line[0] == "!":
+        if line is None:
+            raise GitError(argv, result.returncode or -1, err or result.text)
+        summary = line.split("\t", 2)[2]
+        reason = summary[summary.find("(") + 1: summary.rfind(")")] if "(" in summary else summary
+        kind = _rejection_kind(summary, reason)
+        cls = LeaseRejected if kind == "lease" else PushRejected
+        raise cls(argv, result.returncode, err or summary, reason=reason, kind=kind)
+    outcome = _PUSH_FLAGS.get(line[0], "fast-forward")
+    summary = line.split("\t", 2)[2].split(" ", 1)[0]
+    old, _, new = summary.replace("...", "..").partition("..")
+    if outcome == "created":
+        return PushResult(remote, branch, outcome, None, local)
+    if outcome == "up-to-date":
+        return PushResult(remote, branch, outcome, local, local)
+    return PushResult(remote, branch, outcome, old, new)
+
+
+def _rejection_kind(summary: str, reason: str) -> str:
+    if reason == "stale info":
+        return "lease"
+    if summary.startswith("[remote rejected]"):
+        return "remote"
+    if reason in ("non-fast-forward", "fetch first"):
+        return "non-fast-forward"
+    return "other"
+
+
+def fetch(repo: Repo, remote: str = "origin") -> None:
+    """Update *remote*'s tracking refs (nothing is pruned)."""
+    git("fetch", "--", reject_option(remote, "remote"), cwd=repo.top)
+
+
+def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin") -> PullResult:
+    """Fast-forward the checked-out branch to *remote*'s *branch* (its upstream when None).
+
+    Raises :class:`NotFastForward`, changing nothing, when histories diverged.
+    """
+    args = ["pull", "--no-rebase", "--ff-only"]
+    if branch is not None:
+        args += ["--", reject_option(remote, "remote"), reject_option(branch, "branch")]
+    before = head_sha(repo)
+    result = git(*args, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        err = _decode(result.stderr)
+        cls = NotFastForward if "Not possible to fast-forward" in err else GitError
+        raise cls(["git", *args], result.returncode, err)
+    return PullResult(before, head_sha(repo))
+
+
+# --------------------------------------------------------------------------- branches
+
+def branch_create(repo: Repo, name: str, start_point: str = "HEAD") -> str:
+    """Create branch *name* at *start_point* without tracking; return its sha.
+
+    No upstream is set: a feature branch started from origin/main must not
+    count origin/main as the place it is pushed to.
+    """
+    reject_option(name, "branch name")
+    sha = head_sha(repo, reject_option(start_point, "start point"))
+    if sha is None:
+        raise GitError(["git", "branch", name, start_point], -1, f"{start_point!r} is not a commit")
+    git("branch", "--no-track", "--", name, sha, cwd=repo.top)
+    return sha
+
+
+def switch(repo: Repo, branch: str) -> None:
+    """Check out an existing local branch; never creates one, never discards changes."""
+    git("switch", "--no-guess", "--", reject_option(branch, "branch"), cwd=repo.top)
+
+
+def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
+    """Delete ``refs/heads/<name>`` only if it still points at *expected_sha*.
+
+    Raises :class:`RefMoved` when it moved or is gone, and
+    :class:`BranchCheckedOut` when any worktree has it checked out. This is no
+    containment proof: callers prove the work is safe first (:func:`containment`).
+    """
+    reject_option(name, "branch name")
+    if not _HEX_SHA.fullmatch(expected_sha):
+        raise ValueError(f"expected_sha must be a full commit sha, not {expected_sha!r}")
+    ref = f"refs/heads/{name}"
+    argv = ["update-ref", "-d", ref, expected_sha]
+    for wt in worktree_list(repo):
+        if wt.branch == name:
+            raise BranchCheckedOut(["git", *argv], name, wt.path)
+    result = git(*argv, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        err = _decode(result.stderr)
+        cls = RefMoved if "expected" in err or "unable to resolve" in err else GitError
+        raise cls(["git", *argv], result.returncode, err)
+    # The branch's tracking config would otherwise be inherited by a later
+    # branch of the same name; "no such section" is the usual, harmless answer.
+    git("config", "--remove-section", f"branch.{name}", cwd=repo.top, check=False)
+
+
+# --------------------------------------------------------------------------- worktrees
+
+@dataclass(frozen=True)
+class Worktree:
+    path: Path
+    head: str | None
+    branch: str | None  # short name; None when detached or bare
+    detached: bool = False
+    bare: bool = False
+    locked: bool = False
+    prunable: bool = False
+
+
+def worktree_list(repo: Repo) -> list[Worktree]:
+    """Every worktree of the repo, the main one first."""
+    result = git("worktree", "list", "--porcelain", "-z", cwd=repo.top)
+    return [_parse_worktree(rec) for rec in _worktree_records(result.stdout)]
+
+
+def _worktree_records(raw: bytes) -> Iterator[dict[str, str]]:
+    rec: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        if not item:
+            if rec:
+                yield rec
+            rec = {}
+            continue
+        key, _, value = os.fsdecode(item).partition(" ")
+        rec[key] = value
+    if rec:
+        yield rec
+
+
+def _parse_worktree(rec: dict[str, str]) -> Worktree:
+    branch = rec.get("branch")
+    if branch and branch.startswith("refs/heads/"):
+        branch = branch[len("refs/heads/"):]
+    return Worktree(
+        path=Path(os.path.realpath(rec["worktree"])),
+        head=rec.get("HEAD"),
+        branch=branch,
+        detached="detached" in rec,
+        bare="bare" in rec,
+        locked="locked" in rec,
+        prunable="prunable" in rec,
+    )
+
+
+def worktree_add(repo: Repo, path: str | os.PathLike[str], commit_ish: str | None = None,
+                 new_branch: str | None = None) -> Path:
+    """Add a worktree at *path* (relative paths are taken from the repo's top).
+
+    Like ``git worktree add [-b <new_branch>] <path> [<commit-ish>]``, except
+    that a branch is only ever created when *new_branch* names it: with
+    neither argument the worktree is detached at HEAD, and a *commit_ish* that
+    does not resolve is an error instead of a new branch guessed from a remote.
+    """
+    target = os.path.join(repo.top, os.fspath(path))
+    args = ["worktree", "add"]
+    if new_branch is not None:
+        args += ["--no-track", "-b", reject_option(new_branch, "new branch")]
+    elif commit_ish is None:
+        args.append("--detach")
+    if commit_ish is not None and head_sha(repo, reject_option(commit_ish, "commit-ish")) is None:
+        raise GitError(["git", *args, target, commit_ish], -1, f"{commit_ish!r} is not a commit")
+    git(*args, "--", target, *([commit_ish] if commit_ish else []), cwd=repo.top)
+    return Path(os.path.realpath(target))
+
+
+def worktree_remove(repo: Repo, path: str | os.PathLike[str]) -> None:
+    """Remove a clean worktree; git refuses one with changes or untracked files (no force)."""
+    git("worktree", "remove", "--", os.path.join(repo.top, os.fspath(path)), cwd=repo.top)
+
+
+# --------------------------------------------------------------------------- containment
+
+# A throwaway identity for the squash probe's commit-tree, so the proof works
+# for users with no identity configured; the object is never referenced.
+_PROBE_IDENTITY = {
+    "GIT_AUTHOR_NAME": "madtea", "GIT_AUTHOR_EMAIL": "madtea@localhost",
+    "GIT_COMMITTER_NAME": "madtea", "GIT_COMMITTER_EMAIL": "madtea@localhost",
+}
+
+
+def containment(repo: Repo, branch: str, target: str) -> str | None:
+    """How *target* already contains *branch*'s work, or None if that cannot be shown.
+
+    "ancestor": the tip is in target's history; "patch-id": every commit's
+    change is in target (rebased or cherry-picked); "squash": the branch's
+    whole change landed as one commit. Errors raise :class:`GitError`: a
+    proof that cannot be run is not a proof.
+    """
+    reject_option(branch, "branch")
+    reject_option(target, "target")
+    if _is_ancestor(repo, branch, target):
+        return "ancestor"
+    if _all_in_target(repo, target, branch):
+        return "patch-id"
+    base = _merge_base(repo, target, branch)
+    if base is None:
+        return None
+    probe = git("commit-tree", f"{branch}^{{tree}}", "-p", base, "-m", "squash probe",
+                cwd=repo.top, env=_PROBE_IDENTITY).text
+    return "squash" if _all_in_target(repo, target, probe) else None
+
+
+def _is_ancestor(repo: Repo, branch: str, target: str) -> bool:
+    args = ("merge-base", "--is-ancestor", "--end-of-options", branch, target)
+    result = git(*args, cwd=repo.top, check=False)
+    if result.returncode not in (0, 1):
+        raise GitError(["git", *args], result.returncode, _decode(result.stderr))
+    return result.returncode == 0
+
+
+def _all_in_target(repo: Repo, target: str, head: str) -> bool:
+    lines = git("cherry", "--end-of-options", target, head, cwd=repo.top).text.splitlines()
+    return bool(lines) and all(line.startswith("-") for line in lines)
+
+
+def _merge_base(repo: Repo, a: str, b: str) -> str | None:
+    args = ("merge-base", "--end-of-options", a, b)
+    result = git(*args, cwd=repo.top, check=False)
+    if result.returncode not in (0, 1):
+        raise GitError(["git", *args], result.returncode, _decode(result.stderr))
+    return result.text or None
+
+
+def unpushed(repo: Repo, branch: str) -> int:
+    """Commits on *branch* that no remote-tracking ref has (no fetch is done).
+
+    Counted against the branch's upstream, else ``origin/<branch>``, else
+    against every remote-tracking branch.
+    """
+    reject_option(branch, "branch")
+    ref = f"refs/heads/{branch}"
+    upstream = git("for-each-ref", "--format=%(upstream)", ref, cwd=repo.top).text
+    for base in (upstream, f"refs/remotes/origin/{branch}"):
+        if base and ref_exists(repo, base):
+            return _rev_count(repo, f"{base}..{ref}")
+    return _rev_count(repo, ref, "--not", "--remotes")
+
+
+def _rev_count(repo: Repo, *revs: str) -> int:
+    return int(git("rev-list", "--count", *revs, "--", cwd=repo.top).text)
