@@ -234,8 +234,9 @@ def log_op(inv: Invocation) -> Result:
     ref = _ref_arg(inv, "ref") or "HEAD"
     limit = max(1, min(int(inv.args.get("limit") or 20), 200))
     entries = gitops.log(_grepo(inv), ref, limit)
-    lines = [f"{e['sha'][:9]} {e['date'][:10]} {e['author']}: {e['subject']}" for e in entries]
-    return Result("\n".join(lines) or f"no commits on {ref}", entries)
+    lines = [f"{e.sha[:9]} {e.date[:10]} {e.author}: {e.subject}" for e in entries]
+    data = [{"sha": e.sha, "author": e.author, "date": e.date, "subject": e.subject} for e in entries]
+    return Result("\n".join(lines) or f"no commits on {ref}", data)
 
 
 @operation("madt_add", cli=("add",), kind="local", mutating=True, idempotent=True,
@@ -299,7 +300,8 @@ def pull_op(inv: Invocation) -> Result:
     if branch is None:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; switch to a branch first.",
                             target=inv.repo.describe(), user_action="Call madt_switch with the branch to pull into.")
-    old, new = gitops.pull_ff(_grepo(inv), branch)
+    pulled = gitops.pull_ff(_grepo(inv), branch)
+    old, new = pulled.before, pulled.after or ""
     moved = "already up to date" if old == new else f"{(old or '0')[:9]}..{new[:9]} (fast-forward)"
     return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.",
                   {"branch": inv.state.branch, "from": old, "to": new})
@@ -349,9 +351,9 @@ def branch_delete_op(inv: Invocation) -> Result:
     if not gitops.ref_exists(repo, f"refs/heads/{name}"):
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {name}.",
                             target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
-    checked_out = [w for w in gitops.worktree_list(repo) if w.get("branch") == name]
+    checked_out = [w for w in gitops.worktree_list(repo) if w.branch == name]
     if checked_out:
-        raise guard.Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out[0]['path']}; a checked-out "
+        raise guard.Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out[0].path}; a checked-out "
                             f"branch is never deleted.", target=inv.repo.describe(),
                             user_action="Switch that checkout to another branch first, or leave the branch.")
     proof = _contained(inv, name)
@@ -396,8 +398,8 @@ _WT_PARAMS = (Param("path", description="Absolute path of the worktree to add or
            summary="List the repository's worktrees.", params=())
 def worktree_list_op(inv: Invocation) -> Result:
     trees = gitops.worktree_list(_grepo(inv))
-    lines = [f"{w['path']} {w.get('branch') or 'detached'} {str(w.get('head') or '')[:9]}" for w in trees]
-    return Result("\n".join(lines), trees)
+    lines = [f"{w.path} {w.branch or 'detached'} {(w.head or '')[:9]}" for w in trees]
+    return Result("\n".join(lines), [{"path": str(w.path), "branch": w.branch, "head": w.head} for w in trees])
 
 
 def _worktree_path(inv: Invocation) -> str:
@@ -424,7 +426,7 @@ def worktree_add_op(inv: Invocation) -> Result:
            summary="Remove a linked worktree that holds no uncommitted or unpushed work.", params=_WT_PARAMS)
 def worktree_remove_op(inv: Invocation) -> Result:
     path = _worktree_path(inv)
-    trees = {os.path.realpath(w["path"]): w for w in gitops.worktree_list(_grepo(inv))}
+    trees = {os.path.realpath(w.path): w for w in gitops.worktree_list(_grepo(inv))}
     tree = trees.get(os.path.realpath(path))
     if tree is None or os.path.realpath(path) == str(inv.repo.top) and not inv.repo.is_linked:
         raise guard.Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {inv.repo.describe()}.",
@@ -443,7 +445,7 @@ def worktree_remove_op(inv: Invocation) -> Result:
                                 "whether it may be discarded.")
     gitops.worktree_remove(_grepo(inv), path)
     return Result(closing(f"Removed worktree {path} of {inv.repo.describe()}; its branch "
-                          f"{tree.get('branch') or '(detached)'} is kept"), {"path": path})
+                          f"{tree.branch or '(detached)'} is kept"), {"path": path})
 
 
 @operation("madt_prune", cli=("prune",), kind="local", mutating=True, destructive=True,
@@ -452,7 +454,7 @@ def worktree_remove_op(inv: Invocation) -> Result:
 def prune_op(inv: Invocation) -> Result:
     repo = _grepo(inv)
     default = inv.state.default_branch
-    busy = {w.get("branch") for w in gitops.worktree_list(repo)}
+    busy = {w.branch for w in gitops.worktree_list(repo)}
     deleted, kept = [], []
     for branch in gitops.local_branches(repo):
         if branch == default or branch in busy:
@@ -568,13 +570,12 @@ def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
     return tuple(guard.distinct_children(launch, children))
 
 
-def _state(repo: guard.RepoFacts, need_status: bool) -> guard.RepoState:
-    operation = gitops.operation_in_progress(repo.git_dir)
-    default = gitops.default_branch(gitops.Repo(repo.top, repo.git_dir, repo.common_dir))
-    if not need_status:
-        return guard.RepoState(gitops.current_branch(repo.git_dir), default, operation)
-    st = gitops.status(gitops.Repo(repo.top, repo.git_dir, repo.common_dir))
-    return guard.RepoState(st.branch, default, operation, st.dirty_tracked, tuple(st.conflicted))
+def _state(repo: guard.RepoFacts) -> guard.RepoState:
+    """Branch, default branch, operation in progress and dirtiness: one git call."""
+    grepo = gitops.Repo(repo.top, repo.git_dir, repo.common_dir)
+    st = gitops.status(grepo)
+    return guard.RepoState(st.branch, gitops.default_branch(grepo), st.operation, st.dirty_tracked,
+                           tuple(st.conflicted))
 
 
 def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
@@ -595,14 +596,10 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
                                 user_action=f"Call {op.tool} again with dir set to the absolute path of the repository.")
         target, explicit = launch, False
     needs_nested = ctx.surface == "mcp" and op.mutating and not explicit
-    state = _state(target, need_status=op.tool in _NEEDS_STATUS) if op.mutating or op.tool == "madt_finish" else None
+    state = _state(target) if op.mutating else None
     return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
                         nested=_nested(target) if needs_nested else (), signals=_signals(op, ctx),
                         state=state)
-
-
-# Tools whose rules or results need the full working-tree status (one git call).
-_NEEDS_STATUS = {"madt_branch_create", "madt_commit", "madt_finish", "madt_switch", "madt_worktrees"}
 
 
 def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
@@ -974,8 +971,8 @@ def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
         url = gitops.read_origin(repo.common_dir)
         rows.append(("warn", "origin", f"{url!r} does not name a forge repository" if url else "no origin remote"))
     else:
-        rows.append(("ok", "origin", f"{facts.origin.full} → forge host {facts.origin.host_key}"))
-        rows.append(_doctor_credential(facts.origin.host_key))
+        rows.append(("ok", "origin", f"{facts.origin.full} → forge host {facts.origin.netloc}"))
+        rows.append(_doctor_credential(facts.origin.netloc))
     nested = _nested(facts)
     rows.append(("warn" if nested else "ok", "workspace",
                  f"holds {len(nested)} other repositories, so MCP mutations without dir= are refused here"
