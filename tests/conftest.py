@@ -138,3 +138,4 @@ def anyio_backend() -> str:
 
 
 # --- fixture modules ---
+from topologies import *  # noqa: E402,F401,F403 - sandbox repo fixtures
