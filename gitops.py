@@ -55,6 +55,8 @@ __all__ = [
     "unpushed",
     "head_sha",
     "ref_exists",
+    "local_branches",
+    "git_version",
 ]
 
 import os
@@ -901,10 +903,25 @@ def head_sha(repo: Repo, ref: str = "HEAD") -> str | None:
 
 
 def ref_exists(repo: Repo, ref: str) -> bool:
-    """True when the full ref name (``refs/...``) exists."""
-    if not ref.startswith("refs/"):
-        raise ValueError(f"ref_exists needs a full ref name starting with refs/, not {ref!r}")
-    return git("show-ref", "--verify", "--quiet", ref, cwd=repo.top, check=False).returncode == 0
+    """True when *ref* resolves: a full name (``refs/heads/x``) or a short one (``main``)."""
+    reject_option(ref, "ref")
+    args = ("rev-parse", "--verify", "--quiet", "--end-of-options", ref)
+    return git(*args, cwd=repo.top, check=False).returncode == 0
+
+
+def local_branches(repo: Repo) -> list[str]:
+    """Short names of every local branch, sorted."""
+    out = git("for-each-ref", "--format=%(refname)", "refs/heads/", cwd=repo.top).stdout
+    return sorted(os.fsdecode(line)[len("refs/heads/"):] for line in out.splitlines() if line)
+
+
+def git_version() -> str | None:
+    """git's version ("2.39.5"), or None when git cannot be run."""
+    try:
+        text = git("--version", cwd=os.path.abspath(os.sep)).text
+    except GitError:
+        return None
+    return text.removeprefix("git version ").strip() or None
 
 
 # --------------------------------------------------------------------------- remotes
