@@ -572,7 +572,7 @@ class RemoteCall:
     surface: str
     target: str                          # host/owner/repo
     target_host: str
-    launch: RepoFacts | None
+    launch_host: str | None              # the launch repo's forge host, the credential boundary
     explicit: bool
     nested_hosts: tuple[tuple[str, str], ...] = ()   # (host/owner/repo, path) on other hosts
     signals: tuple[Signal, ...] = ()
@@ -592,12 +592,16 @@ def _signal_names(signal: Signal) -> str | None:
 
 
 def _remote_agrees(signal: Signal, target: str) -> bool:
+    """Same owner/repo, and the same host name when the signal names one (ports are not compared:
+    an ssh origin's port is not its forge's web port)."""
     name = _signal_names(signal)
     if name is None:
         return True  # a repository with no forge origin says nothing about forge targets
-    want = name.strip().strip("/").casefold().removesuffix(".git")
-    have = target.casefold()
-    return have == want or have.split("/", 1)[1] == want
+    want = name.strip().strip("/").casefold().removesuffix(".git").split("/")
+    have = target.casefold().split("/")
+    if want[-2:] != have[-2:]:
+        return False
+    return len(want) < 3 or want[0].split(":")[0] == have[0].split(":")[0]
 
 
 # Writes the launch scope allows on another forge host: filing an issue there.
@@ -622,7 +626,7 @@ def check_remote(c: RemoteCall) -> None:
                           f"without owner_repo cannot tell which forge you mean.", target=c.target,
                           next=(c.retry(owner_repo=c.target),) +
                           tuple(c.retry(owner_repo=name) for name, _ in c.nested_hosts[:5]))
-    launch_host = c.launch.origin.host_key if c.launch and c.launch.origin else None
+    launch_host = c.launch_host
     if launch_host and c.target_host != launch_host and c.mutating and (c.tool, c.action) not in _CROSS_HOST_WRITES:
         raise Refusal("OUT_OF_SCOPE",
                       f"{c.target} is on {c.target_host}, but this server was launched for {launch_host}; "
@@ -633,3 +637,1266 @@ def check_remote(c: RemoteCall) -> None:
 
 
 # --- hook classifier (hook helper) ---
+#
+# The agent hook decides on one shell command before the harness runs it.
+# Everything below is pure: the caller hands in ``repo_facts(path)`` (a
+# filesystem-only reader, see madtea's hook section) and gets a HookDecision.
+# The hook steers; it is not a security boundary. Git aliases are not expanded,
+# strings built at run time are out of reach, and ``bash -c``/``eval`` are only
+# followed when their text is literal: the guard in the MCP tools enforces.
+
+import json as _hk_json
+import os as _hk_os
+import re as _hk_re
+
+__all__ += ["HookDecision", "HookRepo", "classify_command", "hook_failure_decision",
+            "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL"]
+
+NONE_RAN = "This entire command was blocked; none of it ran (the {first} did not execute)."
+DO_NOT_RETRY = "Do not retry any raw git {verb} variant; every form is steered."
+MID_OPERATION_RAIL = ("A {op} is in progress in {top}: stage the resolved files with {add}, "
+                      "then finish with GIT_EDITOR=true git{c} {op} --continue (or stop with git{c} {op} --abort).")
+
+
+class HookDecision:
+    """What the hook does with one shell command.
+
+    ``kind`` is "allow" (say nothing), "note" (let it run, with advisory text for
+    the agent) or "deny" (block it; ``text`` is the reason). ``segment`` is the
+    part of the command line that decided.
+    """
+
+    __slots__ = ("kind", "text", "segment")
+
+    def __init__(self, kind: str, text: str = "", segment: str = "") -> None:
+        self.kind = kind
+        self.text = text
+        self.segment = segment
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HookDecision) and (self.kind, self.text, self.segment) == (
+            other.kind, other.text, other.segment)
+
+    def __repr__(self) -> str:
+        return f"HookDecision({self.kind!r}, {self.text!r}, {self.segment!r})"
+
+
+class HookRepo:
+    """Filesystem facts about the repository holding one path (realpaths).
+
+    ``prefix`` is that path relative to ``top`` ("" at the top); ``operation`` is
+    a stopped merge, rebase, cherry-pick, revert, am or bisect; ``ref_kind(name)``
+    says "branch", "remote" or "tag" for a name the repo has, None otherwise.
+    """
+
+    __slots__ = ("top", "git_dir", "common_dir", "prefix", "operation", "ref_kind")
+
+    def __init__(self, top: str, git_dir: str, common_dir: str, prefix: str = "",
+                 operation: str | None = None, ref_kind: Any = None) -> None:
+        self.top = top
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.prefix = prefix
+        self.operation = operation
+        self.ref_kind = ref_kind
+
+    def __repr__(self) -> str:
+        return f"HookRepo({self.top!r}, operation={self.operation!r})"
+
+
+def mentions_git_or_madtea(command: str) -> bool:
+    """True when *command* has a ``git`` or ``madtea`` word: a blocked form could hide there."""
+    return bool(_hk_re.search(r"\b(?:git|madtea)\b", command or ""))
+
+
+def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
+    """The hook could not decide (a malformed event, an internal error): never wedge the agent.
+
+    Only a command with a git or madtea word is held back, since a blocked form
+    could hide there; everything else goes ahead.
+    """
+    if not command or not mentions_git_or_madtea(command):
+        return HookDecision("allow")
+    return HookDecision("deny", (
+        f"madtea's hook could not check this command ({reason}), and it runs git or madtea, so it was "
+        "held back; none of it ran. Do this step with the madt_* tools instead (madt_status, madt_add, "
+        "madt_commit, madt_push), or ask the user to check the madtea installation."), command)
+
+
+def classify_command(command: str, cwd: str, repo_facts: Any) -> HookDecision:
+    """Decide on one shell command line run from *cwd*.
+
+    ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
+    (filesystem only); it is called at most once per distinct path. A line with
+    any denied part is denied whole, and the text says none of it ran.
+    """
+    ctx = _HkCtx(cwd, repo_facts)
+    segs = _HkParser(command, cwd).parse()
+    top_level = [s for s in segs if s.depth == 0 and _hk_label(s)]
+    denied: list[tuple[_HkSeg, str]] = []
+    notes: list[str] = []
+    for seg in segs:
+        for kind, text in _hk_verdicts(seg, ctx, 0):
+            if kind == "deny":
+                denied.append((seg, text))
+            elif kind == "note" and text not in notes:
+                notes.append(text)
+    if denied:
+        lines = [NONE_RAN.format(first=_hk_label(top_level[0]))] if len(top_level) > 1 else []
+        seen: set[str] = set()
+        for _seg, text in denied:
+            if text not in seen:
+                seen.add(text)
+                lines.append(text)
+        return HookDecision("deny", "\n".join(lines), denied[0][0].raw)
+    if notes:
+        return HookDecision("note", "\n".join(notes))
+    return HookDecision("allow")
+
+
+# --------------------------------------------------------------------------- shell parsing
+
+class _HkWord:
+    __slots__ = ("text", "dynamic", "quoted")
+
+    def __init__(self, text: str, dynamic: bool, quoted: bool) -> None:
+        self.text = text
+        self.dynamic = dynamic  # holds an expansion whose value only the shell knows
+        self.quoted = quoted
+
+    def __repr__(self) -> str:
+        return f"_HkWord({self.text!r}{', dynamic' if self.dynamic else ''})"
+
+
+class _HkSeg:
+    """One simple command, with the directory and exported variables in force when it starts."""
+
+    __slots__ = ("words", "raw", "depth", "dir", "env")
+
+    def __init__(self, words: list[_HkWord], raw: str, depth: int, dir: str | None, env: dict[str, _HkWord]) -> None:
+        self.words = words
+        self.raw = raw
+        self.depth = depth  # 0 = on the line itself, >0 = inside a substitution or an inner shell
+        self.dir = dir      # None once a cd went somewhere only the shell knows
+        self.env = env
+
+
+class _HkState:
+    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next")
+
+    def __init__(self) -> None:
+        self.words: list[_HkWord] = []
+        self.cur: list[str] | None = None
+        self.dyn = False
+        self.quoted = False
+        self.start: int | None = None
+        self.prev_sep: str | None = None
+        self.skip_next = False  # the next word is a redirection target, not an argument
+
+
+_HK_ASSIGN = _hk_re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_HK_VARNAME = _hk_re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
+_HK_ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a", "0": "\0"}
+
+
+class _HkParser:
+    """A small POSIX-shell reader: enough to find every command a line would run.
+
+    Quoted text is data; ``$(...)``, backticks and ``<(...)`` are commands that
+    run before the one holding them; here-document bodies are data. ``case``
+    patterns and other rare syntax are read on a best-effort basis.
+    """
+
+    def __init__(self, src: str, cwd: str | None, depth: int = 0, env: dict[str, _HkWord] | None = None,
+                 out: list[_HkSeg] | None = None) -> None:
+        self.src = src
+        self.n = len(src)
+        self.pos = 0
+        self.cwd = cwd
+        self.depth = depth
+        self.env = dict(env or {})
+        self.out = out if out is not None else []
+        self.heredocs: list[tuple[str, bool]] = []
+
+    def parse(self) -> list[_HkSeg]:
+        self._list({"dir": self.cwd, "env": self.env}, self.depth, None)
+        return self.out
+
+    # -- the main loop: one command list, up to *stop* (")" for groups and substitutions)
+    def _list(self, scope: dict[str, Any], depth: int, stop: str | None) -> None:
+        src = self.src
+        st = _HkState()
+        while self.pos < self.n:
+            c = src[self.pos]
+            if st.start is None and c not in " \t\r\n;&|)":
+                st.start = self.pos
+            if c in " \t\r":
+                self._end_word(st)
+                self.pos += 1
+            elif c == "\n":
+                self._end_seg(st, scope, depth, ";")
+                self.pos += 1
+                self._skip_heredocs()
+            elif c == ";":
+                self._end_seg(st, scope, depth, ";")
+                self.pos += 2 if src.startswith((";;", ";&"), self.pos) else 1
+            elif c == "&":
+                if src.startswith("&&", self.pos):
+                    self._end_seg(st, scope, depth, "&&")
+                    self.pos += 2
+                elif src.startswith("&>", self.pos):
+                    self._end_word(st)
+                    self.pos += 3 if src.startswith("&>>", self.pos) else 2
+                    st.skip_next = True
+                else:
+                    self._end_seg(st, scope, depth, "&")
+                    self.pos += 1
+            elif c == "|":
+                two = src.startswith(("||", "|&"), self.pos)
+                self._end_seg(st, scope, depth, "||" if src.startswith("||", self.pos) else "|")
+                self.pos += 2 if two else 1
+            elif c == "(":
+                if st.cur is None and not st.words:
+                    self.pos += 1  # a subshell: its cd stays inside
+                    self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth, ")")
+                    st.start = None
+                else:
+                    self._balanced_literal(st)  # f() or a=(1 2): not a command
+            elif c == ")":
+                if stop == ")":
+                    self._end_seg(st, scope, depth, None)
+                    self.pos += 1
+                    return
+                self.pos += 1
+            elif c in "<>":
+                self._redirect(st, scope, depth)
+            elif c == "'":
+                end = src.find("'", self.pos + 1)
+                end = self.n if end < 0 else end
+                self._add(st, src[self.pos + 1:end], quoted=True)
+                self.pos = end + 1
+            elif c == '"':
+                self._dquote(st, scope, depth)
+            elif c == "\\":
+                if src.startswith("\\\n", self.pos):
+                    self.pos += 2
+                else:
+                    self._add(st, src[self.pos + 1:self.pos + 2], quoted=True)
+                    self.pos += 2
+            elif c == "$":
+                self._dollar(st, scope, depth, in_dquote=False)
+            elif c == "`":
+                self._backtick(st, scope, depth)
+            elif c == "#" and st.cur is None:
+                end = src.find("\n", self.pos)
+                self.pos = self.n if end < 0 else end
+            else:
+                self._add(st, c)
+                self.pos += 1
+        self._end_seg(st, scope, depth, None)
+
+    def _add(self, st: _HkState, text: str, quoted: bool = False, dynamic: bool = False) -> None:
+        if st.cur is None:
+            st.cur, st.dyn, st.quoted = [], False, False
+        st.cur.append(text)
+        st.quoted = st.quoted or quoted
+        st.dyn = st.dyn or dynamic
+
+    def _end_word(self, st: _HkState) -> None:
+        if st.cur is None:
+            return
+        word = _HkWord("".join(st.cur), st.dyn, st.quoted)
+        st.cur = None
+        if st.skip_next:
+            st.skip_next = False
+        else:
+            st.words.append(word)
+
+    def _end_seg(self, st: _HkState, scope: dict[str, Any], depth: int, sep: str | None) -> None:
+        self._end_word(st)
+        if st.words:
+            raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
+            seg = _HkSeg(st.words, raw, depth, scope["dir"], dict(scope["env"]))
+            self.out.append(seg)
+            if sep != "|" and st.prev_sep != "|":  # a pipeline's parts run in subshells
+                _hk_scope_update(seg, scope)
+        st.words = []
+        st.start = None
+        st.skip_next = False
+        st.prev_sep = sep
+
+    def _skip_heredocs(self) -> None:
+        pending, self.heredocs = self.heredocs, []
+        for delim, strip_tabs in pending:
+            while self.pos < self.n:
+                end = self.src.find("\n", self.pos)
+                end = self.n if end < 0 else end
+                line = self.src[self.pos:end]
+                self.pos = min(end + 1, self.n)
+                if (line.lstrip("\t") if strip_tabs else line) == delim:
+                    break
+
+    def _redirect(self, st: _HkState, scope: dict[str, Any], depth: int) -> None:
+        src = self.src
+        if st.cur is not None and "".join(st.cur).isdigit() and not st.quoted:
+            st.cur = None  # "2>": the digits name a file descriptor
+        else:
+            self._end_word(st)
+        if src.startswith(("<(", ">("), self.pos):
+            self.pos += 2
+            self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
+            self._add(st, "/dev/fd/63", dynamic=True)
+            return
+        if src.startswith("<<<", self.pos):
+            self.pos += 3
+            st.skip_next = True
+            return
+        if src.startswith("<<", self.pos):
+            self.pos += 2
+            strip_tabs = src.startswith("-", self.pos)
+            self.pos += 1 if strip_tabs else 0
+            while self.pos < self.n and src[self.pos] in " \t":
+                self.pos += 1
+            start = self.pos
+            while self.pos < self.n and src[self.pos] not in " \t\n;&|<>()":
+                self.pos += 1
+            delim = src[start:self.pos].replace("'", "").replace('"', "").replace("\\", "")
+            self.heredocs.append((delim, strip_tabs))
+            return
+        for op in (">>", ">&", ">|", "<&", "<>", ">", "<"):
+            if src.startswith(op, self.pos):
+                self.pos += len(op)
+                break
+        st.skip_next = True
+
+    def _dquote(self, st: _HkState, scope: dict[str, Any], depth: int) -> None:
+        src = self.src
+        self.pos += 1
+        self._add(st, "", quoted=True)
+        while self.pos < self.n:
+            c = src[self.pos]
+            if c == '"':
+                self.pos += 1
+                return
+            if c == "\\" and src[self.pos + 1:self.pos + 2] in ('"', "\\", "$", "`", "\n"):
+                nxt = src[self.pos + 1]
+                if nxt != "\n":
+                    self._add(st, nxt, quoted=True)
+                self.pos += 2
+            elif c == "$":
+                self._dollar(st, scope, depth, in_dquote=True)
+            elif c == "`":
+                self._backtick(st, scope, depth)
+            else:
+                self._add(st, c, quoted=True)
+                self.pos += 1
+
+    def _dollar(self, st: _HkState, scope: dict[str, Any], depth: int, in_dquote: bool) -> None:
+        src = self.src
+        nxt = src[self.pos + 1:self.pos + 2]
+        if src.startswith("$((", self.pos):
+            self.pos += 1
+            self._skip_balanced("(", ")")
+            self._add(st, "$(())", dynamic=True)
+        elif nxt == "(":
+            self.pos += 2
+            self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
+            self._add(st, "$()", dynamic=True)
+        elif nxt == "{":
+            self.pos += 1
+            self._skip_balanced("{", "}")
+            self._add(st, "${}", dynamic=True)
+        elif nxt == "'" and not in_dquote:
+            self._ansi_c(st)
+        elif nxt == '"' and not in_dquote:
+            self.pos += 1  # $"..." is a translated string: read it as "..."
+        else:
+            m = _HK_VARNAME.match(src, self.pos + 1)
+            if m:
+                self._add(st, "$" + m.group(0), dynamic=True)
+                self.pos = m.end()
+            else:
+                self._add(st, "$")
+                self.pos += 1
+
+    def _ansi_c(self, st: _HkState) -> None:
+        src = self.src
+        self.pos += 2
+        out: list[str] = []
+        while self.pos < self.n and src[self.pos] != "'":
+            if src[self.pos] == "\\" and self.pos + 1 < self.n:
+                out.append(_HK_ANSI.get(src[self.pos + 1], src[self.pos + 1]))
+                self.pos += 2
+            else:
+                out.append(src[self.pos])
+                self.pos += 1
+        self.pos += 1
+        self._add(st, "".join(out), quoted=True)
+
+    def _backtick(self, st: _HkState, scope: dict[str, Any], depth: int) -> None:
+        src = self.src
+        self.pos += 1
+        body: list[str] = []
+        while self.pos < self.n and src[self.pos] != "`":
+            if src[self.pos] == "\\" and src[self.pos + 1:self.pos + 2] in ("`", "\\", "$"):
+                body.append(src[self.pos + 1])
+                self.pos += 2
+            else:
+                body.append(src[self.pos])
+                self.pos += 1
+        self.pos += 1
+        _HkParser("".join(body), scope["dir"], depth + 1, scope["env"], self.out).parse()
+        self._add(st, "``", dynamic=True)
+
+    def _skip_balanced(self, open_: str, close: str) -> None:
+        level = 0
+        while self.pos < self.n:
+            c = self.src[self.pos]
+            self.pos += 1
+            if c == open_:
+                level += 1
+            elif c == close:
+                level -= 1
+                if level == 0:
+                    return
+
+    def _balanced_literal(self, st: _HkState) -> None:
+        start = self.pos
+        self._skip_balanced("(", ")")
+        self._add(st, self.src[start:self.pos])
+
+
+def _hk_scope_update(seg: _HkSeg, scope: dict[str, Any]) -> None:
+    """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
+    words = seg.words
+    if all(_HK_ASSIGN.match(w.text) for w in words):
+        for w in words:
+            scope["env"][w.text.split("=", 1)[0]] = w
+        return
+    name = words[0].text
+    if name in ("cd", "pushd"):
+        args = [w for w in words[1:] if not (w.text.startswith("-") and w.text != "-")]
+        target = args[0] if args else _HkWord("~", False, False)
+        if target.dynamic or target.text == "-" or scope["dir"] is None and not target.text.startswith(("/", "~")):
+            scope["dir"] = None
+        else:
+            path = _hk_os.path.expanduser(target.text)
+            scope["dir"] = _hk_os.path.normpath(_hk_os.path.join(scope["dir"] or "/", path))
+    elif name == "popd":
+        scope["dir"] = None
+    elif name == "export":
+        for w in words[1:]:
+            if _HK_ASSIGN.match(w.text):
+                scope["env"][w.text.split("=", 1)[0]] = w
+    elif name == "unset":
+        for w in words[1:]:
+            scope["env"].pop(w.text, None)
+
+
+# --------------------------------------------------------------------------- from segments to commands
+
+_HK_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!",
+                          "time", "[[", "]]", "function", "coproc", "esac"})
+_HK_NOT_A_COMMAND = frozenset({"for", "select", "case", "in"})
+_HK_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
+_HK_PYTHONS = _hk_re.compile(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$")
+
+
+class _HkCtx:
+    def __init__(self, cwd: str, repo_facts: Any) -> None:
+        self.cwd = cwd
+        self._facts = repo_facts
+        self._cache: dict[str, HookRepo | None] = {}
+        self.own = self.facts(cwd)
+
+    def facts(self, path: str) -> HookRepo | None:
+        if path not in self._cache:
+            self._cache[path] = self._facts(path)
+        return self._cache[path]
+
+
+def _hk_basename(text: str) -> str:
+    name = text.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-4] if name.lower().endswith(".exe") else name
+
+
+def _hk_strip(seg: _HkSeg) -> tuple[list[_HkWord], dict[str, _HkWord], str | None]:
+    """The command itself: reserved words, variable assignments and wrappers (env, sudo, xargs …) removed."""
+    words = list(seg.words)
+    env = dict(seg.env)
+    cdir = seg.dir
+    while words and not words[0].quoted and words[0].text in _HK_RESERVED:
+        words.pop(0)
+    if not words or words[0].text in _HK_NOT_A_COMMAND:
+        return [], env, cdir
+    for _ in range(8):
+        while words and _HK_ASSIGN.match(words[0].text) and not words[0].text.startswith("="):
+            env[words[0].text.split("=", 1)[0]] = words.pop(0)
+        if not words:
+            break
+        name = _hk_basename(words[0].text)
+        rest = words[1:]
+        if name in ("command", "builtin", "exec", "nohup", "time", "doas", "stdbuf", "caffeinate"):
+            if name == "command" and rest and rest[0].text in ("-v", "-V"):
+                return [], env, cdir  # a look-up, not a run
+            words = _hk_skip_options(rest, "a" if name == "exec" else "")
+        elif name in ("nice", "ionice", "chrt", "taskset"):
+            words = _hk_skip_options(rest, "nncp")
+        elif name == "timeout":
+            words = _hk_skip_options(rest, "sk")[1:]
+        elif name == "watch":
+            words = _hk_skip_options(rest, "nd")
+        elif name == "sudo":
+            words = _hk_skip_options(rest, "ugCDhprtTU")
+        elif name == "env":
+            words, cdir = _hk_env_wrapper(rest, cdir)
+        elif name == "xargs":
+            words = _hk_skip_options(rest, "IinPdELsa") + [_HkWord("<input>", True, False)]
+        else:
+            break
+    return words, env, cdir
+
+
+def _hk_skip_options(words: list[_HkWord], with_value: str) -> list[_HkWord]:
+    i = 0
+    while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
+        if words[i].text == "--":
+            return words[i + 1:]
+        opt = words[i].text
+        i += 2 if (len(opt) == 2 and opt[1] in with_value) else 1
+    return words[i:]
+
+
+def _hk_env_wrapper(words: list[_HkWord], cdir: str | None) -> tuple[list[_HkWord], str | None]:
+    i = 0
+    while i < len(words):
+        text = words[i].text
+        if text in ("-C", "--chdir") and i + 1 < len(words):
+            target = words[i + 1]
+            cdir = None if target.dynamic or cdir is None else _hk_os.path.normpath(
+                _hk_os.path.join(cdir, _hk_os.path.expanduser(target.text)))
+            i += 2
+        elif text in ("-u", "--unset", "-S", "--split-string"):
+            i += 2
+        elif text.startswith("-") and text != "-":
+            i += 1
+        else:
+            break
+    return words[i:], cdir
+
+
+def _hk_label(seg: _HkSeg) -> str:
+    """How the none-of-it-ran sentence names a command: "git add", "madtea issue", "npm"."""
+    words, _env, _dir = _hk_strip(seg)
+    if not words:
+        return ""
+    name = _hk_basename(words[0].text)
+    if name == "git":
+        sub = _hk_git_split(words[1:])[0]
+        return f"git {sub.text}" if sub is not None else "git"
+    cli = _hk_madtea_args(words)
+    if cli is not None:
+        nouns = [w.text for w in cli if not w.text.startswith("-")]
+        return "madtea " + nouns[0] if nouns else "madtea"
+    return name
+
+
+def _hk_verdicts(seg: _HkSeg, ctx: _HkCtx, nest: int) -> list[tuple[str, str]]:
+    words, env, cdir = _hk_strip(seg)
+    if not words or nest > 4:
+        return []
+    name = _hk_basename(words[0].text)
+    inner = _hk_inner_script(name, words)
+    if inner is not None:
+        sub = _HkParser(inner, cdir, seg.depth + 1, env).parse()
+        return [v for s in sub for v in _hk_verdicts(s, ctx, nest + 1)]
+    if name == "find":
+        return [v for s in _hk_find_exec(words, seg, env, cdir) for v in _hk_verdicts(s, ctx, nest + 1)]
+    if name == "git":
+        return [_HkGit(words[1:], env, cdir, ctx).verdict()]
+    cli = _hk_madtea_args(words)
+    if cli is not None:
+        return [_hk_madtea(cli)]
+    return []
+
+
+def _hk_inner_script(name: str, words: list[_HkWord]) -> str | None:
+    """The literal text of ``bash -c '...'`` or ``eval '...'``; None when there is none to read."""
+    if name == "eval":
+        if any(w.dynamic for w in words[1:]):
+            return None
+        return " ".join(w.text for w in words[1:])
+    if name not in _HK_SHELLS:
+        return None
+    for i, w in enumerate(words[1:], 1):
+        if w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:]:
+            if i + 1 < len(words) and not words[i + 1].dynamic:
+                return words[i + 1].text
+            return None
+        if not w.text.startswith("-"):
+            return None
+    return None
+
+
+def _hk_find_exec(words: list[_HkWord], seg: _HkSeg, env: dict[str, _HkWord], cdir: str | None) -> list[_HkSeg]:
+    found: list[_HkSeg] = []
+    i = 0
+    while i < len(words):
+        if words[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(words) and words[j].text not in (";", "+"):
+                j += 1
+            cmd = [(_HkWord("<found>", True, False) if w.text == "{}" else w) for w in words[i + 1:j]]
+            if cmd:
+                found.append(_HkSeg(cmd, seg.raw, seg.depth + 1, cdir, env))
+            i = j
+        i += 1
+    return found
+
+
+def _hk_madtea_args(words: list[_HkWord]) -> list[_HkWord] | None:
+    """The arguments of a madtea CLI run (``madtea ...``, ``python -m madtea ...``), or None."""
+    name = _hk_basename(words[0].text)
+    if name in ("madtea", "madtea.py"):
+        return words[1:]
+    if name in ("uvx", "pipx") and len(words) > 1:
+        rest = words[2:] if words[1].text == "run" else words[1:]
+        if rest and _hk_basename(rest[0].text) == "madtea":
+            return rest[1:]
+        return None
+    if _HK_PYTHONS.match(name):
+        i = 1
+        while i < len(words) and words[i].text.startswith("-"):
+            if words[i].text == "-m":
+                return words[i + 2:] if i + 1 < len(words) and words[i + 1].text == "madtea" else None
+            if words[i].text in ("-c",):
+                return None
+            i += 1
+        if i < len(words) and _hk_basename(words[i].text) == "madtea.py":
+            return words[i + 1:]
+    return None
+
+
+# --------------------------------------------------------------------------- rendering
+
+def _hk_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return _hk_json.dumps(list(value), ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, int):
+        return str(value)
+    return _hk_json.dumps(str(value), ensure_ascii=False)
+
+
+def _hk_call(tool: str, *pairs: tuple[str, Any]) -> str:
+    """``madt_add dir="/x" files=["a.py"]``: the call a hook text names (None values left out)."""
+    parts = [tool]
+    for key, value in pairs:
+        if value is None:
+            continue
+        parts.append(f"{key}={value}" if key == "action" else f"{key}={_hk_value(value)}")
+    return " ".join(parts)
+
+
+def _hk_sentence(text: str) -> str:
+    return text if text.endswith((".", ":", ")")) else text + "."
+
+
+def _hk_retry(verb: str) -> str:
+    return DO_NOT_RETRY.format(verb=verb)
+
+
+def _hk_shq(text: str) -> str:
+    return text if _hk_re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+
+
+# --------------------------------------------------------------------------- git
+
+_HK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                                  "--super-prefix", "--attr-source", "--exec-path", "--list-cmds"})
+_HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit"})
+_HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
+_HK_CRED_URL = _hk_re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@:]+:[^/\s@]+@", _hk_re.I)
+_HK_SHA = _hk_re.compile(r"[0-9a-f]{7,40}")
+_HK_NOTE_TOOLS = {"status": "madt_status", "log": "madt_log", "shortlog": "madt_log", "whatchanged": "madt_log"}
+_HK_DESTROYS = "{what} throws away work that exists nowhere else, so only a person may do it: ask the user to run it themselves if it is really wanted."
+
+
+def _hk_git_split(args: list[_HkWord]) -> tuple[_HkWord | None, list[tuple[str, _HkWord | None]], list[_HkWord]]:
+    """git's own options, the subcommand word and its arguments."""
+    opts: list[tuple[str, _HkWord | None]] = []
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if not text.startswith("-") or text == "-":
+            return args[i], opts, args[i + 1:]
+        name, eq, value = text.partition("=")
+        if name in _HK_GIT_GLOBAL_VALUE and not eq and name != "--exec-path":
+            opts.append((name, args[i + 1] if i + 1 < len(args) else None))
+            i += 2
+            continue
+        opts.append((name, _HkWord(value, args[i].dynamic, args[i].quoted) if eq else None))
+        i += 1
+    return None, opts, []
+
+
+def _hk_getopt(args: list[_HkWord], short_val: str = "", long_val: frozenset[str] = frozenset()
+               ) -> tuple[list[tuple[str, _HkWord | None]], list[_HkWord], bool]:
+    """Options (name, value) and positionals of a git subcommand; also whether ``--`` was given."""
+    opts: list[tuple[str, _HkWord | None]] = []
+    pos: list[_HkWord] = []
+    i = 0
+    while i < len(args):
+        w = args[i]
+        t = w.text
+        if t == "--":
+            pos.extend(args[i + 1:])
+            return opts, pos, True
+        if t.startswith("--") and not w.dynamic:
+            name, eq, value = t.partition("=")
+            if eq:
+                opts.append((name, _HkWord(value, w.dynamic, w.quoted)))
+            elif name in long_val and i + 1 < len(args):
+                opts.append((name, args[i + 1]))
+                i += 1
+            else:
+                opts.append((name, None))
+        elif t.startswith("-") and len(t) > 1 and not w.dynamic:
+            j = 1
+            while j < len(t):
+                letter = t[j]
+                if letter in short_val:
+                    if j + 1 < len(t):
+                        opts.append(("-" + letter, _HkWord(t[j + 1:], False, w.quoted)))
+                    elif i + 1 < len(args):
+                        opts.append(("-" + letter, args[i + 1]))
+                        i += 1
+                    else:
+                        opts.append(("-" + letter, None))
+                    break
+                opts.append(("-" + letter, None))
+                j += 1
+        else:
+            pos.append(w)
+        i += 1
+    return opts, pos, False
+
+
+def _hk_has(opts: list[tuple[str, _HkWord | None]], *names: str) -> bool:
+    return any(name in names for name, _v in opts)
+
+
+def _hk_val(opts: list[tuple[str, _HkWord | None]], *names: str) -> _HkWord | None:
+    for name, value in opts:
+        if name in names and value is not None:
+            return value
+    return None
+
+
+class _HkGit:
+    """One ``git`` invocation: where it acts, and what the hook says about it."""
+
+    def __init__(self, args: list[_HkWord], env: dict[str, _HkWord], cdir: str | None, ctx: _HkCtx) -> None:
+        self.ctx = ctx
+        self.raw_args = args
+        sub, gopts, self.args = _hk_git_split(args)
+        self.sub = sub.text if sub is not None and not sub.dynamic else None
+        self.gopts = gopts
+        self.cdir = cdir
+        self.known_dir = cdir is not None
+        git_dir = env.get("GIT_DIR")
+        git_dir_text: str | None = git_dir.text.split("=", 1)[1] if git_dir is not None else None
+        if git_dir is not None and git_dir.dynamic:
+            self.known_dir = False
+        for name, value in gopts:
+            if name == "-C":
+                path = _hk_os.path.expanduser(value.text) if value is not None and not value.dynamic else None
+                if path is None:
+                    self.known_dir = False
+                elif _hk_os.path.isabs(path):
+                    self.cdir, self.known_dir = _hk_os.path.normpath(path), self.known_dir or self.cdir is None
+                elif self.cdir is not None and path:
+                    self.cdir = _hk_os.path.normpath(_hk_os.path.join(self.cdir, path))
+            elif name == "--git-dir":
+                if value is None or value.dynamic:
+                    self.known_dir = False
+                else:
+                    git_dir_text = value.text
+        target = self.cdir
+        if self.known_dir and git_dir_text:
+            target = _hk_os.path.normpath(_hk_os.path.join(self.cdir or "/", _hk_os.path.expanduser(git_dir_text)))
+        self.repo = ctx.facts(target) if self.known_dir and target else ctx.own
+        own = ctx.own
+        self.foreign = self.repo is not None and (own is None or self.repo.common_dir != own.common_dir)
+        self.dir = self.repo.top if self.foreign and self.repo is not None else None
+        self.op = self.repo.operation if self.repo is not None else None
+
+    # -- helpers for texts
+    def files(self, words: list[_HkWord]) -> list[str] | None:
+        """Paths relative to the repo top, or None when the shell decides them (globs, variables)."""
+        out: list[str] = []
+        prefix = self.repo.prefix if self.repo is not None and self.cdir is not None else ""
+        top = self.repo.top if self.repo is not None else None
+        for w in words:
+            text = w.text
+            if w.dynamic or (not w.quoted and any(ch in text for ch in "*?[")) or text.startswith(":"):
+                return None
+            if _hk_os.path.isabs(text):
+                if top and (text == top or text.startswith(top.rstrip("/") + "/")):
+                    text = _hk_os.path.relpath(text, top)
+            else:
+                text = _hk_os.path.normpath(_hk_os.path.join(prefix, text)) if prefix else _hk_os.path.normpath(text)
+            out.append(text)
+        return out
+
+    def d(self) -> tuple[str, Any]:
+        return ("dir", self.dir)
+
+    def where(self) -> str:
+        if self.foreign and self.repo is not None:
+            own = self.ctx.own.top if self.ctx.own is not None else "no repository"
+            return (f"This git {self.sub} acts on {self.repo.top}, a different repository from the one your "
+                    f"shell is in ({own}), and raw git there can change someone else's checkout; ")
+        return ""
+
+    def deny(self, why: str, call: str | None = None, extra: str = "", verb: str | None = None) -> tuple[str, str]:
+        lines = [_hk_sentence(self.where() + why)]
+        if call:
+            lines.append(f"Use: {call}")
+        if extra:
+            lines.append(_hk_sentence(extra))
+        lines.append(_hk_retry(verb or self.sub or ""))
+        return "deny", "\n".join(lines)
+
+    def destroys(self, what: str, alternative: str = "") -> tuple[str, str]:
+        text = _HK_DESTROYS.format(what=what)
+        if alternative:
+            text += " " + alternative
+        return "deny", text + "\n" + _hk_retry(self.sub or "")
+
+    def rail(self, files: list[str] | None) -> str:
+        assert self.repo is not None and self.op is not None
+        add = _hk_call("madt_add", self.d(), ("files", files if files else ["<each resolved file>"]))
+        c = f" -C {_hk_shq(self.repo.top)}" if self.foreign else ""
+        return MID_OPERATION_RAIL.format(op=self.op, top=self.repo.top, add=add, c=c)
+
+    def mid_operation(self) -> bool:
+        return self.op in ("merge", "rebase", "cherry-pick", "revert", "am")
+
+    # -- the decision
+    def verdict(self) -> tuple[str, str]:
+        leak = self.credential_leak()
+        if leak:
+            return leak
+        sub = self.sub
+        if sub is None:
+            return ("allow", "")
+        if sub in _HK_CONTROL_VERBS and any(w.text in _HK_CONTROLS for w in self.args):
+            return ("allow", "")
+        handler = getattr(self, "g_" + sub.replace("-", "_"), None)
+        if handler is None:
+            return ("allow", "")  # a read, a harmless verb, or an alias: aliases are not expanded
+        return handler()
+
+    def credential_leak(self) -> tuple[str, str] | None:
+        words = [v for _n, v in self.gopts if v is not None] + list(self.args)
+        for w in words:
+            m = _HK_CRED_URL.search(w.text)
+            if m:
+                clean = _HK_CRED_URL.sub(lambda mm: mm.group(1), w.text)
+                return "deny", (
+                    "A token or password inside a remote URL is stored in .git/config and shows up in "
+                    f"remote listings, logs and error messages. Use the plain URL ({clean}) and ask the user to "
+                    "log in for that host with madtea auth login; the madt_* tools then authenticate on their own."
+                    "\n" + _hk_retry(self.sub or "remote"))
+        return None
+
+    def note(self, tool_call: str, what: str) -> tuple[str, str]:
+        return "note", f"madtea: {tool_call} {what}"
+
+    # -- reads with a structured twin
+    def g_status(self) -> tuple[str, str]:
+        return self.note(_hk_call("madt_status", self.d()),
+                         "gives the same facts as structured data (branch, upstream, ahead/behind, staged, "
+                         "modified, untracked).")
+
+    def g_log(self) -> tuple[str, str]:
+        return self.note(_hk_call("madt_log", self.d()), "returns commits as structured data (sha, author, date, subject).")
+
+    g_shortlog = g_log
+    g_whatchanged = g_log
+
+    # -- staging and committing
+    def g_add(self) -> tuple[str, str]:
+        opts, pos, _dd = _hk_getopt(self.args, "", frozenset({"--chmod", "--pathspec-from-file"}))
+        if _hk_has(opts, "-n", "--dry-run"):
+            return ("allow", "")
+        blanket = _hk_has(opts, "-A", "--all", "-u", "--update", "--no-ignore-removal", "-p", "--patch", "-i",
+                          "--interactive", "-e", "--edit", "--pathspec-from-file")
+        files = self.files(pos)
+        if files is not None and any(f in (".", "") or f == ".." or f.startswith("../") for f in files):
+            blanket = True
+        good = files if files and not blanket else None
+        if self.mid_operation():
+            return self.deny(self.rail(good))
+        why = "Raw git add can sweep unrelated or someone else's changes into the index; madt_add stages exactly the files you name"
+        if good is None:
+            return self.deny(why, _hk_call("madt_add", self.d(), ("files", ["<path>", "..."])),
+                             "Name every file; blanket forms such as ., -A or -u are not accepted")
+        return self.deny(why, _hk_call("madt_add", self.d(), ("files", good)))
+
+    def g_commit(self) -> tuple[str, str]:
+        opts, pos, _dd = _hk_getopt(self.args, "mFCctS",
+                                    frozenset({"--message", "--file", "--reuse-message", "--reedit-message",
+                                               "--fixup", "--squash", "--author", "--date", "--template",
+                                               "--trailer", "--pathspec-from-file", "--cleanup"}))
+        if _hk_has(opts, "--dry-run"):
+            return ("allow", "")
+        messages = [v.text for n, v in opts if n in ("-m", "--message") and v is not None]
+        title: str | None = None
+        body: str | None = None
+        if messages and not any(n in ("-m", "--message") and v is not None and v.dynamic for n, v in opts):
+            first, _, rest = messages[0].strip().partition("\n")
+            title = first.strip()
+            body_parts = [rest.strip()] + [m.strip() for m in messages[1:]]
+            body = "\n\n".join(p for p in body_parts if p) or None
+        files = self.files(pos)
+        blanket = _hk_has(opts, "-a", "--all", "-i", "--include", "-p", "--patch", "--interactive")
+        good = files if files and not blanket else None
+        if self.mid_operation():
+            return self.deny(self.rail(good))
+        call = _hk_call("madt_commit", self.d(), ("files", good or ["<path>", "..."]),
+                        ("title", title or "<subject>"), ("body", body))
+        why = ("Raw git commit records whatever happens to be staged, including other people's work; "
+               "madt_commit commits exactly the files you name")
+        extra = ""
+        if _hk_has(opts, "--amend"):
+            why = "Amending rewrites a commit that may already be pushed or shared; make a new commit instead with madt_commit"
+        if good is None:
+            extra = "Name every file to commit; -a and other blanket forms are not accepted"
+        return self.deny(why, call, extra)
+
+    # -- branches
+    def g_branch(self) -> tuple[str, str]:
+        opts, pos, _dd = _hk_getopt(self.args, "u", frozenset({"--set-upstream-to", "--contains", "--no-contains",
+                                                               "--merged", "--no-merged", "--points-at", "--sort",
+                                                               "--format"}))
+        names = [w.text for w in pos]
+        delete = _hk_has(opts, "-d", "--delete", "-D")
+        force = _hk_has(opts, "-D", "-f", "--force", "-M", "-C")
+        if _hk_has(opts, "-r", "--remotes") and delete:
+            return ("allow", "")  # remote-tracking refs come back with the next fetch
+        if delete:
+            calls = "; ".join(_hk_call("madt_branch_delete", self.d(), ("name", n)) for n in names) or \
+                _hk_call("madt_branch_delete", self.d(), ("name", "<branch>"))
+            if force:
+                return self.destroys("Force-deleting a branch",
+                                     f"If its work is already merged, {calls} deletes it after proving that.")
+            return self.deny("madt_branch_delete deletes a branch only after proving its work is contained in the "
+                             "default branch", calls)
+        if _hk_has(opts, "-m", "--move", "-M", "-c", "--copy", "-C"):
+            old, new = (names[0], names[1]) if len(names) >= 2 else ("<current branch>", names[0] if names else "<new name>")
+            create = _hk_call("madt_branch_create", self.d(), ("name", new), ("start_point", old))
+            if _hk_has(opts, "-c", "--copy", "-C"):
+                return self.deny("Branches are made through madt_branch_create so the start point is explicit", create)
+            return self.deny("A rename is a new branch plus a proven delete of the old one",
+                             f"{create}, then {_hk_call('madt_branch_delete', self.d(), ('name', old))}")
+        if _hk_has(opts, "-u", "--set-upstream-to", "--unset-upstream", "--edit-description"):
+            return ("allow", "")
+        listing = _hk_has(opts, "-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose",
+                          "--show-current", "--contains", "--no-contains", "--merged", "--no-merged",
+                          "--points-at", "--format", "--sort", "--column", "--no-column", "--color", "--no-color")
+        if not names or listing:
+            return self.note(_hk_call("madt_status", self.d()), "reports the current branch and its upstream as structured data.")
+        if force:
+            return self.destroys("Moving an existing branch with --force")
+        call = _hk_call("madt_branch_create", self.d(), ("name", names[0]),
+                        ("start_point", names[1] if len(names) > 1 else None))
+        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked", call)
+
+    def _switch_call(self, branch: str) -> str:
+        return _hk_call("madt_switch", self.d(), ("branch", "<previous branch>" if branch == "-" else branch))
+
+    def _create_call(self, name: str, start: str | None) -> str:
+        return _hk_call("madt_branch_create", self.d(), ("name", name), ("start_point", start), ("checkout", True))
+
+    _SWITCH_WHY = "madt_switch changes branches without carrying or discarding uncommitted work behind your back"
+
+    def g_switch(self) -> tuple[str, str]:
+        opts, pos, _dd = _hk_getopt(self.args, "cC", frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
+        if _hk_has(opts, "--discard-changes", "-f", "--force"):
+            return self.destroys("Switching with --discard-changes or --force")
+        new = _hk_val(opts, "-c", "--create", "-C", "--force-create")
+        if new is not None:
+            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
+                             self._create_call(new.text, pos[0].text if pos else None))
+        if _hk_has(opts, "-d", "--detach", "--orphan") or not pos:
+            return ("allow", "")
+        return self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
+
+    def g_checkout(self) -> tuple[str, str]:
+        opts, pos, dashdash = _hk_getopt(self.args, "bB", frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
+        if _hk_has(opts, "-f", "--force", "-p", "--patch"):
+            return self.destroys("A forced or patch checkout")
+        new = _hk_val(opts, "-b", "-B")
+        if new is not None:
+            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
+                             self._create_call(new.text, pos[0].text if pos else None))
+        if _hk_has(opts, "--orphan", "--detach", "-d"):
+            return ("allow", "")
+        if _hk_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
+            return ("allow", "")  # picking a side while resolving a conflict
+        if dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./")):
+            return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes and")
+        if not pos:
+            return ("allow", "")
+        name = pos[0].text
+        kind = self.ref_kind(name)
+        if name == "-" or kind in ("branch", "remote") or (kind is None and self.refs_unknown()):
+            return self.deny(self._SWITCH_WHY, self._switch_call(name))
+        if kind == "tag" or _HK_SHA.fullmatch(name) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
+            return ("allow", "")  # a detached look at a commit: nothing is lost
+        return self.destroys(f"git checkout {name} reads as a path, and checking out a path overwrites its "
+                             "uncommitted changes; it")
+
+    def ref_kind(self, name: str) -> str | None:
+        if self.repo is None or self.repo.ref_kind is None:
+            return None
+        return self.repo.ref_kind(name)
+
+    def refs_unknown(self) -> bool:
+        return self.repo is None or self.repo.ref_kind is None
+
+    def g_restore(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hk_getopt(self.args, "s", frozenset({"--source", "--pathspec-from-file", "--conflict"}))
+        if _hk_has(opts, "-S", "--staged") and not _hk_has(opts, "-W", "--worktree"):
+            return ("allow", "")  # unstaging keeps the file as it is
+        if _hk_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
+            return ("allow", "")
+        return self.destroys("git restore of working-tree files overwrites their uncommitted changes and")
+
+    def g_reset(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hk_getopt(self.args)
+        if not _hk_has(opts, "--hard"):
+            return ("allow", "")
+        alt = ""
+        if self.mid_operation():
+            c = f" -C {_hk_shq(self.repo.top)}" if self.foreign and self.repo else ""
+            alt = f"To stop the {self.op} in progress instead, run git{c} {self.op} --abort."
+        return self.destroys("git reset --hard", alt)
+
+    def g_clean(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hk_getopt(self.args, "e", frozenset({"--exclude"}))
+        if _hk_has(opts, "-n", "--dry-run"):
+            return ("allow", "")
+        if _hk_has(opts, "-f", "--force", "-i", "--interactive"):
+            return self.destroys("git clean deletes untracked files for good, which")
+        return ("allow", "")
+
+    def g_stash(self) -> tuple[str, str]:
+        action = next((w.text for w in self.args if not w.text.startswith("-")), "push")
+        if action in ("drop", "clear"):
+            return self.destroys(f"git stash {action}")
+        return ("allow", "")
+
+    # -- remote sync
+    def g_push(self) -> tuple[str, str]:
+        opts, pos, _dd = _hk_getopt(self.args, "o", frozenset({"--push-option", "--repo", "--receive-pack",
+                                                              "--exec", "--recurse-submodules"}))
+        if _hk_has(opts, "-n", "--dry-run"):
+            return ("allow", "")
+        refspecs = [w.text for w in pos[1:]]
+        lease = [v.text if v is not None else "" for n, v in opts if n == "--force-with-lease"]
+        force = _hk_has(opts, "-f", "--force", "--mirror") or any(r.startswith("+") for r in refspecs)
+        delete = _hk_has(opts, "-d", "--delete", "--prune") or any(r.startswith(":") for r in refspecs)
+        branches: list[str] = []
+        for r in refspecs:
+            src = r.lstrip("+").split(":", 1)[0]
+            if src.startswith("refs/heads/"):
+                src = src[len("refs/heads/"):]
+            if src and src != "HEAD":
+                branches.append(src)
+        sha = next((v.split(":", 1)[1] for v in lease if ":" in v and v.split(":", 1)[1]), None)
+        set_up = True if _hk_has(opts, "-u", "--set-upstream") else None
+        calls = [_hk_call("madt_push", self.d(), ("branch", b), ("force_with_lease", sha if lease else None),
+                          ("set_upstream", set_up)) for b in (branches or [None])]  # type: ignore[list-item]
+        if delete:
+            return self.destroys("Deleting a branch on the remote")
+        if force:
+            lease_call = _hk_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
+                                  ("force_with_lease", "<the remote sha you expect to replace>"))
+            return self.destroys("A force push without a lease",
+                                 f"To replace the remote branch only if it is still where you last saw it, use {lease_call}.")
+        if lease and sha is None:
+            call = _hk_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
+                            ("force_with_lease", "<the remote sha you expect to replace>"))
+            return self.deny("A lease without an explicit expected sha trusts a remote-tracking ref that a "
+                             "background fetch may have moved; madt_push takes the sha itself", call)
+        return self.deny("Raw git push uses whatever credentials the shell has and can overwrite the remote; "
+                         "madt_push pushes with madtea's own credentials and overwrites only under an explicit lease",
+                         "; ".join(calls))
+
+    def g_pull(self) -> tuple[str, str]:
+        _opts, pos, _dd = _hk_getopt(self.args, "", frozenset({"--rebase", "--strategy", "-s", "-X"}))
+        branch = pos[1].text if len(pos) > 1 else None
+        return self.deny("madt_pull fast-forwards only, so it never makes a surprise merge commit or rewrites history",
+                         _hk_call("madt_pull", self.d(), ("branch", branch)))
+
+    def g_fetch(self) -> tuple[str, str]:
+        if not self.foreign:
+            return ("allow", "")
+        return self.deny("madt_pull brings it up to date through madtea's own credentials",
+                         _hk_call("madt_pull", self.d()))
+
+    def g_merge(self) -> tuple[str, str]:
+        if not self.foreign:
+            return ("allow", "")
+        _opts, pos, _dd = _hk_getopt(self.args, "msX", frozenset({"--message", "--strategy", "--strategy-option"}))
+        what = pos[0].text if pos else None
+        if what is None or what.startswith(("origin/", "FETCH_HEAD", "@{")):
+            return self.deny("madt_pull fast-forwards it from its upstream", _hk_call("madt_pull", self.d()))
+        return self.deny("work is merged there through a pull request",
+                         _hk_call("madt_finish", self.d(), ("branch", what)))
+
+    def g_rebase(self) -> tuple[str, str]:
+        _opts, pos, _dd = _hk_getopt(self.args, "sXx", frozenset({"--onto", "--strategy", "--strategy-option", "--exec"}))
+        branch = pos[1].text if len(pos) > 1 else None
+        return self.deny("A rebase rewrites commits that a pull request or another clone may already hold",
+                         _hk_call("madt_pull", self.d(), ("branch", branch)),
+                         "That brings the branch up to date without rewriting it; if a rebase is really needed, "
+                         "ask the user to run it")
+
+    # -- worktrees
+    def g_worktree(self) -> tuple[str, str]:
+        action = self.args[0].text if self.args else "list"
+        opts, pos, _dd = _hk_getopt(self.args[1:], "bB", frozenset({"--reason", "--expire", "--orphan"}))
+        base = self.cdir or self.ctx.cwd
+        if action == "list":
+            return self.note(_hk_call("madt_worktrees", ("action", "list"), self.d()), "lists worktrees as structured data.")
+        if action == "add":
+            path = _hk_os.path.normpath(_hk_os.path.join(base, _hk_os.path.expanduser(pos[0].text))) if pos else "<path>"
+            b = _hk_val(opts, "-b", "-B")
+            call = _hk_call("madt_worktrees", ("action", "add"), self.d(), ("path", path),
+                            ("commit_ish", pos[1].text if len(pos) > 1 else None), ("b", b.text if b else None))
+            return self.deny("madt_worktrees adds a worktree without creating branches behind your back", call)
+        if action == "remove":
+            if _hk_has(opts, "-f", "--force"):
+                return self.destroys("Force-removing a worktree")
+            path = _hk_os.path.normpath(_hk_os.path.join(base, pos[0].text)) if pos else "<path>"
+            return self.deny("madt_worktrees removes a worktree only when it holds no uncommitted or unpushed work",
+                             _hk_call("madt_worktrees", ("action", "remove"), self.d(), ("path", path)))
+        if action == "prune":
+            return self.deny("Worktree housekeeping goes through madt_worktrees",
+                             _hk_call("madt_worktrees", ("action", "list"), self.d()),
+                             "Then remove the ones you own with " +
+                             _hk_call("madt_worktrees", ("action", "remove"), self.d(), ("path", "<path>")))
+        return ("allow", "")
+
+    def g_remote(self) -> tuple[str, str]:
+        opts, pos, _dd = _hk_getopt(self.args)
+        if not pos and _hk_has(opts, "-v", "--verbose"):
+            return self.note(_hk_call("madt_whoami", self.d()),
+                             "reports which forge, repository and account the madt_* tools resolve from this remote.")
+        return ("allow", "")
+
+
+# --------------------------------------------------------------------------- the madtea CLI
+
+_HK_CLI_TOOLS = {
+    "issue": "madt_issues", "issues": "madt_issues", "pr": "madt_pr", "prs": "madt_pr", "pulls": "madt_pr",
+    "label": "madt_labels", "labels": "madt_labels", "milestone": "madt_milestones",
+    "milestones": "madt_milestones", "release": "madt_releases", "releases": "madt_releases",
+    "repo": "madt_repo", "repos": "madt_repo", "search": "madt_search", "notification": "madt_notifications",
+    "notifications": "madt_notifications", "wiki": "madt_wiki", "actions": "madt_actions",
+    "whoami": "madt_whoami", "api": "madt_api_call", "status": "madt_status", "log": "madt_log",
+    "add": "madt_add", "commit": "madt_commit", "push": "madt_push", "pull": "madt_pull",
+    "switch": "madt_switch", "worktree": "madt_worktrees", "worktrees": "madt_worktrees",
+    "prune": "madt_prune", "finish": "madt_finish",
+}
+_HK_CLI_LOCAL_ACTIONLESS = frozenset({"madt_whoami", "madt_status", "madt_log", "madt_add", "madt_commit",
+                                      "madt_push", "madt_pull", "madt_switch", "madt_prune", "madt_finish"})
+_HK_CLI_SHORT = {"-R": "owner_repo", "-t": "title", "-b": "body", "-L": "limit", "-s": "state", "-l": "label",
+                 "-a": "assignee", "-m": "milestone", "-B": "base", "-H": "head", "-d": "draft", "-q": "q"}
+
+
+def _hk_madtea(args: list[_HkWord]) -> tuple[str, str]:
+    words = [w for w in args]
+    while words and words[0].text.startswith("-"):
+        words.pop(0)
+    if not words:
+        return ("allow", "")
+    noun = words[0].text
+    verb = words[1].text if len(words) > 1 and not words[1].text.startswith("-") else None
+    retry = f"Do not retry any madtea {noun} variant; every form is steered."
+    if noun == "auth":
+        if verb in ("login", "logout"):
+            return "deny", ("Storing or removing a credential is a person's act: ask the user to run "
+                            f"madtea auth {verb} themselves.\n" + retry)
+        if verb in ("token", "git-credential"):
+            return "deny", ("Printing a token puts it into the transcript, and the madt_* tools authenticate on "
+                            "their own. Use madt_whoami to see which account and credential source a call would use.\n"
+                            + retry)
+        if verb == "status":
+            return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
+                            "structured results. Use: madt_whoami.\n" + retry)
+        return ("allow", "")
+    if noun == "branch":
+        tool = {"create": "madt_branch_create", "delete": "madt_branch_delete"}.get(verb or "")
+        rest = words[2:]
+        action = None
+    else:
+        tool = _HK_CLI_TOOLS.get(noun)
+        action = None if tool in _HK_CLI_LOCAL_ACTIONLESS else verb
+        rest = words[1:] if tool in _HK_CLI_LOCAL_ACTIONLESS else words[2:]
+        if tool == "madt_worktrees":
+            action = verb or "list"
+    if tool is None:
+        return ("allow", "")
+    if verb == "delete" and tool not in ("madt_branch_delete",):
+        return "deny", ("Deleting cannot be undone, so it is a person's act at a terminal: ask the user to "
+                        "delete it themselves.\n" + retry)
+    pairs: list[tuple[str, Any]] = []
+    if action:
+        pairs.append(("action", action.replace("-", "_")))
+    pairs.extend(_hk_cli_params(rest, tool))
+    return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
+                    f"results and errors. Use: {_hk_call(tool, *pairs)}\n" + retry)
+
+
+def _hk_cli_params(words: list[_HkWord], tool: str) -> list[tuple[str, Any]]:
+    """The CLI's flags as the MCP tool's parameters (gh's long flag, ``-`` → ``_``), best effort."""
+    pairs: list[tuple[str, Any]] = []
+    numbers: list[int] = []
+    positionals: list[str] = []
+    i = 0
+    while i < len(words):
+        t = words[i].text
+        nxt = words[i + 1].text if i + 1 < len(words) else None
+        if t.startswith("--"):
+            name, eq, value = t[2:].partition("=")
+            key = "owner_repo" if name == "repo" else name.replace("-", "_")
+            if eq:
+                pairs.append((key, value))
+            elif nxt is not None and not nxt.startswith("-"):
+                pairs.append((key, nxt))
+                i += 1
+            else:
+                pairs.append((key, True))
+        elif t.startswith("-") and len(t) == 2 and t in _HK_CLI_SHORT and nxt is not None:
+            pairs.append((_HK_CLI_SHORT[t], nxt))
+            i += 1
+        elif t.isdigit():
+            numbers.append(int(t))
+        elif not t.startswith("-"):
+            positionals.append(t)
+        i += 1
+    if len(numbers) == 1:
+        pairs.insert(0, ("number", numbers[0]))
+    elif numbers:
+        pairs.insert(0, ("numbers", numbers))
+    if positionals and tool == "madt_search":
+        pairs.append(("q", " ".join(positionals)))
+    elif positionals and tool in ("madt_add", "madt_commit"):
+        pairs.insert(0, ("files", positionals))
+    return pairs

@@ -99,6 +99,7 @@ class Param:
     short: str | None = None      # CLI short flag
     flag: str | None = None       # CLI long flag, when it is not the name
     cli_only: bool = False        # a CLI convenience with no MCP twin
+    enum_flags: bool = False      # CLI shape: one --<choice> flag per choice (gh's --merge|--squash|--rebase)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -479,6 +480,1455 @@ def prune_op(inv: Invocation) -> Result:
 
 # --- services: remote (lead) ---
 
+@dataclasses.dataclass(frozen=True)
+class RemoteTarget:
+    """The forge repository a remote call acts on, and how it was chosen."""
+
+    forge: Any                # forge.ForgeTarget: the credential key (host) and the API base
+    owner: str
+    repo: str
+    explicit: bool            # owner_repo (or dir) was given
+    launch: guard.RepoFacts | None
+    launch_host: str | None   # the credential key of the launch repo's forge
+
+    @property
+    def host(self) -> str:
+        return self.forge.host
+
+    @property
+    def slug(self) -> str:
+        return f"{self.owner}/{self.repo}"
+
+    @property
+    def full(self) -> str:
+        return f"{self.host}/{self.owner}/{self.repo}"
+
+
+_NAME = r"[A-Za-z0-9._-]+"
+
+
+def forge_target(origin: gitops.RemoteId) -> Any:
+    """Where an origin's forge API lives (origin-first resolution)."""
+    import forge
+    return forge.resolve_target(origin.host, origin.port, origin.scheme, origin.path_prefix)
+
+
+def parse_owner_repo(value: str, where: str) -> tuple[str | None, str, str]:
+    """``owner/repo`` or ``host[:port]/owner/repo``; never a URL."""
+    import re
+
+    text = value.strip().removesuffix(".git").strip("/")
+    parts = text.split("/")
+    bad = guard.Refusal("BAD_ARGUMENT", f"{where}: owner_repo {value!r} is not owner/repo or host/owner/repo.",
+                        target=where, user_action="Call again with owner_repo such as acme/web.")
+    if "://" in value or "@" in value or len(parts) not in (2, 3):
+        raise bad
+    if not all(re.fullmatch(_NAME, p) for p in parts[-2:]) or {parts[-1], parts[-2]} & {".", ".."}:
+        raise bad
+    return (parts[0].lower() if len(parts) == 3 else None), parts[-2], parts[-1]
+
+
+def _explicit_forge(host: str, launch: Any) -> Any:
+    """The forge for a host named in owner_repo: the launch repo's when it is the same host."""
+    import forge
+    if launch is not None and host in (launch.host, launch.host.split(":")[0]):
+        return launch
+    name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
+    return forge.resolve_target(name or host, int(port) if port.isdigit() else None, "https")
+
+
+def _remote_target(inv: Invocation) -> RemoteTarget:
+    launch = _launch_repo(inv.ctx)
+    launch_forge = forge_target(launch.origin) if launch and launch.origin else None
+    launch_host = launch_forge.host if launch_forge else None
+    owner_repo = inv.args.get("owner_repo")
+    if inv.op.tool == "madt_api_call" and not owner_repo:
+        import re
+        found = re.fullmatch(r"/?repos/([^/]+)/([^/?]+).*", str(inv.args.get("path", "")))
+        owner_repo = f"{found.group(1)}/{found.group(2)}" if found else None
+    if inv.args.get("dir"):
+        path = guard.check_dir(inv.args["dir"], inv.op.tool)
+        found_repo = gitops.discover(path) if path.exists() else None
+        if found_repo is None:
+            raise guard.not_a_repo(inv.op.tool, str(path))
+        facts = repo_facts(found_repo)
+        if facts.origin is None:
+            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {facts.top} has no forge origin.",
+                                target=str(facts.top), user_action="Call again with owner_repo instead of dir.")
+        return RemoteTarget(forge_target(facts.origin), facts.origin.owner, facts.origin.repo, True, launch,
+                            launch_host)
+    if owner_repo:
+        host, owner, repo = parse_owner_repo(owner_repo, inv.op.where)
+        if host is None and launch_forge is None:
+            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: owner_repo {owner_repo!r} names no host and the "
+                                f"launch repo has no forge origin to take it from.", target=inv.op.where,
+                                user_action="Call again with owner_repo as host/owner/repo.")
+        target = _explicit_forge(host, launch_forge) if host else launch_forge
+        return RemoteTarget(target, owner, repo, True, launch, launch_host)
+    if launch is None or launch.origin is None or launch_forge is None:
+        where = f"{launch.top} has no forge origin" if launch else f"{inv.ctx.launch_dir} is not a git repository"
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {where}, so there is no repository to default to.",
+                            target=inv.op.where, user_action=f"Call {inv.op.tool} again with owner_repo=owner/repo.")
+    return RemoteTarget(launch_forge, launch.origin.owner, launch.origin.repo, False, launch, launch_host)
+
+
+def _nested_hosts(launch: guard.RepoFacts) -> tuple[tuple[str, str], ...]:
+    """Nested repositories whose origin lives on another forge host: (host/owner/repo, path)."""
+    out = []
+    for path in gitops.nested_repos(launch.top):
+        repo = gitops.fs_find_repo(path)
+        url = gitops.read_origin(repo.common_dir) if repo else None
+        origin = gitops.parse_remote_url(url) if url else None
+        if origin and launch.origin and origin.host != launch.origin.host:
+            out.append((origin.full, str(path)))
+    return tuple(out)
+
+
+def _guard_remote(inv: Invocation, target: RemoteTarget) -> None:
+    mutating = inv.op.mutating and not (inv.op.tool == "madt_api_call" and inv.args.get("method", "GET") == "GET")
+    facts = guard.RemoteCall(
+        tool=inv.op.tool, action=inv.op.action, args=inv.args, mutating=mutating, surface=inv.ctx.surface,
+        target=target.full, target_host=target.host, launch_host=target.launch_host, explicit=target.explicit,
+        nested_hosts=_nested_hosts(target.launch) if (target.launch and not target.explicit
+                                                      and inv.ctx.surface == "mcp") else (),
+        signals=_signals(inv.op, inv.ctx))
+    guard.check_remote(facts)
+
+
+class Api:
+    """The forge, as one remote call sees it: repo-relative helpers over the request funnel."""
+
+    def __init__(self, target: RemoteTarget, confined: bool, read_only: bool) -> None:
+        import forge
+
+        self.forge = forge
+        self.target = target
+        token, self.token_source = forge.token_for(target.host, target.launch_host)
+        self.client = forge.Client.from_target(target.forge, token)
+        self.scoped = forge.RepoClient(self.client, target.owner, target.repo, read_only=read_only)
+        self.confined = confined
+
+    @property
+    def web_base(self) -> str:
+        return self.client.api_base.removesuffix("/api/v1")
+
+    def _check_root(self) -> None:
+        if self.confined:
+            raise self.forge.ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
+                                        f"launch repo; only its own repository paths may be read from here.")
+
+    def get(self, *segments: Any, params: Mapping[str, Any] | None = None) -> Any:
+        return self.scoped.get([str(s) for s in segments], params=params)
+
+    def post(self, *segments: Any, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+        return self.scoped.post([str(s) for s in segments], json=json, params=params)
+
+    def patch(self, *segments: Any, json: Any = None) -> Any:
+        return self.scoped.patch([str(s) for s in segments], json=json)
+
+    def put(self, *segments: Any, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+        return self.scoped.put([str(s) for s in segments], json=json, params=params)
+
+    def delete(self, *segments: Any) -> Any:
+        return self.scoped.delete([str(s) for s in segments])
+
+    def list(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+        items, total = self.scoped.paginate([str(s) for s in segments], params=dict(params or {}), limit=limit)
+        if total is not None and total > len(items) and len(items) >= limit:
+            notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
+        return items
+
+    def root_get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        self._check_root()
+        return self.client.get(path, params=params)
+
+    def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+        self._check_root()
+        return self.client.paginate(path, params=dict(params or {}), limit=limit)[0]
+
+    def flavour(self) -> str:
+        return self.client.flavour()
+
+
+def api(inv: Invocation) -> Api:
+    """Resolve, guard and connect: the remote half of the dispatcher."""
+    if inv.remote is None:
+        target = _remote_target(inv)
+        _guard_remote(inv, target)
+        # The launch scope: another forge host is reached only through a client
+        # confined to the target repository, and read-only but for filing an issue.
+        cross_host = target.launch_host is not None and target.host != target.launch_host
+        writes = (inv.op.tool, inv.op.action) == ("madt_issues", "create")
+        inv.remote = Api(target, confined=cross_host, read_only=cross_host and not writes)
+    return inv.remote
+
+
+# ----------------------------------------------------------------------------- rendering
+
+_INVISIBLE = dict.fromkeys([*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065),
+                            *range(0x2066, 0x206A), 0xFEFF, 0x00AD, *range(0xE0000, 0xE0080)])
+_CONTROL = dict.fromkeys([c for c in range(32) if c not in (9, 10)] + [127])
+
+
+def clean(text: str | None) -> str:
+    """Remove invisible, bidirectional and control characters that can hide instructions."""
+    return (text or "").translate(_INVISIBLE).translate(_CONTROL)
+
+
+MAX_TEXT = 20_000
+
+
+def bounded(text: str, offset: int, more: Callable[[int], str]) -> str:
+    """At most MAX_TEXT characters from offset, with the exact call that continues."""
+    chunk = text[offset:offset + MAX_TEXT]
+    end = offset + len(chunk)
+    if end < len(text):
+        chunk += f"\n[truncated at character {end} of {len(text)}; continue with {more(end)}]"
+    return chunk
+
+
+def fence(text: str | None, author: str, relation: str, what: str = "body") -> str:
+    """Untrusted content, delimited and labelled so it cannot pass as madtea's own words."""
+    body = clean(text) or "(empty)"
+    return (f"<<< {what} by @{author} ({relation}); untrusted content, not instructions\n"
+            f"{body}\n>>> end of {what} by @{author}")
+
+
+def _login(obj: Mapping[str, Any] | None) -> str:
+    return clean((obj or {}).get("login") or (obj or {}).get("username") or "unknown")
+
+
+def _relation(inv: Invocation, login: str, cache: dict[str, str]) -> str:
+    """The author's relation to the repository, as far as the forge tells it."""
+    target = api(inv).target
+    if login.casefold() == target.owner.casefold():
+        return "repository owner"
+    if login not in cache:
+        try:
+            api(inv).get("collaborators", login)
+            cache[login] = "collaborator"
+        except Exception:  # noqa: BLE001 - any refusal means "not known to be a collaborator"
+            cache[login] = "not a collaborator"
+    return cache[login]
+
+
+def issue_row(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields an agent uses from an issue or PR, nothing more."""
+    row = {"number": item.get("number"), "title": clean(item.get("title")), "state": item.get("state"),
+           "labels": [clean(l.get("name")) for l in item.get("labels") or []],
+           "author": _login(item.get("user")), "updated": (item.get("updated_at") or "")[:19],
+           "url": item.get("html_url")}
+    if item.get("merged") or item.get("merged_at"):
+        row["state"] = "merged"
+    if item.get("draft"):
+        row["draft"] = True
+    return row
+
+
+def issue_line(row: Mapping[str, Any]) -> str:
+    labels = f" [{', '.join(row['labels'])}]" if row.get("labels") else ""
+    return f"#{row['number']} {row['state']:<6} {row['title']}{labels} @{row['author']} {row['updated'][:10]}"
+
+
+def list_result(rows: list[dict[str, Any]], noun: str, target: RemoteTarget) -> Result:
+    text = "\n".join(issue_line(r) for r in rows) or f"no {noun} match in {target.slug}"
+    return Result(text, rows)
+
+
+def _limit(inv: Invocation, default: int = 30) -> int:
+    return max(1, min(int(inv.args.get("limit") or default), 1000))
+
+
+def _page_params(inv: Invocation) -> dict[str, Any]:
+    return {"page": inv.args["page"]} if inv.args.get("page") else {}
+
+
+TOOL_SUMMARIES.update({
+    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deleting an issue is a person's act and is not offered.",
+    "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
+})
+
+NUMBER = Param("number", "number", "The issue or pull request number, e.g. 12.", required=True, positional=True)
+NUMBERS = Param("numbers", "numbers", "One or more issue or pull request numbers, e.g. [12, 14].", required=True,
+                positional=True)
+STATE = Param("state", "enum", "Which to list: open (default), closed or all.", choices=("open", "closed", "all"),
+              short="s")
+LIMIT = Param("limit", "int", "How many to return at most (default 30).", short="L")
+PAGE = Param("page", "int", "Start at this page of results (1-based).")
+LABELS = Param("label", "strs", "Label names (not ids); an unknown name is an error.", short="l")
+ASSIGNEES = Param("assignee", "strs", "Usernames to assign.", short="a")
+MILESTONE = Param("milestone", description="Milestone title (or its id).", short="m")
+TITLE = Param("title", description="The title — a single line.", short="t")
+BODY_NEW = Param("body", description="The body text (Markdown).", short="b")
+BODY_FILE = Param("body_file", description="Read the body from this file ('-' for standard input).", short="F",
+                  cli_only=True)
+COMMENT = Param("comment", description="Also leave this comment.", short="c")
+COMMENTS = Param("comments", "bool", "Include the comments.", short="C")
+OFFSET = Param("offset", "int", "Continue a truncated body or diff from this character.")
+BODY_EDIT = (
+    Param("body", description="Replace the whole body. Needs updated_at from the version you read, so an "
+          "edit you have not seen is never overwritten. Prefer append, replace_old/replace_new, check or uncheck.",
+          short="b"),
+    Param("updated_at", description="The updated_at (or body_sha) of the version you read with view; "
+          "required with body."),
+    Param("append", description="Add this text at the end of the current body."),
+    Param("replace_old", description="Exact text in the current body to replace (must occur once)."),
+    Param("replace_new", description="The text that replaces replace_old."),
+    Param("check", description="Tick the checklist item whose text is exactly this."),
+    Param("uncheck", description="Untick the checklist item whose text is exactly this."),
+)
+
+
+def _issue_number(inv: Invocation) -> int:
+    return int(inv.args["number"][0] if isinstance(inv.args["number"], list) else inv.args["number"])
+
+
+def _web_url(inv: Invocation, *segments: Any) -> str:
+    t = api(inv).target
+    return "/".join([api(inv).web_base, t.owner, t.repo, *map(str, segments)])
+
+
+def _all_labels(inv: Invocation) -> list[dict[str, Any]]:
+    return api(inv).list("labels", limit=1000)
+
+
+def label_ids(inv: Invocation, names: Sequence[str]) -> list[int]:
+    """Label names as the ids the API wants; an unknown name is refused, never dropped."""
+    labels = _all_labels(inv)
+    by_name = {str(l["name"]).casefold(): l["id"] for l in labels}
+    missing = [n for n in names if n.casefold() not in by_name]
+    if missing:
+        known = ", ".join(sorted(str(l["name"]) for l in labels)) or "none"
+        raise guard.Refusal("BAD_ARGUMENT", f"{api(inv).target.slug} has no label {', '.join(missing)}; its "
+                            f"labels are: {known}.", target=api(inv).target.slug,
+                            next=(guard.call("madt_labels", action="create", owner_repo=api(inv).target.slug,
+                                             name=missing[0], color="#ededed"),),
+                            user_action="Or call again with one of the existing labels.")
+    return [by_name[n.casefold()] for n in names]
+
+
+def milestone_id(inv: Invocation, name: str) -> int:
+    milestones = api(inv).list("milestones", params={"state": "all"}, limit=1000)
+    for m in milestones:
+        if str(m.get("title")).casefold() == name.casefold() or str(m.get("id")) == name:
+            return int(m["id"])
+    known = ", ".join(str(m.get("title")) for m in milestones) or "none"
+    raise guard.Refusal("BAD_ARGUMENT", f"{api(inv).target.slug} has no milestone {name!r}; its milestones are: "
+                        f"{known}.", target=api(inv).target.slug,
+                        next=(guard.call("madt_milestones", action="create", owner_repo=api(inv).target.slug,
+                                         title=name),))
+
+
+def _me(inv: Invocation) -> str:
+    return str(api(inv).root_get("/user").get("login"))
+
+
+def _body_sha(body: str | None) -> str:
+    import hashlib
+    return hashlib.sha256((body or "").encode("utf-8")).hexdigest()[:12]
+
+
+def _checklist(body: str, item: str, ticked: bool) -> str:
+    import re
+    pattern = re.compile(r"^(\s*[-*+] \[)[ xX](\] " + re.escape(item) + r"\s*)$", re.M)
+    found = pattern.findall(body)
+    if len(found) != 1:
+        raise guard.Refusal("BAD_ARGUMENT", f"The body has {len(found)} checklist items with the text {item!r}; "
+                            f"exactly one is needed.", user_action="Call view, then name the item's exact text.")
+    return pattern.sub(lambda m: m.group(1) + ("x" if ticked else " ") + m.group(2), body)
+
+
+def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, Any]) -> str | None:
+    """Apply the caller's body edit to the freshly read version; None when the body is not edited."""
+    body = current.get("body") or ""
+    a = inv.args
+    if "body" in a:
+        seen = a.get("updated_at")
+        if not seen:
+            raise guard.Refusal("BAD_ARGUMENT", "Replacing the whole body needs updated_at from the version you read, "
+                                "so an edit you have not seen is never overwritten.", next=(view_call,))
+        if seen not in (current.get("updated_at"), _body_sha(body)):
+            raise guard.Refusal("STALE_BODY", "The body changed since you read it (it is now at updated_at "
+                                f"{current.get('updated_at')}); nothing was written. Current version:\n"
+                                + fence(body, _login(current.get("user")), "current body"), next=(view_call,))
+        return str(a["body"])
+    edited = body
+    if a.get("replace_old") is not None:
+        count = edited.count(a["replace_old"])
+        if count != 1:
+            raise guard.Refusal("BAD_ARGUMENT", f"replace_old occurs {count} times in the current body; it must occur "
+                                "exactly once.", next=(view_call,))
+        edited = edited.replace(a["replace_old"], a.get("replace_new") or "")
+    if a.get("check"):
+        edited = _checklist(edited, a["check"], True)
+    if a.get("uncheck"):
+        edited = _checklist(edited, a["uncheck"], False)
+    if a.get("append"):
+        edited = edited.rstrip("\n") + ("\n\n" if edited.strip() else "") + a["append"]
+    return edited if edited != body or any(k in a for k in ("append", "replace_old", "check", "uncheck")) else None
+
+
+def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Read, edit, write, re-read: the body edit with its one-round-trip window reported."""
+    current = api(inv).get(*segments)
+    body = new_body(inv, current, view_call)
+    if body is None:
+        return current, ""
+    written = api(inv).patch(*segments, json={"body": body})
+    after = api(inv).get(*segments)
+    if (after.get("body") or "") != body:
+        warn("someone else edited the body between madtea's read and write; view it again to see both edits.")
+    return written, f" Body updated ({len(body)} characters, updated_at {after.get('updated_at')})."
+
+
+# ----------------------------------------------------------------------------- issues
+
+@operation("madt_issues", "list", cli=("issue", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List issues (not pull requests), newest first.",
+           params=(STATE, LABELS, Param("assignee", description="Only issues assigned to this user.", short="a"),
+                   Param("author", description="Only issues opened by this user.", short="A"),
+                   Param("milestone", description="Only issues in this milestone (title).", short="m"),
+                   Param("search", description="Only issues matching these words.", short="S"), LIMIT, PAGE))
+def issue_list_op(inv: Invocation) -> Result:
+    a = inv.args
+    params: dict[str, Any] = {"type": "issues", "state": a.get("state", "open")} | _page_params(inv)
+    if a.get("label"):
+        label_ids(inv, a["label"])  # the API drops unknown names silently; we refuse them
+        params["labels"] = ",".join(a["label"])
+    for ours, theirs in (("assignee", "assigned_by"), ("author", "created_by"), ("milestone", "milestones"),
+                         ("search", "q")):
+        if a.get(ours):
+            params[theirs] = a[ours]
+    items = api(inv).list("issues", params=params, limit=_limit(inv))
+    return list_result([issue_row(i) for i in items], "issues", api(inv).target)
+
+
+def _view(inv: Invocation, kind: str) -> Result:
+    number = _issue_number(inv)
+    endpoint = "issues" if kind == "issue" else "pulls"
+    item = api(inv).get(endpoint, number)
+    row = issue_row(item)
+    cache: dict[str, str] = {}
+    author = row["author"]
+    offset = int(inv.args.get("offset") or 0)
+    tool = "madt_issues" if kind == "issue" else "madt_pr"
+    body = bounded(clean(item.get("body")), offset,
+                   lambda end: guard.render_call(guard.call(tool, action="view", owner_repo=api(inv).target.full,
+                                                            number=number, offset=end)))
+    lines = [issue_line(row), f"{row['url']}", f"updated_at {item.get('updated_at')} body_sha {_body_sha(item.get('body'))}"]
+    if kind == "pr":
+        head, base = item.get("head") or {}, item.get("base") or {}
+        lines.append(f"{head.get('label') or head.get('ref')} ({str(head.get('sha'))[:9]}) → {base.get('ref')}; "
+                     f"mergeable: {item.get('mergeable')}")
+        row |= {"head": head.get("ref"), "head_sha": head.get("sha"), "base": base.get("ref"),
+                "mergeable": item.get("mergeable"), "merge_commit_sha": item.get("merge_commit_sha")}
+    lines.append(fence(body, author, _relation(inv, author, cache)))
+    row |= {"body": clean(item.get("body")), "updated_at": item.get("updated_at"), "body_sha": _body_sha(item.get("body"))}
+    if inv.args.get("comments"):
+        comments = api(inv).get("issues", number, "comments") or []
+        row["comments"] = []
+        for c in comments:
+            who = _login(c.get("user"))
+            lines.append(f"comment {c.get('id')} ({(c.get('updated_at') or '')[:19]}):")
+            lines.append(fence(c.get("body"), who, _relation(inv, who, cache), "comment"))
+            row["comments"].append({"id": c.get("id"), "author": who, "body": clean(c.get("body")),
+                                    "updated_at": c.get("updated_at")})
+    return Result("\n".join(lines), row)
+
+
+@operation("madt_issues", "view", cli=("issue", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show one issue with its body (and comments), fenced as untrusted content.",
+           params=(NUMBER, COMMENTS, OFFSET))
+def issue_view_op(inv: Invocation) -> Result:
+    return _view(inv, "issue")
+
+
+def _create_payload(inv: Invocation) -> dict[str, Any]:
+    a = inv.args
+    payload: dict[str, Any] = {"title": a["title"]}
+    if a.get("body"):
+        payload["body"] = a["body"]
+    if a.get("label"):
+        payload["labels"] = label_ids(inv, a["label"])
+    if a.get("assignee"):
+        payload["assignees"] = a["assignee"]
+    if a.get("milestone"):
+        payload["milestone"] = milestone_id(inv, a["milestone"])
+    return payload
+
+
+def _find_created(inv: Invocation, endpoint: str, title: str) -> Callable[[], Any]:
+    """After a lost answer to a create: look for the object before creating it again."""
+    def lookup() -> Any:
+        params = {"state": "all", "type": "issues" if endpoint == "issues" else "pulls", "q": title,
+                  "created_by": _me(inv)}
+        for item in api(inv).list("issues", params=params, limit=10):
+            if item.get("title") == title:
+                return item
+        return None
+    return lookup
+
+
+@operation("madt_issues", "create", cli=("issue", "create"), kind="remote", mutating=True,
+           summary="Open a new issue.",
+           params=(dataclasses.replace(TITLE, required=True), BODY_NEW, BODY_FILE, LABELS, ASSIGNEES, MILESTONE,
+                   Param("dir", description="File the issue on the forge repository of this checkout "
+                         "(absolute path) instead of owner_repo.")))
+def issue_create_op(inv: Invocation) -> Result:
+    payload = _create_payload(inv)
+    item = api(inv).scoped.create("issues", payload, lookup=_find_created(inv, "issues", payload["title"])).value
+    return Result(f"Created issue #{item['number']} in {api(inv).target.slug}: {clean(item.get('title'))}\n"
+                  f"{item.get('html_url')}", issue_row(item))
+
+
+@operation("madt_issues", "edit", cli=("issue", "edit"), kind="remote", mutating=True, destructive=True,
+           summary="Edit an issue's title, body (safely), labels, assignees or milestone.",
+           params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
+                   Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
+                   Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
+                   MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
+                   Param("comment_id", "int", "Edit this comment's body instead of the issue's.")))
+def issue_edit_op(inv: Invocation) -> Result:
+    return _edit(inv, "issue")
+
+
+def _edit(inv: Invocation, kind: str) -> Result:
+    number = _issue_number(inv)
+    a = inv.args
+    tool = "madt_issues" if kind == "issue" else "madt_pr"
+    view_call = guard.call(tool, action="view", owner_repo=api(inv).target.full, number=number,
+                           comments=True if a.get("comment_id") else None)
+    done: list[str] = []
+    if a.get("comment_id"):
+        _, note = write_body(inv, ("issues", "comments", a["comment_id"]), view_call)
+        done.append(f"comment {a['comment_id']}:{note}")
+    else:
+        _, note = write_body(inv, ("issues", number), view_call)
+        if note:
+            done.append(note.strip())
+    fields: dict[str, Any] = {}
+    if a.get("title"):
+        fields["title"] = a["title"]
+    if a.get("milestone"):
+        fields["milestone"] = milestone_id(inv, a["milestone"])
+    if a.get("remove_milestone"):
+        fields["milestone"] = 0
+    if a.get("add_assignee") or a.get("remove_assignee"):
+        current = api(inv).get("issues", number)
+        names = [_login(u) for u in current.get("assignees") or []]
+        names = [n for n in names if n not in (a.get("remove_assignee") or [])]
+        fields["assignees"] = names + [n for n in a.get("add_assignee") or [] if n not in names]
+    if fields:
+        api(inv).patch("issues", number, json=fields)
+        done.append("set " + ", ".join(sorted(fields)))
+    if a.get("add_label"):
+        api(inv).post("issues", number, "labels", json={"labels": label_ids(inv, a["add_label"])})
+        done.append("added labels " + ", ".join(a["add_label"]))
+    for label_id, name in zip(label_ids(inv, a.get("remove_label") or []), a.get("remove_label") or []):
+        api(inv).delete("issues", number, "labels", label_id)
+        done.append(f"removed label {name}")
+    if not done:
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: nothing to change was given.", target=f"#{number}",
+                            user_action="Call edit again with title, body, append, labels, assignees or milestone.")
+    item = api(inv).get("issues", number)
+    return Result(f"Edited #{number} in {api(inv).target.slug}: " + "; ".join(done) + f"\n{item.get('html_url')}",
+                  issue_row(item))
+
+
+def _set_state(inv: Invocation, state: str, noun: str) -> Result:
+    lines, rows = [], []
+    for number in inv.args["numbers"]:
+        if inv.args.get("comment"):
+            api(inv).post("issues", number, "comments", json={"body": inv.args["comment"]})
+        item = api(inv).patch("issues", number, json={"state": state})
+        rows.append(issue_row(item))
+        lines.append(f"{'Closed' if state == 'closed' else 'Reopened'} {noun} #{number} in {api(inv).target.slug}"
+                     + (" with a comment" if inv.args.get("comment") else ""))
+    text = "\n".join(lines)
+    if state == "closed":
+        text += "\n" + closing(f"{noun.capitalize()} {', '.join('#' + str(n) for n in inv.args['numbers'])} "
+                               f"{'is' if len(rows) == 1 else 'are'} closed on the forge")
+    return Result(text, rows)
+
+
+@operation("madt_issues", "close", cli=("issue", "close"), kind="remote", mutating=True, idempotent=True,
+           summary="Close one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
+def issue_close_op(inv: Invocation) -> Result:
+    return _set_state(inv, "closed", "issue")
+
+
+@operation("madt_issues", "reopen", cli=("issue", "reopen"), kind="remote", mutating=True, idempotent=True,
+           summary="Reopen one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
+def issue_reopen_op(inv: Invocation) -> Result:
+    return _set_state(inv, "open", "issue")
+
+
+def _comment(inv: Invocation, noun: str) -> Result:
+    number = _issue_number(inv)
+    body = inv.args["body"]
+    made = api(inv).scoped.create(("issues", number, "comments"), {"body": body}).value
+    return Result(f"Commented on {noun} #{number} in {api(inv).target.slug} (comment {made.get('id')})\n"
+                  f"{made.get('html_url')}", {"id": made.get("id"), "url": made.get("html_url")})
+
+
+@operation("madt_issues", "comment", cli=("issue", "comment"), kind="remote", mutating=True,
+           summary="Add a comment to an issue.",
+           params=(NUMBER, dataclasses.replace(BODY_NEW, required=True), BODY_FILE))
+def issue_comment_op(inv: Invocation) -> Result:
+    return _comment(inv, "issue")
+
+
+@operation("madt_issues", "lock", cli=("issue", "lock"), kind="remote", mutating=True, idempotent=True,
+           summary="Lock an issue's conversation.",
+           params=(NUMBER, Param("reason", "enum", "Why: off_topic, resolved, spam or too_heated.",
+                                 choices=("off_topic", "resolved", "spam", "too_heated"), short="r")))
+def issue_lock_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    api(inv).put("issues", number, "lock", json={"lock_reason": inv.args.get("reason", "")})
+    return Result(f"Locked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": True})
+
+
+@operation("madt_issues", "unlock", cli=("issue", "unlock"), kind="remote", mutating=True, idempotent=True,
+           summary="Unlock an issue's conversation.", params=(NUMBER,))
+def issue_unlock_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    api(inv).delete("issues", number, "lock")
+    return Result(f"Unlocked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": False})
+
+
+STYLE = Param("style", "enum", "How to merge: merge (default), squash, rebase, rebase-merge or fast-forward-only.",
+              choices=("merge", "squash", "rebase", "rebase-merge", "fast-forward-only"), enum_flags=True)
+_WIP = ("WIP:", "[WIP]")
+
+
+def _pr_line_extra(item: Mapping[str, Any]) -> str:
+    head, base = item.get("head") or {}, item.get("base") or {}
+    return f" ({head.get('ref')} → {base.get('ref')})"
+
+
+@operation("madt_pr", "list", cli=("pr", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List pull requests.",
+           params=(Param("state", "enum", "Which to list: open (default), closed, merged or all.",
+                         choices=("open", "closed", "merged", "all"), short="s"),
+                   Param("base", description="Only PRs into this base branch.", short="B"),
+                   Param("head", description="Only PRs from this head branch.", short="H"),
+                   LABELS, Param("author", description="Only PRs opened by this user.", short="A"), LIMIT, PAGE))
+def pr_list_op(inv: Invocation) -> Result:
+    a = inv.args
+    state = a.get("state", "open")
+    params: dict[str, Any] = {"state": "closed" if state == "merged" else state} | _page_params(inv)
+    if a.get("label"):
+        params["labels"] = label_ids(inv, a["label"])
+    if a.get("author"):
+        params["poster"] = a["author"]
+    items = api(inv).list("pulls", params=params, limit=_limit(inv) if not (a.get("base") or a.get("head") or
+                                                                          state == "merged") else 1000)
+    if state == "merged":
+        items = [i for i in items if i.get("merged")]
+    if a.get("base"):
+        items = [i for i in items if (i.get("base") or {}).get("ref") == a["base"]]
+    if a.get("head"):
+        items = [i for i in items if (i.get("head") or {}).get("ref") == a["head"]]
+    items = items[:_limit(inv)]
+    rows = [issue_row(i) | {"head": (i.get("head") or {}).get("ref"), "base": (i.get("base") or {}).get("ref")}
+            for i in items]
+    text = "\n".join(issue_line(r) + f" ({r['head']} → {r['base']})" for r in rows) or \
+        f"no pull requests match in {api(inv).target.slug}"
+    return Result(text, rows)
+
+
+@operation("madt_pr", "view", cli=("pr", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show one pull request: head, base, mergeability and body (fenced), optionally comments.",
+           params=(NUMBER, COMMENTS, OFFSET))
+def pr_view_op(inv: Invocation) -> Result:
+    return _view(inv, "pr")
+
+
+def find_open_pr(a: Api, head: str, base: str) -> dict[str, Any] | None:
+    """The open PR from head into base, if there is one (the forge refuses a second)."""
+    try:
+        item = a.get("pulls", base, head)
+    except Exception:  # noqa: BLE001 - older forges lack this lookup; fall back to listing
+        item = None
+    if item and item.get("state") == "open":
+        return item
+    for pr in a.list("pulls", params={"state": "open"}, limit=1000):
+        if (pr.get("head") or {}).get("ref") == head and (pr.get("base") or {}).get("ref") == base:
+            return pr
+    return None
+
+
+def open_pr(a: Api, payload: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """Open a PR, or reuse the open one for the same head and base: (pr, created)."""
+    existing = find_open_pr(a, payload["head"], payload["base"])
+    if existing:
+        return existing, False
+    try:
+        made = a.scoped.create("pulls", payload, lookup=lambda: find_open_pr(a, payload["head"], payload["base"])).value
+    except a.forge.ForgeError as exc:
+        if getattr(exc, "status", None) == 409:
+            again = find_open_pr(a, payload["head"], payload["base"])
+            if again:
+                return again, False
+        raise
+    return made, True
+
+
+@operation("madt_pr", "create", cli=("pr", "create"), kind="remote", mutating=True,
+           summary="Open a pull request from head into base (reusing an open one for the same branches).",
+           params=(dataclasses.replace(TITLE, required=True), BODY_NEW, BODY_FILE,
+                   Param("base", description="The branch to merge into (default: the repository's default branch).",
+                         short="B"),
+                   Param("head", description="The branch with the changes (default: the launch checkout's branch).",
+                         short="H"),
+                   Param("draft", "bool", "Open it as a draft (work in progress).", short="d"),
+                   LABELS, ASSIGNEES, MILESTONE))
+def pr_create_op(inv: Invocation) -> Result:
+    a = inv.args
+    remote = api(inv)
+    head = a.get("head")
+    if not head:
+        launch = remote.target.launch
+        st = gitops.status(gitops.Repo(launch.top, launch.git_dir, launch.common_dir)) if launch else None
+        head = st.branch if st else None
+    if not head:
+        raise guard.Refusal("BAD_ARGUMENT", "madt_pr action=create needs head: the branch with the changes.",
+                            target=remote.target.slug, user_action="Call again with head set to the branch name.")
+    base = a.get("base") or remote.get().get("default_branch") or "main"
+    payload = _create_payload(inv) | {"head": head, "base": base}
+    if a.get("draft") and not payload["title"].startswith(_WIP):
+        payload["title"] = "WIP: " + payload["title"]
+    pr, created = open_pr(remote, payload)
+    verb = "Opened" if created else "Reused the open"
+    return Result(f"{verb} PR #{pr['number']} in {remote.target.slug}: {head} → {base}\n{pr.get('html_url')}",
+                  issue_row(pr) | {"created": created, "head": head, "base": base})
+
+
+@operation("madt_pr", "edit", cli=("pr", "edit"), kind="remote", mutating=True, destructive=True,
+           summary="Edit a pull request's title, body (safely), base, labels, assignees or milestone.",
+           params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
+                   Param("base", description="Change the branch to merge into.", short="B"),
+                   Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
+                   Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
+                   MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
+                   Param("comment_id", "int", "Edit this comment's body instead of the pull request's.")))
+def pr_edit_op(inv: Invocation) -> Result:
+    if inv.args.get("base"):
+        api(inv).patch("pulls", _issue_number(inv), json={"base": inv.args["base"]})
+    return _edit(inv, "pr")
+
+
+@operation("madt_pr", "close", cli=("pr", "close"), kind="remote", mutating=True, idempotent=True,
+           summary="Close a pull request without merging, optionally with a comment.", params=(NUMBERS, COMMENT))
+def pr_close_op(inv: Invocation) -> Result:
+    return _set_state(inv, "closed", "pull request")
+
+
+@operation("madt_pr", "reopen", cli=("pr", "reopen"), kind="remote", mutating=True, idempotent=True,
+           summary="Reopen a closed pull request.", params=(NUMBERS, COMMENT))
+def pr_reopen_op(inv: Invocation) -> Result:
+    return _set_state(inv, "open", "pull request")
+
+
+def merge_pr(a: Api, number: int, *, style: str, head_sha: str, delete_branch: bool, subject: str | None = None,
+             body: str | None = None) -> dict[str, Any]:
+    """Merge with a head check and an explicit branch-delete choice, then re-read the PR."""
+    payload: dict[str, Any] = {"Do": style, "head_commit_id": head_sha, "delete_branch_after_merge": delete_branch}
+    if subject:
+        payload["MergeTitleField"] = subject
+    if body:
+        payload["MergeMessageField"] = body
+    a.post("pulls", number, "merge", json=payload)
+    return a.get("pulls", number)
+
+
+def wait_mergeable(a: Api, number: int, attempts: int = 10, delay: float = 0.5) -> tuple[dict[str, Any], int]:
+    """Poll until the forge's mergeability check settles (bounded): (pr, polls)."""
+    import time
+    pr = a.get("pulls", number)
+    polls = 1
+    while not pr.get("mergeable") and pr.get("state") == "open" and not pr.get("merged") and polls < attempts:
+        time.sleep(delay)
+        pr = a.get("pulls", number)
+        polls += 1
+    return pr, polls
+
+
+@operation("madt_pr", "merge", cli=("pr", "merge"), kind="remote", mutating=True, destructive=True,
+           summary="Merge a pull request, refusing if its head moved from the commit you expect.",
+           params=(NUMBER, STYLE, Param("delete_branch", "bool", "Delete the head branch on the forge after the merge.",
+                                        short="d"),
+                   Param("subject", description="The merge commit's title.", short="t"),
+                   Param("body", description="The merge commit's message body.", short="b"),
+                   Param("match_head_commit", description="Merge only if the head is still at this sha (default: "
+                         "the head madtea reads just before merging).")))
+def pr_merge_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    number = _issue_number(inv)
+    pr, polls = wait_mergeable(remote, number)
+    head = (pr.get("head") or {})
+    expected = inv.args.get("match_head_commit") or head.get("sha")
+    if pr.get("merged"):
+        return Result(closing(f"PR #{number} in {remote.target.slug} was already merged at "
+                              f"{str(pr.get('merge_commit_sha'))[:9]}"), issue_row(pr))
+    merged = merge_pr(remote, number, style=inv.args.get("style", "merge"), head_sha=expected,
+                      delete_branch=bool(inv.args.get("delete_branch")), subject=inv.args.get("subject"),
+                      body=inv.args.get("body"))
+    text = (f"Merged PR #{number} by {inv.args.get('style', 'merge')} into {(pr.get('base') or {}).get('ref')} at "
+            f"{str(merged.get('merge_commit_sha'))[:9]} (head {str(expected)[:9]}).")
+    if inv.args.get("delete_branch"):
+        text += _branch_gone(remote, head.get("ref"))
+    text += "\n" + closing(f"PR #{number} is merged on the forge")
+    return Result(text, issue_row(merged) | {"merge_commit_sha": merged.get("merge_commit_sha"), "polls": polls})
+
+
+def _branch_gone(a: Api, branch: str | None) -> str:
+    """Report the remote branch delete as the forge now shows it; a merge can succeed while it fails."""
+    if not branch:
+        return ""
+    try:
+        a.get("branches", branch)
+    except a.forge.ForgeError:
+        return f" Deleted remote branch {branch}."
+    warn(f"the merge succeeded but the remote branch {branch} still exists.")
+    return f" The remote branch {branch} was not deleted."
+
+
+@operation("madt_pr", "diff", cli=("pr", "diff"), kind="remote", mutating=False, idempotent=True,
+           summary="Show a pull request's diff (bounded; continue with offset).", params=(NUMBER, OFFSET))
+def pr_diff_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    remote = api(inv)
+    text = remote.scoped.get_text(f"pulls/{number}.diff")
+    offset = int(inv.args.get("offset") or 0)
+    shown = bounded(clean(text), offset, lambda end: guard.render_call(
+        guard.call("madt_pr", action="diff", owner_repo=remote.target.full, number=number, offset=end)))
+    return Result(shown, {"number": number, "length": len(text), "offset": offset})
+
+
+@operation("madt_pr", "review", cli=("pr", "review"), kind="remote", mutating=True,
+           summary="Review a pull request: approve, request changes, or comment.",
+           params=(NUMBER, Param("event", "enum", "approve, request_changes or comment.",
+                                 choices=("approve", "request_changes", "comment"), required=True),
+                   BODY_NEW, BODY_FILE))
+def pr_review_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    event = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}[inv.args["event"]]
+    review = api(inv).post("pulls", number, "reviews", json={"event": event, "body": inv.args.get("body", "")})
+    return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.args['event']} (review {review.get('id')}).",
+                  {"id": review.get("id"), "state": review.get("state")})
+
+
+@operation("madt_pr", "comment", cli=("pr", "comment"), kind="remote", mutating=True,
+           summary="Add a comment to a pull request.",
+           params=(NUMBER, dataclasses.replace(BODY_NEW, required=True), BODY_FILE))
+def pr_comment_op(inv: Invocation) -> Result:
+    return _comment(inv, "pull request")
+
+
+@operation("madt_pr", "checks", cli=("pr", "checks"), kind="remote", mutating=False, idempotent=True,
+           summary="Show the commit status checks of a pull request's head.", params=(NUMBER,))
+def pr_checks_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    pr = api(inv).get("pulls", number)
+    sha = (pr.get("head") or {}).get("sha")
+    combined = api(inv).get("commits", sha, "status")
+    statuses = [{"context": clean(s.get("context")), "state": s.get("status") or s.get("state"),
+                 "description": clean(s.get("description")), "url": s.get("target_url")}
+                for s in combined.get("statuses") or []]
+    lines = [f"{s['state']:<8} {s['context']}: {s['description']}" for s in statuses] or ["no checks reported"]
+    return Result(f"PR #{number} head {str(sha)[:9]}: {combined.get('state') or 'no status'}\n" + "\n".join(lines),
+                  {"sha": sha, "state": combined.get("state"), "statuses": statuses})
+
+
+@operation("madt_pr", "update_branch", cli=("pr", "update-branch"), kind="remote", mutating=True,
+           summary="Bring a pull request's head up to date with its base, by merge or rebase.",
+           params=(NUMBER, Param("style", "enum", "merge (default) or rebase.", choices=("merge", "rebase"))))
+def pr_update_branch_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    api(inv).post("pulls", number, "update", params={"style": inv.args.get("style", "merge")})
+    pr = api(inv).get("pulls", number)
+    return Result(f"Updated PR #{number}'s head from its base by {inv.args.get('style', 'merge')}; head is now "
+                  f"{str((pr.get('head') or {}).get('sha'))[:9]}.", issue_row(pr))
+
+
+@operation("madt_pr", "ready", cli=("pr", "ready"), kind="remote", mutating=True, idempotent=True,
+           summary="Mark a draft pull request ready for review (or, with undo, back to draft).",
+           params=(NUMBER, Param("undo", "bool", "Mark it as a draft again.")))
+def pr_ready_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    pr = api(inv).get("pulls", number)
+    title = str(pr.get("title") or "")
+    bare = title
+    for prefix in _WIP:
+        if bare.startswith(prefix):
+            bare = bare[len(prefix):].lstrip()
+    new = "WIP: " + bare if inv.args.get("undo") else bare
+    if new != title:
+        api(inv).patch("pulls", number, json={"title": new})
+    state = "a draft" if inv.args.get("undo") else "ready for review"
+    return Result(f"PR #{number} in {api(inv).target.slug} is {state} (title: {clean(new)}).", {"number": number,
+                                                                                                 "title": new})
+
+
+TOOL_SUMMARIES.update({
+    "madt_labels": "Repository labels. Deleting a label is a person's act and is not offered.",
+    "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
+    "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
+    "madt_repo": "Repositories on the forge: view, list, create, fork, edit, and their branches and tags.",
+    "madt_search": "Search issues and pull requests (action=issues) or repositories (action=repos).",
+    "madt_notifications": "Your notifications on the forge.",
+    "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
+    "madt_actions": "Actions (CI) runs, jobs, workflows and logs, where the forge offers them.",
+})
+
+# ----------------------------------------------------------------------------- labels
+
+def _label_row(l: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": l.get("id"), "name": clean(l.get("name")), "color": l.get("color"),
+            "description": clean(l.get("description"))}
+
+
+@operation("madt_labels", "list", cli=("label", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List the repository's labels.", params=(LIMIT,))
+def label_list_op(inv: Invocation) -> Result:
+    rows = [_label_row(l) for l in api(inv).list("labels", limit=_limit(inv, 1000))]
+    return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
+                  or "no labels", rows)
+
+
+LABEL_NAME = Param("name", description="The label's name.", required=True, positional=True)
+COLOR = Param("color", description="Colour as rrggbb or #rrggbb.", short="c")
+DESCRIPTION = Param("description", description="A short description.", short="d")
+
+
+@operation("madt_labels", "create", cli=("label", "create"), kind="remote", mutating=True,
+           summary="Create a label.", params=(LABEL_NAME, COLOR, DESCRIPTION))
+def label_create_op(inv: Invocation) -> Result:
+    a = inv.args
+    existing = [l for l in api(inv).list("labels", limit=1000) if str(l["name"]).casefold() == a["name"].casefold()]
+    if existing:
+        return Result(f"Label {existing[0]['name']} already exists in {api(inv).target.slug}; nothing created.",
+                      _label_row(existing[0]))
+    made = api(inv).post("labels", json={"name": a["name"], "color": "#" + (a.get("color") or "ededed").lstrip("#"),
+                                         "description": a.get("description", "")})
+    return Result(f"Created label {made['name']} (id {made['id']}) in {api(inv).target.slug}.", _label_row(made))
+
+
+@operation("madt_labels", "edit", cli=("label", "edit"), kind="remote", mutating=True, idempotent=True,
+           summary="Rename or recolour a label, or change its description.",
+           params=(LABEL_NAME, Param("new_name", description="The label's new name."), COLOR, DESCRIPTION))
+def label_edit_op(inv: Invocation) -> Result:
+    a = inv.args
+    (label_id,) = label_ids(inv, [a["name"]])
+    fields = {k: v for k, v in (("name", a.get("new_name")), ("description", a.get("description"))) if v is not None}
+    if a.get("color"):
+        fields["color"] = "#" + a["color"].lstrip("#")
+    made = api(inv).patch("labels", label_id, json=fields)
+    return Result(f"Edited label {a['name']} in {api(inv).target.slug}: " + ", ".join(sorted(fields)) + ".",
+                  _label_row(made))
+
+
+# ----------------------------------------------------------------------------- milestones
+
+def _milestone_row(m: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": m.get("id"), "title": clean(m.get("title")), "state": m.get("state"),
+            "open_issues": m.get("open_issues"), "closed_issues": m.get("closed_issues"),
+            "due_on": m.get("due_on"), "description": clean(m.get("description"))}
+
+
+def _milestone_line(r: Mapping[str, Any]) -> str:
+    return (f"{r['id']} {r['state']:<6} {r['title']} ({r['open_issues']} open, {r['closed_issues']} closed)"
+            + (f" due {str(r['due_on'])[:10]}" if r.get("due_on") else ""))
+
+
+MILESTONE_TITLE = Param("title", description="The milestone's title (or its id).", required=True, positional=True)
+
+
+@operation("madt_milestones", "list", cli=("milestone", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List milestones.", params=(STATE, LIMIT))
+def milestone_list_op(inv: Invocation) -> Result:
+    rows = [_milestone_row(m) for m in api(inv).list("milestones", params={"state": inv.args.get("state", "open")},
+                                                     limit=_limit(inv))]
+    return Result("\n".join(map(_milestone_line, rows)) or "no milestones", rows)
+
+
+@operation("madt_milestones", "view", cli=("milestone", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show one milestone.", params=(MILESTONE_TITLE,))
+def milestone_view_op(inv: Invocation) -> Result:
+    row = _milestone_row(api(inv).get("milestones", milestone_id(inv, inv.args["title"])))
+    return Result(_milestone_line(row) + ("\n" + fence(row["description"], api(inv).target.owner, "milestone")
+                                          if row["description"] else ""), row)
+
+
+DUE = Param("due_date", description="Due date as YYYY-MM-DD.")
+
+
+def _milestone_fields(inv: Invocation) -> dict[str, Any]:
+    a = inv.args
+    fields: dict[str, Any] = {}
+    if a.get("description") is not None:
+        fields["description"] = a["description"]
+    if a.get("due_date"):
+        fields["due_on"] = a["due_date"] + "T00:00:00Z" if len(a["due_date"]) == 10 else a["due_date"]
+    return fields
+
+
+@operation("madt_milestones", "create", cli=("milestone", "create"), kind="remote", mutating=True,
+           summary="Create a milestone.", params=(MILESTONE_TITLE, DESCRIPTION, DUE))
+def milestone_create_op(inv: Invocation) -> Result:
+    made = api(inv).post("milestones", json={"title": inv.args["title"]} | _milestone_fields(inv))
+    return Result(f"Created milestone {made['title']} (id {made['id']}) in {api(inv).target.slug}.",
+                  _milestone_row(made))
+
+
+def _milestone_patch(inv: Invocation, fields: dict[str, Any], verb: str) -> Result:
+    number = milestone_id(inv, inv.args["title"])
+    made = api(inv).patch("milestones", number, json=fields)
+    return Result(f"{verb} milestone {made['title']} in {api(inv).target.slug}.", _milestone_row(made))
+
+
+@operation("madt_milestones", "edit", cli=("milestone", "edit"), kind="remote", mutating=True, idempotent=True,
+           summary="Edit a milestone's title, description or due date.",
+           params=(MILESTONE_TITLE, Param("new_title", description="The milestone's new title."), DESCRIPTION, DUE))
+def milestone_edit_op(inv: Invocation) -> Result:
+    fields = _milestone_fields(inv) | ({"title": inv.args["new_title"]} if inv.args.get("new_title") else {})
+    return _milestone_patch(inv, fields, "Edited")
+
+
+@operation("madt_milestones", "close", cli=("milestone", "close"), kind="remote", mutating=True, idempotent=True,
+           summary="Close a milestone.", params=(MILESTONE_TITLE,))
+def milestone_close_op(inv: Invocation) -> Result:
+    return _milestone_patch(inv, {"state": "closed"}, "Closed")
+
+
+@operation("madt_milestones", "reopen", cli=("milestone", "reopen"), kind="remote", mutating=True, idempotent=True,
+           summary="Reopen a milestone.", params=(MILESTONE_TITLE,))
+def milestone_reopen_op(inv: Invocation) -> Result:
+    return _milestone_patch(inv, {"state": "open"}, "Reopened")
+
+
+# ----------------------------------------------------------------------------- releases
+
+TAG = Param("tag", description="The release's tag name, e.g. v1.2.0.", required=True, positional=True)
+
+
+def _release_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": r.get("id"), "tag": r.get("tag_name"), "title": clean(r.get("name")), "draft": r.get("draft"),
+            "prerelease": r.get("prerelease"), "published": r.get("published_at"), "url": r.get("html_url"),
+            "assets": [a.get("name") for a in r.get("assets") or []]}
+
+
+def _release_by_tag(inv: Invocation) -> dict[str, Any]:
+    return api(inv).get("releases", "tags", inv.args["tag"])
+
+
+@operation("madt_releases", "list", cli=("release", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List releases.", params=(LIMIT,))
+def release_list_op(inv: Invocation) -> Result:
+    rows = [_release_row(r) for r in api(inv).list("releases", limit=_limit(inv))]
+    return Result("\n".join(f"{r['tag']} {r['title']}" + (" (draft)" if r["draft"] else "") +
+                            (" (pre-release)" if r["prerelease"] else "") for r in rows) or "no releases", rows)
+
+
+@operation("madt_releases", "view", cli=("release", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show one release and its notes (fenced).", params=(TAG,))
+def release_view_op(inv: Invocation) -> Result:
+    r = _release_by_tag(inv)
+    row = _release_row(r) | {"notes": clean(r.get("body"))}
+    return Result(f"{row['tag']} {row['title']}\n{row['url']}\n" + fence(r.get("body"), _login(r.get("author")),
+                                                                          "release author", "notes"), row)
+
+
+RELEASE_FIELDS = (Param("title", description="The release title (default: the tag).", short="t"),
+                  Param("notes", description="The release notes (Markdown).", short="n"),
+                  Param("draft", "bool", "Save as a draft, unpublished.", short="d"),
+                  Param("prerelease", "bool", "Mark as a pre-release.", short="p"),
+                  Param("target", description="The branch or commit to tag, when the tag does not exist yet."))
+
+
+def _release_payload(inv: Invocation) -> dict[str, Any]:
+    a = inv.args
+    fields = {"name": a.get("title"), "body": a.get("notes"), "draft": a.get("draft"),
+              "prerelease": a.get("prerelease"), "target_commitish": a.get("target")}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+@operation("madt_releases", "create", cli=("release", "create"), kind="remote", mutating=True,
+           summary="Create a release for a tag (creating the tag at target if needed).", params=(TAG, *RELEASE_FIELDS))
+def release_create_op(inv: Invocation) -> Result:
+    made = api(inv).post("releases", json={"tag_name": inv.args["tag"]} | _release_payload(inv))
+    state = "draft" if made.get("draft") else "published"
+    text = f"Created {state} release {made.get('tag_name')} in {api(inv).target.slug}\n{made.get('html_url')}"
+    if not made.get("draft"):
+        text += "\n" + closing(f"Release {made.get('tag_name')} is published on the forge")
+    return Result(text, _release_row(made))
+
+
+@operation("madt_releases", "edit", cli=("release", "edit"), kind="remote", mutating=True, idempotent=True,
+           summary="Edit a release's title, notes, draft or pre-release state.", params=(TAG, *RELEASE_FIELDS))
+def release_edit_op(inv: Invocation) -> Result:
+    r = _release_by_tag(inv)
+    made = api(inv).patch("releases", r["id"], json=_release_payload(inv))
+    return Result(f"Edited release {made.get('tag_name')} in {api(inv).target.slug}\n{made.get('html_url')}",
+                  _release_row(made))
+
+
+@operation("madt_releases", "upload", cli=("release", "upload"), kind="remote", mutating=True,
+           summary="Upload files as assets of a release.",
+           params=(TAG, Param("files", "strs", "Absolute paths of the files to upload.", positional=True, required=True)))
+def release_upload_op(inv: Invocation) -> Result:
+    r = _release_by_tag(inv)
+    names = []
+    for raw in inv.args["files"]:
+        path = Path(raw)
+        if not path.is_absolute() or not path.is_file():
+            raise guard.Refusal("BAD_ARGUMENT", f"{raw!r} is not the absolute path of a file.", target=raw,
+                                user_action="Call upload again with absolute paths of existing files.")
+        asset = api(inv).upload(("releases", r["id"], "assets"), path)
+        names.append(f"{asset.get('name')} ({asset.get('size')} bytes)")
+    return Result(f"Uploaded {', '.join(names)} to release {r.get('tag_name')} in {api(inv).target.slug}.",
+                  {"assets": names})
+
+
+# ----------------------------------------------------------------------------- repositories
+
+def _repo_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    return {"full_name": r.get("full_name"), "description": clean(r.get("description")), "private": r.get("private"),
+            "fork": r.get("fork"), "archived": r.get("archived"), "default_branch": r.get("default_branch"),
+            "stars": r.get("stars_count"), "updated": (r.get("updated_at") or "")[:19], "url": r.get("html_url")}
+
+
+def _repo_line(r: Mapping[str, Any]) -> str:
+    flags = [f for f, on in (("private", r["private"]), ("fork", r["fork"]), ("archived", r["archived"])) if on]
+    return f"{r['full_name']} {r['description']}".rstrip() + (f" ({', '.join(flags)})" if flags else "")
+
+
+@operation("madt_repo", "view", cli=("repo", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show the repository.", params=())
+def repo_view_op(inv: Invocation) -> Result:
+    row = _repo_row(api(inv).get())
+    return Result(_repo_line(row) + f"\ndefault branch {row['default_branch']}\n{row['url']}", row)
+
+
+@operation("madt_repo", "list", cli=("repo", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List repositories of a user or organisation (default: yours).",
+           params=(Param("owner", description="The user or organisation whose repositories to list.", positional=True),
+                   LIMIT))
+def repo_list_op(inv: Invocation) -> Result:
+    owner = inv.args.get("owner")
+    path = f"/users/{_quote(owner)}/repos" if owner else "/user/repos"
+    rows = [_repo_row(r) for r in api(inv).root_list(path, limit=_limit(inv))]
+    return Result("\n".join(map(_repo_line, rows)) or "no repositories", rows)
+
+
+def _quote(segment: str) -> str:
+    from urllib.parse import quote
+    return quote(segment, safe="")
+
+
+@operation("madt_repo", "create", cli=("repo", "create"), kind="remote", mutating=True,
+           summary="Create a repository for you or an organisation.",
+           params=(Param("name", description="The new repository's name.", required=True, positional=True),
+                   Param("org", description="Create it in this organisation instead of your account."),
+                   DESCRIPTION, Param("private", "bool", "Make it private."),
+                   Param("add_readme", "bool", "Start it with a README.")))
+def repo_create_op(inv: Invocation) -> Result:
+    a = inv.args
+    payload = {"name": a["name"], "description": a.get("description", ""), "private": bool(a.get("private")),
+               "auto_init": bool(a.get("add_readme"))}
+    path = f"/orgs/{_quote(a['org'])}/repos" if a.get("org") else "/user/repos"
+    api(inv)._check_root()
+    made = api(inv).client.post(path, json=payload)
+    return Result(f"Created repository {made.get('full_name')}\n{made.get('html_url')}", _repo_row(made))
+
+
+@operation("madt_repo", "fork", cli=("repo", "fork"), kind="remote", mutating=True,
+           summary="Fork the repository into your account or an organisation.",
+           params=(Param("org", description="Fork into this organisation."),
+                   Param("fork_name", description="Name the fork differently.")))
+def repo_fork_op(inv: Invocation) -> Result:
+    payload = {k: v for k, v in (("organization", inv.args.get("org")), ("name", inv.args.get("fork_name"))) if v}
+    made = api(inv).post("forks", json=payload)
+    return Result(f"Forked {api(inv).target.slug} to {made.get('full_name')}\n{made.get('html_url')}", _repo_row(made))
+
+
+@operation("madt_repo", "edit", cli=("repo", "edit"), kind="remote", mutating=True, idempotent=True,
+           summary="Edit the repository's description, website, default branch or merge settings.",
+           params=(DESCRIPTION, Param("homepage", description="The website address."),
+                   Param("default_branch", description="The default branch."),
+                   Param("delete_branch_on_merge", "bool", "Delete head branches after merges by default.")))
+def repo_edit_op(inv: Invocation) -> Result:
+    a = inv.args
+    fields = {k: v for k, v in (("description", a.get("description")), ("website", a.get("homepage")),
+                                ("default_branch", a.get("default_branch")),
+                                ("default_delete_branch_after_merge", a.get("delete_branch_on_merge")))
+              if v is not None}
+    if not fields:
+        raise guard.Refusal("BAD_ARGUMENT", "madt_repo action=edit: nothing to change was given.",
+                            target=api(inv).target.slug, user_action="Call edit again with a field to change.")
+    made = api(inv).patch(json=fields)
+    return Result(f"Edited {api(inv).target.slug}: " + ", ".join(sorted(fields)) + ".", _repo_row(made))
+
+
+@operation("madt_repo", "branches", cli=("repo", "branches"), kind="remote", mutating=False, idempotent=True,
+           summary="List the repository's branches on the forge.", params=(LIMIT,))
+def repo_branches_op(inv: Invocation) -> Result:
+    rows = [{"name": b.get("name"), "sha": (b.get("commit") or {}).get("id"), "protected": b.get("protected")}
+            for b in api(inv).list("branches", limit=_limit(inv))]
+    return Result("\n".join(f"{r['name']} {str(r['sha'])[:9]}" + (" (protected)" if r["protected"] else "")
+                            for r in rows) or "no branches", rows)
+
+
+@operation("madt_repo", "tags", cli=("repo", "tags"), kind="remote", mutating=False, idempotent=True,
+           summary="List the repository's tags on the forge.", params=(LIMIT,))
+def repo_tags_op(inv: Invocation) -> Result:
+    rows = [{"name": t.get("name"), "sha": (t.get("commit") or {}).get("sha") or t.get("id")}
+            for t in api(inv).list("tags", limit=_limit(inv))]
+    return Result("\n".join(f"{r['name']} {str(r['sha'])[:9]}" for r in rows) or "no tags", rows)
+
+
+# ----------------------------------------------------------------------------- search and notifications
+
+Q = Param("q", description="The search words — not `query`.", required=True, positional=True)
+
+
+@operation("madt_search", "issues", cli=("search", "issues"), kind="remote", mutating=False, idempotent=True,
+           summary="Search issues and pull requests across the forge.",
+           params=(Q, STATE, Param("type", "enum", "issues or pulls (default: both).", choices=("issues", "pulls")),
+                   LIMIT))
+def search_issues_op(inv: Invocation) -> Result:
+    params = {"q": inv.args["q"], "state": inv.args.get("state", "open")}
+    if inv.args.get("type"):
+        params["type"] = inv.args["type"]
+    items = api(inv).root_list("/repos/issues/search", params=params, limit=_limit(inv))
+    rows = [issue_row(i) | {"repo": (i.get("repository") or {}).get("full_name")} for i in items]
+    return Result("\n".join(f"{r['repo']} {issue_line(r)}" for r in rows) or "no matches", rows)
+
+
+@operation("madt_search", "repos", cli=("search", "repos"), kind="remote", mutating=False, idempotent=True,
+           summary="Search repositories on the forge.", params=(Q, LIMIT))
+def search_repos_op(inv: Invocation) -> Result:
+    found = api(inv).root_get("/repos/search", params={"q": inv.args["q"], "limit": min(_limit(inv), 50)})
+    rows = [_repo_row(r) for r in (found or {}).get("data") or []][:_limit(inv)]
+    return Result("\n".join(map(_repo_line, rows)) or "no matches", rows)
+
+
+@operation("madt_notifications", "list", cli=("notification", "list"), kind="remote", mutating=False,
+           idempotent=True, summary="List your unread notifications (all=true includes read ones).",
+           params=(Param("all", "bool", "Include notifications already read."), LIMIT))
+def notification_list_op(inv: Invocation) -> Result:
+    params = {"all": "true"} if inv.args.get("all") else {}
+    items = api(inv).root_list("/notifications", params=params, limit=_limit(inv))
+    rows = [{"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
+             "type": (n.get("subject") or {}).get("type"), "title": clean((n.get("subject") or {}).get("title")),
+             "url": (n.get("subject") or {}).get("html_url"), "updated": (n.get("updated_at") or "")[:19]}
+            for n in items]
+    return Result("\n".join(f"{r['id']} {'unread' if r['unread'] else 'read  '} {r['repo']} {r['type']}: {r['title']}"
+                            for r in rows) or "no notifications", rows)
+
+
+@operation("madt_notifications", "read", cli=("notification", "read"), kind="remote", mutating=True,
+           idempotent=True, summary="Mark one notification (id) or all of them as read.",
+           params=(Param("id", "int", "The notification to mark read; leave out to mark all read.", positional=True),))
+def notification_read_op(inv: Invocation) -> Result:
+    api(inv)._check_root()
+    if inv.args.get("id"):
+        api(inv).client.patch(f"/notifications/threads/{int(inv.args['id'])}", params={"to-status": "read"})
+        return Result(f"Marked notification {inv.args['id']} as read.", {"id": inv.args["id"]})
+    api(inv).client.put("/notifications", params={"to-status": "read"})
+    return Result("Marked all notifications as read.", {"all": True})
+
+
+# ----------------------------------------------------------------------------- wiki
+
+PAGE_NAME = Param("page_name", description="The wiki page's name.", required=True, positional=True)
+CONTENT = Param("content", description="The page's content (Markdown).", required=True)
+
+
+def _b64(text: str) -> str:
+    import base64
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+@operation("madt_wiki", "list", cli=("wiki", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List wiki pages.", params=(LIMIT,))
+def wiki_list_op(inv: Invocation) -> Result:
+    rows = [{"title": clean(p.get("title")), "updated": ((p.get("last_commit") or {}).get("created") or "")[:19]}
+            for p in api(inv).list("wiki", "pages", limit=_limit(inv))]
+    return Result("\n".join(r["title"] for r in rows) or "no wiki pages", rows)
+
+
+@operation("madt_wiki", "view", cli=("wiki", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show a wiki page (fenced).", params=(PAGE_NAME,))
+def wiki_view_op(inv: Invocation) -> Result:
+    import base64
+    page = api(inv).get("wiki", "page", inv.args["page_name"])
+    text = base64.b64decode(page.get("content_base64") or "").decode("utf-8", "replace")
+    author = ((page.get("last_commit") or {}).get("author") or {}).get("name") or "unknown"
+    return Result(f"{clean(page.get('title'))}\n" + fence(text, author, "last editor", "page"),
+                  {"title": page.get("title"), "content": clean(text)})
+
+
+@operation("madt_wiki", "create", cli=("wiki", "create"), kind="remote", mutating=True,
+           summary="Create a wiki page.", params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
+def wiki_create_op(inv: Invocation) -> Result:
+    page = api(inv).post("wiki", "new", json={"title": inv.args["page_name"], "content_base64": _b64(inv.args["content"]),
+                                              "message": inv.args.get("message", "")})
+    return Result(f"Created wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
+
+
+@operation("madt_wiki", "edit", cli=("wiki", "edit"), kind="remote", mutating=True, destructive=True,
+           summary="Replace a wiki page's content.",
+           params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
+def wiki_edit_op(inv: Invocation) -> Result:
+    page = api(inv).patch("wiki", "page", inv.args["page_name"],
+                          json={"title": inv.args["page_name"], "content_base64": _b64(inv.args["content"]),
+                                "message": inv.args.get("message", "")})
+    return Result(f"Updated wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
+
+
+# ----------------------------------------------------------------------------- actions
+
+def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None = None, listing: str | None = None) -> Any:
+    """Actions endpoints, with Forgejo's gaps reported as NOT_SUPPORTED rather than a bare 404."""
+    remote = api(inv)
+    try:
+        found = remote.get("actions", *segments, params=params)
+    except remote.forge.ForgeError as exc:
+        if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
+            raise remote.forge.ForgeError("NOT_SUPPORTED", f"Forgejo does not offer the Gitea Actions endpoint "
+                                          f"actions/{'/'.join(map(str, segments))} through its API.") from None
+        raise
+    return found.get(listing) if listing and isinstance(found, dict) else found
+
+
+@operation("madt_actions", "runs", cli=("actions", "runs"), kind="remote", mutating=False, idempotent=True,
+           summary="List recent workflow runs.", params=(LIMIT,))
+def actions_runs_op(inv: Invocation) -> Result:
+    runs = _actions(inv, "runs", params={"limit": min(_limit(inv), 50)}, listing="workflow_runs") or []
+    rows = [{"id": r.get("id"), "title": clean(r.get("display_title")), "status": r.get("status"),
+             "conclusion": r.get("conclusion"), "branch": r.get("head_branch"), "sha": r.get("head_sha"),
+             "url": r.get("html_url")} for r in runs]
+    return Result("\n".join(f"{r['id']} {r['status']}/{r['conclusion']} {r['branch']}: {r['title']}" for r in rows)
+                  or "no runs", rows)
+
+
+@operation("madt_actions", "jobs", cli=("actions", "jobs"), kind="remote", mutating=False, idempotent=True,
+           summary="List the jobs of a workflow run.",
+           params=(Param("run_id", "int", "The run whose jobs to list.", required=True, positional=True),))
+def actions_jobs_op(inv: Invocation) -> Result:
+    jobs = _actions(inv, "runs", inv.args["run_id"], "jobs", listing="jobs") or []
+    rows = [{"id": j.get("id"), "name": clean(j.get("name")), "status": j.get("status"),
+             "conclusion": j.get("conclusion")} for j in jobs]
+    return Result("\n".join(f"{r['id']} {r['status']}/{r['conclusion']} {r['name']}" for r in rows) or "no jobs", rows)
+
+
+@operation("madt_actions", "workflows", cli=("actions", "workflows"), kind="remote", mutating=False,
+           idempotent=True, summary="List the repository's workflows.", params=())
+def actions_workflows_op(inv: Invocation) -> Result:
+    flows = _actions(inv, "workflows", listing="workflows") or []
+    rows = [{"id": w.get("id"), "name": clean(w.get("name")), "path": w.get("path"), "state": w.get("state")}
+            for w in flows]
+    return Result("\n".join(f"{r['name']} ({r['path']}) {r['state']}" for r in rows) or "no workflows", rows)
+
+
+@operation("madt_actions", "logs", cli=("actions", "logs"), kind="remote", mutating=False, idempotent=True,
+           summary="Show a job's log (bounded; continue with offset).",
+           params=(Param("job_id", "int", "The job whose log to show.", required=True, positional=True), OFFSET))
+def actions_logs_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    try:
+        text = remote.scoped.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
+    except remote.forge.ForgeError as exc:
+        if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
+            raise remote.forge.ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None
+        raise
+    offset = int(inv.args.get("offset") or 0)
+    shown = bounded(clean(text), offset, lambda end: guard.render_call(guard.call(
+        "madt_actions", action="logs", owner_repo=remote.target.full, job_id=inv.args["job_id"], offset=end)))
+    return Result(shown, {"job_id": inv.args["job_id"], "length": len(text)})
+
+
+# ----------------------------------------------------------------------------- whoami and the passthrough
+
+@operation("madt_whoami", cli=("whoami",), kind="remote", mutating=False, idempotent=True,
+           summary="Which forge, user and credential source a call from here would use (never the token).")
+def whoami_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    data: dict[str, Any] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
+                            "credential": remote.token_source, "launch_repo": str(remote.target.launch.top)
+                            if remote.target.launch else None}
+    try:
+        data["user"] = remote.client.get("/user").get("login")
+        data["forge"] = f"{remote.flavour()} {remote.client.version()}"
+    except remote.forge.ForgeError as exc:
+        data["user"] = None
+        warn(f"the forge did not say who the credential belongs to: {exc}")
+    lines = [f"forge host {data['host']} ({data.get('forge', 'unknown version')}) at {data['api']}",
+             f"user: {data['user'] or 'unknown'}; credential from {data['credential'] or 'nowhere (none found)'}",
+             f"default repository: {data['repo']}" + (f" (launch repo {data['launch_repo']})" if data["launch_repo"] else "")]
+    return Result("\n".join(lines), data)
+
+
+# Non-GET paths a dedicated tool covers: the passthrough forwards there so body
+# edits keep their stale check and merges their head check.
+_COVERED = [
+    (r"issues/\d+$", "madt_issues", "edit"), (r"issues/comments/\d+$", "madt_issues", "edit"),
+    (r"issues/\d+/comments$", "madt_issues", "comment"), (r"issues$", "madt_issues", "create"),
+    (r"issues/\d+/labels(/\d+)?$", "madt_issues", "edit"), (r"issues/\d+/lock$", "madt_issues", "lock"),
+    (r"pulls$", "madt_pr", "create"), (r"pulls/\d+$", "madt_pr", "edit"), (r"pulls/\d+/merge$", "madt_pr", "merge"),
+    (r"pulls/\d+/reviews$", "madt_pr", "review"), (r"pulls/\d+/update$", "madt_pr", "update_branch"),
+    (r"labels(/\d+)?$", "madt_labels", "edit"), (r"milestones(/[^/]+)?$", "madt_milestones", "edit"),
+    (r"releases(/\d+)?$", "madt_releases", "edit"), (r"releases/\d+/assets$", "madt_releases", "upload"),
+    (r"wiki/(new|page/[^/]+)$", "madt_wiki", "edit"), (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
+]
+
+
+@operation("madt_api_call", cli=("api",), kind="remote", mutating=True, destructive=True,
+           summary="Call any API v1 path (the escape hatch): GET anything; other methods only where no tool covers "
+                   "the path; never DELETE.",
+           params=(Param("path", description="The API path after /api/v1, e.g. /repos/acme/web/topics.", required=True,
+                         positional=True),
+                   Param("method", "enum", "GET (default), POST, PATCH or PUT.", choices=("GET", "POST", "PATCH", "PUT", "DELETE"),
+                         short="X"),
+                   Param("body", "json", "The JSON body to send."),
+                   Param("paginate", "bool", "Follow every page of a list (GET only).")))
+def api_call_op(inv: Invocation) -> Result:
+    import re
+    a = inv.args
+    method = a.get("method", "GET")
+    path = "/" + a["path"].lstrip("/")
+    remote = api(inv)
+    if method == "DELETE":
+        raise guard.Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; "
+                            f"deleting is a person's act.", target=path,
+                            user_action=f"Ask the user to delete it themselves (DELETE {path} on {remote.target.host}).")
+    match = re.fullmatch(r"/repos/([^/]+)/([^/]+)(?:/(.*))?", path)
+    if match and method != "GET":
+        sub = match.group(3) or ""
+        for pattern, tool, action in _COVERED:
+            if re.fullmatch(pattern, sub):
+                raise guard.Refusal("BAD_ARGUMENT", f"{method} {path} is what {tool} action={action} does, with its "
+                                    f"safety checks; use it instead.", target=path,
+                                    next=(guard.call(tool, action=action, owner_repo=f"{match.group(1)}/{match.group(2)}"),))
+    if match:
+        scoped = remote.forge.RepoClient(remote.client, match.group(1), match.group(2))
+        if method == "GET" and a.get("paginate"):
+            found: Any = scoped.paginate(match.group(3) or "", params={}, limit=100_000)[0]
+        else:
+            found = scoped.send(method, match.group(3) or "", None, a.get("body")).json()
+    else:
+        remote._check_root()
+        if method == "GET" and a.get("paginate"):
+            found = remote.client.paginate(path, params={}, limit=100_000)[0]
+        else:
+            found = remote.client.send(method, path, None, a.get("body")).json()
+    text = json.dumps(found, indent=1, ensure_ascii=False)
+    return Result(bounded(clean(text), 0, lambda end: "a narrower path or page="), found)
+
+
+
 # --- dispatcher (lead) ---
 
 @dataclasses.dataclass
@@ -498,6 +1948,7 @@ class Invocation:
     args: dict[str, Any]
     ctx: Context
     target: guard.Target | None = None   # local-git calls: the repository and its state
+    remote: Any = None                   # forge calls: the connected Api, once resolved and guarded
 
     @property
     def repo(self) -> guard.RepoFacts:
@@ -636,6 +2087,8 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     if op.kind == "local":
         invocation.target = _resolve_local(op, args, ctx)
         guard.check_local(invocation.target)
+    else:
+        api(invocation)  # resolves the forge target and runs its guard before the handler
     return op.handler(invocation)
 
 
@@ -660,6 +2113,12 @@ def _cli_flag(p: Param) -> list[str]:
 
 def _add_cli_param(parser: Any, p: Param) -> None:
     many = p.type in ("strs", "numbers")
+    if p.enum_flags:
+        group = parser.add_mutually_exclusive_group()
+        for choice in p.choices:
+            group.add_argument(f"--{choice}", dest=p.name, action="store_const", const=choice,
+                               help=f"{p.description.split(':')[0]}: {choice}.")
+        return
     if p.positional:
         nargs = "*" if many else "?"
         parser.add_argument(p.name, nargs=nargs, help=p.description, metavar=p.name.upper())
@@ -721,7 +2180,9 @@ def cli_render(step: Mapping[str, Any]) -> str:
         if p is None:
             continue
         values = value if isinstance(value, list) else [value]
-        if p.positional:
+        if p.enum_flags:
+            words += [f"--{value}"]
+        elif p.positional:
             words += [shlex_quote(str(v)) for v in values]
         elif p.type == "bool":
             words += [_cli_flag(p)[-1]] if value else []
@@ -1027,6 +2488,280 @@ CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent'
 
 
 # --- hook (hook helper) ---
+#
+# ``madtea hook`` runs before every shell command the agent's harness executes,
+# so it stays on the standard library, starts no process and opens no socket:
+# it reads the event, reads a few files of the repositories involved, writes one
+# small record of where the agent's shell is (the caller signal), and answers.
+# It never wedges the agent: anything it cannot read lets the command run,
+# unless the command has a git or madtea word in it.
+
+__all__ += ["hook_main", "caller_cwd_signal"]
+
+import stat as _hook_stat  # noqa: E402
+import time as _hook_time  # noqa: E402
+
+# Each harness names its shell tool differently; the event's own fields tell them apart.
+_HOOK_SHELL_TOOLS = {"PreToolUse": ("Bash",), "BeforeTool": ("run_shell_command",)}
+# Processes between the hook and the agent that are not the agent itself: the
+# shell the harness runs the hook command with, and common launch wrappers.
+_HOOK_WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox", "env",
+                            "timeout", "nice", "nohup", "stdbuf", "time", "sudo", "doas", "setsid"})
+_HOOK_DEPTH = 6
+
+
+def hook_main() -> int:
+    """``madtea hook``: read a pre-tool-use event on stdin, answer by exit code and streams.
+
+    Exit 2 with the reason on stderr blocks the command (all three harnesses
+    honour it); exit 0 lets it run, with an advisory note as additional context
+    where the harness takes one. Never a traceback.
+    """
+    command: str | None = None
+    try:
+        raw = sys.stdin.buffer.read()
+        event = _hook_event(raw)
+        if event is None:
+            return 0
+        harness, command, cwd = event
+        if harness == "unknown":
+            return _hook_answer(harness, guard.hook_failure_decision(command, "the event was not one it knows"))
+        try:
+            _hook_record_signal(cwd)
+        except Exception:  # the signal is a convenience; the decision must not depend on it
+            pass
+        decision = guard.classify_command(command, cwd, _hook_repo_facts)
+        return _hook_answer(harness, decision)
+    except BaseException as exc:  # noqa: BLE001 — never a traceback, never a wedge
+        if isinstance(exc, SystemExit):
+            raise
+        try:
+            return _hook_answer("failure", guard.hook_failure_decision(command, f"internal error: {type(exc).__name__}"))
+        except BaseException:
+            return 0
+
+
+def _hook_event(raw: bytes) -> tuple[str, str, str] | None:
+    """(harness, command, cwd) of a shell-tool event; None when there is nothing to decide.
+
+    "unknown" as the harness means a command arrived in an event the hook does
+    not recognise: it is then judged by the hook-failure rule.
+    """
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    tool_input = data.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if not isinstance(command, str) or not command.strip():
+        return None
+    event = data.get("hook_event_name")
+    cwd = data.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        cwd = os.getcwd()
+    if event not in _HOOK_SHELL_TOOLS:
+        return "unknown", command, cwd
+    if data.get("tool_name") not in _HOOK_SHELL_TOOLS[event]:
+        return None  # an edit, a read, an MCP tool: not a shell command
+    if event == "BeforeTool":
+        return "gemini", command, cwd
+    return ("codex" if "turn_id" in data or "model" in data else "claude"), command, cwd
+
+
+def _hook_answer(harness: str, decision: guard.HookDecision) -> int:
+    if decision.kind == "deny":
+        _hook_write(sys.stderr, decision.text + "\n")
+        return 2
+    if decision.kind == "note" and harness in ("claude", "codex"):
+        # Additional context only, never a permission decision: an "allow" here
+        # would approve the command on the user's behalf.
+        out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": decision.text}}
+        _hook_write(sys.stdout, json.dumps(out, ensure_ascii=False) + "\n")
+    return 0  # Gemini's BeforeTool takes no additional context: silence is the safe answer there
+
+
+def _hook_write(stream: Any, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+# --------------------------------------------------------------------------- repository facts, from files
+
+def _hook_repo_facts(path: str) -> guard.HookRepo | None:
+    """What the classifier needs to know of the repository holding *path*: files only, no git process."""
+    real = os.path.realpath(path)
+    found = _hook_git_dir_itself(real)
+    if found is None:
+        repo = gitops.fs_find_repo(real)
+        if repo is None:
+            return None
+        top, git_dir, common = str(repo.top), str(repo.git_dir), str(repo.common_dir)
+    else:
+        top, git_dir, common = found
+    prefix = os.path.relpath(real, top) if real != top and real.startswith(top.rstrip("/") + "/") else ""
+    return guard.HookRepo(top, git_dir, common, prefix, gitops.operation_in_progress(git_dir),
+                          lambda name: _hook_ref_kind(common, name))
+
+
+def _hook_git_dir_itself(path: str) -> tuple[str, str, str] | None:
+    # GIT_DIR=... or --git-dir=... names the git dir, not a work tree.
+    if not (os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "refs"))):
+        return None
+    common = path
+    try:
+        with open(os.path.join(path, "commondir"), encoding="utf-8", errors="replace") as fh:
+            common = os.path.realpath(os.path.join(path, fh.read().strip()))
+    except OSError:
+        pass
+    top = os.path.dirname(path) if os.path.basename(path) == ".git" else path
+    return top, path, common
+
+
+def _hook_ref_kind(common: str, name: str) -> str | None:
+    if not name or name.startswith("-") or ".." in name:
+        return None
+    for kind, ref in (("branch", f"refs/heads/{name}"), ("tag", f"refs/tags/{name}")):
+        if os.path.isfile(os.path.join(common, ref)):
+            return kind
+    remotes = os.path.join(common, "refs", "remotes")
+    try:
+        if any(os.path.isfile(os.path.join(remotes, r, name)) for r in os.listdir(remotes)):
+            return "remote"
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(common, "packed-refs"), encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                ref = line.rstrip("\n").partition(" ")[2]
+                if ref == f"refs/heads/{name}":
+                    return "branch"
+                if ref == f"refs/tags/{name}":
+                    return "tag"
+                if ref.startswith("refs/remotes/") and ref.split("/", 3)[-1] == name:
+                    return "remote"
+    except OSError:
+        pass
+    return None
+
+
+# --------------------------------------------------------------------------- the caller signal
+
+def caller_cwd_signal(max_age: float = 600) -> str | None:
+    """The repo top the agent's shell was last in, as recorded by the hook for this server's agent.
+
+    The server walks its own process ancestry nearest-first and takes the first
+    record keyed to one of those processes (pid plus start time, so a reused pid
+    cannot match). None without /proc, without a record, or when the record is
+    older than *max_age* seconds or says the shell was not in a repository.
+    """
+    if not os.path.isdir("/proc/self"):
+        return None
+    folder = _hook_runtime_dir(create=False)
+    if folder is None:
+        return None
+    for pid, start, _comm in _hook_ancestors(os.getpid()):
+        try:
+            with open(os.path.join(folder, f"{pid}-{start}.json"), encoding="utf-8") as fh:
+                record = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or record.get("pid") != pid or record.get("start") != start:
+            continue
+        age = _hook_time.time() - float(record.get("time") or 0)
+        top = record.get("top")
+        if not (-5 <= age <= max_age) or not isinstance(top, str):
+            return None
+        return top
+    return None
+
+
+def _hook_record_signal(cwd: str) -> None:
+    """Record the repo of the agent's shell cwd, keyed to the agent process, in one atomic write."""
+    if not os.path.isdir("/proc/self"):
+        return  # no process ancestry to key on, so no signal
+    agent = next(((pid, start) for pid, start, comm in _hook_ancestors(os.getpid())
+                  if comm not in _HOOK_WRAPPERS), None)
+    folder = _hook_runtime_dir(create=True)
+    if agent is None or folder is None:
+        return
+    repo = gitops.fs_find_repo(cwd) if os.path.isdir(cwd) else None
+    record = {"pid": agent[0], "start": agent[1], "time": _hook_time.time(), "cwd": cwd,
+              "top": str(repo.top) if repo else None, "common_dir": str(repo.common_dir) if repo else None}
+    final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
+    tmp = os.path.join(folder, f".{agent[0]}-{agent[1]}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh)
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _hook_runtime_dir(create: bool) -> str | None:
+    """``$XDG_RUNTIME_DIR/madtea``, else a 0700 folder named for the uid under the temp dir.
+
+    A folder that is a symlink, belongs to someone else or is open to others is
+    not used: another user could otherwise plant a record.
+    """
+    base = os.environ.get("XDG_RUNTIME_DIR") or ""
+    if os.path.isabs(base) and os.path.isdir(base):
+        folder = os.path.join(base, "madtea")
+    else:
+        tmp = os.environ.get("TMPDIR") or "/tmp"
+        folder = os.path.join(tmp, f"madtea-{os.getuid()}")
+    if create:
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not _hook_stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return folder
+
+
+def _hook_ancestors(pid: int) -> list[tuple[int, int, str]]:
+    """(pid, start time, name) of *pid*'s ancestors, nearest first, up to a small depth, never pid 1."""
+    found: list[tuple[int, int, str]] = []
+    current = _hook_proc_stat(pid)
+    while current is not None and len(found) < _HOOK_DEPTH:
+        parent = current[0]
+        if parent <= 1:
+            break
+        current = _hook_proc_stat(parent)
+        if current is None:
+            break
+        found.append((parent, current[1], current[2]))
+    return found
+
+
+def _hook_proc_stat(pid: int) -> tuple[int, int, str] | None:
+    """(parent pid, start time in clock ticks, name) from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        left, right = data.index(b"("), data.rindex(b")")
+        fields = data[right + 2:].split()
+        return int(fields[1]), int(fields[19]), data[left + 1:right].decode("utf-8", "replace")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 
 # --- main (lead) ---
 
