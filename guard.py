@@ -178,10 +178,10 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
             guess = did_you_mean(name, specs)
             hint = f" Did you mean {guess}?" if guess else ""
             known = ", ".join(sorted(specs)) or "none"
+            corrected = {(guess if key == name else key): v for key, v in raw.items() if key != "action"}
             raise Refusal("UNKNOWN_PARAMETER",
                           f"{where} has no parameter {name!r}.{hint} Its parameters are: {known}.",
-                          target=where, next=(call(tool, **_with_action(action, {guess: value}))
-                                              ,) if guess else (),
+                          target=where, next=(call(tool, **_with_action(action, corrected)),) if guess else (),
                           user_action=None if guess else f"Call {tool} again using only: {known}.")
         if value is None:
             continue
