@@ -771,9 +771,10 @@ class _HkWord:
 class _HkSeg:
     """One simple command, with the directory and exported variables in force when it starts."""
 
-    __slots__ = ("words", "raw", "depth", "dir", "env")
+    __slots__ = ("words", "raw", "depth", "dir", "env", "heredoc")
 
     def __init__(self, words: list[_HkWord], raw: str, depth: int, dir: str | None, env: dict[str, _HkWord]) -> None:
+        self.heredoc: list[str | None] = [None]  # the here-document body fed to its stdin, once read
         self.words = words
         self.raw = raw
         self.depth = depth  # 0 = on the line itself, >0 = inside a substitution or an inner shell
@@ -782,9 +783,10 @@ class _HkSeg:
 
 
 class _HkState:
-    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next")
+    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc")
 
     def __init__(self) -> None:
+        self.heredoc: list[str | None] = [None]
         self.words: list[_HkWord] = []
         self.cur: list[str] | None = None
         self.dyn = False
@@ -816,7 +818,7 @@ class _HkParser:
         self.depth = depth
         self.env = dict(env or {})
         self.out = out if out is not None else []
-        self.heredocs: list[tuple[str, bool]] = []
+        self.heredocs: list[tuple[str, int, list[str | None]]] = []  # (delimiter, flags, where the body goes)
 
     def parse(self) -> list[_HkSeg]:
         self._list({"dir": self.cwd, "env": self.env}, self.depth, None)
@@ -917,17 +919,21 @@ class _HkParser:
         if st.words:
             raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
             seg = _HkSeg(st.words, raw, depth, scope["dir"], dict(scope["env"]))
+            seg.heredoc = st.heredoc
             self.out.append(seg)
             if sep != "|" and st.prev_sep != "|":  # a pipeline's parts run in subshells
                 _hk_scope_update(seg, scope)
         st.words = []
+        st.heredoc = [None]
         st.start = None
         st.skip_next = False
         st.prev_sep = sep
 
     def _skip_heredocs(self) -> None:
         pending, self.heredocs = self.heredocs, []
-        for delim, strip_tabs in pending:
+        for delim, flags, box in pending:
+            strip_tabs, literal = bool(flags & 1), bool(flags & 2)
+            body: list[str] = []
             while self.pos < self.n:
                 end = self.src.find("\n", self.pos)
                 end = self.n if end < 0 else end
@@ -935,6 +941,10 @@ class _HkParser:
                 self.pos = min(end + 1, self.n)
                 if (line.lstrip("\t") if strip_tabs else line) == delim:
                     break
+                body.append(line.lstrip("\t") if strip_tabs else line)
+            text = "\n".join(body)
+            # an unquoted delimiter lets the shell expand $, ` and \ in the body: its text is then unknown
+            box[0] = text if literal or not any(ch in text for ch in "$`\\") else None
 
     def _redirect(self, st: _HkState, scope: dict[str, Any], depth: int) -> None:
         src = self.src
@@ -960,8 +970,9 @@ class _HkParser:
             start = self.pos
             while self.pos < self.n and src[self.pos] not in " \t\n;&|<>()":
                 self.pos += 1
-            delim = src[start:self.pos].replace("'", "").replace('"', "").replace("\\", "")
-            self.heredocs.append((delim, strip_tabs))
+            word = src[start:self.pos]
+            delim = word.replace("'", "").replace('"', "").replace("\\", "")
+            self.heredocs.append((delim, strip_tabs | (2 if delim != word else 0), st.heredoc))
             return
         for op in (">>", ">&", ">|", "<&", "<>", ">", "<"):
             if src.startswith(op, self.pos):
@@ -1000,8 +1011,14 @@ class _HkParser:
             self._add(st, "$(())", dynamic=True)
         elif nxt == "(":
             self.pos += 2
+            first = len(self.out)
             self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
-            self._add(st, "$()", dynamic=True)
+            inner = self.out[first:]
+            # "$(cat <<'EOF' ... EOF)" is how agents write a commit message: its text is known
+            if len(inner) == 1 and [w.text for w in inner[0].words] == ["cat"] and inner[0].heredoc[0] is not None:
+                self._add(st, inner[0].heredoc[0], quoted=True)
+            else:
+                self._add(st, "$()", dynamic=True)
         elif nxt == "{":
             self.pos += 1
             self._skip_balanced("{", "}")
@@ -1213,7 +1230,7 @@ def _hk_verdicts(seg: _HkSeg, ctx: _HkCtx, nest: int) -> list[tuple[str, str]]:
     if name == "find":
         return [v for s in _hk_find_exec(words, seg, env, cdir) for v in _hk_verdicts(s, ctx, nest + 1)]
     if name == "git":
-        return [_HkGit(words[1:], env, cdir, ctx).verdict()]
+        return [_HkGit(words[1:], env, cdir, ctx, seg.heredoc[0]).verdict()]
     cli = _hk_madtea_args(words)
     if cli is not None:
         return [_hk_madtea(cli)]
@@ -1320,7 +1337,7 @@ _HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"}
 _HK_CRED_URL = _hk_re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@:]+:[^/\s@]+@", _hk_re.I)
 _HK_SHA = _hk_re.compile(r"[0-9a-f]{7,40}")
 _HK_NOTE_TOOLS = {"status": "madt_status", "log": "madt_log", "shortlog": "madt_log", "whatchanged": "madt_log"}
-_HK_DESTROYS = "{what} throws away work that exists nowhere else, so only a person may do it: ask the user to run it themselves if it is really wanted."
+_HK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 
 
 def _hk_git_split(args: list[_HkWord]) -> tuple[_HkWord | None, list[tuple[str, _HkWord | None]], list[_HkWord]]:
@@ -1397,8 +1414,10 @@ def _hk_val(opts: list[tuple[str, _HkWord | None]], *names: str) -> _HkWord | No
 class _HkGit:
     """One ``git`` invocation: where it acts, and what the hook says about it."""
 
-    def __init__(self, args: list[_HkWord], env: dict[str, _HkWord], cdir: str | None, ctx: _HkCtx) -> None:
+    def __init__(self, args: list[_HkWord], env: dict[str, _HkWord], cdir: str | None, ctx: _HkCtx,
+                 stdin: str | None = None) -> None:
         self.ctx = ctx
+        self.stdin = stdin  # a literal here-document fed to git, if any
         self.raw_args = args
         sub, gopts, self.args = _hk_git_split(args)
         self.sub = sub.text if sub is not None and not sub.dynamic else None
@@ -1457,11 +1476,12 @@ class _HkGit:
         if self.foreign and self.repo is not None:
             own = self.ctx.own.top if self.ctx.own is not None else "no repository"
             return (f"This git {self.sub} acts on {self.repo.top}, a different repository from the one your "
-                    f"shell is in ({own}), and raw git there can change someone else's checkout; ")
+                    f"shell is in ({own}); the madt_* tools act there only when it is named with dir=.")
         return ""
 
     def deny(self, why: str, call: str | None = None, extra: str = "", verb: str | None = None) -> tuple[str, str]:
-        lines = [_hk_sentence(self.where() + why)]
+        lines = [self.where()] if self.where() else []
+        lines.append(_hk_sentence(why))
         if call:
             lines.append(f"Use: {call}")
         if extra:
@@ -1554,6 +1574,9 @@ class _HkGit:
         if _hk_has(opts, "--dry-run"):
             return ("allow", "")
         messages = [v.text for n, v in opts if n in ("-m", "--message") and v is not None]
+        from_file = _hk_val(opts, "-F", "--file")
+        if not messages and from_file is not None and from_file.text == "-" and self.stdin is not None:
+            messages = [self.stdin]
         title: str | None = None
         body: str | None = None
         if messages and not any(n in ("-m", "--message") and v is not None and v.dynamic for n, v in opts):
@@ -1591,7 +1614,7 @@ class _HkGit:
             calls = "; ".join(_hk_call("madt_branch_delete", self.d(), ("name", n)) for n in names) or \
                 _hk_call("madt_branch_delete", self.d(), ("name", "<branch>"))
             if force:
-                return self.destroys("Force-deleting a branch",
+                return self.destroys("Force-deleting a branch can discard commits that exist nowhere else",
                                      f"If its work is already merged, {calls} deletes it after proving that.")
             return self.deny("madt_branch_delete deletes a branch only after proving its work is contained in the "
                              "default branch", calls)
@@ -1610,7 +1633,7 @@ class _HkGit:
         if not names or listing:
             return self.note(_hk_call("madt_status", self.d()), "reports the current branch and its upstream as structured data.")
         if force:
-            return self.destroys("Moving an existing branch with --force")
+            return self.destroys("Moving an existing branch with --force can discard commits that exist nowhere else")
         call = _hk_call("madt_branch_create", self.d(), ("name", names[0]),
                         ("start_point", names[1] if len(names) > 1 else None))
         return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked", call)
@@ -1626,7 +1649,7 @@ class _HkGit:
     def g_switch(self) -> tuple[str, str]:
         opts, pos, _dd = _hk_getopt(self.args, "cC", frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
         if _hk_has(opts, "--discard-changes", "-f", "--force"):
-            return self.destroys("Switching with --discard-changes or --force")
+            return self.destroys("Switching with --discard-changes or --force discards uncommitted changes for good")
         new = _hk_val(opts, "-c", "--create", "-C", "--force-create")
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
@@ -1638,7 +1661,7 @@ class _HkGit:
     def g_checkout(self) -> tuple[str, str]:
         opts, pos, dashdash = _hk_getopt(self.args, "bB", frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
         if _hk_has(opts, "-f", "--force", "-p", "--patch"):
-            return self.destroys("A forced or patch checkout")
+            return self.destroys("A forced or patch checkout overwrites uncommitted changes for good")
         new = _hk_val(opts, "-b", "-B")
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
@@ -1648,7 +1671,7 @@ class _HkGit:
         if _hk_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
             return ("allow", "")  # picking a side while resolving a conflict
         if dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./")):
-            return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes and")
+            return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes for good")
         if not pos:
             return ("allow", "")
         name = pos[0].text
@@ -1657,8 +1680,8 @@ class _HkGit:
             return self.deny(self._SWITCH_WHY, self._switch_call(name))
         if kind == "tag" or _HK_SHA.fullmatch(name) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
             return ("allow", "")  # a detached look at a commit: nothing is lost
-        return self.destroys(f"git checkout {name} reads as a path, and checking out a path overwrites its "
-                             "uncommitted changes; it")
+        return self.destroys(f"git checkout {name} names no branch here, so git reads it as a path, and checking "
+                             "out a path overwrites its uncommitted changes for good")
 
     def ref_kind(self, name: str) -> str | None:
         if self.repo is None or self.repo.ref_kind is None:
@@ -1674,7 +1697,7 @@ class _HkGit:
             return ("allow", "")  # unstaging keeps the file as it is
         if _hk_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
             return ("allow", "")
-        return self.destroys("git restore of working-tree files overwrites their uncommitted changes and")
+        return self.destroys("git restore of working-tree files overwrites their uncommitted changes for good")
 
     def g_reset(self) -> tuple[str, str]:
         opts, _pos, _dd = _hk_getopt(self.args)
@@ -1684,20 +1707,20 @@ class _HkGit:
         if self.mid_operation():
             c = f" -C {_hk_shq(self.repo.top)}" if self.foreign and self.repo else ""
             alt = f"To stop the {self.op} in progress instead, run git{c} {self.op} --abort."
-        return self.destroys("git reset --hard", alt)
+        return self.destroys("git reset --hard discards uncommitted changes for good", alt)
 
     def g_clean(self) -> tuple[str, str]:
         opts, _pos, _dd = _hk_getopt(self.args, "e", frozenset({"--exclude"}))
         if _hk_has(opts, "-n", "--dry-run"):
             return ("allow", "")
         if _hk_has(opts, "-f", "--force", "-i", "--interactive"):
-            return self.destroys("git clean deletes untracked files for good, which")
+            return self.destroys("git clean -f deletes untracked files for good")
         return ("allow", "")
 
     def g_stash(self) -> tuple[str, str]:
         action = next((w.text for w in self.args if not w.text.startswith("-")), "push")
         if action in ("drop", "clear"):
-            return self.destroys(f"git stash {action}")
+            return self.destroys(f"git stash {action} deletes stashed work for good")
         return ("allow", "")
 
     # -- remote sync
@@ -1722,11 +1745,11 @@ class _HkGit:
         calls = [_hk_call("madt_push", self.d(), ("branch", b), ("force_with_lease", sha if lease else None),
                           ("set_upstream", set_up)) for b in (branches or [None])]  # type: ignore[list-item]
         if delete:
-            return self.destroys("Deleting a branch on the remote")
+            return self.destroys("Deleting a branch on the remote can discard commits that exist nowhere else")
         if force:
             lease_call = _hk_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
                                   ("force_with_lease", "<the remote sha you expect to replace>"))
-            return self.destroys("A force push without a lease",
+            return self.destroys("A force push without a lease can overwrite commits on the remote that exist nowhere else",
                                  f"To replace the remote branch only if it is still where you last saw it, use {lease_call}.")
         if lease and sha is None:
             call = _hk_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
@@ -1782,7 +1805,7 @@ class _HkGit:
             return self.deny("madt_worktrees adds a worktree without creating branches behind your back", call)
         if action == "remove":
             if _hk_has(opts, "-f", "--force"):
-                return self.destroys("Force-removing a worktree")
+                return self.destroys("Force-removing a worktree discards its uncommitted changes for good")
             path = _hk_os.path.normpath(_hk_os.path.join(base, pos[0].text)) if pos else "<path>"
             return self.deny("madt_worktrees removes a worktree only when it holds no uncommitted or unpushed work",
                              _hk_call("madt_worktrees", ("action", "remove"), self.d(), ("path", path)))
@@ -1839,7 +1862,7 @@ def _hk_madtea(args: list[_HkWord]) -> tuple[str, str]:
                             + retry)
         if verb == "status":
             return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
-                            "structured results. Use: madt_whoami.\n" + retry)
+                            "structured results.\nUse: madt_whoami\n" + retry)
         return ("allow", "")
     if noun == "branch":
         tool = {"create": "madt_branch_create", "delete": "madt_branch_delete"}.get(verb or "")
@@ -1861,7 +1884,7 @@ def _hk_madtea(args: list[_HkWord]) -> tuple[str, str]:
         pairs.append(("action", action.replace("-", "_")))
     pairs.extend(_hk_cli_params(rest, tool))
     return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
-                    f"results and errors. Use: {_hk_call(tool, *pairs)}\n" + retry)
+                    f"results and errors.\nUse: {_hk_call(tool, *pairs)}\n" + retry)
 
 
 def _hk_cli_params(words: list[_HkWord], tool: str) -> list[tuple[str, Any]]:
