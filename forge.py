@@ -1,0 +1,1374 @@
+"""Every HTTP request madtea makes to a Gitea or Forgejo server (API v1).
+
+One funnel, :func:`request`, opens every connection: JSON in and out, the
+token as an ``Authorization: token …`` header that never follows a redirect
+to another host, a per-operation socket timeout plus an overall deadline,
+verified TLS (optionally against a per-host CA file, never unverified), and
+bounded, jittered retries honouring ``Retry-After`` for idempotent methods
+only. :class:`Client` adds paths relative to the API base, error mapping to
+:class:`ForgeError` with stable codes, pagination that survives the server's
+silent page-size clamp, version and flavour detection, and creates that look
+for the created object before they ever POST twice. :class:`RepoClient` is a
+client confined by construction to ``/repos/{owner}/{repo}/``.
+
+Host resolution (:func:`resolve_target`) and token lookup (:func:`token_for`)
+take plain values; this module imports nothing else from madtea.
+
+Limits, stated once: the forge has no idempotency keys, so a create's
+look-up is only as good as the caller's ``lookup``; urllib's timeout applies
+per blocking socket operation, so the overall deadline is checked between
+operations and can be overshot by at most one socket timeout.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "ERROR_CODES",
+    "PAGE_SIZE",
+    "ForgeError",
+    "Response",
+    "Created",
+    "request",
+    "request_count",
+    "map_error",
+    "scrub",
+    "sanitise_snippet",
+    "flavour_of",
+    "repo_path",
+    "Client",
+    "RepoClient",
+    "ForgeTarget",
+    "config_path",
+    "load_config",
+    "resolve_target",
+    "CredentialStore",
+    "register_store",
+    "credential_stores",
+    "token_env_var",
+    "token_for",
+]
+
+import datetime as _dt
+import email.utils
+import functools
+import html
+import http.client
+import ipaddress
+import json as _json
+import os
+import random
+import re
+import socket
+import ssl
+import threading
+import time
+import unicodedata
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+# --------------------------------------------------------------------------- constants
+
+ERROR_CODES = (
+    "NOT_FOUND_OR_NO_ACCESS",
+    "AUTH_MISSING",
+    "SCOPE_MISSING",
+    "FORGE_UNAVAILABLE",
+    "NOT_SUPPORTED",
+    "MERGE_BLOCKED",
+    "MERGE_CONFLICT",
+    "HEAD_MOVED",
+    "OUT_OF_SCOPE",
+    "BAD_ARGUMENT",
+    "STALE_BODY",
+    "CONFLICT",
+)
+
+PAGE_SIZE = 50  # Gitea's and Forgejo's default MAX_RESPONSE_ITEMS; larger asks are clamped silently.
+DEFAULT_TIMEOUT = 30.0  # seconds per blocking socket operation (connect, one read)
+DEFAULT_DEADLINE = 120.0  # seconds for one logical call, retries and redirects included
+DEFAULT_RETRIES = 2  # so at most three attempts per idempotent call
+DEFAULT_USER_AGENT = "madtea"
+MAX_REDIRECTS = 5
+RETRY_AFTER_CAP = 30.0  # a server asking for longer gets this long, not an unbounded stall
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a runaway answer must not exhaust memory
+SNIPPET_CHARS = 200
+MAX_PAGES = 1000  # 50,000 items: a bound, not an expectation
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# A write is replayed only where HTTP says the method and body are kept (307,
+# 308) and on 301, which Gitea sends for a renamed repository before any
+# handler ran. 302/303 on a write historically mean "now GET something else".
+_WRITE_REPLAY = frozenset({301, 307, 308})
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+_RESERVED_SUFFIXES = (".git", ".wiki")
+
+# --------------------------------------------------------------------------- errors and scrubbing
+
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+_AUTH_HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*)(?:(?:token|bearer|basic)\s+)?[^\s,;]+")
+_AUTH_VALUE = re.compile(r"(?i)\b(token|bearer|basic)(\s+|=|:\s*)([A-Za-z0-9._~+/-]{16,}=*)")
+_QUERY_TOKEN = re.compile(r"(?i)([?&;](?:access_)?token=)[^&\s#]+")
+
+
+def _remember_secret(value: str) -> None:
+    # Short values would mangle ordinary words if scrubbed everywhere; real
+    # tokens are 40 hex characters.
+    if len(value) >= 8:
+        with _SECRETS_LOCK:
+            _SECRETS.add(value)
+
+
+def scrub(text: str) -> str:
+    """Remove every known token, auth header value and ``user:pass@`` from *text*."""
+    with _SECRETS_LOCK:
+        secrets = sorted(_SECRETS, key=len, reverse=True)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "***")
+    text = _URL_USERINFO.sub(r"\1***@", text)
+    text = _AUTH_HEADER.sub(r"\1***", text)
+    text = _AUTH_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+    return _QUERY_TOKEN.sub(r"\1***", text)
+
+
+def _looks_html(text: str, content_type: str | None = None) -> bool:
+    if content_type and "html" in content_type.lower():
+        return True
+    head = text.lstrip()[:64].lower()
+    return head.startswith(("<!doctype html", "<html", "<head", "<body", "<title"))
+
+
+def sanitise_snippet(data: bytes | str, content_type: str | None = None, limit: int = SNIPPET_CHARS) -> str:
+    """A short, single-line, printable, token-free rendering of a server answer.
+
+    HTML is reduced to its title (or its text); control, format and
+    bidirectional characters become spaces so a hostile page cannot forge
+    madtea's own words.
+    """
+    text = data[:65536].decode("utf-8", "replace") if isinstance(data, bytes) else data[:65536]
+    if _looks_html(text, content_type):
+        title = re.search(r"(?is)<title[^>]*>(.*?)</title>", text)
+        if title and title.group(1).strip():
+            text = title.group(1)
+        else:
+            text = re.sub(r"(?is)<(script|style)\b.*?</\1\s*>", " ", text)
+            text = re.sub(r"(?s)<[^>]*>", " ", text)
+        text = html.unescape(text)
+    text = "".join(" " if unicodedata.category(ch)[0] in "CZ" and ch != " " else ch for ch in text)
+    text = scrub(" ".join(text.split()))
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text
+
+
+class ForgeError(Exception):
+    """A forge answer or failure, with a stable ``code`` and one plain sentence.
+
+    ``transient`` is true when trying again later may succeed (timeouts,
+    dropped connections, 429/502/503/504). The message is scrubbed of tokens.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        status: int | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        *,
+        transient: bool = False,
+    ) -> None:
+        message = scrub(message)
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.method = method
+        self.path = scrub(path) if path else path
+        self.transient = transient
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return (
+            f"ForgeError({self.code!r}, {self.message!r}, status={self.status!r}, "
+            f"method={self.method!r}, path={self.path!r})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as plain data for a structured result."""
+        return {"code": self.code, "message": self.message, "status": self.status,
+                "method": self.method, "path": self.path}
+
+
+class _Secret:
+    """Holds a token so that no repr, str or traceback local shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<redacted>"
+
+    __str__ = __repr__
+
+
+# --------------------------------------------------------------------------- responses
+
+@dataclass(frozen=True, eq=False)
+class Response:
+    """One final HTTP answer. ``headers`` has lower-cased names; repeats are joined with ", "."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    url: str
+    method: str = "GET"
+    path: str = ""
+    host: str = ""
+    attempts: int = 1
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name.lower())
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "")
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        """The body as JSON; ``None`` for an empty body (a merge answers 200 with nothing)."""
+        if not self.body.strip():
+            return None
+        label = f"{self.method} {self.path}"
+        text = self.body.decode("utf-8", "replace")
+        if _looks_html(text, self.content_type):
+            raise ForgeError(
+                "FORGE_UNAVAILABLE",
+                f"The forge at {self.host} answered {label} with an HTML page instead of JSON "
+                f"({self.status}: {sanitise_snippet(text, 'text/html')}); check the API URL for {self.host}.",
+                self.status, self.method, self.path, transient=True,
+            )
+        try:
+            return _json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise ForgeError(
+                "FORGE_UNAVAILABLE",
+                f"The forge at {self.host} sent an unreadable JSON answer to {label} "
+                f"({self.status}: {sanitise_snippet(text)}).",
+                self.status, self.method, self.path, transient=True,
+            ) from None
+
+
+@dataclass(frozen=True)
+class Created:
+    """The object a create produced; ``recovered`` when a look-up found it after a failed POST."""
+
+    value: Any
+    recovered: bool = False
+
+
+# --------------------------------------------------------------------------- the funnel
+
+_COUNT_LOCK = threading.Lock()
+_COUNT = 0
+
+
+def request_count() -> int:
+    """How many HTTP requests this process has sent (for the benchmarks)."""
+    return _COUNT
+
+
+def _bump() -> None:
+    global _COUNT
+    with _COUNT_LOCK:
+        _COUNT += 1
+
+
+class _Transport(Exception):
+    """A failure below HTTP: ``kind`` decides retrying and wording; ``sent`` whether the request left."""
+
+    def __init__(self, kind: str, reason: str, sent: bool) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.sent = sent
+
+
+def _split_checked(url: str) -> urllib.parse.SplitResult:
+    parts = urllib.parse.urlsplit(url)
+    shown = _display_url(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ForgeError("BAD_ARGUMENT", f"Only http and https forge URLs are supported, not {shown}.")
+    if "@" in parts.netloc:
+        raise ForgeError("BAD_ARGUMENT", f"A forge URL must not carry credentials ({shown}); madtea sends the token as a header.")
+    if not parts.hostname:
+        raise ForgeError("BAD_ARGUMENT", f"The forge URL {shown} has no host.")
+    try:
+        parts.port
+    except ValueError:
+        raise ForgeError("BAD_ARGUMENT", f"The forge URL {shown} has an invalid port.") from None
+    if any(ord(ch) < 33 or ord(ch) > 126 for ch in url):
+        raise ForgeError("BAD_ARGUMENT", f"The forge URL {shown} must be percent-encoded ASCII without spaces.")
+    return parts
+
+
+def _display_url(url: str) -> str:
+    """The URL without credentials, query or fragment, for messages."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return scrub(f"{parts.scheme}://{netloc}{parts.path}")
+
+
+def _origin(url: str) -> tuple[str, str, int]:
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
+
+
+def _within(url: str, scope: str) -> bool:
+    if _origin(url) != _origin(scope):
+        return False
+    path = urllib.parse.urlsplit(url).path
+    base = urllib.parse.urlsplit(scope).path.rstrip("/")
+    return path == base or path.startswith(base + "/")
+
+
+@functools.lru_cache(maxsize=8)
+def _tls_context(ca_file: str | None) -> ssl.SSLContext:
+    # A CA file replaces the system store for that host (a private CA), it
+    # never loosens checking: hostname checks and CERT_REQUIRED stay on.
+    # Cached per path for the process's life: a replaced CA file needs a restart.
+    context = ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if context.verify_mode != ssl.CERT_REQUIRED or not context.check_hostname:  # pragma: no cover
+        raise ssl.SSLError("TLS verification is not enabled")
+    return context
+
+
+def _tls_for(ca_file: str | None, host: str) -> ssl.SSLContext:
+    try:
+        return _tls_context(ca_file)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        reason = sanitise_snippet(getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
+        raise ForgeError(
+            "BAD_ARGUMENT",
+            f"The CA file {ca_file} configured for {host} cannot be used ({reason}); "
+            "madtea never falls back to unverified TLS, so fix ca_file for this host.",
+        ) from None
+
+
+def _is_loopback(host: str) -> bool:
+    if host.startswith("[") and "]" in host:
+        name = host[1 : host.index("]")]
+    else:
+        name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    name = name.lower()
+    if name in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class _ProxyHandler(urllib.request.ProxyHandler):
+    # Environment proxies are honoured (corporate networks need them), but
+    # never for loopback: a proxy cannot reach this machine's 127.0.0.1.
+    def proxy_open(self, req: urllib.request.Request, proxy: str, type: str) -> Any:  # noqa: A002
+        if _is_loopback(req.host):
+            return None
+        return super().proxy_open(req, proxy, type)
+
+
+def _opener(scheme: str, ca_file: str | None, host: str) -> urllib.request.OpenerDirector:
+    # Built by hand: no redirect handler (redirects are decided below), no
+    # file:, ftp: or data: handlers.
+    opener = urllib.request.OpenerDirector()
+    handlers: list[urllib.request.BaseHandler] = [_ProxyHandler(), urllib.request.HTTPHandler()]
+    if scheme == "https":
+        handlers.append(urllib.request.HTTPSHandler(context=_tls_for(ca_file, host)))
+    handlers += [urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor()]
+    for handler in handlers:
+        opener.add_handler(handler)
+    return opener
+
+
+def _classify(exc: BaseException, sent: bool) -> _Transport:
+    reason = sanitise_snippet(str(exc) or type(exc).__name__, limit=120)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return _Transport("tls", sanitise_snippet(exc.verify_message or reason, limit=120), False)
+    if isinstance(exc, ssl.SSLError):
+        return _Transport("tls", reason, False)
+    if isinstance(exc, (TimeoutError, socket.timeout)):
+        return _Transport("timeout", reason, sent)
+    if isinstance(exc, socket.gaierror):
+        return _Transport("dns", reason, False)
+    if isinstance(exc, ConnectionRefusedError):
+        return _Transport("refused", reason, False)
+    if not sent and isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
+        return _Transport("refused", reason, False)  # unreachable network or host
+    if isinstance(exc, (OSError, http.client.HTTPException, EOFError)):
+        name = type(exc).__name__
+        return _Transport("dropped", reason if reason.startswith(name) else f"{name}: {reason}", sent)
+    return _Transport("other", reason, sent)
+
+
+def _read_capped(resp: Any, deadline: float, max_bytes: int, host: str) -> bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        if time.monotonic() > deadline:
+            raise _Transport("deadline", "the overall time limit ran out while reading", True)
+        try:
+            chunk = resp.read(65536)
+        except (OSError, http.client.HTTPException) as exc:
+            raise _classify(exc, True) from None
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > max_bytes:
+            raise ForgeError("FORGE_UNAVAILABLE",
+                             f"The forge at {host} sent more than {max_bytes // (1024 * 1024)} MiB; madtea stopped reading.")
+        chunks.append(chunk)
+
+
+def _open_once(req: urllib.request.Request, scheme: str, ca_file: str | None, timeout: float,
+               deadline: float, max_bytes: int, host: str,
+               on_send: Callable[[str, str], None] | None) -> tuple[int, dict[str, str], bytes]:
+    opener = _opener(scheme, ca_file, host)  # a bad CA file fails here, before anything is sent
+    _bump()
+    if on_send is not None:
+        on_send(req.get_method(), req.full_url)
+    try:
+        resp: Any = opener.open(req, timeout=timeout)
+    except urllib.error.HTTPError as err:
+        resp = err  # non-2xx and every 3xx: an answer, not a failure
+    except urllib.error.URLError as err:
+        # urllib wraps failures while connecting or sending; the server has
+        # not seen a whole request.
+        raise _classify(err.reason if isinstance(err.reason, BaseException) else err, False) from None
+    except (OSError, http.client.HTTPException) as err:
+        # Raised while reading the status line: the request was sent.
+        raise _classify(err, True) from None
+    except ValueError as err:
+        raise ForgeError("BAD_ARGUMENT", f"The request could not be built ({sanitise_snippet(str(err))}).") from None
+    try:
+        body = _read_capped(resp, deadline, max_bytes, host)
+        status = int(getattr(resp, "status", None) or resp.code)
+        headers: dict[str, str] = {}
+        for name, value in resp.headers.items():
+            key = name.lower()
+            headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    finally:
+        resp.close()
+    # http.client's read(n) returns b"" at a premature end instead of raising
+    # IncompleteRead, so a short body is detected here.
+    declared = headers.get("content-length", "")
+    if (req.get_method() != "HEAD" and status not in (204, 304) and "transfer-encoding" not in headers
+            and declared.isdigit() and int(declared) != len(body)):
+        raise _Transport("dropped", f"the answer stopped after {len(body)} of {declared} bytes", True)
+    return status, headers, body
+
+
+def _transport_error(failure: _Transport, method: str, host: str, path: str, timeout: float,
+                     attempts: int, out_of_time: bool) -> ForgeError:
+    label = f"{method} {path}"
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if failure.kind == "tls":
+        text = (f"TLS verification failed for {host} ({failure.reason}); madtea never turns verification off, "
+                f"so give this host a ca_file in {config_path()} if it uses a private CA.")
+        return ForgeError("FORGE_UNAVAILABLE", text, None, method, path)
+    if failure.kind == "dns":
+        return ForgeError("FORGE_UNAVAILABLE", f"Could not resolve {host} ({failure.reason}).", None, method, path,
+                          transient=True)
+    if failure.kind == "refused" or (failure.kind == "timeout" and not failure.sent):
+        text = f"Could not connect to {host}{tries} ({failure.reason}); {label} was not sent."
+        return ForgeError("FORGE_UNAVAILABLE", text, None, method, path, transient=True)
+    if failure.kind == "timeout" and not out_of_time:
+        text = f"The forge at {host} did not answer {label} within {timeout:g} s{tries}."
+    elif failure.kind in ("timeout", "deadline"):
+        text = f"The forge at {host} did not finish {label} within the overall time limit{tries}."
+    else:
+        text = f"The connection to {host} dropped during {label}{tries} ({failure.reason})."
+    if method not in _IDEMPOTENT and failure.sent:
+        text += " The forge may or may not have applied it."
+    return ForgeError("FORGE_UNAVAILABLE", text, None, method, path, transient=True)
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=_dt.timezone.utc)
+        seconds = (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds()
+    return max(0.0, min(seconds, RETRY_AFTER_CAP))
+
+
+def _backoff(attempt: int) -> float:
+    # "Equal jitter": half fixed, half random, so retries from many clients spread out.
+    base = min(8.0, 0.5 * 2 ** (attempt - 1))
+    return base / 2 + random.random() * base / 2
+
+
+def _exchange(method: str, url: str, body: bytes | None, headers: Mapping[str, str], token: _Secret | None,
+              timeout: float, deadline: float, ca_file: str | None, scope: str | None,
+              on_send: Callable[[str, str], None] | None, max_bytes: int, host: str, path: str) -> Response:
+    """One attempt: send, and follow redirects under the token and scope rules."""
+    home = _origin(url)
+    current, with_auth = url, token is not None
+    for _hop in range(MAX_REDIRECTS + 1):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Transport("deadline", "the overall time limit ran out", False)
+        req = urllib.request.Request(current, data=body, method=method)
+        for name, value in headers.items():
+            req.add_header(name, value)
+        if with_auth and token is not None and _origin(current) == home:
+            # Unredirected: even a redirect handler would not copy it.
+            req.add_unredirected_header("Authorization", f"token {token.reveal()}")
+        scheme = urllib.parse.urlsplit(current).scheme.lower()
+        status, got, data = _open_once(req, scheme, ca_file, min(timeout, remaining), deadline, max_bytes, host,
+                                       on_send)
+        location = got.get("location")
+        if status not in _REDIRECTS or not location:
+            return Response(status, got, data, current, method, path, host)
+        target = urllib.parse.urldefrag(urllib.parse.urljoin(current, location.strip()))[0]
+        current = _redirect_decision(method, status, current, target, home, scope, host, path)
+        if _origin(current) != home:
+            with_auth = False  # and it stays off, even if a later hop comes back
+    raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} redirected {method} {path} more than "
+                     f"{MAX_REDIRECTS} times; madtea stopped following.", None, method, path)
+
+
+def _redirect_decision(method: str, status: int, current: str, target: str, home: tuple[str, str, int],
+                       scope: str | None, host: str, path: str) -> str:
+    label = f"{method} {path}"
+    shown = _display_url(target)
+    parts = urllib.parse.urlsplit(target)
+    if parts.scheme.lower() not in ("http", "https") or "@" in parts.netloc or not parts.hostname:
+        raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} redirected {label} to {shown}, "
+                         "which madtea does not follow.", status, method, path)
+    if urllib.parse.urlsplit(current).scheme.lower() == "https" and parts.scheme.lower() != "https":
+        raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} redirected {label} from https to plain "
+                         f"http ({shown}); madtea never downgrades TLS.", status, method, path)
+    if scope is not None and not _within(target, scope):
+        raise ForgeError("OUT_OF_SCOPE", f"The forge redirected {label} to {shown}, outside "
+                         f"{_display_url(scope)}; this client is confined there, so it did not follow.",
+                         status, method, path)
+    if method in ("GET", "HEAD"):
+        return target
+    if _origin(target) != home:
+        raise ForgeError("OUT_OF_SCOPE", f"The forge redirected {label} to another host ({shown}); madtea "
+                         "never sends a write or a token across hosts, so nothing was re-sent.",
+                         status, method, path)
+    if status not in _WRITE_REPLAY:
+        raise ForgeError("FORGE_UNAVAILABLE", f"The forge answered {label} with a {status} redirect to "
+                         f"{shown}, which madtea does not follow for a write; nothing was re-sent.",
+                         status, method, path)
+    return target
+
+
+def request(
+    method: str,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    body: bytes | None = None,
+    token: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    deadline: float | None = None,
+    ca_file: str | None = None,
+    retries: int = DEFAULT_RETRIES,
+    sleep: Callable[[float], None] = time.sleep,
+    scope: str | None = None,
+    on_send: Callable[[str, str], None] | None = None,
+    max_bytes: int = MAX_BODY_BYTES,
+    host: str | None = None,
+    path: str | None = None,
+) -> Response:
+    """Send one HTTP request; the only place madtea opens a connection.
+
+    *deadline* is an absolute ``time.monotonic()`` value (default: now +
+    ``DEFAULT_DEADLINE``); *timeout* bounds each socket operation. The token
+    goes only to *url*'s origin. Redirects: GET/HEAD follow (dropping the
+    token once the chain leaves the origin); writes are re-sent, same method
+    and body, only on 301/307/308 to the same origin; nothing follows https
+    to http, and with *scope* (a URL prefix) nothing follows outside it.
+    GET/HEAD/PUT/DELETE are retried up to *retries* times on
+    429/502/503/504 and dropped connections; POST and PATCH never are.
+    Returns the final answer whatever its status; raises :class:`ForgeError`
+    when there is none. *host* and *path* name the request in messages.
+    """
+    method = method.upper()
+    if method not in _METHODS:
+        raise ForgeError("BAD_ARGUMENT", f"The HTTP method {method!r} is not one madtea sends.")
+    parts = _split_checked(url)
+    host = host or parts.netloc
+    path = path or parts.path or "/"
+    send_headers = dict(headers or {})
+    if any(name.lower() == "authorization" for name in send_headers):
+        raise ForgeError("BAD_ARGUMENT", "Pass the token as token=, never as a header, so it cannot follow a redirect.")
+    secret = _check_token(token, host) if token else None
+    if deadline is None:
+        deadline = time.monotonic() + DEFAULT_DEADLINE
+    idempotent = method in _IDEMPOTENT
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            resp = _exchange(method, url, body, send_headers, secret, timeout, deadline, ca_file, scope,
+                             on_send, max_bytes, host, path)
+        except _Transport as failure:
+            retryable = failure.kind in ("timeout", "dropped", "refused")
+            if idempotent and retryable and attempt <= retries:
+                delay = _backoff(attempt)
+                if time.monotonic() + delay < deadline:
+                    sleep(delay)
+                    continue
+            out_of_time = time.monotonic() >= deadline  # the socket timeout was the remaining budget
+            raise _transport_error(failure, method, host, path, timeout, attempt, out_of_time) from None
+        if idempotent and resp.status in _RETRY_STATUSES and attempt <= retries:
+            waited = _retry_after(resp.header("retry-after"))
+            delay = waited + random.random() * waited / 10 if waited is not None else _backoff(attempt)
+            if time.monotonic() + delay < deadline:
+                sleep(delay)
+                continue
+        return Response(resp.status, resp.headers, resp.body, resp.url, method, path, host, attempt)
+
+
+def _check_token(token: str, host: str) -> _Secret:
+    # A token with spaces or control characters would split the header (or
+    # be refused by http.client with the value in the message).
+    if not token or any(ord(ch) < 33 or ord(ch) > 126 for ch in token):
+        raise ForgeError("AUTH_MISSING", f"The token for {host} contains spaces or characters a token cannot "
+                         "have, so it was not sent; store it again.")
+    _remember_secret(token)
+    return _Secret(token)
+
+
+# --------------------------------------------------------------------------- error mapping
+
+_MERGE_PATH = re.compile(r"/pulls/[^/]+/merge/?$")
+
+
+def _server_message(body: bytes, content_type: str | None) -> tuple[str, Any, bool]:
+    """(sanitised message, parsed JSON or None, whether the body was JSON)."""
+    text = body[:65536].decode("utf-8", "replace").strip()
+    if not text or _looks_html(text, content_type):
+        return "", None, False
+    try:
+        parsed = _json.loads(text)
+    except ValueError:
+        return sanitise_snippet(text), None, False
+    if isinstance(parsed, dict) and isinstance(parsed.get("message"), str):
+        return sanitise_snippet(parsed["message"]), parsed, True
+    if isinstance(parsed, str):
+        return sanitise_snippet(parsed), parsed, True
+    return "", parsed, True
+
+
+def map_error(
+    status: int,
+    body: bytes,
+    *,
+    content_type: str | None = None,
+    method: str = "GET",
+    path: str = "",
+    host: str = "",
+    attempts: int = 1,
+    token_sent: bool = True,
+    retry_after: str | None = None,
+) -> ForgeError:
+    """Turn a non-2xx answer into a :class:`ForgeError` with a stable code.
+
+    Gitea's error bodies come in many shapes (JSON ``message``, ``null``,
+    empty, plain text, a serialised Go struct, a proxy's HTML page); each is
+    read defensively and only a sanitised snippet reaches the message.
+    """
+    label = f"{method} {path}"
+    msg, parsed, is_json = _server_message(body, content_type)
+    said = f": {msg}" if msg else ""
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+
+    def err(code: str, text: str, transient: bool = False) -> ForgeError:
+        return ForgeError(code, text, status, method, path, transient=transient)
+
+    raw = body[:65536].decode("utf-8", "replace")
+    if raw.strip() and _looks_html(raw, content_type) and status != 401:
+        # Gitea's API never answers with HTML: a proxy, a login wall or a
+        # wrong API URL is in the way.
+        return err("FORGE_UNAVAILABLE", f"The forge at {host} answered {label} with an HTML page instead of "
+                   f"JSON ({status}{tries}: {sanitise_snippet(raw, 'text/html')}); check the API URL for {host}.",
+                   status >= 500 or status == 429)
+    if status == 401:
+        if not token_sent:
+            return err("AUTH_MISSING", f"No token is configured for {host}, and {label} needs one (401{said}).")
+        return err("AUTH_MISSING", f"The token is missing or invalid for {host} (401 on {label}{said}).")
+    if status == 403:
+        lowered = msg.lower()
+        if "scope" in lowered:
+            return err("SCOPE_MISSING", f"The token for {host} lacks a scope that {label} needs (403{said}).")
+        if "signed in" in lowered or "sign in" in lowered:
+            return err("AUTH_MISSING", f"The forge at {host} only answers signed-in users; the token is missing "
+                       f"or invalid for {host} (403{said}).")
+        why = said or ": no reason given; changing it needs its author or write access"
+        return err("NOT_FOUND_OR_NO_ACCESS", f"The forge refused {label} for this token's user (403{why}).")
+    if status in (404, 410):
+        hint = ""
+        if msg and not is_json:
+            hint = "; a plain-text 404 usually means this forge has no such API route"
+        return err("NOT_FOUND_OR_NO_ACCESS", f"{path} was not found on {host}, or this token cannot see it "
+                   f"({status}{said}{hint}).")
+    if status == 405:
+        if _MERGE_PATH.search(path) or "merge" in msg.lower():
+            return err("MERGE_BLOCKED", f"The forge refused the merge ({label}, 405{said}).")
+        return err("NOT_SUPPORTED", f"The forge at {host} does not allow {label} (405{said}).")
+    if status == 409:
+        if is_json and isinstance(parsed, dict) and "message" not in parsed:
+            detail = ""
+            for key in ("StdErr", "StdOut", "Err"):
+                value = parsed.get(key)
+                if isinstance(value, str) and value.strip():
+                    detail = f"; git said: {sanitise_snippet(value)}"
+                    break
+            style = parsed.get("Style")
+            kind = f"{style} " if isinstance(style, str) and style else ""
+            return err("MERGE_CONFLICT", f"The {kind}merge hit conflicts (409 on {label}{detail}).")
+        if "head out of date" in msg.lower():
+            return err("HEAD_MOVED", f"The pull request's head moved since it was read, so the forge refused "
+                       f"{label} (409{said}).")
+        return err("CONFLICT", f"The forge reported a conflict for {label} (409{said}).")
+    if status == 423:
+        return err("BAD_ARGUMENT", f"The repository is archived, so the forge refused {label} (423{said}).")
+    if status == 429:
+        wait = _retry_after(retry_after)
+        later = f"; it asks to wait {wait:g} s" if wait else ""
+        return err("FORGE_UNAVAILABLE", f"The forge at {host} is limiting requests (429 on {label}{tries}{later}).",
+                   True)
+    if status >= 500:
+        body_note = said or (f": {sanitise_snippet(raw)}" if raw.strip() and not is_json else "")
+        return err("FORGE_UNAVAILABLE", f"The forge at {host} failed on {label} ({status}{tries}{body_note}).",
+                   status in _RETRY_STATUSES)
+    if 400 <= status < 500:
+        return err("BAD_ARGUMENT", f"The forge rejected {label} ({status}{said}).")
+    return err("FORGE_UNAVAILABLE", f"The forge at {host} gave an unexpected answer to {label} ({status}{said}).")
+
+
+# --------------------------------------------------------------------------- paths
+
+def _check_name(value: object, what: str) -> str:
+    if not isinstance(value, str) or not _NAME_RE.match(value) or value in (".", ".."):
+        raise ForgeError("BAD_ARGUMENT", f"{sanitise_snippet(repr(value), limit=80)} is not a valid {what} name "
+                         "(letters, digits, '.', '_' and '-' only).")
+    if value.lower().endswith(_RESERVED_SUFFIXES):
+        raise ForgeError("BAD_ARGUMENT", f"{value!r} is not a valid {what} name (names ending in .git or .wiki "
+                         "are reserved by the forge).")
+    return value
+
+
+def repo_path(owner: str, repo: str, *segments: str | int) -> str:
+    """``/repos/{owner}/{repo}/…`` with validated names and each segment quoted whole.
+
+    A segment may contain ``/`` (a branch ``feat/x`` becomes ``feat%2Fx``);
+    ``.``, ``..`` and empty segments are refused.
+    """
+    parts = ["repos", _check_name(owner, "owner"), _check_name(repo, "repository")]
+    for segment in segments:
+        if isinstance(segment, bool) or not isinstance(segment, (str, int)):
+            raise ForgeError("BAD_ARGUMENT", f"A path segment must be text or a number, not {type(segment).__name__}.")
+        text = str(segment)
+        if text in ("", ".", ".."):
+            raise ForgeError("BAD_ARGUMENT", f"{text!r} cannot be a path segment.")
+        parts.append(text)
+    return "/" + "/".join(urllib.parse.quote(part, safe="") for part in parts)
+
+
+def _fully_unquoted(text: str) -> str:
+    # Decode until stable, so double encoding (%252e) cannot hide a "..".
+    for _ in range(5):
+        decoded = urllib.parse.unquote(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def _escapes(segment: str) -> bool:
+    pieces = re.split(r"[/\\]", _fully_unquoted(segment))
+    return any(piece in (".", "..") for piece in pieces)
+
+
+def _check_api_path(path: str) -> str:
+    """A path relative to the API base: absolute, ASCII, no query, no dot segments."""
+    if not isinstance(path, str) or not path.startswith("/") or path.startswith("//"):
+        raise ForgeError("BAD_ARGUMENT", f"An API path must start with a single '/', not {sanitise_snippet(repr(path))}.")
+    if any(ord(ch) < 33 or ord(ch) > 126 for ch in path) or "?" in path or "#" in path:
+        raise ForgeError("BAD_ARGUMENT", f"The API path {sanitise_snippet(repr(path))} must be percent-encoded, "
+                         "without spaces, and without a query (pass params instead).")
+    if "\\" in path or any(_escapes(segment) for segment in path.split("/")[1:]):
+        raise ForgeError("OUT_OF_SCOPE", f"The API path {sanitise_snippet(path)} contains '.' or '..' segments; "
+                         "madtea does not send paths that could leave the API.")
+    return path
+
+
+def _encode_params(params: Mapping[str, Any] | None) -> str:
+    pairs: list[tuple[str, str]] = []
+    for key, value in (params or {}).items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if item is None:
+                continue
+            pairs.append((key, ("true" if item else "false") if isinstance(item, bool) else str(item)))
+    return urllib.parse.urlencode(pairs)
+
+
+_LINK_RE = re.compile(r'<([^>]*)>\s*;\s*rel="?([^",;]+)"?')
+
+
+def _link_rels(value: str | None) -> set[str] | None:
+    if value is None:
+        return None
+    return {rel.strip().lower() for _url, rels in _LINK_RE.findall(value) for rel in rels.split()}
+
+
+def _int_header(resp: Response, name: str) -> int | None:
+    value = resp.header(name)
+    try:
+        return int(value.strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
+def flavour_of(version: str) -> str:
+    """The flavour, ``"forgejo"`` or ``"gitea"``, read from a ``/version`` string.
+
+    Forgejo reports ``15.0.3+gitea-1.22.0``; Gitea is still on 1.x. Forgejo
+    releases before 7.0 that lacked the suffix read as "gitea" (a known limit).
+    """
+    text = version.strip().lower()
+    if "+gitea-" in text or "forgejo" in text:
+        return "forgejo"
+    major = re.match(r"v?(\d+)", text)
+    return "forgejo" if major and int(major.group(1)) >= 7 else "gitea"
+
+
+# --------------------------------------------------------------------------- clients
+
+def _check_base_url(api_base: str) -> str:
+    parts = _split_checked(api_base)
+    if parts.query or parts.fragment:
+        raise ForgeError("BAD_ARGUMENT", f"The API URL {_display_url(api_base)} must not have a query or fragment.")
+    return api_base.rstrip("/")
+
+
+class Client:
+    """A Gitea/Forgejo API v1 client for one host; paths are relative to *api_base*.
+
+    ``get/post/patch/put/delete`` return the parsed JSON (``None`` for an
+    empty body) and raise :class:`ForgeError` for every non-2xx answer.
+    """
+
+    def __init__(
+        self,
+        api_base: str,
+        host: str,
+        token: str | None = None,
+        *,
+        ca_file: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        total_timeout: float = DEFAULT_DEADLINE,
+        retries: int = DEFAULT_RETRIES,
+        user_agent: str = DEFAULT_USER_AGENT,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.api_base = _check_base_url(api_base)
+        self.host = host
+        self.ca_file = ca_file
+        self._token = _check_token(token, host) if token else None
+        self._timeout = timeout
+        self._total = total_timeout
+        self._retries = retries
+        self._agent = user_agent
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._requests = 0
+        self._version: str | None = None
+
+    @classmethod
+    def from_target(cls, target: ForgeTarget, token: str | None = None, **options: Any) -> Client:
+        """A client for a resolved :class:`ForgeTarget`."""
+        return cls(target.api_base, target.host, token, ca_file=target.ca_file, **options)
+
+    def __repr__(self) -> str:
+        token = "<set>" if self._token else None
+        return f"Client(api_base={self.api_base!r}, host={self.host!r}, token={token})"
+
+    @property
+    def has_token(self) -> bool:
+        return self._token is not None
+
+    @property
+    def requests_made(self) -> int:
+        """HTTP requests this client has sent, retries and redirect hops included."""
+        return self._requests
+
+    def _count(self, _method: str, _url: str) -> None:
+        with self._lock:
+            self._requests += 1
+
+    def send(self, method: str, path: str, params: Mapping[str, Any] | None = None, json: Any = None, *,
+             accept: str = "application/json", scope: str | None = None) -> Response:
+        """The answer to one call; raises :class:`ForgeError` unless it is 2xx.
+
+        *scope*, a path prefix relative to the API base, confines redirects.
+        """
+        rel = _check_api_path(path)
+        query = _encode_params(params)
+        url = self.api_base + rel + (f"?{query}" if query else "")
+        headers = {"Accept": accept, "User-Agent": self._agent}
+        body = None
+        if json is not None:
+            body = _json.dumps(json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        resp = request(
+            method, url, headers=headers, body=body,
+            token=self._token.reveal() if self._token else None,
+            timeout=self._timeout, deadline=time.monotonic() + self._total, ca_file=self.ca_file,
+            retries=self._retries, sleep=self._sleep,
+            scope=self.api_base + _check_api_path(scope) if scope else None,
+            on_send=self._count, host=self.host, path=rel,
+        )
+        if not 200 <= resp.status < 300:
+            raise map_error(resp.status, resp.body, content_type=resp.content_type, method=resp.method,
+                            path=rel, host=self.host, attempts=resp.attempts, token_sent=self.has_token,
+                            retry_after=resp.header("retry-after"))
+        return resp
+
+    def get(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("GET", path, params, json).json()
+
+    def post(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("POST", path, params, json).json()
+
+    def patch(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("PATCH", path, params, json).json()
+
+    def put(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("PUT", path, params, json).json()
+
+    def delete(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("DELETE", path, params, json).json()
+
+    def get_text(self, path: str, params: Mapping[str, Any] | None = None) -> str:
+        """A non-JSON answer (a diff, a log) as text."""
+        return self.send("GET", path, params, accept="text/plain, */*").text()
+
+    def create(self, path: str, json: Any, *, lookup: Callable[[], Any] | None = None,
+               params: Mapping[str, Any] | None = None, scope: str | None = None) -> Created:
+        """POST a new object without ever creating it twice.
+
+        A POST is never retried blindly. When it fails in a way that may
+        have created the object (timeout, dropped connection, 5xx, an
+        unreadable answer), *lookup* — the caller's search for exactly that
+        object, returning it or ``None`` — runs first; the POST is repeated
+        only when the look-up found nothing and the failure was transient.
+        The look-up must not match objects that existed before (a limit: the
+        forge has no idempotency keys, so its precision is the caller's).
+        """
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return Created(self.send("POST", path, params, json, scope=scope).json(), False)
+            except ForgeError as failed:
+                if failed.code != "FORGE_UNAVAILABLE":
+                    raise
+                error = failed
+            if lookup is None:
+                raise ForgeError("FORGE_UNAVAILABLE", f"{error.message} It may or may not have been created; "
+                                 "look before creating it again.", error.status, error.method, error.path,
+                                 transient=error.transient)
+            try:
+                found = lookup()
+            except ForgeError as missed:
+                raise ForgeError("FORGE_UNAVAILABLE", f"{error.message} The look-up for what it may have created "
+                                 f"failed too ({missed.message}); look before creating it again.",
+                                 error.status, error.method, error.path, transient=True) from None
+            if found is not None:
+                return Created(found, True)
+            # A 2xx with an unreadable body did create it: never POST again.
+            answered = error.status is not None and 200 <= error.status < 300
+            if answered or not error.transient or attempt > self._retries:
+                raise ForgeError("FORGE_UNAVAILABLE", f"{error.message} A look-up found nothing created, so it "
+                                 "is safe to try again later.", error.status, error.method, error.path,
+                                 transient=error.transient)
+            self._sleep(_backoff(attempt))
+
+    def paginate(self, path: str, params: Mapping[str, Any] | None = None,
+                 limit: int | None = None, *, scope: str | None = None) -> tuple[list[Any], int | None]:
+        """Every item of a list endpoint (or the first *limit*), and the server's total if it sent one.
+
+        Pages by number with a constant page size of at most 50. It never
+        stops on a short page alone: the server may clamp the size. It stops
+        when ``X-Total-Count`` is reached, when a ``Link`` header has no
+        ``next``, on an empty page, or — with neither header — on a page
+        shorter than the longest seen or identical to the last (an endpoint
+        that ignores ``page``). ``Link`` URLs are never followed: they carry
+        the server's ROOT_URL, which may not be the host dialled. ``page``
+        and ``limit`` in *params* are replaced.
+        """
+        if limit is not None and limit <= 0:
+            return [], None
+        size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit)
+        base = {k: v for k, v in (params or {}).items() if k not in ("page", "limit")}
+        items: list[Any] = []
+        total: int | None = None
+        longest = 0
+        previous: list[Any] | None = None
+        for page in range(1, MAX_PAGES + 1):
+            resp = self.send("GET", path, {**base, "page": page, "limit": size}, scope=scope)
+            batch = resp.json()
+            if not isinstance(batch, list):
+                raise ForgeError("BAD_ARGUMENT", f"{path} does not answer with a list, so it cannot be paged.",
+                                 resp.status, "GET", path)
+            counted = _int_header(resp, "x-total-count")
+            total = counted if counted is not None else total
+            rels = _link_rels(resp.header("link"))
+            if not batch or batch == previous:
+                break
+            items.extend(batch)
+            longest = max(longest, len(batch))
+            if limit is not None and len(items) >= limit:
+                del items[limit:]
+                break
+            if total is not None:
+                if len(items) >= total:
+                    break
+            elif rels is not None:
+                if "next" not in rels:
+                    break
+            elif len(batch) < longest:
+                break
+            previous = batch
+        return items, total
+
+    def version(self) -> str:
+        """The server's ``/version`` string, fetched once per client."""
+        if self._version is None:
+            data = self.get("/version")
+            value = data.get("version") if isinstance(data, dict) else None
+            if not isinstance(value, str) or not value.strip():
+                raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {self.host} did not report its version.",
+                                 200, "GET", "/version")
+            self._version = sanitise_snippet(value, limit=80)
+        return self._version
+
+    def flavour(self) -> str:
+        """The server's flavour: ``"gitea"`` or ``"forgejo"``."""
+        return flavour_of(self.version())
+
+    def compat_version(self) -> str:
+        """The Gitea version whose API this server follows (Forgejo names it after ``+gitea-``)."""
+        version = self.version()
+        return version.split("+gitea-", 1)[1] if "+gitea-" in version else version
+
+    def not_supported(self, feature: str, reason: str) -> ForgeError:
+        """A ``NOT_SUPPORTED`` error naming the feature, this forge and why (to raise)."""
+        known = f"{self.flavour().capitalize()} {self._version}" if self._version else "this forge"
+        return ForgeError("NOT_SUPPORTED", f"{feature} is not supported by {known} at {self.host}: {reason}")
+
+
+def _confine(sub: str | Sequence[str | int], where: str) -> str:
+    """A sub-path relative to a repository, re-quoted; OUT_OF_SCOPE when it could leave."""
+    def refuse(why: str) -> ForgeError:
+        return ForgeError("OUT_OF_SCOPE", f"{sanitise_snippet(repr(sub), limit=120)} is not inside {where}: "
+                          f"{why}; this client only reaches that repository.")
+
+    if isinstance(sub, str):
+        if sub == "":
+            return ""
+        if sub.startswith(("/", "\\")) or "://" in sub or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", sub):
+            raise refuse("it is absolute")
+        if "?" in sub or "#" in sub:
+            raise ForgeError("BAD_ARGUMENT", "Pass query parameters as params, not in the sub-path.")
+        raw = sub.split("/")
+        decoded = []
+        for piece in raw:
+            if piece == "":
+                raise refuse("it has an empty segment")
+            if "\\" in _fully_unquoted(piece) or _escapes(piece):
+                raise refuse("it has a '.' or '..' segment")
+            decoded.append(urllib.parse.unquote(piece))
+    else:
+        decoded = []
+        for piece in sub:
+            if isinstance(piece, bool) or not isinstance(piece, (str, int)):
+                raise refuse("a segment is neither text nor a number")
+            text = str(piece)
+            if text in ("", ".", ".."):
+                raise refuse("it has an empty, '.' or '..' segment")
+            decoded.append(text)
+    for text in decoded:
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+            raise ForgeError("BAD_ARGUMENT", "A sub-path segment contains control characters.")
+    return "".join("/" + urllib.parse.quote(text, safe="") for text in decoded)
+
+
+class RepoClient:
+    """A client confined by construction to ``/repos/{owner}/{repo}`` and below.
+
+    Every method takes a sub-path relative to the repository — a string
+    (``"issues/12"``, percent-encoding allowed) or a sequence of literal
+    segments (``("branches", "feat/x")``). Absolute paths, ``.``/``..``
+    (however encoded) and redirects that leave the repository are refused
+    with ``OUT_OF_SCOPE``. With *read_only*, only GET is sent.
+    """
+
+    def __init__(self, client: Client, owner: str, repo: str, *, read_only: bool = False) -> None:
+        self._client = client
+        self._prefix = repo_path(owner, repo)
+        self.owner = owner
+        self.repo = repo
+        self.read_only = read_only
+
+    def __repr__(self) -> str:
+        return f"RepoClient({self.owner}/{self.repo} on {self._client.host}, read_only={self.read_only})"
+
+    @property
+    def host(self) -> str:
+        return self._client.host
+
+    @property
+    def requests_made(self) -> int:
+        return self._client.requests_made
+
+    def path(self, sub: str | Sequence[str | int] = "") -> str:
+        """The API path for *sub*, checked."""
+        return self._prefix + _confine(sub, f"{self.owner}/{self.repo}")
+
+    def _write(self, method: str) -> None:
+        if self.read_only:
+            raise ForgeError("OUT_OF_SCOPE", f"This client for {self.owner}/{self.repo} only reads; {method} "
+                             "is outside what it may do.", None, method, self._prefix)
+
+    def send(self, method: str, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
+             json: Any = None, *, accept: str = "application/json") -> Response:
+        if method.upper() not in ("GET", "HEAD"):
+            self._write(method.upper())
+        return self._client.send(method, self.path(sub), params, json, accept=accept, scope=self._prefix)
+
+    def get(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None) -> Any:
+        return self.send("GET", sub, params).json()
+
+    def post(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
+             json: Any = None) -> Any:
+        return self.send("POST", sub, params, json).json()
+
+    def patch(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
+              json: Any = None) -> Any:
+        return self.send("PATCH", sub, params, json).json()
+
+    def put(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
+            json: Any = None) -> Any:
+        return self.send("PUT", sub, params, json).json()
+
+    def delete(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None) -> Any:
+        return self.send("DELETE", sub, params).json()
+
+    def get_text(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None) -> str:
+        return self.send("GET", sub, params, accept="text/plain, */*").text()
+
+    def paginate(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
+                 limit: int | None = None) -> tuple[list[Any], int | None]:
+        return self._client.paginate(self.path(sub), params, limit, scope=self._prefix)
+
+    def create(self, sub: str | Sequence[str | int], json: Any, *, lookup: Callable[[], Any] | None = None,
+               params: Mapping[str, Any] | None = None) -> Created:
+        self._write("POST")
+        return self._client.create(self.path(sub), json, lookup=lookup, params=params, scope=self._prefix)
+
+
+# --------------------------------------------------------------------------- resolution
+
+@dataclass(frozen=True)
+class ForgeTarget:
+    """Where a host's API lives. ``host`` is the credential key: the host name,
+    plus ``:port`` when the API URL derived from the origin keeps a port."""
+
+    host: str
+    api_base: str
+    ca_file: str | None = None
+
+
+_WEB_SCHEMES = {"https": "https", "http": "http"}
+_GIT_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git", "scp", "git", ""})
+
+
+def config_path() -> Path:
+    """``$XDG_CONFIG_HOME/madtea/config.json``, else ``~/.config/madtea/config.json``."""
+    base = os.environ.get("XDG_CONFIG_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".config"
+    return root / "madtea" / "config.json"
+
+
+def load_config(path: Path | None = None) -> dict[str, Any]:
+    """The user's madtea config; ``{}`` when there is none.
+
+    A file that exists but cannot be read or parsed is an error, not an
+    empty config: silently ignoring it could drop a CA file or API URL the
+    user set on purpose.
+    """
+    path = path or config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ForgeError("BAD_ARGUMENT", f"The config file {path} cannot be read ({exc.strerror}).") from None
+    try:
+        data = _json.loads(text)
+    except ValueError as exc:
+        raise ForgeError("BAD_ARGUMENT", f"The config file {path} is not valid JSON ({exc}).") from None
+    if not isinstance(data, dict) or not isinstance(data.get("hosts", {}), dict):
+        raise ForgeError("BAD_ARGUMENT", f"The config file {path} must be a JSON object whose \"hosts\" is an object.")
+    for key, entry in data.get("hosts", {}).items():
+        if not isinstance(entry, dict) or any(
+            not isinstance(entry.get(name), (str, type(None))) for name in ("api_url", "ca_file")
+        ):
+            raise ForgeError("BAD_ARGUMENT", f"The config entry for host {key!r} in {path} must be an object "
+                             "with text api_url and ca_file.")
+    return data
+
+
+def _clean_host(host: str) -> str:
+    name = host.strip().lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if not name or re.search(r"[\s/@?#\[\]\\]", name) or (":" not in name and not re.match(r"^[a-z0-9._-]+$", name)):
+        raise ForgeError("BAD_ARGUMENT", f"{sanitise_snippet(repr(host), limit=80)} is not a host name madtea can use.")
+    if ":" in name and not re.match(r"^[0-9a-f:.%a-z]+$", name):
+        raise ForgeError("BAD_ARGUMENT", f"{sanitise_snippet(repr(host), limit=80)} is not a host name madtea can use.")
+    return f"[{name}]" if ":" in name else name
+
+
+def resolve_target(host: str, port: int | None = None, scheme: str = "https", path_prefix: str = "", *,
+                   config: Mapping[str, Any] | None = None) -> ForgeTarget:
+    """The API location for an origin's host, port, scheme and sub-path prefix.
+
+    https keeps a non-default port; http keeps http and its port (the key is
+    then ``host:port``); ssh, scp and git origins map to
+    ``https://host[/prefix]/api/v1`` — their port is the ssh port, not the
+    web one, so a forge on a non-standard https port needs a config entry.
+    A config entry ``hosts[<key>]`` (or ``hosts[<host>]``) may set
+    ``api_url`` and ``ca_file`` (relative to the config file's folder).
+    """
+    url_host = _clean_host(host)
+    scheme = (scheme or "").lower()
+    if scheme in _WEB_SCHEMES:
+        web = _WEB_SCHEMES[scheme]
+        keep = port if port and port != (443 if web == "https" else 80) else None
+    elif scheme in _GIT_SCHEMES:
+        web, keep = "https", None
+    else:
+        raise ForgeError("BAD_ARGUMENT", f"An origin with scheme {scheme!r} cannot be mapped to a forge API.")
+    key = f"{url_host}:{keep}" if keep else url_host
+    segments = [s for s in (path_prefix or "").strip("/").split("/") if s]
+    if any(_escapes(s) for s in segments):
+        raise ForgeError("BAD_ARGUMENT", f"The origin's path prefix {path_prefix!r} has '.' or '..' segments.")
+    prefix = "".join("/" + urllib.parse.quote(urllib.parse.unquote(s), safe="") for s in segments)
+    api_base = f"{web}://{key}{prefix}/api/v1"
+    ca_file: str | None = None
+    data = load_config() if config is None else config
+    hosts = {str(k).strip().lower(): v for k, v in (data.get("hosts") or {}).items()}
+    entry = hosts.get(key) or hosts.get(url_host) or hosts.get(url_host.strip("[]")) or {}
+    if entry.get("api_url"):
+        api_base = _check_base_url(str(entry["api_url"]))
+    if entry.get("ca_file"):
+        ca = Path(str(entry["ca_file"])).expanduser()
+        ca_file = str(ca if ca.is_absolute() else (config_path().parent / ca))
+    return ForgeTarget(key, api_base, ca_file)
+
+
+# --------------------------------------------------------------------------- tokens
+
+class CredentialStore(Protocol):
+    """Somewhere a token for a host may live (an OS keychain, a file); consulted after the environment."""
+
+    name: str
+
+    def get(self, host: str) -> str | None:
+        ...
+
+
+_STORES: list[CredentialStore] = []
+
+
+def register_store(store: CredentialStore) -> None:
+    """Add a credential store; stores are consulted in registration order."""
+    if store not in _STORES:
+        _STORES.append(store)
+
+
+def credential_stores() -> tuple[CredentialStore, ...]:
+    return tuple(_STORES)
+
+
+def token_env_var(host: str) -> str:
+    """``MADTEA_TOKEN_<HOST>``: the host upper-cased, every non-alphanumeric character as ``_``."""
+    return "MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.strip().upper())
+
+
+def token_for(host: str, launch_host: str | None = None, *,
+              stores: Sequence[CredentialStore] | None = None) -> tuple[str | None, str]:
+    """The token for *host* and where it came from (``"env:NAME"``, a store's name, or ``"none"``).
+
+    Order: ``MADTEA_TOKEN_<HOST>``; then ``MADTEA_TOKEN``, only when *host*
+    is the launch host (a generic token must not travel to other forges);
+    then each credential store. A store that fails is skipped, so a broken
+    keychain cannot stop a lookup that a later store would answer.
+    """
+    key = host.strip().lower()
+    name = token_env_var(key)
+    value = os.environ.get(name, "").strip()
+    if value:
+        return value, f"env:{name}"
+    if launch_host and key == launch_host.strip().lower():
+        value = os.environ.get("MADTEA_TOKEN", "").strip()
+        if value:
+            return value, "env:MADTEA_TOKEN"
+    for store in _STORES if stores is None else stores:
+        try:
+            found = store.get(key)
+        except Exception:  # noqa: BLE001 - a store's failure is "not found here"
+            continue
+        if found and found.strip():
+            return found.strip(), store.name
+    return None, "none"
