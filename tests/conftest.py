@@ -107,9 +107,10 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
         "[core]\n\tautocrlf = false\n",
         encoding="utf-8",
     )
+    kept = _scrubbed_environ()
     for key in list(os.environ):
         monkeypatch.delenv(key)
-    for key, value in _scrubbed_environ().items():
+    for key, value in kept.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("USERPROFILE", str(home))
