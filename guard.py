@@ -743,11 +743,8 @@ def classify_command(command: str, cwd: str, repo_facts: Any) -> HookDecision:
                 notes.append(text)
     if denied:
         lines = [NONE_RAN.format(first=_hk_label(top_level[0]))] if len(top_level) > 1 else []
-        seen: set[str] = set()
         for _seg, text in denied:
-            if text not in seen:
-                seen.add(text)
-                lines.append(text)
+            lines.extend(line for line in text.split("\n") if line not in lines)
         return HookDecision("deny", "\n".join(lines), denied[0][0].raw)
     if notes:
         return HookDecision("note", "\n".join(notes))
@@ -1124,6 +1121,7 @@ class _HkCtx:
         self.cwd = cwd
         self._facts = repo_facts
         self._cache: dict[str, HookRepo | None] = {}
+        self.rail_files: list[str] | None = None  # files a git add earlier on the line named, for a later rail
         self.own = self.facts(cwd)
 
     def facts(self, path: str) -> HookRepo | None:
@@ -1497,6 +1495,8 @@ class _HkGit:
 
     def rail(self, files: list[str] | None) -> str:
         assert self.repo is not None and self.op is not None
+        files = files or self.ctx.rail_files
+        self.ctx.rail_files = files
         add = _hk_call("madt_add", self.d(), ("files", files if files else ["<each resolved file>"]))
         c = f" -C {_hk_shq(self.repo.top)}" if self.foreign else ""
         return MID_OPERATION_RAIL.format(op=self.op, top=self.repo.top, add=add, c=c)
