@@ -2294,18 +2294,28 @@ def tool_schema(tool: str) -> dict[str, Any]:
     if ops[0].action is not None:
         props["action"] = {"type": "string", "enum": [op.action for op in ops]}
         required.append("action")
+    described: dict[str, dict[str, list[str]]] = {}
     for op in ops:
         for p in op.specs.values():
+            described.setdefault(p.name, {}).setdefault(p.description, []).append(str(op.action))
             if p.name in props:
                 continue
             schema = dict(_SCHEMA_TYPES[p.type])
             if p.choices:
                 schema["enum"] = list(p.choices)
-            schema["description"] = p.description
             props[p.name] = schema
             if p.required and len(ops) == 1:
                 required.append(p.name)
+    for name, texts in described.items():
+        props[name]["description"] = param_description(texts)
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
+
+
+def param_description(texts: Mapping[str, Sequence[str]]) -> str:
+    """One parameter's description across a tool's actions; where actions differ, each says its own."""
+    if len(texts) == 1:
+        return next(iter(texts))
+    return " ".join(f"[{', '.join(actions)}] {text}" for text, actions in texts.items())
 
 
 def tool_annotations(tool: str) -> dict[str, bool]:

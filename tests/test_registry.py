@@ -1,0 +1,137 @@
+"""One registry, two surfaces: every operation on both, with the same parameters and words."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import madtea
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# What a shipped string must never carry: decision-record or tracker numbers, internal names.
+LEAKS = re.compile(r"\bADR[- ]?\d|\b(?:issue|ticket|tracker)\s*#?\d{2,}|#\d{3,}|legacy tracker|internal tracker",
+                   re.IGNORECASE)
+
+
+def _subparsers(parser):
+    for action in parser._actions:  # argparse has no public walk
+        if action.__class__.__name__ == "_SubParsersAction":
+            return action.choices
+    return {}
+
+
+def _cli_parser_for(op):
+    parser = madtea.build_parser()
+    node = parser
+    for word in op.cli:
+        node = _subparsers(node)[word]
+    return node
+
+
+def _cli_dests(sub) -> dict[str, str]:
+    return {a.dest: a.help for a in sub._actions if a.dest not in ("help",)}
+
+
+@pytest.mark.parametrize("op", madtea.REGISTRY, ids=lambda op: op.where)
+def test_every_operation_is_on_both_surfaces_with_the_same_words(op) -> None:
+    sub = _cli_parser_for(op)
+    assert sub.description == op.summary
+    dests = _cli_dests(sub)
+    mcp_names = set(op.specs)
+    cli_only = {p.name for p in op.params if p.cli_only}
+    assert set(dests) - cli_only == mcp_names
+    schema = madtea.tool_schema(op.tool)
+    for name, param in op.specs.items():
+        assert name in schema["properties"], name
+        assert param.description in schema["properties"][name]["description"]
+        if not param.enum_flags:
+            assert dests[name] == param.description
+    if op.action:
+        assert op.action in schema["properties"]["action"]["enum"]
+        assert f"- {op.action}: {op.summary}" in madtea.tool_description(op.tool)
+    else:
+        assert madtea.tool_description(op.tool) == op.summary
+
+
+def test_tools_are_named_madt_and_each_noun_is_one_tool() -> None:
+    names = madtea.tool_names()
+    assert all(re.fullmatch(r"madt_[a-z_]+", n) for n in names)
+    assert len(names) == len(set(names))
+    for name in names:
+        actions = [op.action for op in madtea.tool_ops(name)]
+        assert len(actions) == len(set(actions))
+        assert actions == [None] or None not in actions
+
+
+def test_no_delete_action_on_the_agent_surface() -> None:
+    assert not [op.where for op in madtea.REGISTRY if op.action and "delete" in op.action]
+    assert "madt_branch_delete" in madtea.tool_names()  # the one delete: proven-contained local branches
+
+
+def test_local_tools_take_dir_and_remote_tools_take_owner_repo() -> None:
+    for op in madtea.REGISTRY:
+        assert ("dir" if op.kind == "local" else "owner_repo") in op.specs, op.where
+
+
+def test_design_parameter_names_of_local_tools() -> None:
+    expected = {
+        "madt_status": set(), "madt_log": {"ref", "limit"}, "madt_add": {"files"},
+        "madt_commit": {"files", "title", "body", "allow_default_branch"},
+        "madt_push": {"branch", "force_with_lease", "set_upstream"}, "madt_pull": {"branch"},
+        "madt_branch_create": {"name", "start_point", "checkout"}, "madt_branch_delete": {"name"},
+        "madt_switch": {"branch"}, "madt_prune": {"dry_run"},
+    }
+    for tool, names in expected.items():
+        (op,) = madtea.tool_ops(tool)
+        assert set(op.specs) == names | {"dir"}, tool
+    worktrees = set().union(*(op.specs for op in madtea.tool_ops("madt_worktrees")))
+    assert worktrees == {"path", "commit_ish", "b", "dir"}
+
+
+def test_cli_renders_style_as_gh_flags() -> None:
+    (merge,) = [op for op in madtea.REGISTRY if op.where == "madt_pr action=merge"]
+    help_text = _cli_parser_for(merge).format_help()
+    assert "--squash" in help_text and "--rebase" in help_text and "--style" not in help_text
+
+
+def test_tools_list_payload_is_within_budget() -> None:
+    payload = [{"name": n, "description": madtea.tool_description(n), "inputSchema": madtea.tool_schema(n),
+                "annotations": madtea.tool_annotations(n)} for n in madtea.tool_names()]
+    assert len(json.dumps(payload)) <= 40_000
+
+
+def _shipped_strings() -> list[str]:
+    texts = [madtea.INSTRUCTIONS, *madtea.TOOL_SUMMARIES.values(), madtea.build_parser().format_help()]
+    for op in madtea.REGISTRY:
+        texts.append(op.summary)
+        texts += [p.description for p in op.params]
+        texts.append(_cli_parser_for(op).format_help())
+    for name in ("plugin.json",):
+        path = ROOT / ".claude-plugin" / name
+        if path.exists():
+            texts.append(path.read_text())
+    for path in (ROOT / "hooks" / "hooks.json", ROOT / ".mcp.json", ROOT / "gemini-extension.json"):
+        if path.exists():
+            texts.append(path.read_text())
+    return texts
+
+
+def test_shipped_strings_are_self_contained() -> None:
+    offenders = [t for t in _shipped_strings() if LEAKS.search(t)]
+    assert not offenders, [LEAKS.search(t).group(0) for t in offenders]
+
+
+def test_the_lint_itself_catches_a_citation() -> None:
+    assert LEAKS.search("see ADR 0026 for why")
+    assert LEAKS.search("fixed in legacy tracker 1313")
+    assert not LEAKS.search("The issue or pull request number, e.g. 12.")
+
+
+def test_descriptions_name_the_reflex_word_they_are_not() -> None:
+    (commit,) = madtea.tool_ops("madt_commit")
+    assert "not `message`" in commit.specs["title"].description
+    search = madtea.tool_ops("madt_search")[0]
+    assert "not `query`" in search.specs["q"].description
