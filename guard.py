@@ -723,14 +723,20 @@ def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
         "madt_commit, madt_push), or ask the user to check the madtea installation."), command)
 
 
-def classify_command(command: str, cwd: str, repo_facts: Any) -> HookDecision:
+def classify_command(command: str, cwd: str, repo_facts: Any, cli_ops: Mapping[tuple[str, ...], Any] | None = None
+                     ) -> HookDecision:
     """Decide on one shell command line run from *cwd*.
 
     ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
-    (filesystem only); it is called at most once per distinct path. A line with
-    any denied part is denied whole, and the text says none of it ran.
+    (filesystem only); it is called at most once per distinct path. ``cli_ops``
+    maps the madtea CLI's (noun, verb) to its MCP twin, as plain data taken from
+    the registry: ``{"tool", "action", "params": [{"name", "type", "flags",
+    "positional", "cli_only", "choices", "enum_flags"}]}``; without it a short
+    built-in table names the tool. A line with any denied part is denied whole,
+    and the text says none of it ran.
     """
     ctx = _HkCtx(cwd, repo_facts)
+    ctx.cli_ops = cli_ops
     segs = _HkParser(command, cwd).parse()
     top_level = [s for s in segs if s.depth == 0 and _hk_label(s)]
     denied: list[tuple[_HkSeg, str]] = []
@@ -1121,6 +1127,7 @@ class _HkCtx:
         self.cwd = cwd
         self._facts = repo_facts
         self._cache: dict[str, HookRepo | None] = {}
+        self.cli_ops: Mapping[tuple[str, ...], Any] | None = None
         self.rail_files: list[str] | None = None  # files a git add earlier on the line named, for a later rail
         self.own = self.facts(cwd)
 
@@ -1231,7 +1238,7 @@ def _hk_verdicts(seg: _HkSeg, ctx: _HkCtx, nest: int) -> list[tuple[str, str]]:
         return [_HkGit(words[1:], env, cdir, ctx, seg.heredoc[0]).verdict()]
     cli = _hk_madtea_args(words)
     if cli is not None:
-        return [_hk_madtea(cli)]
+        return [_hk_madtea(cli, ctx.cli_ops)]
     return []
 
 
@@ -1819,8 +1826,9 @@ class _HkGit:
     def g_remote(self) -> tuple[str, str]:
         opts, pos, _dd = _hk_getopt(self.args)
         if not pos and _hk_has(opts, "-v", "--verbose"):
-            return self.note(_hk_call("madt_whoami", self.d()),
-                             "reports which forge, repository and account the madt_* tools resolve from this remote.")
+            return self.note(_hk_call("madt_repo", ("action", "view")) if not self.foreign else
+                             _hk_call("madt_status", self.d()),
+                             "names the repository on the forge as structured data; madt_whoami says which account a call would use.")
         return ("allow", "")
 
 
@@ -1843,7 +1851,7 @@ _HK_CLI_SHORT = {"-R": "owner_repo", "-t": "title", "-b": "body", "-L": "limit",
                  "-a": "assignee", "-m": "milestone", "-B": "base", "-H": "head", "-d": "draft", "-q": "q"}
 
 
-def _hk_madtea(args: list[_HkWord]) -> tuple[str, str]:
+def _hk_madtea(args: list[_HkWord], cli_ops: Mapping[tuple[str, ...], Any] | None = None) -> tuple[str, str]:
     words = [w for w in args]
     while words and words[0].text.startswith("-"):
         words.pop(0)
@@ -1864,6 +1872,8 @@ def _hk_madtea(args: list[_HkWord]) -> tuple[str, str]:
             return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
                             "structured results.\nUse: madt_whoami\n" + retry)
         return ("allow", "")
+    if cli_ops:
+        return _hk_madtea_registry([w.text for w in words], cli_ops, retry)
     if noun == "branch":
         tool = {"create": "madt_branch_create", "delete": "madt_branch_delete"}.get(verb or "")
         rest = words[2:]
@@ -1923,3 +1933,77 @@ def _hk_cli_params(words: list[_HkWord], tool: str) -> list[tuple[str, Any]]:
     elif positionals and tool in ("madt_add", "madt_commit"):
         pairs.insert(0, ("files", positionals))
     return pairs
+
+
+_HK_PERSON_VERBS = frozenset({"delete", "rm", "remove"})
+
+
+def _hk_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], retry: str) -> tuple[str, str]:
+    """The CLI command's MCP twin, named from the registry's own declaration of both surfaces."""
+    key = next((k for k in sorted(cli_ops, key=len, reverse=True) if tuple(words[:len(k)]) == tuple(k)), None)
+    nouns = {k[0] for k in cli_ops}
+    if key is None:
+        verb = words[1] if len(words) > 1 else ""
+        if words[0] in nouns and verb in _HK_PERSON_VERBS:
+            return "deny", ("Deleting cannot be undone, so it is a person's act at a terminal: ask the user to "
+                            "delete it themselves.\n" + retry)
+        return ("allow", "")  # help, version, hook, mcp, or a verb with no MCP twin
+    spec = cli_ops[key]
+    if spec.get("tool") is None:
+        return ("allow", "")
+    pairs: list[tuple[str, Any]] = []
+    if spec.get("action"):
+        pairs.append(("action", spec["action"]))
+    pairs.extend(_hk_cli_registry_params(words[len(key):], spec.get("params") or []))
+    return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
+                    f"results and errors.\nUse: {_hk_call(spec['tool'], *pairs)}\n" + retry)
+
+
+def _hk_cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    flags: dict[str, Mapping[str, Any]] = {}
+    enum_flags: dict[str, tuple[str, str]] = {}
+    for p in params:
+        for f in p.get("flags") or ():
+            flags[f] = p
+        if p.get("enum_flags"):
+            for choice in p.get("choices") or ():
+                enum_flags["--" + choice] = (p["name"], choice)
+    positional = [p for p in params if p.get("positional")]
+    got: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        t = words[i]
+        name, eq, value = t.partition("=") if t.startswith("--") else (t, "", "")
+        if t == "--":
+            i += 1
+            continue
+        if name in enum_flags:
+            got[enum_flags[name][0]] = enum_flags[name][1]
+        elif name in flags:
+            p = flags[name]
+            if p.get("type") == "bool" and not eq:
+                value = True  # type: ignore[assignment]
+            elif not eq:
+                i += 1
+                value = words[i] if i < len(words) else ""
+            if not p.get("cli_only"):
+                got[p["name"]] = _hk_cli_value(p, value, got.get(p["name"]))
+        elif not t.startswith("-") and positional:
+            p = positional[0]
+            if p.get("type") in ("strs", "numbers"):
+                got[p["name"]] = _hk_cli_value(p, t, got.get(p["name"]))
+            else:
+                got[p["name"]] = _hk_cli_value(p, t, None)
+                positional.pop(0)
+        i += 1
+    return [(p["name"], got[p["name"]]) for p in params if p["name"] in got]
+
+
+def _hk_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
+    kind = p.get("type")
+    if kind in ("int", "number") and isinstance(value, str) and value.isdigit():
+        return int(value)
+    if kind in ("strs", "numbers"):
+        item: Any = int(value) if kind == "numbers" and isinstance(value, str) and value.isdigit() else value
+        return (before or []) + [item]
+    return value

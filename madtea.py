@@ -2540,7 +2540,7 @@ def hook_main() -> int:
             _hook_record_signal(cwd)
         except Exception:  # the signal is a convenience; the decision must not depend on it
             pass
-        decision = guard.classify_command(command, cwd, _hook_repo_facts)
+        decision = guard.classify_command(command, cwd, _hook_repo_facts, _hook_cli_ops())
         return _hook_answer(harness, decision)
     except BaseException as exc:  # noqa: BLE001 — never a traceback, never a wedge
         if isinstance(exc, SystemExit):
@@ -2598,6 +2598,19 @@ def _hook_write(stream: Any, text: str) -> None:
         stream.flush()
     except (OSError, ValueError):
         pass
+
+
+def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
+    """The CLI's (noun, verb) → MCP twin table, as plain data from the registry (one declaration, two surfaces)."""
+    table: dict[tuple[str, ...], Any] = {}
+    for op in REGISTRY:
+        params = []
+        for p in op.params:
+            flags = ["--" + (p.flag or p.name.replace("_", "-"))] + (["-" + p.short] if p.short else [])
+            params.append({"name": p.name, "type": p.type, "flags": flags, "positional": p.positional,
+                           "cli_only": p.cli_only, "choices": p.choices, "enum_flags": p.enum_flags})
+        table[tuple(op.cli)] = {"tool": op.tool, "action": op.action, "params": params}
+    return table
 
 
 # --------------------------------------------------------------------------- repository facts, from files
