@@ -112,7 +112,26 @@ _RESERVED_SUFFIXES = (".git", ".wiki")
 
 # --------------------------------------------------------------------------- errors and scrubbing
 
-_SECRETS: set[str] = set()
+class _Secret:
+    """Holds a token so that no repr, str or traceback local shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<redacted>"
+
+    __str__ = __repr__
+
+
+# Tokens seen by this process, kept wrapped so that even a dump of module
+# globals shows "<redacted>"; scrub() removes them from every message.
+_SECRETS: list[_Secret] = []
 _SECRETS_LOCK = threading.Lock()
 
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
@@ -126,13 +145,14 @@ def _remember_secret(value: str) -> None:
     # tokens are 40 hex characters.
     if len(value) >= 8:
         with _SECRETS_LOCK:
-            _SECRETS.add(value)
+            if all(known.reveal() != value for known in _SECRETS):
+                _SECRETS.append(_Secret(value))
 
 
 def scrub(text: str) -> str:
     """Remove every known token, auth header value and ``user:pass@`` from *text*."""
     with _SECRETS_LOCK:
-        secrets = sorted(_SECRETS, key=len, reverse=True)
+        secrets = sorted((known.reveal() for known in _SECRETS), key=len, reverse=True)
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, "***")
@@ -211,23 +231,6 @@ class ForgeError(Exception):
         """The error as plain data for a structured result."""
         return {"code": self.code, "message": self.message, "status": self.status,
                 "method": self.method, "path": self.path}
-
-
-class _Secret:
-    """Holds a token so that no repr, str or traceback local shows it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "<redacted>"
-
-    __str__ = __repr__
 
 
 # --------------------------------------------------------------------------- responses
@@ -417,8 +420,8 @@ def _classify(exc: BaseException, sent: bool) -> _Transport:
     reason = sanitise_snippet(str(exc) or type(exc).__name__, limit=120)
     if isinstance(exc, ssl.SSLCertVerificationError):
         return _Transport("tls", sanitise_snippet(exc.verify_message or reason, limit=120), False)
-    if isinstance(exc, ssl.SSLError):
-        return _Transport("tls", reason, False)
+    if isinstance(exc, ssl.SSLError) and not sent:
+        return _Transport("tls", reason, False)  # the handshake; mid-answer TLS errors are drops
     if isinstance(exc, (TimeoutError, socket.timeout)):
         return _Transport("timeout", reason, sent)
     if isinstance(exc, socket.gaierror):
@@ -495,8 +498,8 @@ def _transport_error(failure: _Transport, method: str, host: str, path: str, tim
     label = f"{method} {path}"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if failure.kind == "tls":
-        text = (f"TLS verification failed for {host} ({failure.reason}); madtea never turns verification off, "
-                f"so give this host a ca_file in {config_path()} if it uses a private CA.")
+        text = (f"The TLS connection to {host} failed ({failure.reason}); madtea never turns verification "
+                f"off, so give this host a ca_file in {config_path()} if it uses a private CA.")
         return ForgeError("FORGE_UNAVAILABLE", text, None, method, path)
     if failure.kind == "dns":
         return ForgeError("FORGE_UNAVAILABLE", f"Could not resolve {host} ({failure.reason}).", None, method, path,
@@ -555,7 +558,10 @@ def _exchange(method: str, url: str, body: bytes | None, headers: Mapping[str, s
             # Unredirected: even a redirect handler would not copy it.
             req.add_unredirected_header("Authorization", f"token {token.reveal()}")
         scheme = urllib.parse.urlsplit(current).scheme.lower()
-        status, got, data = _open_once(req, scheme, ca_file, min(timeout, remaining), deadline, max_bytes, host,
+        # The CA file belongs to the configured host; another host (a CDN a
+        # download redirects to) is checked against the system store.
+        trust = ca_file if _origin(current)[1] == home[1] else None
+        status, got, data = _open_once(req, scheme, trust, min(timeout, remaining), deadline, max_bytes, host,
                                        on_send)
         location = got.get("location")
         if status not in _REDIRECTS or not location:
@@ -712,6 +718,9 @@ def map_error(
     Gitea's error bodies come in many shapes (JSON ``message``, ``null``,
     empty, plain text, a serialised Go struct, a proxy's HTML page); each is
     read defensively and only a sanitised snippet reaches the message.
+    An HTML body means something other than the API answered (a proxy, a
+    login wall, a wrong API URL), so it is FORGE_UNAVAILABLE whatever the
+    status, except 401.
     """
     label = f"{method} {path}"
     msg, parsed, is_json = _server_message(body, content_type)

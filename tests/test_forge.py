@@ -645,7 +645,7 @@ def test_real_tls_with_a_per_host_ca_file(serve: Callable[..., Server], tls_pair
     server = serve([Reply(200, {"version": "1.25.4"})], tls=context)
     with pytest.raises(forge.ForgeError) as caught:
         client(server).get("/version")
-    assert caught.value.code == "FORGE_UNAVAILABLE" and "TLS verification failed" in caught.value.message
+    assert caught.value.code == "FORGE_UNAVAILABLE" and "The TLS connection to" in caught.value.message
     assert client(server, ca_file=str(cert)).get("/version") == {"version": "1.25.4"}
     assert server.seen[-1].headers["authorization"] == f"token {TOKEN}"
 
@@ -905,7 +905,7 @@ def test_the_token_never_appears_in_errors_or_reprs(serve: Callable[..., Server]
     except forge.ForgeError as exc:
         errors.append(exc)
     assert len(errors) == 7
-    texts = [repr(api), repr(forge.RepoClient(api, "acme", "web")), str(api.__dict__)]
+    texts = [repr(api), repr(forge.RepoClient(api, "acme", "web")), str(api.__dict__), repr(vars(forge))]
     for exc in errors:
         texts += [str(exc), repr(exc), json.dumps(exc.to_dict()), "".join(traceback.format_exception(exc))]
     for text in texts:
