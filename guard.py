@@ -121,7 +121,7 @@ def _bad(tool: str, action: str | None, name: str, expected: str, value: Any) ->
 def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any) -> Any:
     kind = spec.type
     if kind in ("str", "enum"):
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and kind == "str":
+        if isinstance(value, int) and not isinstance(value, bool) and kind == "str":
             value = str(value)
         if not isinstance(value, str):
             raise _bad(tool, action, spec.name, "a string", value)
