@@ -1,0 +1,105 @@
+"""What a newcomer runs first: the README's commands, CI, the stdlib-only CLI, the copied-files install."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES = ("madtea.py", "guard.py", "forge.py", "gitops.py")
+
+
+def _readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = text.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", setup, re.S)]
+
+
+def _python(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env or dict(os.environ), text=True,
+                          capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def test_readme_setup_is_two_commands_and_ci_runs_the_test_command_verbatim() -> None:
+    commands = _readme_commands()
+    assert len(commands) == 2
+    install, test = commands
+    assert "pip install" in install and "madtea" in install
+    assert "pytest" in test
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert test in ci.splitlines()
+
+
+def test_help_and_version_use_the_standard_library_alone(tmp_path: Path) -> None:
+    """The four files copied into a bare folder run with no site-packages at all (-S -I)."""
+    for name in MODULES:
+        shutil.copy(ROOT / name, tmp_path / name)
+    helped = subprocess.run([sys.executable, "-S", "-I", str(tmp_path / "madtea.py"), "--help"], text=True,
+                            capture_output=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert helped.returncode == 0, helped.stderr
+    assert "status" in helped.stdout and "issue" in helped.stdout
+    version = subprocess.run([sys.executable, "-S", "-I", str(tmp_path / "madtea.py"), "--version"], text=True,
+                             capture_output=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert version.stdout.startswith("madtea ")
+
+
+def test_importing_madtea_imports_neither_mcp_nor_the_network_stack(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    probe = ("import sys, madtea; bad = [m for m in ('mcp', 'forge', 'ssl', 'urllib.request', 'argparse') "
+             "if m in sys.modules]; print(bad)")
+    out = _python("-c", probe, cwd=tmp_path, env=env)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_madtea_loads_its_own_siblings_from_a_repo_that_has_its_own(shadowing_repo) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "status", cwd=shadowing_repo.repo, env=env)
+    assert out.returncode == 0, out.stderr
+    assert "shadow" not in out.stderr.lower() or "Traceback" not in out.stderr
+    assert str(shadowing_repo.repo) in out.stdout
+
+
+def test_cli_errors_are_text_and_exit_status_never_tracebacks(single_repo) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "add", ".", cwd=single_repo.repo, env=env)
+    assert out.returncode == 1
+    assert out.stderr.startswith("UNDECLARED_FILES:") and "Traceback" not in out.stderr
+    assert out.stdout == ""
+
+
+def test_mcp_on_a_terminal_explains_itself(tmp_path: Path) -> None:
+    """Started by hand, `madtea mcp` says what it is instead of hanging (a pty stands in for the terminal)."""
+    import pty
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    main, child = pty.openpty()
+    proc = subprocess.run([sys.executable, "-m", "madtea", "mcp"], stdin=child, capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=30)
+    os.close(main)
+    os.close(child)
+    assert proc.returncode == 2
+    assert "MCP stdio server" in proc.stderr
+
+
+def test_doctor_reports_where_you_stand(single_repo) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "doctor", cwd=single_repo.repo, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "python" in out.stdout and "git" in out.stdout and str(single_repo.repo) in out.stdout
+    assert "forge.example.test/acme/web" in out.stdout
+    assert "single repository" in out.stdout
+
+
+def test_doctor_outside_a_repo(not_a_repo) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "doctor", cwd=not_a_repo, env=env)
+    assert "not inside a git repository" in out.stdout
+
+
+def test_doctor_in_a_workspace(umbrella) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "doctor", cwd=umbrella.top, env=env)
+    assert "other repositories" in out.stdout
