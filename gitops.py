@@ -883,10 +883,16 @@ def log(repo: Repo, ref: str = "HEAD", limit: int = 20) -> list[Commit]:
     result = git(*args, cwd=repo.top, check=False)
     if result.returncode != 0:
         err = _decode(result.stderr)
-        if ref == "HEAD" and "does not have any commits yet" in err:
+        if ref == "HEAD" and _unborn(repo):
             return []
         raise GitError(["git", *args], result.returncode, err)
     return [_parse_commit(rec) for rec in _decode(result.stdout).split("\0") if rec.strip("\n")]
+
+
+def _unborn(repo: Repo) -> bool:
+    """HEAD names a branch that has no commit yet (read from files)."""
+    head = (_read_text(repo.git_dir / "HEAD") or "").strip()
+    return head.startswith("ref: ") and not _fs_ref_exists(repo.common_dir, head[len("ref: "):])
 
 
 def _parse_commit(rec: str) -> Commit:
