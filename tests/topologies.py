@@ -74,9 +74,22 @@ _SHADOW_SOURCE = (
 
 # --------------------------------------------------------------------------- builders
 
+_REPO_SELECTING = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+                   "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    # Only cwd picks the repo here too: a test that points GIT_DIR elsewhere
+    # must not bend the builders or the snapshots that judge it.
+    env = {k: v for k, v in os.environ.items() if k not in _REPO_SELECTING}
+    env.update(extra)
+    return env
+
+
 def run_git(cwd: Path, *args: str, check: bool = True) -> str:
     """Run git in *cwd* with the sealed test environment; return stripped stdout."""
-    proc = subprocess.run(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    proc = subprocess.run(["git", *args], cwd=cwd, env=_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                          check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.decode(errors='replace')}")
     return proc.stdout.decode(errors="replace").strip()
@@ -221,9 +234,9 @@ def _repo_state(repo: Path) -> RepoState:
 
 def _quiet_status(repo: Path) -> list[str]:
     # GIT_OPTIONAL_LOCKS=0: taking a snapshot must not itself rewrite the index.
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     out = subprocess.run(["git", "status", "--porcelain=v2", "-z", "--untracked-files=all"], cwd=repo,
-                         env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True).stdout
+                         env=_env(GIT_OPTIONAL_LOCKS="0"), stdin=subprocess.DEVNULL, capture_output=True,
+                         check=True).stdout
     return [rec.decode(errors="replace") for rec in out.split(b"\0") if rec]
 
 
