@@ -100,6 +100,7 @@ class Param:
     flag: str | None = None       # CLI long flag, when it is not the name
     cli_only: bool = False        # a CLI convenience with no MCP twin
     enum_flags: bool = False      # CLI shape: one --<choice> flag per choice (gh's --merge|--squash|--rebase)
+    default_true: bool = False    # a boolean that is on unless turned off (CLI: --x / --no-x)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1929,6 +1930,228 @@ def api_call_op(inv: Invocation) -> Result:
 
 
 
+# --- services: finish (lead) ---
+
+_CLOSING_WORDS = r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?#(\d+)"
+
+
+def closing_refs(text: str | None) -> list[int]:
+    """Issue numbers a text would close on merge (Closes #12, fixes #3, resolves owner/repo#4)."""
+    import re
+    return [int(n) for n in re.findall(_CLOSING_WORDS, text or "", re.IGNORECASE)]
+
+
+def strip_closing(text: str | None) -> str:
+    """The text with its closing keywords neutralised, so a merge closes nothing."""
+    import re
+    return re.sub(r"\b(close[sd]?|fix(?:e[sd])?|resolve[sd]?)(:?\s+(?:[\w.-]+/[\w.-]+)?)#(\d+)",
+                  lambda m: f"{m.group(1)}{m.group(2)}issue {m.group(3)}", text or "", flags=re.IGNORECASE)
+
+
+class _Steps:
+    """What finish has done so far, step by step, with identifiers: the basis of an honest resume."""
+
+    def __init__(self) -> None:
+        self.done: list[str] = []
+        self.facts: dict[str, Any] = {}
+
+    def add(self, text: str, **facts: Any) -> None:
+        self.done.append(text)
+        self.facts.update(facts)
+
+
+def _finish_api(inv: Invocation) -> Api:
+    """The forge of the target checkout's origin, under the same launch scope as every forge call."""
+    repo = inv.repo
+    if repo.origin is None:
+        raise guard.Refusal("BAD_ARGUMENT", f"{repo.describe()} has no forge origin to open a pull request on.",
+                            target=repo.describe(), user_action="Ask the user to add the forge repository as origin.")
+    launch = inv.target.launch if inv.target else None
+    launch_forge = forge_target(launch.origin) if launch and launch.origin else None
+    remote = RemoteTarget(forge_target(repo.origin), repo.origin.owner, repo.origin.repo, True, launch,
+                          launch_forge.host if launch_forge else None)
+    guard.check_remote(guard.RemoteCall(inv.op.tool, None, inv.args, True, inv.ctx.surface, remote.full, remote.host,
+                                        remote.launch_host, True))
+    return Api(remote, confined=False, read_only=False)
+
+
+def _merged_pr_for(a: Api, branch: str) -> dict[str, Any] | None:
+    for pr in a.list("pulls", params={"state": "closed"}, limit=200):
+        if (pr.get("head") or {}).get("ref") == branch and pr.get("merged"):
+            return pr
+    return None
+
+
+def _pr_body(inv: Invocation, closes: list[int], no_close: bool) -> str:
+    body = inv.args.get("body") or ""
+    if no_close:
+        if closing_refs(body):
+            warn("the body names issues with closing keywords; they were neutralised because no_close holds.")
+        return strip_closing(body)
+    lines = [body] if body else []
+    lines += [f"Closes #{n}" for n in closes if n not in closing_refs(body)]
+    return "\n\n".join(lines)
+
+
+def _finish_resume(inv: Invocation, steps: _Steps) -> dict[str, Any]:
+    args = {k: v for k, v in inv.args.items() if not (k == "files" and "commit" in steps.facts)}
+    if inv.target and inv.target.explicit:
+        args["dir"] = str(inv.repo.top)
+    return guard.call("madt_finish", **args)
+
+
+@operation("madt_finish", cli=("finish",), kind="local", mutating=True, destructive=True,
+           summary="Finish a unit of work in one call: commit the declared files, push, open (or reuse) the pull "
+                   "request, merge it with a head check, close linked issues, return to the default branch and pull.",
+           params=(Param("title", description="The commit subject and pull request title — not `message`.",
+                         short="t"),
+                   Param("body", description="The commit body and pull request description.", short="b"),
+                   FILES, dataclasses.replace(STYLE, description="How to merge: merge (default), squash, rebase, "
+                                              "rebase-merge or fast-forward-only."),
+                   Param("delete_branch", "bool", "Delete the remote branch after the merge (default true; "
+                         "false keeps it).", short="d", default_true=True),
+                   Param("closes", "numbers", "Issues this work closes, e.g. [12]."),
+                   Param("close_linked", "bool", "Also close the issues the body links with closing keywords."),
+                   Param("no_close", "bool", "Close no issue, and keep closing keywords out of the merge."),
+                   Param("branch", description="Finish this branch without touching any working tree: push it "
+                         "if ahead, open or reuse its pull request, merge. The only form on another repository.")))
+def finish_op(inv: Invocation) -> Result:
+    steps = _Steps()
+    try:
+        return _finish(inv, steps)
+    except (guard.Refusal, gitops.GitError, Exception) as exc:  # noqa: BLE001 - reported with the resume call
+        if not steps.done:
+            raise
+        failed = run_error(exc)
+        done = "\n".join(f"done: {s}" for s in steps.done)
+        resume = _finish_resume(inv, steps)
+        text = (f"{failed.text}\n{done}\nNot done: the steps after that. Nothing done was undone; the local "
+                f"commit and branch are intact. Resume with the call below: it repeats nothing already done.")
+        failed.text = text
+        failed.error["next"] = [resume] + list(failed.error.get("next") or [])
+        failed.data = {"completed": steps.done} | steps.facts
+        return failed
+
+
+def _finish(inv: Invocation, steps: _Steps) -> Result:
+    a = inv.args
+    repo = _grepo(inv)
+    branch_form = bool(a.get("branch"))
+    branch = _ref_arg(inv, "branch") if branch_form else inv.state.branch
+    default = inv.state.default_branch
+    if branch is None:
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch.",
+                            target=inv.repo.describe(),
+                            user_action="Call madt_finish again with branch set to the branch to finish.")
+    if branch_form and a.get("files"):
+        raise guard.Refusal("BAD_ARGUMENT", "The branch= form commits nothing, so it takes no files; commit them "
+                            "in the branch's own checkout first.", target=inv.repo.describe(),
+                            next=(guard.call("madt_finish", **{k: v for k, v in a.items() if k != "files"}),))
+    if branch_form and not gitops.ref_exists(repo, f"refs/heads/{branch}"):
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {branch}.",
+                            target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
+    foreign = inv.target.foreign
+    closes = list(a.get("closes") or [])
+    no_close = a.get("no_close")
+    if no_close is None:
+        no_close = foreign and not (closes or a.get("close_linked"))
+    if a.get("close_linked") and not no_close:
+        closes += [n for n in closing_refs(a.get("body")) if n not in closes]
+    if not branch_form and a.get("files"):
+        files = guard.declared_files(inv.target)
+        st = gitops.status(repo)
+        changed = set(st.staged) | set(st.modified) | set(st.untracked)
+        if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
+            title = a.get("title")
+            if not title:
+                raise guard.Refusal("BAD_ARGUMENT", "madt_finish needs title to commit the declared files.",
+                                    target=inv.repo.describe(),
+                                    user_action="Call madt_finish again with title set to the commit subject.")
+            body = strip_closing(a.get("body")) if no_close else a.get("body")
+            sha = gitops.commit(repo, files, title, body)
+            steps.add(f"Committed {sha[:9]} on {branch} ({_files_list(files)})", commit=sha)
+        else:
+            notice("the declared files have no changes to commit; finishing what is already committed.")
+    remote = _finish_api(inv)
+    open_pr_now = find_open_pr(remote, branch, default)
+    ahead = gitops.unpushed(repo, branch)
+    if "commit" not in steps.facts and ahead == 0 and open_pr_now is None:
+        merged = _merged_pr_for(remote, branch)
+        if merged is None:
+            return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
+                          f"and no open pull request.", {"branch": branch, "completed": []})
+        steps.add(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]}",
+                  pr=merged["number"], merge_commit=merged.get("merge_commit_sha"))
+        return _return_home(inv, steps, branch, default, merged, branch_form)
+    if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
+        pushed = gitops.push(repo, branch, set_upstream=not branch_form)
+        steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
+    head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
+    title = a.get("title") or (open_pr_now or {}).get("title") or branch
+    payload = {"title": title, "body": _pr_body(inv, closes, no_close), "head": branch, "base": default}
+    pr, created = open_pr(remote, payload)
+    steps.add(f"{'Opened' if created else 'Reused the open'} PR #{pr['number']} ({branch} → {default}) "
+              f"{pr.get('html_url')}", pr=pr["number"])
+    pr, polls = wait_mergeable(remote, pr["number"])
+    if polls > 1:
+        steps.add(f"Waited for the forge's mergeability check ({polls} looks)")
+    forge_head = (pr.get("head") or {}).get("sha")
+    if forge_head and forge_head != head_sha:
+        raise remote.forge.ForgeError("HEAD_MOVED", f"PR #{pr['number']}'s head on the forge is {forge_head[:9]}, "
+                                      f"not the {head_sha[:9]} madtea pushed; nothing was merged.")
+    style = a.get("style", "merge")
+    message = strip_closing(a.get("body")) if no_close else None
+    merged = merge_pr(remote, pr["number"], style=style, head_sha=head_sha,
+                      delete_branch=a.get("delete_branch", True), subject=a.get("title") if style != "rebase" else None,
+                      body=message)
+    if not merged.get("merged"):
+        raise remote.forge.ForgeError("MERGE_BLOCKED", f"The forge accepted the merge of PR #{pr['number']} but "
+                                      f"does not show it merged.")
+    text = (f"Merged PR #{pr['number']} by {style} into {default} at {str(merged.get('merge_commit_sha'))[:9]} "
+            f"(head {head_sha[:9]}).")
+    if a.get("delete_branch", True):
+        text += _branch_gone(remote, branch)
+    steps.add(text, merge_commit=merged.get("merge_commit_sha"))
+    if not no_close:
+        for number in closes:
+            issue = remote.get("issues", number)
+            if issue.get("state") != "closed":
+                remote.patch("issues", number, json={"state": "closed"})
+            steps.add(f"Closed issue #{number}")
+    elif closes:
+        notice(f"left issues {', '.join('#' + str(n) for n in closes)} open because no_close holds.")
+    return _return_home(inv, steps, branch, default, merged, branch_form)
+
+
+def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: Mapping[str, Any],
+                 branch_form: bool) -> Result:
+    """Back to the default branch and fast-forward it; the branch= form touches no working tree."""
+    repo = _grepo(inv)
+    number, merge_sha = pr["number"], str(pr.get("merge_commit_sha") or "")
+    if branch_form:
+        closing_line = closing(f"PR #{number} is merged on the forge at {merge_sha[:9]}; no working tree was touched")
+    else:
+        gitops.switch(repo, default)
+        pulled = gitops.pull_ff(repo, default)
+        steps.add(f"Switched to {default} and pulled to {str(pulled.after)[:9]}", local=pulled.after)
+        if branch != default and gitops.ref_exists(repo, f"refs/heads/{branch}"):
+            notice(f"the local branch {branch} is kept; madt_prune deletes it once its work is proven in {default}.")
+        closing_line = closing(f"PR #{number} is merged on the forge and your local {default} is at "
+                               f"{str(pulled.after)[:9]}")
+    text = "\n".join(steps.done) + "\n" + closing_line
+    return Result(f"{inv.identity()}\n{text}", {"completed": steps.done} | steps.facts)
+
+
+def run_error(exc: BaseException) -> Result:
+    """An exception as the coded result the dispatcher would have made of it."""
+    if isinstance(exc, guard.Refusal):
+        return refusal_result(exc)
+    if isinstance(exc, gitops.GitError):
+        return error_result("GIT_ERROR", f"git failed: {exc}")
+    return _forge_error(exc) or error_result("INTERNAL_ERROR", f"madtea hit an internal error "
+                                             f"({type(exc).__name__}: {exc}).")
+
+
 # --- dispatcher (lead) ---
 
 @dataclasses.dataclass
@@ -2092,14 +2315,27 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     return op.handler(invocation)
 
 
+_FORGE_NEXT = {
+    "AUTH_MISSING": "Ask the user to log in for this host with `madtea auth login`.",
+    "SCOPE_MISSING": "Ask the user for a token with the scope the forge names.",
+    "HEAD_MOVED": "Read the pull request again (madt_pr action=view) and look at the new commits before merging.",
+    "MERGE_CONFLICT": "Bring the branch up to date with its base (madt_pr action=update_branch), or resolve the "
+                      "conflict in a checkout of the branch, then merge again.",
+    "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
+                     "rule), ask them.",
+    "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
+    "FORGE_UNAVAILABLE": "Try the same call again later; nothing that did not complete was applied twice.",
+    "OUT_OF_SCOPE": "Ask the user to run madtea from a checkout of that repository's forge.",
+}
+
+
 def _forge_error(exc: Exception) -> Result | None:
     """A forge answer as a coded result; None when *exc* is not one."""
     forge = sys.modules.get("forge")
     if forge is None or not isinstance(exc, getattr(forge, "ForgeError", ())):
         return None
     code = getattr(exc, "code", "FORGE_UNAVAILABLE")
-    user_action = {"AUTH_MISSING": "Ask the user to log in for this host with `madtea auth login`.",
-                   "SCOPE_MISSING": "Ask the user for a token with the scope the forge names."}.get(code)
+    user_action = _FORGE_NEXT.get(code)
     return error_result(code, str(exc), getattr(exc, "target", None), user_action=user_action)
 
 
@@ -2125,7 +2361,8 @@ def _add_cli_param(parser: Any, p: Param) -> None:
         return
     kwargs: dict[str, Any] = {"dest": p.name, "help": p.description}
     if p.type == "bool":
-        kwargs["action"] = "store_true"
+        import argparse
+        kwargs["action"] = argparse.BooleanOptionalAction if p.default_true else "store_true"
         kwargs["default"] = None
     elif many:
         kwargs["nargs"] = "+"
