@@ -458,6 +458,8 @@ def fs_find_repo(path: str | os.PathLike[str]) -> Repo | None:
     ``core.worktree`` and safe.directory; git itself remains the authority.
     """
     start = Path(os.path.realpath(path))
+    if not start.exists():
+        return None  # as discover: a missing path is in no repo, whatever encloses it
     for top in (start, *start.parents):
         dotgit = top / ".git"
         if dotgit.is_dir():
@@ -951,9 +953,6 @@ class PullResult:
         return self.before != self.after
 
 
-_PUSH_FLAGS = {"*": "created", " ": "fast-forward", "+": "forced", "=": "up-to-date"}
-
-
 def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None = None,
          set_upstream: bool = False) -> PushResult:
     """Push ``refs/heads/<branch>`` to the same name on *remote*; never a blind force.
@@ -981,24 +980,26 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
 
 def _push_outcome(argv: list[str], result: GitResult, remote: str, branch: str, ref: str,
                   local: str) -> PushResult:
+    # --porcelain prints "<flag>\t<from>:<to>\t<summary>" for each ref, on stdout.
     line = next((ln for ln in result.text.splitlines() if f"\t{ref}:{ref}\t" in ln), None)
-    err = _decode(result.stderr)
-    if line is None or line[0] == "!":
-        if line is None:
-            raise GitError(argv, result.returncode or -1, err or result.text)
-        summary = line.split("\t", 2)[2]
-        reason = summary[summary.find("(") + 1: summary.rfind(")")] if "(" in summary else summary
-        kind = _rejection_kind(summary, reason)
-        cls = LeaseRejected if kind == "lease" else PushRejected
-        raise cls(argv, result.returncode, err or summary, reason=reason, kind=kind)
-    outcome = _PUSH_FLAGS.get(line[0], "fast-forward")
-    summary = line.split("\t", 2)[2].split(" ", 1)[0]
-    old, _, new = summary.replace("...", "..").partition("..")
-    if outcome == "created":
-        return PushResult(remote, branch, outcome, None, local)
-    if outcome == "up-to-date":
-        return PushResult(remote, branch, outcome, local, local)
-    return PushResult(remote, branch, outcome, old, new)
+    if line is None:  # nothing was attempted: no such remote, no access, ...
+        raise GitError(argv, result.returncode or -1, _decode(result.stderr) or result.text)
+    flag, _, summary = line.split("\t", 2)
+    if flag == "!":
+        raise _rejection(argv, result, summary)
+    if flag == "*":
+        return PushResult(remote, branch, "created", None, local)
+    if flag == "=":
+        return PushResult(remote, branch, "up-to-date", local, local)
+    old, _, new = summary.split(" ", 1)[0].replace("...", "..").partition("..")
+    return PushResult(remote, branch, "forced" if flag == "+" else "fast-forward", old, new)
+
+
+def _rejection(argv: list[str], result: GitResult, summary: str) -> PushRejected:
+    reason = summary[summary.find("(") + 1: summary.rfind(")")] if "(" in summary else summary
+    kind = _rejection_kind(summary, reason)
+    cls = LeaseRejected if kind == "lease" else PushRejected
+    return cls(argv, result.returncode, _decode(result.stderr) or summary, reason=reason, kind=kind)
 
 
 def _rejection_kind(summary: str, reason: str) -> str:
