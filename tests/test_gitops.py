@@ -338,6 +338,10 @@ def test_fs_find_repo_stops_at_a_broken_gitfile_and_inside_git_dirs(single_repo,
     assert gitops.fs_find_repo(broken) is None
     assert gitops.fs_find_repo(single_repo.repo / ".git" / "refs") is None
     assert gitops.fs_find_repo(tmp_path / "no" / "such" / "dir") is None
+    assert gitops.fs_find_repo(single_repo.repo / "missing") is None
+    assert gitops.discover(single_repo.repo / "missing") is None
+    readme = single_repo.repo / "README.md"
+    assert gitops.fs_find_repo(readme) == gitops.discover(readme) == _repo(single_repo.repo)
 
 
 def test_fs_helpers_start_no_process(umbrella, monkeypatch):
