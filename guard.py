@@ -1153,7 +1153,8 @@ def _hk_strip(seg: _HkSeg) -> tuple[list[_HkWord], dict[str, _HkWord], str | Non
         return [], env, cdir
     for _ in range(8):
         while words and _HK_ASSIGN.match(words[0].text) and not words[0].text.startswith("="):
-            env[words[0].text.split("=", 1)[0]] = words.pop(0)
+            word = words.pop(0)
+            env[word.text.split("=", 1)[0]] = word
         if not words:
             break
         name = _hk_basename(words[0].text)

@@ -1,0 +1,511 @@
+"""The agent hook: the command table, the texts it locks, the three harnesses, the caller signal, its imports."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import guard
+import madtea
+from hook_cases import ALL_TABLES, FOREIGN_MID, MERGING, OWN
+
+ROOT = Path(__file__).resolve().parent.parent
+DESIGN_ONLY_TOOLS = {"madt_finish": {"title", "body", "files", "style", "delete_branch", "closes", "close_linked",
+                                     "no_close", "branch", "dir"}}
+
+
+# --------------------------------------------------------------------------- the sandbox
+
+def _git(cwd: Path, *args: str, env: dict[str, str], check: bool = True) -> None:
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=check, capture_output=True)
+
+
+def _stopped(path: Path, env: dict[str, str], how: str) -> None:
+    """A repo whose main and side branches both change f.txt, stopped on the conflict by *how*."""
+    path.mkdir()
+    _git(path, "init", "-q", "-b", "main", env=env)
+    (path / "f.txt").write_text("base\n")
+    _git(path, "add", "f.txt", env=env)
+    _git(path, "commit", "-q", "-m", "base", env=env)
+    _git(path, "switch", "-q", "-c", "side", env=env)
+    (path / "f.txt").write_text("side\n")
+    _git(path, "commit", "-q", "-am", "side", env=env)
+    _git(path, "switch", "-q", "main", env=env)
+    (path / "f.txt").write_text("main\n")
+    _git(path, "commit", "-q", "-am", "main", env=env)
+    if how == "merge":
+        _git(path, "merge", "side", env=env, check=False)
+    elif how == "rebase":
+        _git(path, "switch", "-q", "side", env=env)
+        _git(path, "rebase", "main", env=env, check=False)
+    else:
+        _git(path, "cherry-pick", "side", env=env, check=False)
+
+
+@pytest.fixture(scope="module")
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Repos built once per module, with a git environment of their own (the seal is per test)."""
+    base = Path(os.path.realpath(tmp_path_factory.mktemp("hook")))
+    cfg = base / "gitconfig"
+    cfg.write_text("[user]\n\tname = Test Person\n\temail = test@example.invalid\n[init]\n\tdefaultBranch = main\n"
+                   "[advice]\n\tdetachedHead = false\n[commit]\n\tgpgsign = false\n")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(base), "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": str(cfg), "GIT_AUTHOR_DATE": "1767225600 +0000",
+           "GIT_COMMITTER_DATE": "1767225600 +0000", "LC_ALL": "C"}
+    a, b = base / "a", base / "b"
+    a.mkdir()
+    b.mkdir()
+    _git(a, "init", "-q", "-b", "main", env=env)
+    (a / "a.py").write_text("print('a')\n")
+    (a / "sub").mkdir()
+    (a / "sub" / "c.py").write_text("print('c')\n")
+    _git(a, "add", "a.py", "sub/c.py", env=env)
+    _git(a, "commit", "-q", "-m", "first", env=env)
+    _git(a, "branch", "feat", env=env)
+    _git(a, "tag", "v1", env=env)
+    _git(a, "worktree", "add", "-q", "-b", "wtbranch", str(base / "wt"), env=env)
+    _git(b, "init", "-q", "-b", "main", env=env)
+    _git(b, "commit", "-q", "--allow-empty", "-m", "first", env=env)
+    _stopped(base / "m", env, "merge")
+    _stopped(base / "r", env, "rebase")
+    _stopped(base / "c", env, "cherry-pick")
+    (base / "n").mkdir()
+    paths = {"P": str(base), "A": str(a), "B": str(b), "WT": str(base / "wt"), "M": str(base / "m"),
+             "R": str(base / "r"), "C": str(base / "c"), "N": str(base / "n")}
+    assert (base / "m" / ".git" / "MERGE_HEAD").is_file()
+    assert (base / "r" / ".git" / "rebase-merge").is_dir()
+    assert (base / "c" / ".git" / "CHERRY_PICK_HEAD").is_file()
+    return paths
+
+
+def fill(text: str, paths: dict[str, str]) -> str:
+    for key, value in paths.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def classify(command: str, cwd: str) -> guard.HookDecision:
+    return guard.classify_command(command, cwd, madtea._hook_repo_facts, madtea._hook_cli_ops())
+
+
+def _table_params() -> list:
+    out = []
+    for where, cases in ALL_TABLES.items():
+        for i, (command, kind, phrase) in enumerate(cases):
+            short = command.replace("\n", "⏎")[:60]
+            out.append(pytest.param(where, command, kind, phrase, id=f"{where}-{i}-{short}"))
+    return out
+
+
+def _all_decisions(paths: dict[str, str]) -> list[tuple[str, guard.HookDecision]]:
+    found = []
+    for where, cases in ALL_TABLES.items():
+        cwd = paths[where.split("-")[0]]
+        for command, _kind, _phrase in cases:
+            found.append((cwd, classify(fill(command, paths), cwd)))
+    return found
+
+
+# --------------------------------------------------------------------------- the table
+
+def test_the_table_is_large_enough() -> None:
+    assert sum(len(cases) for cases in ALL_TABLES.values()) >= 150
+
+
+@pytest.mark.parametrize("where, command, kind, phrase", _table_params())
+def test_command_table(sandbox: dict[str, str], where: str, command: str, kind: str, phrase: str | None) -> None:
+    cwd = sandbox[where.split("-")[0]]
+    decision = classify(fill(command, sandbox), cwd)
+    assert decision.kind == kind, decision.text
+    if phrase is None:
+        assert decision.text == ""
+    else:
+        assert fill(phrase, sandbox) in decision.text
+
+
+# --------------------------------------------------------------------------- locked texts
+
+def test_none_of_it_ran_sentence(sandbox: dict[str, str]) -> None:
+    decision = classify("git add a.py && git commit -m x a.py", sandbox["A"])
+    assert decision.text.split("\n")[0] == \
+        "This entire command was blocked; none of it ran (the git add did not execute)."
+    assert decision.segment == "git add a.py"
+
+
+def test_single_command_has_no_none_of_it_ran_sentence(sandbox: dict[str, str]) -> None:
+    assert "none of it ran" not in classify("git add a.py", sandbox["A"]).text
+
+
+def test_add_text_exactly(sandbox: dict[str, str]) -> None:
+    assert classify("git add a.py b.py", sandbox["A"]).text == (
+        "Raw git add can sweep unrelated or someone else's changes into the index; madt_add stages exactly "
+        "the files you name.\n"
+        'Use: madt_add files=["a.py","b.py"]\n'
+        "Do not retry any raw git add variant; every form is steered.")
+
+
+def test_commit_text_exactly(sandbox: dict[str, str]) -> None:
+    assert classify('git commit -m "x" a.py', sandbox["A"]).text == (
+        "Raw git commit records whatever happens to be staged, including other people's work; madt_commit "
+        "commits exactly the files you name.\n"
+        'Use: madt_commit files=["a.py"] title="x"\n'
+        "Do not retry any raw git commit variant; every form is steered.")
+
+
+def test_foreign_text_names_dir(sandbox: dict[str, str]) -> None:
+    text = classify(f"git -C {sandbox['B']} add x.py", sandbox["A"]).text
+    assert text.split("\n")[0] == (
+        f"This git add acts on {sandbox['B']}, a different repository from the one your shell is in "
+        f"({sandbox['A']}); the madt_* tools act there only when it is named with dir=.")
+    assert f'Use: madt_add dir="{sandbox["B"]}" files=["x.py"]' in text
+
+
+def test_mid_operation_rail_exactly(sandbox: dict[str, str]) -> None:
+    assert classify("git add f.txt", sandbox["M"]).text == (
+        f"A merge is in progress in {sandbox['M']}: stage the resolved files with madt_add files=[\"f.txt\"], "
+        "then finish with GIT_EDITOR=true git merge --continue (or stop with git merge --abort).\n"
+        "Do not retry any raw git add variant; every form is steered.")
+
+
+def test_rail_for_a_compound_line_names_the_files_once(sandbox: dict[str, str]) -> None:
+    text = classify("git add f.txt && git commit --no-edit", sandbox["M"]).text
+    assert text.split("\n") == [
+        "This entire command was blocked; none of it ran (the git add did not execute).",
+        f"A merge is in progress in {sandbox['M']}: stage the resolved files with madt_add files=[\"f.txt\"], "
+        "then finish with GIT_EDITOR=true git merge --continue (or stop with git merge --abort).",
+        "Do not retry any raw git add variant; every form is steered.",
+        "Do not retry any raw git commit variant; every form is steered.",
+    ]
+
+
+@pytest.mark.parametrize("verb, command", [("add", "git add ."), ("commit", "git commit -am x"),
+                                           ("push", "git push"), ("reset", "git reset --hard")])
+def test_do_not_retry_line(sandbox: dict[str, str], verb: str, command: str) -> None:
+    text = classify(command, sandbox["A"]).text
+    assert text.split("\n")[-1] == f"Do not retry any raw git {verb} variant; every form is steered."
+
+
+def test_every_denial_ends_with_do_not_retry(sandbox: dict[str, str]) -> None:
+    for _cwd, decision in _all_decisions(sandbox):
+        if decision.kind == "deny":
+            assert re.fullmatch(r"Do not retry any (raw git|madtea) [\w-]+ variant; every form is steered\.",
+                                decision.text.split("\n")[-1]), decision.text
+
+
+def test_notes_carry_no_permission_words(sandbox: dict[str, str]) -> None:
+    notes = [d.text for _cwd, d in _all_decisions(sandbox) if d.kind == "note"]
+    assert notes
+    for text in notes:
+        assert "allow" not in text.lower() and "permissiondecision" not in text.lower(), text
+
+
+def test_texts_are_self_contained(sandbox: dict[str, str]) -> None:
+    for _cwd, decision in _all_decisions(sandbox):
+        assert not re.search(r"\bADR\b|#\d|\bissue \d", decision.text), decision.text
+
+
+# --------------------------------------------------------------------------- the chain: named calls are real
+
+_CALL = re.compile(r'(madt_\w+)((?: \w+=(?:"(?:[^"\\]|\\.)*"|\[[^\]]*\]|[^\s,;]+))*)')
+_ARG = re.compile(r' (\w+)=')
+
+
+def test_named_calls_exist_with_their_parameters(sandbox: dict[str, str]) -> None:
+    tools: dict[str, dict[str | None, set[str]]] = {}
+    for op in madtea.REGISTRY:
+        tools.setdefault(op.tool, {})[op.action] = {p.name for p in op.params if not p.cli_only}
+    checked = 0
+    for _cwd, decision in _all_decisions(sandbox):
+        for m in _CALL.finditer(decision.text):
+            tool, args = m.group(1), _ARG.findall(m.group(2))
+            if tool in DESIGN_ONLY_TOOLS and tool not in tools:
+                assert set(args) <= DESIGN_ONLY_TOOLS[tool], m.group(0)
+                continue
+            assert tool in tools, m.group(0)
+            if not args and None not in tools[tool]:
+                continue  # the tool named in prose ("through madt_worktrees"), not a call
+            action = re.search(r" action=(\w+)", m.group(2))
+            key = action.group(1) if action else None
+            assert key in tools[tool], m.group(0)
+            assert set(args) - {"action"} <= tools[tool][key], m.group(0)
+            checked += 1
+    assert checked > 50
+
+
+def test_recommended_shell_commands_are_not_blocked(sandbox: dict[str, str]) -> None:
+    shell = re.compile(r"(GIT_EDITOR=true git(?: -C \S+)? [\w-]+ --continue|git(?: -C \S+)? [\w-]+ --abort)")
+    found = 0
+    for cwd, decision in _all_decisions(sandbox):
+        for command in shell.findall(decision.text):
+            assert classify(command, cwd).kind == "allow", command
+            found += 1
+    assert found >= 5
+
+
+def test_failure_rule() -> None:
+    held = guard.hook_failure_decision("git add .", "the event was not one it knows")
+    assert held.kind == "deny" and "could not check this command" in held.text and "madt_add" in held.text
+    assert guard.hook_failure_decision("ls -la", "x").kind == "allow"
+    assert guard.hook_failure_decision(None, "x").kind == "allow"
+
+
+# --------------------------------------------------------------------------- the hook process, per harness
+
+def _event(harness: str, command: str, cwd: str) -> dict:
+    if harness == "gemini":
+        return {"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd, "hook_event_name": "BeforeTool",
+                "timestamp": "2026-01-01T00:00:00Z", "tool_name": "run_shell_command",
+                "tool_input": {"command": command}}
+    event = {"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd, "permission_mode": "default",
+             "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t1",
+             "tool_input": {"command": command, "description": "run it"}}
+    if harness == "codex":
+        event.update(model="gpt-5-codex", turn_id="turn-1")
+    return event
+
+
+def run_hook(payload: object, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return _decoded(subprocess.run([sys.executable, "-m", "madtea", "hook"], input=data, capture_output=True,
+                                   env=env, cwd=cwd, timeout=60))
+
+
+def _decoded(proc: subprocess.CompletedProcess[bytes]) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex", "gemini"])
+def test_deny_is_exit_2_with_the_reason_on_stderr(sandbox: dict[str, str], harness: str) -> None:
+    proc = run_hook(_event(harness, "git add a.py && git push", sandbox["A"]), sandbox["A"])
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("This entire command was blocked; none of it ran (the git add did not execute).")
+    assert 'madt_add files=["a.py"]' in proc.stderr
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex"])
+def test_note_is_additional_context_without_a_decision(sandbox: dict[str, str], harness: str) -> None:
+    proc = run_hook(_event(harness, "git status", sandbox["A"]), sandbox["A"])
+    assert proc.returncode == 0 and proc.stderr == ""
+    out = json.loads(proc.stdout)
+    assert out == {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                          "additionalContext": out["hookSpecificOutput"]["additionalContext"]}}
+    assert "madt_status" in out["hookSpecificOutput"]["additionalContext"]
+    assert "permissionDecision" not in proc.stdout and "allow" not in proc.stdout.lower()
+
+
+def test_gemini_note_prints_nothing(sandbox: dict[str, str]) -> None:
+    proc = run_hook(_event("gemini", "git status", sandbox["A"]), sandbox["A"])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex", "gemini"])
+def test_allow_prints_nothing(sandbox: dict[str, str], harness: str) -> None:
+    proc = run_hook(_event(harness, "ls -la && echo 'git add .'", sandbox["A"]), sandbox["A"])
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("payload", [
+    b"not json at all", b"", b"[1, 2]", b"\xff\xfe garbage",
+    {"hook_event_name": "PreToolUse", "tool_name": "Bash"},
+    {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}},
+    {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": 42}},
+    {"hook_event_name": "PreToolUse", "tool_name": "Edit", "tool_input": {"command": "git add ."}},
+    {"hook_event_name": "PreToolUse", "tool_name": "mcp__x__y", "tool_input": {"file_path": "git"}},
+    {"hook_event_name": "BeforeTool", "tool_name": "write_file", "tool_input": {"command": "git push -f"}},
+    {"hook_event_name": "SessionStart", "tool_input": {"command": "ls"}},
+], ids=["text", "empty", "list", "bytes", "no-input", "no-command", "bad-command", "edit-tool", "mcp-tool",
+        "gemini-write", "unknown-event-ls"])
+def test_malformed_or_other_events_pass_silently(payload: object) -> None:
+    proc = run_hook(payload)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+
+
+def test_unknown_event_with_a_git_word_is_held(sandbox: dict[str, str]) -> None:
+    proc = run_hook({"hook_event_name": "Mystery", "cwd": sandbox["A"], "tool_input": {"command": "git add ."}})
+    assert proc.returncode == 2
+    assert "hook could not check this command" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_cwd_uses_the_process_cwd(sandbox: dict[str, str]) -> None:
+    event = _event("claude", "git -C sub add c.py", sandbox["A"])
+    del event["cwd"]
+    proc = run_hook(event, sandbox["A"])
+    assert proc.returncode == 2 and 'madt_add files=["sub/c.py"]' in proc.stderr
+
+
+def _in_process(monkeypatch: pytest.MonkeyPatch, payload: dict) -> int:
+    stdin = io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    return madtea.hook_main()
+
+
+@pytest.mark.parametrize("command, code", [("git push", 2), ("madtea issue list", 2), ("ls", 0)])
+def test_internal_error_never_wedges(sandbox: dict[str, str], monkeypatch: pytest.MonkeyPatch,
+                                     capsys: pytest.CaptureFixture[str], command: str, code: int) -> None:
+    def broken(*_a: object, **_k: object) -> guard.HookDecision:
+        raise RuntimeError("boom")
+    monkeypatch.setattr(guard, "classify_command", broken)
+    assert _in_process(monkeypatch, _event("claude", command, sandbox["A"])) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert ("internal error" in err) == (code == 2)
+
+
+# --------------------------------------------------------------------------- imports on the hook path
+
+_FORBIDDEN = {"mcp", "forge", "argparse", "ssl", "_ssl", "urllib.request", "http.client", "subprocess", "socket"}
+
+
+def _imported(flags: list[str], cwd: str) -> set[str]:
+    """Modules the hook itself imports (those that site imports at start-up are left out)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    event = json.dumps(_event("claude", "git status", cwd)).encode()
+    proc = subprocess.run([sys.executable, *flags, "-X", "importtime", "-m", "madtea", "hook"], input=event,
+                          capture_output=True, env=env, cwd=cwd, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    names: set[str] = set()
+    group: list[str] = []
+    for line in proc.stderr.decode().splitlines():
+        if not line.startswith("import time:") or "|" not in line or "cumulative" in line:
+            continue
+        raw = line.rsplit("|", 1)[1]
+        name = raw.strip()
+        group.append(name)
+        if raw[1:] == raw.lstrip():  # a top-level import closes the group of its nested ones
+            if name != "site":
+                names.update(group)
+            group = []
+    return names
+
+
+@pytest.mark.parametrize("flags", [[], ["-S"]], ids=["with-site", "without-site"])
+def test_hook_path_imports_nothing_heavy(sandbox: dict[str, str], flags: list[str]) -> None:
+    names = _imported(flags, sandbox["A"])
+    assert "guard" in names and "madtea" not in _FORBIDDEN
+    bad = {n for n in names if n in _FORBIDDEN or n.startswith(("mcp.", "forge."))}
+    assert not bad, sorted(bad)
+
+
+# --------------------------------------------------------------------------- the caller signal
+
+_SIGNAL_SCRIPT = r"""
+import json, os, subprocess, sys
+root, cwd, max_age, tamper = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+env = dict(os.environ, PYTHONPATH=root)
+event = {"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd, "hook_event_name": "PreToolUse",
+         "tool_name": "Bash", "tool_input": {"command": "ls"}}
+if cwd != "-":
+    subprocess.run([sys.executable, "-m", "madtea", "hook"], input=json.dumps(event).encode(), env=env, check=True)
+if tamper == "start":
+    folder = os.path.join(os.environ["XDG_RUNTIME_DIR"], "madtea")
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        record = json.load(open(path))
+        record["start"] += 1
+        json.dump(record, open(path, "w"))
+reader = "import madtea; print(madtea.caller_cwd_signal(%r))" % max_age
+out = subprocess.run([sys.executable, "-c", reader], env=env, capture_output=True, text=True, check=True)
+print(out.stdout.strip())
+"""
+
+
+def _signal(cwd: str, max_age: float = 600, tamper: str = "") -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", _SIGNAL_SCRIPT, str(ROOT), cwd, str(max_age), tamper or "-"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the caller signal needs /proc")
+
+
+@needs_proc
+def test_signal_round_trip(sandbox: dict[str, str]) -> None:
+    assert _signal(sandbox["A"] + "/sub") == sandbox["A"]
+    folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "madtea"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+@needs_proc
+def test_signal_of_a_linked_worktree_is_its_own_top(sandbox: dict[str, str]) -> None:
+    assert _signal(sandbox["WT"]) == sandbox["WT"]
+
+
+@needs_proc
+def test_signal_stale_is_none(sandbox: dict[str, str]) -> None:
+    assert _signal(sandbox["A"], max_age=0) == "None"
+
+
+@needs_proc
+def test_signal_outside_a_repo_is_none(sandbox: dict[str, str]) -> None:
+    assert _signal(sandbox["N"]) == "None"
+
+
+@needs_proc
+def test_signal_needs_the_same_agent(sandbox: dict[str, str]) -> None:
+    _signal(sandbox["A"])  # recorded under one parent process...
+    assert _signal("-") == "None"  # ...and read under another
+
+
+@needs_proc
+def test_signal_with_another_start_time_does_not_match(sandbox: dict[str, str]) -> None:
+    assert _signal(sandbox["A"], tamper="start") == "None"
+
+
+@needs_proc
+def test_signal_refuses_a_folder_open_to_others(sandbox: dict[str, str]) -> None:
+    folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "madtea"
+    folder.mkdir(mode=0o700)
+    folder.chmod(0o777)
+    assert _signal(sandbox["A"]) == "None"
+    assert list(folder.iterdir()) == []
+
+
+def test_signal_without_proc_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = os.path.isdir
+    monkeypatch.setattr(os.path, "isdir", lambda p: False if str(p).startswith("/proc") else real(p))
+    assert madtea.caller_cwd_signal() is None
+
+
+def test_signal_without_records_is_none() -> None:
+    assert madtea.caller_cwd_signal() is None
+
+
+# --------------------------------------------------------------------------- the shipped wiring
+
+def _json(rel: str) -> dict:
+    return json.loads((ROOT / rel).read_text(encoding="utf-8"))
+
+
+def test_claude_plugin_wiring() -> None:
+    assert _json(".claude-plugin/plugin.json")["name"] == "madtea"
+    pre = _json("hooks/hooks.json")["hooks"]["PreToolUse"]
+    assert pre[0]["matcher"] == "Bash" and pre[0]["hooks"][0]["command"] == "madtea hook"
+    assert _json(".mcp.json")["mcpServers"]["madtea"] == {"command": "madtea", "args": ["mcp"]}
+
+
+def test_gemini_and_codex_wiring() -> None:
+    ext = _json("integrations/gemini/gemini-extension.json")
+    assert ext["mcpServers"]["madtea"] == {"command": "madtea", "args": ["mcp"]}
+    before = _json("integrations/gemini/hooks/hooks.json")["hooks"]["BeforeTool"]
+    assert before[0]["matcher"] == "run_shell_command" and before[0]["hooks"][0]["command"] == "madtea hook"
+    codex = _json("integrations/codex-hooks.json")["hooks"]["PreToolUse"]
+    assert codex[0]["matcher"] == "Bash" and codex[0]["hooks"][0]["command"] == "madtea hook"
+
+
+@pytest.mark.parametrize("rel", [".claude-plugin/plugin.json", "hooks/hooks.json", ".mcp.json",
+                                 "integrations/gemini/gemini-extension.json",
+                                 "integrations/gemini/hooks/hooks.json", "integrations/codex-hooks.json"])
+def test_manifests_are_self_contained(rel: str) -> None:
+    text = (ROOT / rel).read_text(encoding="utf-8")
+    assert not re.search(r"\bADR\b|#\d|\bissue\b", text, re.I), rel
