@@ -7,7 +7,9 @@ topologies the design names and return small dataclasses of named paths.
 other than the one it was meant to.
 
 Builders run git through ``subprocess`` directly, not through ``gitops``: a
-fixture must not depend on the code it is used to test. Origins point at the
+fixture must not depend on the code it is used to test. Every fixture asks for
+``hermetic_seal`` so that its repos are built with the sealed identity, dates
+and config, whatever order pytest would otherwise pick. Origins point at the
 fake host ``forge.example.test``; nothing here ever contacts it.
 """
 from __future__ import annotations
