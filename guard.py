@@ -872,6 +872,7 @@ class _HkParser:
                     self._end_seg(st, scope, depth, None)
                     self.pos += 1
                     return
+                self._end_seg(st, scope, depth, ";")  # a case pattern "a)": what follows is a command
                 self.pos += 1
             elif c in "<>":
                 self._redirect(st, scope, depth)
@@ -1826,9 +1827,8 @@ class _HkGit:
 
     def g_remote(self) -> tuple[str, str]:
         opts, pos, _dd = _hk_getopt(self.args)
-        if not pos and _hk_has(opts, "-v", "--verbose"):
-            return self.note(_hk_call("madt_repo", ("action", "view")) if not self.foreign else
-                             _hk_call("madt_status", self.d()),
+        if not pos and _hk_has(opts, "-v", "--verbose") and not self.foreign:
+            return self.note(_hk_call("madt_repo", ("action", "view")),
                              "names the repository on the forge as structured data; madt_whoami says which account a call would use.")
         return ("allow", "")
 

@@ -307,6 +307,10 @@ COMPOUND: list[Case] = [
     ("echo 'it''s' && git status", "note", "madt_status"),
     ("git status && git log -1", "note", "madt_log"),
     ("make build && git status", "note", "madt_status"),
+    ('case "$1" in a) git add .;; esac', "deny", "madt_add"),
+    ("git add a.py 2>/dev/null || echo failed", "deny", 'madt_add files=["a.py"]'),
+    ("diff <(git show HEAD:a.py) a.py", "allow", None),
+    ("git log $(git merge-base main feat)..feat", "note", "madt_log"),
 ]
 
 OWN: list[Case] = READS + NO_TWIN + CONTROLS + TWINS + FOREIGN + DESTROYS + CREDENTIALS + CLI + NOT_GIT + COMPOUND
