@@ -118,6 +118,7 @@ class Op:
     destructive: bool = False     # can overwrite or remove existing data
     idempotent: bool = False
     batch: str | None = None      # the action that takes several numbers, if any
+    cli_only: bool = False        # a person's act (deleting forge objects): not on the agent surface
 
     @property
     def specs(self) -> dict[str, Param]:
@@ -141,22 +142,24 @@ TOOL_SUMMARIES: dict[str, str] = {}
 
 def operation(tool: str, action: str | None = None, *, cli: tuple[str, ...], summary: str,
               params: Sequence[Param] = (), kind: str, mutating: bool, destructive: bool = False,
-              idempotent: bool = False, batch: str | None = None) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+              idempotent: bool = False, batch: str | None = None,
+              cli_only: bool = False) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Declare an operation; the decorated function is its service."""
     def register(handler: Callable[..., Result]) -> Callable[..., Result]:
         common = (DIR,) if kind == "local" else (OWNER_REPO,)
         REGISTRY.append(Op(tool, action, cli, summary, tuple(params) + common + (JSON_OUT,), handler,
-                           kind, mutating, destructive, idempotent, batch))
+                           kind, mutating, destructive, idempotent, batch, cli_only))
         return handler
     return register
 
 
-def tool_ops(tool: str) -> list[Op]:
-    return [op for op in REGISTRY if op.tool == tool]
+def tool_ops(tool: str, surface: str = "mcp") -> list[Op]:
+    """A tool's operations on a surface; people-only operations are not on the agent's."""
+    return [op for op in REGISTRY if op.tool == tool and (surface == "cli" or not op.cli_only)]
 
 
-def find_op(tool: str, action: Any) -> Op:
-    ops = tool_ops(tool)
+def find_op(tool: str, action: Any, surface: str = "mcp") -> Op:
+    ops = tool_ops(tool, surface)
     if not ops:
         raise guard.Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
                             user_action="Use one of the madt_* tools the server lists.")
@@ -1930,6 +1933,100 @@ def api_call_op(inv: Invocation) -> Result:
 
 
 
+def _confirm_at_terminal(what: str, name: str) -> None:
+    """A person confirms a deletion by typing the object's name; with no terminal there is no deletion."""
+    if not sys.stdin.isatty():
+        raise guard.Refusal("USER_ACTION_REQUIRED", f"Deleting {what} cannot be undone, and there is no terminal "
+                            f"to confirm it on, so nothing was deleted.", target=what,
+                            user_action=f"Run the same command in a terminal and type {name} when asked.")
+    sys.stderr.write(f"Deleting {what} cannot be undone. Type {name} to delete it: ")
+    sys.stderr.flush()
+    typed = sys.stdin.readline().strip()
+    if typed != name:
+        raise guard.Refusal("USER_ACTION_REQUIRED", f"What was typed does not match {name}; nothing was deleted.",
+                            target=what, user_action=f"Run the command again and type {name} exactly.")
+
+
+# Forge objects only a person deletes: tool -> (CLI noun, object words, name parameter, API path builder).
+_DELETABLE: dict[str, tuple[str, str, Param, Callable[[Invocation], tuple[Any, ...]]]] = {}
+
+
+def _deletable(tool: str, noun: str, what: str, param: Param,
+               path: Callable[[Invocation], tuple[Any, ...]], web: Callable[[Invocation], str]) -> None:
+    """Declare a CLI-only deletion confirmed at a terminal, and the agent-side refusal that names it."""
+    _DELETABLE[tool] = (noun, what, param, web)
+
+    @operation(tool, "delete", cli=(noun, "delete"), kind="remote", mutating=True, destructive=True,
+               cli_only=True, summary=f"Delete {'an' if what[0] in 'aeiou' else 'a'} {what} (people only: "
+                                      f"confirmed by typing its name at a terminal).",
+               params=(param,))
+    def delete_op(inv: Invocation) -> Result:
+        remote = api(inv)
+        name = str(inv.args[param.name])
+        label = f"{what} {name} in {remote.target.slug}"
+        _confirm_at_terminal(label, name)
+        remote.delete(*path(inv))
+        return Result(closing(f"Deleted {label}"), {"deleted": name})
+
+
+def _web(inv: Invocation, *segments: Any) -> str:
+    return "/".join([api(inv).web_base, api(inv).target.owner, api(inv).target.repo, *map(str, segments)])
+
+
+_deletable("madt_issues", "issue", "issue", dataclasses.replace(NUMBER, type="int"),
+           lambda inv: ("issues", inv.args["number"]), lambda inv: _web(inv, "issues", inv.args.get("number", "")))
+_deletable("madt_labels", "label", "label", LABEL_NAME,
+           lambda inv: ("labels", label_ids(inv, [inv.args["name"]])[0]), lambda inv: _web(inv, "labels"))
+_deletable("madt_milestones", "milestone", "milestone", MILESTONE_TITLE,
+           lambda inv: ("milestones", milestone_id(inv, inv.args["title"])), lambda inv: _web(inv, "milestones"))
+_deletable("madt_releases", "release", "release", TAG,
+           lambda inv: ("releases", "tags", inv.args["tag"]), lambda inv: _web(inv, "releases", "tag",
+                                                                              inv.args.get("tag", "")))
+_deletable("madt_wiki", "wiki", "wiki page", PAGE_NAME,
+           lambda inv: ("wiki", "page", inv.args["page_name"]), lambda inv: _web(inv, "wiki", inv.args.get("page_name", "")))
+
+
+@operation("madt_repo", "delete_tag", cli=("repo", "delete-tag"), kind="remote", mutating=True, destructive=True,
+           cli_only=True, summary="Delete a tag (people only: confirmed by typing its name at a terminal).",
+           params=(Param("tag", description="The tag to delete.", required=True, positional=True),))
+def tag_delete_op(inv: Invocation) -> Result:
+    label = f"tag {inv.args['tag']} in {api(inv).target.slug}"
+    _confirm_at_terminal(label, inv.args["tag"])
+    api(inv).delete("tags", inv.args["tag"])
+    return Result(closing(f"Deleted {label}"), {"deleted": inv.args["tag"]})
+
+
+@operation("madt_issues", "delete_comment", cli=("issue", "delete-comment"), kind="remote", mutating=True,
+           destructive=True, cli_only=True,
+           summary="Delete a comment (people only: confirmed by typing its id at a terminal).",
+           params=(Param("comment_id", "int", "The comment to delete.", required=True, positional=True),))
+def comment_delete_op(inv: Invocation) -> Result:
+    label = f"comment {inv.args['comment_id']} in {api(inv).target.slug}"
+    _confirm_at_terminal(label, str(inv.args["comment_id"]))
+    api(inv).delete("issues", "comments", inv.args["comment_id"])
+    return Result(closing(f"Deleted {label}"), {"deleted": inv.args["comment_id"]})
+
+
+def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Refusal:
+    """An agent asked to delete a forge object: a person's act, named with its web address."""
+    ops = [op for op in REGISTRY if op.tool == tool and op.cli_only and op.action and op.action.startswith("delete")]
+    op = next((o for o in ops if o.action == raw.get("action")), ops[0])
+    args = {k: v for k, v in raw.items() if k in op.specs or k == "owner_repo"}
+    inv = Invocation(op, args, ctx)
+    try:
+        args = guard.check_arguments(op.tool, op.action, op.specs, args)
+        inv = Invocation(op, args, ctx)
+        web = _DELETABLE[tool][3](inv) if tool in _DELETABLE else _web(inv)
+    except guard.Refusal:
+        web = "its page on the forge"
+    what = " ".join(str(v) for k, v in args.items() if k != "owner_repo") or "it"
+    return guard.Refusal("USER_ACTION_REQUIRED",
+                         f"Deleting {_DELETABLE.get(tool, ('', 'that object'))[1]} {what} cannot be undone, so "
+                         f"madtea leaves it to a person; nothing was deleted.", target=web,
+                         user_action=f"Ask the user to delete {_DELETABLE.get(tool, ('', 'it'))[1]} {what} "
+                                     f"themselves at {web} if they want it gone.")
+
+
 # --- services: finish (lead) ---
 
 _CLOSING_WORDS = r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?#(\d+)"
@@ -2304,7 +2401,11 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     if not isinstance(raw, Mapping):
         raise guard.Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool,
                             user_action=f"Call {tool} again with named arguments.")
-    op = find_op(tool, raw.get("action"))
+    action = raw.get("action")
+    if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
+            any(op.tool == tool and op.cli_only for op in REGISTRY):
+        raise delete_refusal(tool, raw, ctx)
+    op = find_op(tool, action, ctx.surface)
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
     invocation = Invocation(op, args, ctx)
     if op.kind == "local":
@@ -2567,7 +2668,7 @@ def tool_annotations(tool: str) -> dict[str, bool]:
 
 
 def tool_names() -> list[str]:
-    return list(dict.fromkeys(op.tool for op in REGISTRY))
+    return list(dict.fromkeys(op.tool for op in REGISTRY if not op.cli_only))
 
 
 def _needs_roots(tool: str, raw: Mapping[str, Any]) -> bool:

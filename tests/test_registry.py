@@ -35,7 +35,10 @@ def _cli_dests(sub) -> dict[str, str]:
     return {a.dest: a.help for a in sub._actions if a.dest not in ("help",)}
 
 
-@pytest.mark.parametrize("op", madtea.REGISTRY, ids=lambda op: op.where)
+AGENT_OPS = [op for op in madtea.REGISTRY if not op.cli_only]
+
+
+@pytest.mark.parametrize("op", AGENT_OPS, ids=lambda op: op.where)
 def test_every_operation_is_on_both_surfaces_with_the_same_words(op) -> None:
     sub = _cli_parser_for(op)
     assert sub.description == op.summary
@@ -67,8 +70,18 @@ def test_tools_are_named_madt_and_each_noun_is_one_tool() -> None:
 
 
 def test_no_delete_action_on_the_agent_surface() -> None:
-    assert not [op.where for op in madtea.REGISTRY if op.action and "delete" in op.action]
+    assert not [op.where for op in AGENT_OPS if op.action and "delete" in op.action]
     assert "madt_branch_delete" in madtea.tool_names()  # the one delete: proven-contained local branches
+
+
+def test_people_only_operations_are_exactly_the_forge_deletions_and_are_on_the_cli() -> None:
+    people = [op for op in madtea.REGISTRY if op.cli_only]
+    assert {op.tool for op in people} == {"madt_issues", "madt_labels", "madt_milestones", "madt_releases",
+                                          "madt_wiki", "madt_repo"}
+    for op in people:
+        assert op.action.startswith("delete") and op.destructive
+        assert _cli_parser_for(op).description == op.summary
+        assert op.action not in madtea.tool_schema(op.tool)["properties"]["action"]["enum"]
 
 
 def test_local_tools_take_dir_and_remote_tools_take_owner_repo() -> None:
