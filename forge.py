@@ -876,6 +876,15 @@ def _int_header(resp: Response, name: str) -> int | None:
         return None
 
 
+def _multipart(field: str, filename: str, data: bytes) -> tuple[bytes, str]:
+    """One file as a multipart/form-data body, and its Content-Type."""
+    boundary = "madtea-" + os.urandom(12).hex()
+    safe = filename.replace('"', "_").replace("\r", "_").replace("\n", "_")
+    head = (f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; filename="{safe}"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n").encode("utf-8")
+    return head + data + f"\r\n--{boundary}--\r\n".encode("ascii"), f"multipart/form-data; boundary={boundary}"
+
+
 def flavour_of(version: str) -> str:
     """The flavour, ``"forgejo"`` or ``"gitea"``, read from a ``/version`` string.
 
@@ -954,10 +963,12 @@ class Client:
             self._requests += 1
 
     def send(self, method: str, path: str, params: Mapping[str, Any] | None = None, json: Any = None, *,
-             accept: str = "application/json", scope: str | None = None) -> Response:
+             accept: str = "application/json", scope: str | None = None,
+             upload: tuple[str, str, bytes] | None = None) -> Response:
         """The answer to one call; raises :class:`ForgeError` unless it is 2xx.
 
         *scope*, a path prefix relative to the API base, confines redirects.
+        *upload* (form field, file name, content) sends one file as multipart/form-data.
         """
         rel = _check_api_path(path)
         query = _encode_params(params)
@@ -967,6 +978,8 @@ class Client:
         if json is not None:
             body = _json.dumps(json, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             headers["Content-Type"] = "application/json"
+        elif upload is not None:
+            body, headers["Content-Type"] = _multipart(*upload)
         resp = request(
             method, url, headers=headers, body=body,
             token=self._token.reveal() if self._token else None,
@@ -999,6 +1012,11 @@ class Client:
     def get_text(self, path: str, params: Mapping[str, Any] | None = None) -> str:
         """A non-JSON answer (a diff, a log) as text."""
         return self.send("GET", path, params, accept="text/plain, */*").text()
+
+    def upload(self, path: str, filename: str, data: bytes, *, field: str = "attachment",
+               params: Mapping[str, Any] | None = None, scope: str | None = None) -> Any:
+        """POST one file as multipart/form-data (release assets); never retried, like every POST."""
+        return self.send("POST", path, params, upload=(field, filename, data), scope=scope).json()
 
     def create(self, path: str, json: Any, *, lookup: Callable[[], Any] | None = None,
                params: Mapping[str, Any] | None = None, scope: str | None = None) -> Created:
@@ -1214,6 +1232,11 @@ class RepoClient:
 
     def get_text(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None) -> str:
         return self.send("GET", sub, params, accept="text/plain, */*").text()
+
+    def upload(self, sub: str | Sequence[str | int], filename: str, data: bytes, *,
+               params: Mapping[str, Any] | None = None) -> Any:
+        self._write("POST")
+        return self._client.upload(self.path(sub), filename, data, params=params, scope=self._prefix)
 
     def paginate(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
                  limit: int | None = None) -> tuple[list[Any], int | None]:

@@ -1589,7 +1589,8 @@ def release_upload_op(inv: Invocation) -> Result:
         if not path.is_absolute() or not path.is_file():
             raise guard.Refusal("BAD_ARGUMENT", f"{raw!r} is not the absolute path of a file.", target=raw,
                                 user_action="Call upload again with absolute paths of existing files.")
-        asset = api(inv).upload(("releases", r["id"], "assets"), path)
+        asset = api(inv).scoped.upload(("releases", r["id"], "assets"), path.name, path.read_bytes(),
+                                       params={"name": path.name})
         names.append(f"{asset.get('name')} ({asset.get('size')} bytes)")
     return Result(f"Uploaded {', '.join(names)} to release {r.get('tag_name')} in {api(inv).target.slug}.",
                   {"assets": names})
@@ -2947,6 +2948,10 @@ def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
             flags = ["--" + (p.flag or p.name.replace("_", "-"))] + (["-" + p.short] if p.short else [])
             params.append({"name": p.name, "type": p.type, "flags": flags, "positional": p.positional,
                            "cli_only": p.cli_only, "choices": p.choices, "enum_flags": p.enum_flags})
+        if getattr(op, "cli_only", False):
+            # no MCP twin: a destructive one is a person's act, anything else may run
+            table[tuple(op.cli)] = {"tool": None, "person": op.destructive}
+            continue
         table[tuple(op.cli)] = {"tool": op.tool, "action": op.action, "params": params}
     return table
 
