@@ -1343,7 +1343,6 @@ _HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit"})
 _HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
 _HK_CRED_URL = _hk_re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@:]+:[^/\s@]+@", _hk_re.I)
 _HK_SHA = _hk_re.compile(r"[0-9a-f]{7,40}")
-_HK_NOTE_TOOLS = {"status": "madt_status", "log": "madt_log", "shortlog": "madt_log", "whatchanged": "madt_log"}
 _HK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 
 
@@ -1943,15 +1942,13 @@ def _hk_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any]
     """The CLI command's MCP twin, named from the registry's own declaration of both surfaces."""
     key = next((k for k in sorted(cli_ops, key=len, reverse=True) if tuple(words[:len(k)]) == tuple(k)), None)
     nouns = {k[0] for k in cli_ops}
-    if key is None:
-        verb = words[1] if len(words) > 1 else ""
-        if words[0] in nouns and verb in _HK_PERSON_VERBS:
-            return "deny", ("Deleting cannot be undone, so it is a person's act at a terminal: ask the user to "
-                            "delete it themselves.\n" + retry)
-        return ("allow", "")  # help, version, hook, mcp, or a verb with no MCP twin
-    spec = cli_ops[key]
+    spec = cli_ops[key] if key is not None else {}
+    verb = words[1] if len(words) > 1 else ""
+    if spec.get("person") or (key is None and words[0] in nouns and verb in _HK_PERSON_VERBS):
+        return "deny", ("Deleting cannot be undone, so it is a person's act at a terminal: ask the user to "
+                        "delete it themselves.\n" + retry)
     if spec.get("tool") is None:
-        return ("allow", "")
+        return ("allow", "")  # help, version, hook, mcp, or a command with no MCP twin
     pairs: list[tuple[str, Any]] = []
     if spec.get("action"):
         pairs.append(("action", spec["action"]))

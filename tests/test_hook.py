@@ -13,7 +13,7 @@ import pytest
 
 import guard
 import madtea
-from hook_cases import ALL_TABLES, FOREIGN_MID, MERGING, OWN
+from hook_cases import ALL_TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
 DESIGN_ONLY_TOOLS = {"madt_finish": {"title", "body", "files", "style", "delete_branch", "closes", "close_linked",
