@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         repo = _repo(base)
         runtime = base / "runtime"
         runtime.mkdir(mode=0o700)
-        env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_RUNTIME_DIR=str(runtime))
+        # An installed copy runs from compiled bytecode: let the warm-up runs write it (to a private
+        # cache folder, so the checkout stays untouched) even where PYTHONDONTWRITEBYTECODE is set.
+        env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_RUNTIME_DIR=str(runtime),
+                   PYTHONPYCACHEPREFIX=str(base / "pycache"))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         event = json.dumps({
             "session_id": "bench", "transcript_path": os.devnull, "cwd": str(repo), "permission_mode": "default",
             "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t",
