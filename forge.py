@@ -12,7 +12,10 @@ for the created object before they ever POST twice. :class:`RepoClient` is a
 client confined by construction to ``/repos/{owner}/{repo}/``.
 
 Host resolution (:func:`resolve_target`) and token lookup (:func:`token_for`)
-take plain values; this module imports nothing else from madtea.
+take plain values; this module imports nothing else from madtea. Tokens are
+keyed by host and kept in the OS credential store (or the ``keyring``
+package), in a 0600 plaintext file only with the user's consent; the
+credential tools run as time-limited subprocesses with the token on stdin.
 
 Limits, stated once: the forge has no idempotency keys, so a create's
 look-up is only as good as the caller's ``lookup``; urllib's timeout applies
@@ -41,10 +44,32 @@ __all__ = [
     "load_config",
     "resolve_target",
     "CredentialStore",
+    "StoreFailure",
+    "SecurityStore",
+    "SecretToolStore",
+    "WinCredStore",
+    "KeyringStore",
+    "FileStore",
     "register_store",
     "credential_stores",
+    "set_diagnostics",
+    "describe_source",
+    "hosts_path",
+    "logins_path",
+    "host_key",
     "token_env_var",
     "token_for",
+    "check_token_text",
+    "store_token",
+    "delete_token",
+    "record_login",
+    "forget_login",
+    "known_logins",
+    "TeaLogin",
+    "tea_config_path",
+    "parse_tea_logins",
+    "read_tea_logins",
+    "target_for_url",
 ]
 
 import datetime as _dt
@@ -59,6 +84,7 @@ import random
 import re
 import socket
 import ssl
+import sys
 import threading
 import time
 import unicodedata
@@ -66,7 +92,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -1349,18 +1375,441 @@ def resolve_target(host: str, port: int | None = None, scheme: str = "https", pa
     return ForgeTarget(key, api_base, ca_file)
 
 
-# --------------------------------------------------------------------------- tokens
+# --------------------------------------------------------------------------- tokens and credential stores
+#
+# A token is stored per host in the most secure backend this machine has: the
+# OS store (macOS Keychain through ``security``, the Secret Service through
+# ``secret-tool``, Windows Credential Manager through ctypes), then the
+# ``keyring`` package if it imports. A plaintext file is used only with the
+# user's explicit consent, and every use of it is announced. Every backend call
+# is time-limited; a backend that is absent, hangs or fails is skipped with a
+# diagnostic, so a broken keychain can neither stop a lookup a later store
+# would answer nor wedge the caller. Tokens never go into argv, git config,
+# logs or error texts.
+
+SERVICE = "madtea"
+STORE_TIMEOUT = 15.0  # seconds per backend call: long enough for an unlock prompt, short enough not to wedge
+STORES_ENV = "MADTEA_CREDENTIAL_STORES"  # comma-separated backend names to consider, e.g. "keyring,file"
+_WINCRED_BLOB_MAX = 2560
+_TOKEN_RE = re.compile(r"^[\x21-\x7e]+$")
+
+
+def _stderr_diagnostic(text: str) -> None:
+    sys.stderr.write(f"warning: {text}\n")
+
+
+_diagnostic: Callable[[str], None] = _stderr_diagnostic
+
+
+def set_diagnostics(emit: Callable[[str], None]) -> None:
+    """Route this module's warnings (store failures, plaintext use) through the caller's emitter."""
+    global _diagnostic
+    _diagnostic = emit
+
+
+class StoreFailure(Exception):
+    """A credential backend failed or timed out; the message carries no secret."""
+
 
 class CredentialStore(Protocol):
-    """Somewhere a token for a host may live (an OS keychain, a file); consulted after the environment."""
+    """Somewhere a token for a host may live; consulted after the environment."""
 
     name: str
+
+    def available(self) -> bool:
+        ...
 
     def get(self, host: str) -> str | None:
         ...
 
+    def set(self, host: str, token: str) -> None:
+        ...
 
-_STORES: list[CredentialStore] = []
+    def delete(self, host: str) -> bool:
+        ...
+
+
+def _run_tool(argv: Sequence[str], what: str, stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
+    """Run a credential tool with a time limit; its whole process group dies on timeout."""
+    import signal
+    import subprocess
+
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise StoreFailure(f"{what} could not be started ({exc.strerror or exc})") from None
+    try:
+        out, err = proc.communicate(stdin, timeout=STORE_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL) if hasattr(os, "killpg") else proc.kill()
+        except OSError:
+            pass
+        proc.communicate()
+        raise StoreFailure(f"{what} did not answer within {STORE_TIMEOUT:g} s") from None
+    return proc.returncode, out, err
+
+
+def _tool_error(what: str, code: int, err: bytes) -> StoreFailure:
+    detail = sanitise_snippet(err, limit=120)
+    return StoreFailure(f"{what} failed (exit {code}{': ' + detail if detail else ''})")
+
+
+def _time_limited(fn: Callable[[], Any], what: str) -> Any:
+    """Run *fn* in a daemon thread and give up after STORE_TIMEOUT (a library call cannot be killed)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name=f"madtea {what}", daemon=True)
+    thread.start()
+    thread.join(STORE_TIMEOUT)
+    if thread.is_alive():
+        raise StoreFailure(f"{what} did not answer within {STORE_TIMEOUT:g} s")
+    if "error" in box:
+        exc = box["error"]
+        raise StoreFailure(f"{what} failed ({type(exc).__name__}: {sanitise_snippet(str(exc), limit=120)})")
+    return box.get("value")
+
+
+class _HangMemory:
+    """A backend that timed out once is not asked again by this process: each try would stall it anew."""
+
+    hung = False
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except StoreFailure as exc:
+            if "did not answer" in str(exc):
+                self.hung = True
+            raise
+
+
+class SecurityStore(_HangMemory):
+    """macOS Keychain through ``security``; the token reaches it on stdin (``security -i``), never in argv."""
+
+    name = "security"
+
+    def available(self) -> bool:
+        import shutil
+        return not self.hung and shutil.which("security") is not None
+
+    def get(self, host: str) -> str | None:
+        code, out, err = self._call(lambda: _run_tool(
+            ["security", "find-generic-password", "-s", SERVICE, "-a", host, "-w"], "security"))
+        if code == 44:  # errSecItemNotFound
+            return None
+        if code != 0:
+            raise _tool_error("security find-generic-password", code, err)
+        return out.decode("utf-8", "replace").strip() or None
+
+    def set(self, host: str, token: str) -> None:
+        # security -i splits its command line itself: a quote or backslash in
+        # the token could end the value early, so such a token is not passed.
+        if '"' in token or "\\" in token:
+            raise StoreFailure("security cannot take a token with quotes or backslashes")
+        command = f'add-generic-password -U -s {SERVICE} -a "{host}" -l "madtea: {host}" -w "{token}"\n'
+        code, _out, err = self._call(lambda: _run_tool(["security", "-i"], "security", command.encode()))
+        if code != 0:
+            raise _tool_error("security add-generic-password", code, err)
+
+    def delete(self, host: str) -> bool:
+        code, _out, err = self._call(lambda: _run_tool(
+            ["security", "delete-generic-password", "-s", SERVICE, "-a", host], "security"))
+        if code == 44:
+            return False
+        if code != 0:
+            raise _tool_error("security delete-generic-password", code, err)
+        return True
+
+
+class SecretToolStore(_HangMemory):
+    """The Secret Service (GNOME Keyring, KWallet) through ``secret-tool``; the token goes on stdin."""
+
+    name = "secret-tool"
+
+    def available(self) -> bool:
+        import shutil
+        return not self.hung and shutil.which("secret-tool") is not None
+
+    def get(self, host: str) -> str | None:
+        code, out, err = self._call(lambda: _run_tool(
+            ["secret-tool", "lookup", "service", SERVICE, "host", host], "secret-tool"))
+        if code == 1 and not err.strip():  # no such item
+            return None
+        if code != 0:
+            raise _tool_error("secret-tool lookup", code, err)
+        return out.decode("utf-8", "replace").strip() or None
+
+    def set(self, host: str, token: str) -> None:
+        # No trailing newline: secret-tool stores stdin byte for byte.
+        code, _out, err = self._call(lambda: _run_tool(
+            ["secret-tool", "store", f"--label=madtea: {host}", "service", SERVICE, "host", host],
+            "secret-tool", token.encode("utf-8")))
+        if code != 0:
+            raise _tool_error("secret-tool store", code, err)
+
+    def delete(self, host: str) -> bool:
+        present = self.get(host) is not None
+        code, _out, err = self._call(lambda: _run_tool(
+            ["secret-tool", "clear", "service", SERVICE, "host", host], "secret-tool"))
+        if code != 0:
+            raise _tool_error("secret-tool clear", code, err)
+        return present
+
+
+CRED_TYPE_GENERIC = 1
+_CRED_PERSIST_LOCAL_MACHINE = 2
+_ERROR_NOT_FOUND = 1168
+
+
+@functools.lru_cache(maxsize=1)
+def _credential_struct() -> Any:
+    import ctypes
+
+    class CREDENTIALW(ctypes.Structure):
+        _fields_ = [("Flags", ctypes.c_uint32), ("Type", ctypes.c_uint32), ("TargetName", ctypes.c_wchar_p),
+                    ("Comment", ctypes.c_wchar_p), ("LastWritten", ctypes.c_uint32 * 2),
+                    ("CredentialBlobSize", ctypes.c_uint32), ("CredentialBlob", ctypes.POINTER(ctypes.c_ubyte)),
+                    ("Persist", ctypes.c_uint32), ("AttributeCount", ctypes.c_uint32),
+                    ("Attributes", ctypes.c_void_p), ("TargetAlias", ctypes.c_wchar_p),
+                    ("UserName", ctypes.c_wchar_p)]
+
+    return CREDENTIALW
+
+
+class WinCredStore(_HangMemory):
+    """Windows Credential Manager through ctypes (advapi32), generic credentials named ``madtea:<host>``."""
+
+    name = "wincred"
+
+    def __init__(self, advapi32: Any = None, last_error: Callable[[], int] | None = None) -> None:
+        self._api = advapi32
+        self._last_error = last_error
+
+    def available(self) -> bool:
+        return not self.hung and (self._api is not None or sys.platform == "win32")
+
+    def _lib(self) -> tuple[Any, Callable[[], int]]:
+        import ctypes
+
+        if self._api is not None:
+            return self._api, self._last_error or (lambda: 0)
+        lib = ctypes.WinDLL("advapi32", use_last_error=True)  # type: ignore[attr-defined]
+        return lib, ctypes.get_last_error  # type: ignore[attr-defined]
+
+    def get(self, host: str) -> str | None:
+        return self._call(lambda: _time_limited(lambda: self._read(host), "Windows Credential Manager"))
+
+    def _read(self, host: str) -> str | None:
+        import ctypes
+
+        lib, last_error = self._lib()
+        found = ctypes.POINTER(_credential_struct())()
+        if not lib.CredReadW(f"{SERVICE}:{host}", CRED_TYPE_GENERIC, 0, ctypes.byref(found)):
+            code = last_error()
+            if code == _ERROR_NOT_FOUND:
+                return None
+            raise StoreFailure(f"CredReadW failed (error {code})")
+        try:
+            cred = found.contents
+            blob = ctypes.string_at(cred.CredentialBlob, cred.CredentialBlobSize)
+        finally:
+            lib.CredFree(found)
+        return blob.decode("utf-16-le", "replace").strip() or None
+
+    def set(self, host: str, token: str) -> None:
+        self._call(lambda: _time_limited(lambda: self._write(host, token), "Windows Credential Manager"))
+
+    def _write(self, host: str, token: str) -> None:
+        import ctypes
+
+        lib, last_error = self._lib()
+        blob = token.encode("utf-16-le")
+        if len(blob) > _WINCRED_BLOB_MAX:
+            raise StoreFailure("the token is longer than Windows Credential Manager keeps")
+        buffer = (ctypes.c_ubyte * len(blob)).from_buffer_copy(blob)
+        cred = _credential_struct()()
+        cred.Type = CRED_TYPE_GENERIC
+        cred.TargetName = f"{SERVICE}:{host}"
+        cred.Comment = f"madtea token for {host}"
+        cred.CredentialBlobSize = len(blob)
+        cred.CredentialBlob = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_ubyte))
+        cred.Persist = _CRED_PERSIST_LOCAL_MACHINE
+        cred.UserName = SERVICE
+        if not lib.CredWriteW(ctypes.byref(cred), 0):
+            raise StoreFailure(f"CredWriteW failed (error {last_error()})")
+
+    def delete(self, host: str) -> bool:
+        return self._call(lambda: _time_limited(lambda: self._remove(host), "Windows Credential Manager"))
+
+    def _remove(self, host: str) -> bool:
+        lib, last_error = self._lib()
+        if lib.CredDeleteW(f"{SERVICE}:{host}", CRED_TYPE_GENERIC, 0):
+            return True
+        code = last_error()
+        if code == _ERROR_NOT_FOUND:
+            return False
+        raise StoreFailure(f"CredDeleteW failed (error {code})")
+
+
+class KeyringStore(_HangMemory):
+    """The ``keyring`` package, when it is installed; every call runs in a thread with a time limit."""
+
+    name = "keyring"
+
+    def available(self) -> bool:
+        import importlib.util
+
+        if self.hung:
+            return False
+        if "keyring" in sys.modules:
+            return sys.modules["keyring"] is not None
+        try:
+            return importlib.util.find_spec("keyring") is not None
+        except (ImportError, ValueError):
+            return False
+
+    def _module(self) -> Any:
+        import importlib
+        return importlib.import_module("keyring")
+
+    def get(self, host: str) -> str | None:
+        value = self._call(lambda: _time_limited(lambda: self._module().get_password(SERVICE, host), "keyring"))
+        return value.strip() if isinstance(value, str) and value.strip() else None
+
+    def set(self, host: str, token: str) -> None:
+        self._call(lambda: _time_limited(lambda: self._module().set_password(SERVICE, host, token), "keyring"))
+
+    def delete(self, host: str) -> bool:
+        def remove() -> bool:
+            module = self._module()
+            try:
+                module.delete_password(SERVICE, host)
+            except Exception as exc:  # noqa: BLE001 - keyring signals "not there" with its own error class
+                if type(exc).__name__ == "PasswordDeleteError":
+                    return False
+                raise
+            return True
+
+        return bool(self._call(lambda: _time_limited(remove, "keyring")))
+
+
+def hosts_path() -> Path:
+    """The plaintext token file, used only with the user's consent: ``<config dir>/madtea/hosts.json``."""
+    return config_path().parent / "hosts.json"
+
+
+def logins_path() -> Path:
+    """Which hosts madtea logged in to, as whom, and where the token went (no secrets)."""
+    return config_path().parent / "logins.json"
+
+
+def _check_private(st: os.stat_result, path: Path) -> None:
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreFailure(f"{path} is not a regular file, so it is not read")
+    if hasattr(os, "getuid"):  # POSIX owners and modes; Windows files are private to the profile
+        if st.st_uid != os.getuid():
+            raise StoreFailure(f"{path} belongs to another user, so it is not read")
+        if st.st_mode & 0o077:
+            raise StoreFailure(f"{path} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}), so it "
+                               f"is not read; make it private with chmod 600 or log in again")
+
+
+def _read_private_json(path: Path) -> dict[str, Any]:
+    """A JSON object from a file only its owner can read; ``{}`` when it does not exist."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise StoreFailure(f"{path} cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        _check_private(os.fstat(handle.fileno()), path)
+        raw = handle.read(1 << 20)
+    try:
+        data = _json.loads(raw.decode("utf-8"))
+    except ValueError:
+        raise StoreFailure(f"{path} is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise StoreFailure(f"{path} must hold a JSON object")
+    return data
+
+
+def _write_private_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Replace *path* atomically with a file created 0600 (O_EXCL), never widening its mode on the way."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{random.randrange(1 << 30)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(temp, flags, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(_json.dumps(data, indent=2, sort_keys=True).encode("utf-8") + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+
+
+class FileStore:
+    """The plaintext last resort: a 0600 JSON file, owner and mode checked on every read, announced every use."""
+
+    name = "file"
+
+    def available(self) -> bool:
+        return True
+
+    def _hosts(self) -> dict[str, Any]:
+        hosts = _read_private_json(hosts_path()).get("hosts", {})
+        return hosts if isinstance(hosts, dict) else {}
+
+    def get(self, host: str) -> str | None:
+        entry = self._hosts().get(host)
+        token = entry.get("token") if isinstance(entry, dict) else None
+        if not isinstance(token, str) or not token.strip():
+            return None
+        _diagnostic(f"the token for {host} was read from the plaintext file {hosts_path()}; "
+                    f"log in again without --insecure-storage once a secure credential store is available.")
+        return token.strip()
+
+    def set(self, host: str, token: str) -> None:
+        hosts = self._hosts()
+        hosts[host] = {"token": token}
+        _write_private_json(hosts_path(), {"hosts": hosts})
+        _diagnostic(f"the token for {host} is stored in plain text in {hosts_path()} (mode 0600).")
+
+    def delete(self, host: str) -> bool:
+        hosts = self._hosts()
+        if host not in hosts:
+            return False
+        del hosts[host]
+        if hosts:
+            _write_private_json(hosts_path(), {"hosts": hosts})
+        else:
+            hosts_path().unlink()
+        return True
+
+    def hosts(self) -> list[str]:
+        """The hosts the file holds tokens for (the file is read, so its checks apply)."""
+        return sorted(self._hosts())
+
+
+_STORES: list[CredentialStore] = [SecurityStore(), SecretToolStore(), WinCredStore(), KeyringStore(), FileStore()]
+_BUILTIN = frozenset({"security", "secret-tool", "wincred", "keyring", "file"})
 
 
 def register_store(store: CredentialStore) -> None:
@@ -1370,12 +1819,37 @@ def register_store(store: CredentialStore) -> None:
 
 
 def credential_stores() -> tuple[CredentialStore, ...]:
-    return tuple(_STORES)
+    """The stores a lookup consults, in order. ``MADTEA_CREDENTIAL_STORES`` (a comma-separated list of
+    security, secret-tool, wincred, keyring, file) narrows madtea's own backends; others always count."""
+    chosen = os.environ.get(STORES_ENV, "").strip()
+    if not chosen:
+        return tuple(_STORES)
+    names = {part.strip().lower() for part in chosen.split(",")}
+    return tuple(s for s in _STORES if getattr(s, "name", "") not in _BUILTIN or s.name in names)
+
+
+def describe_source(source: str) -> str:
+    """Where a token lives, in words (never the token): an environment variable, a backend, a file."""
+    if source.startswith("env:"):
+        return f"the environment variable {source[4:]}"
+    return {
+        "security": "the macOS Keychain (security)",
+        "secret-tool": "the Secret Service (secret-tool)",
+        "wincred": "Windows Credential Manager",
+        "keyring": "the keyring package",
+        "file": f"the plaintext file {hosts_path()}",
+        "none": "nowhere (no credential found)",
+    }.get(source, source)
 
 
 def token_env_var(host: str) -> str:
     """``MADTEA_TOKEN_<HOST>``: the host upper-cased, every non-alphanumeric character as ``_``."""
     return "MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.strip().upper())
+
+
+def host_key(host: str) -> str:
+    """The credential key for *host*: lower-cased, surrounding space removed."""
+    return host.strip().lower()
 
 
 def token_for(host: str, launch_host: str | None = None, *,
@@ -1384,23 +1858,214 @@ def token_for(host: str, launch_host: str | None = None, *,
 
     Order: ``MADTEA_TOKEN_<HOST>``; then ``MADTEA_TOKEN``, only when *host*
     is the launch host (a generic token must not travel to other forges);
-    then each credential store. A store that fails is skipped, so a broken
-    keychain cannot stop a lookup that a later store would answer.
+    then each credential store. A store that is absent is passed over; one
+    that fails or hangs is skipped with a diagnostic.
     """
-    key = host.strip().lower()
+    key = host_key(host)
     name = token_env_var(key)
     value = os.environ.get(name, "").strip()
     if value:
         return value, f"env:{name}"
-    if launch_host and key == launch_host.strip().lower():
+    if launch_host and key == host_key(launch_host):
         value = os.environ.get("MADTEA_TOKEN", "").strip()
         if value:
             return value, "env:MADTEA_TOKEN"
-    for store in _STORES if stores is None else stores:
+    for store in credential_stores() if stores is None else stores:
         try:
+            if hasattr(store, "available") and not store.available():
+                continue
             found = store.get(key)
-        except Exception:  # noqa: BLE001 - a store's failure is "not found here"
+        except Exception as exc:  # noqa: BLE001 - a store's failure is "not found here", said aloud
+            _diagnostic(f"the credential store {getattr(store, 'name', '?')} failed for {key} "
+                        f"({scrub(str(exc)) or type(exc).__name__}); trying the next one.")
             continue
         if found and found.strip():
+            _remember_secret(found.strip())
             return found.strip(), store.name
     return None, "none"
+
+
+def check_token_text(token: str) -> str:
+    """*token* without surrounding space, or BAD_ARGUMENT if it could not be an API token."""
+    token = token.strip()
+    if not _TOKEN_RE.match(token):
+        raise ForgeError("BAD_ARGUMENT", "That is not a token: it is empty or has spaces or control characters.")
+    _remember_secret(token)
+    return token
+
+
+def store_token(host: str, token: str, *, insecure: bool = False) -> str:
+    """Store *token* for *host* in the first secure backend that works; return that backend's name.
+
+    Each write is read back before it counts. With *insecure* (the user's
+    explicit consent) and no secure backend working, the plaintext file is
+    used; without it, the refusal names what was tried.
+    """
+    key = host_key(host)
+    token = check_token_text(token)
+    tried: list[str] = []
+    for store in credential_stores():
+        if store.name == "file":
+            continue
+        if not store.available():
+            tried.append(f"{store.name}: not available here")
+            continue
+        try:
+            store.set(key, token)
+            if store.get(key) != token:
+                raise StoreFailure("the token did not read back")
+        except Exception as exc:  # noqa: BLE001 - the next backend may work
+            reason = scrub(str(exc)) or type(exc).__name__
+            tried.append(f"{store.name}: {reason}")
+            _diagnostic(f"the credential store {store.name} could not keep the token for {key} ({reason}).")
+            continue
+        _drop_plaintext(key)
+        return store.name
+    files = [s for s in credential_stores() if s.name == "file"]
+    if insecure and files:
+        files[0].set(key, token)
+        return files[0].name
+    raise ForgeError("NOT_SUPPORTED", f"No secure credential store works on this machine "
+                     f"({'; '.join(tried) or 'none is enabled'}), so the token for {key} was not stored. "
+                     f"Log in again with --insecure-storage to keep it in the plaintext file {hosts_path()} "
+                     f"(mode 0600) instead.")
+
+
+def _drop_plaintext(key: str) -> None:
+    # A secure copy now exists: an older plaintext copy would only be a leak.
+    try:
+        if FileStore().delete(key):
+            _diagnostic(f"removed the older plaintext copy of the token for {key} from {hosts_path()}.")
+    except (StoreFailure, OSError):
+        pass
+
+
+def delete_token(host: str) -> list[str]:
+    """Remove *host*'s token from every store that has it; return their names."""
+    key = host_key(host)
+    removed = []
+    for store in credential_stores():
+        try:
+            if store.available() and store.delete(key):
+                removed.append(store.name)
+        except Exception as exc:  # noqa: BLE001 - the others are still cleaned
+            _diagnostic(f"the credential store {store.name} could not remove the token for {key} "
+                        f"({scrub(str(exc)) or type(exc).__name__}).")
+    return removed
+
+
+def record_login(host: str, user: str | None, store: str) -> None:
+    """Remember (without the token) that *host* is logged in as *user* with its token in *store*."""
+    data = _logins()
+    data[host_key(host)] = {"user": user, "store": store}
+    _write_private_json(logins_path(), {"hosts": data})
+
+
+def forget_login(host: str) -> None:
+    data = _logins()
+    if data.pop(host_key(host), None) is not None:
+        _write_private_json(logins_path(), {"hosts": data})
+
+
+def _logins() -> dict[str, Any]:
+    try:
+        hosts = _read_private_json(logins_path()).get("hosts", {})
+    except StoreFailure as exc:
+        _diagnostic(str(exc))
+        return {}
+    return {k: v for k, v in hosts.items() if isinstance(v, dict)} if isinstance(hosts, dict) else {}
+
+
+def known_logins() -> dict[str, dict[str, Any]]:
+    """Hosts madtea logged in to: ``{host: {"user": ..., "store": ...}}`` (no secrets)."""
+    return _logins()
+
+
+# --------------------------------------------------------------------------- tea's logins
+
+@dataclass(frozen=True)
+class TeaLogin:
+    """One login from tea's config: its name, web URL, user and token."""
+
+    name: str
+    url: str
+    user: str
+    token: str = field(repr=False)
+
+
+def tea_config_path() -> Path:
+    """Where tea keeps its logins: ``<config dir>/tea/config.yml``."""
+    return config_path().parent.parent / "tea" / "config.yml"
+
+
+def _yaml_scalar(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        return text[1:-1].replace("''", "'")
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        try:
+            value = _json.loads(text)
+        except ValueError:
+            return text[1:-1]
+        return value if isinstance(value, str) else text[1:-1]
+    return re.sub(r"\s+#.*$", "", text)
+
+
+def parse_tea_logins(text: str) -> list[TeaLogin]:
+    """The ``logins:`` list of tea's YAML config: the small subset tea writes, nothing more.
+
+    Each item is a block of ``key: value`` lines starting with ``- ``; only
+    scalar values are read (nested blocks are skipped), and items without a
+    url and token are dropped.
+    """
+    items: list[dict[str, str]] = []
+    inside, item_indent, key_indent = False, None, None
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if indent == 0 and not line.startswith("-"):
+            inside = line.split(":", 1)[0].strip() == "logins"
+            item_indent = key_indent = None
+            continue
+        if not inside:
+            continue
+        body = line.strip()
+        if body.startswith("- ") or body == "-":
+            item_indent, key_indent = indent, None
+            items.append({})
+            rest = body[1:]
+            body = rest.strip()
+            indent += 1 + len(rest) - len(rest.lstrip(" "))
+            if not body:
+                continue
+        if not items or item_indent is None or indent <= item_indent:
+            continue
+        if key_indent is None:
+            key_indent = indent
+        if indent != key_indent:  # a nested block's line, not one of the item's own keys
+            continue
+        key, sep, value = body.partition(":")
+        if sep and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key.strip()) and value.strip():
+            items[-1].setdefault(key.strip(), _yaml_scalar(value))
+    return [TeaLogin(i.get("name", ""), i["url"], i.get("user", ""), i["token"])
+            for i in items if i.get("url") and i.get("token")]
+
+
+def read_tea_logins(path: Path | None = None) -> list[TeaLogin]:
+    """tea's logins from its config file; ``[]`` when there is none."""
+    path = path or tea_config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise ForgeError("BAD_ARGUMENT", f"tea's config {path} cannot be read ({exc.strerror}).") from None
+    return parse_tea_logins(text)
+
+
+def target_for_url(url: str) -> ForgeTarget:
+    """The forge target for a web URL such as ``https://gitea.example.com[:port][/prefix]``."""
+    parts = _split_checked(url if "://" in url else f"https://{url}")
+    return resolve_target(parts.hostname or "", parts.port, parts.scheme, parts.path)
