@@ -954,12 +954,13 @@ class PullResult:
 
 
 def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None = None,
-         set_upstream: bool = False) -> PushResult:
+         set_upstream: bool = False, env: Mapping[str, str] | None = None) -> PushResult:
     """Push ``refs/heads/<branch>`` to the same name on *remote*; never a blind force.
 
     With *lease_sha*, the push may rewrite the remote branch only if it is
     still at that sha (``""`` means "must not exist yet"); a moved branch
     raises :class:`LeaseRejected`. Without it, only fast-forwards happen.
+    *env* reaches the git child only (the transport's credential helper).
     """
     reject_option(branch, "branch")
     reject_option(remote, "remote")
@@ -974,7 +975,7 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
         options.append(f"--force-with-lease={ref}:{lease_sha}")
     # core.abbrev=no: the porcelain summary then carries full old..new shas.
     argv = ["-c", "core.abbrev=no", "push", *options, "--", remote, f"{ref}:{ref}"]
-    result = git(*argv, cwd=repo.top, check=False)
+    result = git(*argv, cwd=repo.top, check=False, env=env)
     return _push_outcome(["git", *argv], result, remote, branch, ref, local)
 
 
@@ -1012,12 +1013,13 @@ def _rejection_kind(summary: str, reason: str) -> str:
     return "other"
 
 
-def fetch(repo: Repo, remote: str = "origin") -> None:
-    """Update *remote*'s tracking refs (nothing is pruned)."""
-    git("fetch", "--", reject_option(remote, "remote"), cwd=repo.top)
+def fetch(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = None) -> None:
+    """Update *remote*'s tracking refs (nothing is pruned); *env* reaches the git child only."""
+    git("fetch", "--", reject_option(remote, "remote"), cwd=repo.top, env=env)
 
 
-def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin") -> PullResult:
+def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin",
+            env: Mapping[str, str] | None = None) -> PullResult:
     """Fast-forward the checked-out branch to *remote*'s *branch* (its upstream when None).
 
     Raises :class:`NotFastForward`, changing nothing, when histories diverged.
@@ -1026,7 +1028,7 @@ def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin") -> Pu
     if branch is not None:
         args += ["--", reject_option(remote, "remote"), reject_option(branch, "branch")]
     before = head_sha(repo)
-    result = git(*args, cwd=repo.top, check=False)
+    result = git(*args, cwd=repo.top, check=False, env=env)
     if result.returncode != 0:
         err = _decode(result.stderr)
         cls = NotFastForward if "Not possible to fast-forward" in err else GitError
