@@ -55,6 +55,7 @@ __all__ = [
     "set_diagnostics",
     "describe_source",
     "hosts_path",
+    "read_private_json",
     "logins_path",
     "host_key",
     "token_env_var",
@@ -234,6 +235,7 @@ class ForgeError(Exception):
         path: str | None = None,
         *,
         transient: bool = False,
+        host: str | None = None,
     ) -> None:
         message = scrub(message)
         super().__init__(message)
@@ -243,6 +245,7 @@ class ForgeError(Exception):
         self.method = method
         self.path = scrub(path) if path else path
         self.transient = transient
+        self.host = host  # the credential key of the forge that answered, when known
 
     def __str__(self) -> str:
         return self.message
@@ -701,7 +704,7 @@ def _check_token(token: str, host: str) -> _Secret:
     # be refused by http.client with the value in the message).
     if not token or any(ord(ch) < 33 or ord(ch) > 126 for ch in token):
         raise ForgeError("AUTH_MISSING", f"The token for {host} contains spaces or characters a token cannot "
-                         "have, so it was not sent; store it again.")
+                         "have, so it was not sent; store it again.", host=host)
     _remember_secret(token)
     return _Secret(token)
 
@@ -754,7 +757,7 @@ def map_error(
     tries = f" after {attempts} attempts" if attempts > 1 else ""
 
     def err(code: str, text: str, transient: bool = False) -> ForgeError:
-        return ForgeError(code, text, status, method, path, transient=transient)
+        return ForgeError(code, text, status, method, path, transient=transient, host=host or None)
 
     raw = body[:65536].decode("utf-8", "replace")
     if raw.strip() and _looks_html(raw, content_type) and status != 401:
@@ -1724,7 +1727,7 @@ def _check_private(st: os.stat_result, path: Path) -> None:
                                f"is not read; make it private with chmod 600 or log in again")
 
 
-def _read_private_json(path: Path) -> dict[str, Any]:
+def read_private_json(path: Path) -> dict[str, Any]:
     """A JSON object from a file only its owner can read; ``{}`` when it does not exist."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
@@ -1774,7 +1777,7 @@ class FileStore:
         return True
 
     def _hosts(self) -> dict[str, Any]:
-        hosts = _read_private_json(hosts_path()).get("hosts", {})
+        hosts = read_private_json(hosts_path()).get("hosts", {})
         return hosts if isinstance(hosts, dict) else {}
 
     def get(self, host: str) -> str | None:
@@ -1954,10 +1957,10 @@ def delete_token(host: str) -> list[str]:
     return removed
 
 
-def record_login(host: str, user: str | None, store: str) -> None:
-    """Remember (without the token) that *host* is logged in as *user* with its token in *store*."""
+def record_login(host: str, user: str | None, store: str, api: str | None = None) -> None:
+    """Remember (without the token) that *host* is logged in as *user*, its token in *store*, its API at *api*."""
     data = _logins()
-    data[host_key(host)] = {"user": user, "store": store}
+    data[host_key(host)] = {"user": user, "store": store, "api": api}
     _write_private_json(logins_path(), {"hosts": data})
 
 
@@ -1969,7 +1972,7 @@ def forget_login(host: str) -> None:
 
 def _logins() -> dict[str, Any]:
     try:
-        hosts = _read_private_json(logins_path()).get("hosts", {})
+        hosts = read_private_json(logins_path()).get("hosts", {})
     except StoreFailure as exc:
         _diagnostic(str(exc))
         return {}
