@@ -158,7 +158,8 @@ def tool_ops(tool: str, surface: str = "mcp") -> list[Op]:
     return [op for op in REGISTRY if op.tool == tool and (surface == "cli" or not op.cli_only)]
 
 
-def find_op(tool: str, action: Any, surface: str = "mcp") -> Op:
+def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any] | None = None) -> Op:
+    """The operation a call names; a misspelt action is refused with the corrected call."""
     ops = tool_ops(tool, surface)
     if not ops:
         raise guard.Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
@@ -176,7 +177,8 @@ def find_op(tool: str, action: Any, surface: str = "mcp") -> Op:
         raise guard.Refusal("BAD_ARGUMENT", f"{tool} needs action: one of {choices}.", target=tool,
                             user_action=f"Call {tool} again with action set to one of: {choices}.")
     guess = guard.did_you_mean(str(action), [str(a) for a in by_action])
-    return_next = (guard.call(tool, action=guess),) if guess else ()
+    others = {k: v for k, v in (raw or {}).items() if k != "action"}
+    return_next = (guard.call(tool, action=guess, **others),) if guess else ()
     raise guard.Refusal("BAD_ARGUMENT", f"{tool} has no action {action!r}; its actions are: {choices}.",
                         target=tool, next=return_next,
                         user_action=None if guess else f"Call {tool} again with action set to one of: {choices}.")
@@ -2406,7 +2408,7 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
             any(op.tool == tool and op.cli_only for op in REGISTRY):
         raise delete_refusal(tool, raw, ctx)
-    op = find_op(tool, action, ctx.surface)
+    op = find_op(tool, action, ctx.surface, raw)
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
     invocation = Invocation(op, args, ctx)
     if op.kind == "local":
