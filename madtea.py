@@ -1892,6 +1892,26 @@ _COVERED = [
 ]
 
 
+def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo: str, sub: str,
+                     body: Any) -> guard.Refusal:
+    """Forward a write the passthrough would make to the tool that makes it safely, with what the call showed."""
+    import re
+    op = find_op(tool, action)
+    args: dict[str, Any] = {"owner_repo": owner_repo}
+    number = re.search(r"(?:issues|pulls)/(\d+)", sub)
+    if number and "number" in op.specs:
+        args["number"] = int(number.group(1))
+    if isinstance(body, Mapping):
+        args |= {k: v for k, v in body.items() if k in op.specs and isinstance(v, (str, int, bool))}
+    missing = [name for name, p in op.specs.items() if p.required and name not in args]
+    why = f"{method} {path} is what {tool} action={action} does, with its safety checks; use it instead."
+    if missing:
+        return guard.Refusal("BAD_ARGUMENT", why, target=path,
+                             user_action=f"Call {tool} action={action} owner_repo={owner_repo} with "
+                                         f"{', '.join(missing)} set.")
+    return guard.Refusal("BAD_ARGUMENT", why, target=path, next=(guard.call(tool, action=action, **args),))
+
+
 @operation("madt_api_call", cli=("api",), kind="remote", mutating=True, destructive=True,
            summary="Call any API v1 path (the escape hatch): GET anything; other methods only where no tool covers "
                    "the path; never DELETE.",
@@ -1916,9 +1936,8 @@ def api_call_op(inv: Invocation) -> Result:
         sub = match.group(3) or ""
         for pattern, tool, action in _COVERED:
             if re.fullmatch(pattern, sub):
-                raise guard.Refusal("BAD_ARGUMENT", f"{method} {path} is what {tool} action={action} does, with its "
-                                    f"safety checks; use it instead.", target=path,
-                                    next=(guard.call(tool, action=action, owner_repo=f"{match.group(1)}/{match.group(2)}"),))
+                raise _covered_refusal(method, path, tool, action, f"{match.group(1)}/{match.group(2)}", sub,
+                                       a.get("body"))
     if match:
         scoped = remote.forge.RepoClient(remote.client, match.group(1), match.group(2))
         if method == "GET" and a.get("paginate"):
@@ -2177,12 +2196,18 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     ahead = gitops.unpushed(repo, branch)
     if "commit" not in steps.facts and ahead == 0 and open_pr_now is None:
         merged = _merged_pr_for(remote, branch)
-        if merged is None:
+        if merged is not None and (merged.get("head") or {}).get("sha") not in (None, gitops.head_sha(
+                repo, f"refs/heads/{branch}")):
+            merged = None  # an earlier PR of a reused branch name: this tip's work is not in it
+        if merged is not None:
+            steps.add(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]}",
+                      pr=merged["number"], merge_commit=merged.get("merge_commit_sha"))
+            _close_issues(remote, steps, closes, no_close)
+            return _return_home(inv, steps, branch, default, merged, branch_form)
+        # Pushed but with no PR yet (a resume after a failed PR create) still has work to land.
+        if _contained(inv, branch):
             return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
                           f"and no open pull request.", {"branch": branch, "completed": []})
-        steps.add(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]}",
-                  pr=merged["number"], merge_commit=merged.get("merge_commit_sha"))
-        return _return_home(inv, steps, branch, default, merged, branch_form)
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
         pushed = gitops.push(repo, branch, set_upstream=not branch_form)
         steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
@@ -2212,6 +2237,12 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     if a.get("delete_branch", True):
         text += _branch_gone(remote, branch)
     steps.add(text, merge_commit=merged.get("merge_commit_sha"))
+    _close_issues(remote, steps, closes, no_close)
+    return _return_home(inv, steps, branch, default, merged, branch_form)
+
+
+def _close_issues(remote: Api, steps: _Steps, closes: list[int], no_close: bool) -> None:
+    """Close the issues this work closes, unless no_close holds; a closed one is not closed twice."""
     if not no_close:
         for number in closes:
             issue = remote.get("issues", number)
@@ -2220,7 +2251,6 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             steps.add(f"Closed issue #{number}")
     elif closes:
         notice(f"left issues {', '.join('#' + str(n) for n in closes)} open because no_close holds.")
-    return _return_home(inv, steps, branch, default, merged, branch_form)
 
 
 def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: Mapping[str, Any],
