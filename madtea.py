@@ -553,7 +553,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         found = re.fullmatch(r"/?repos/([^/]+)/([^/?]+).*", str(inv.args.get("path", "")))
         owner_repo = f"{found.group(1)}/{found.group(2)}" if found else None
     if inv.args.get("dir"):
-        path = guard.check_dir(inv.args["dir"], inv.op.tool)
+        path = guard.check_dir(inv.args["dir"], inv.op.tool, inv.args, inv.op.action)
         found_repo = gitops.discover(path) if path.exists() else None
         if found_repo is None:
             raise guard.not_a_repo(inv.op.tool, str(path))
@@ -2385,7 +2385,7 @@ def _state(repo: guard.RepoFacts) -> guard.RepoState:
 def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
     launch = _launch_repo(ctx)
     if "dir" in args:
-        path = guard.check_dir(args["dir"], op.tool)
+        path = guard.check_dir(args["dir"], op.tool, args, op.action)
         repo = gitops.discover(path) if path.exists() else None
         if repo is None:
             raise guard.not_a_repo(op.tool, str(path))
