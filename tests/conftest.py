@@ -140,3 +140,4 @@ def anyio_backend() -> str:
 
 # --- fixture modules ---
 from topologies import *  # noqa: E402,F401,F403 - sandbox repo fixtures
+from fakeforge import fake_forge, forgejo_forge, gitea_forge  # noqa: E402,F401 - fake forge fixtures
