@@ -77,9 +77,18 @@ _MAX_REF_DEPTH = 32
 
 # --------------------------------------------------------------------------- locating and loading
 
+# Read once at import: the test seal scrubs MADTEA_* variables from each test's
+# environment, and a user's override must survive that.
+_SPECS_AT_IMPORT = os.environ.get(SPECS_ENV)
+
+
 def specs_dir() -> Path:
-    """The folder holding the spec files: ``$MADTEA_FORGE_SPECS`` or ``<repo>/../shared/forge-specs``."""
-    override = os.environ.get(SPECS_ENV)
+    """The folder holding the spec files: ``$MADTEA_FORGE_SPECS`` or ``<repo>/../shared/forge-specs``.
+
+    The variable is read now (so a test can point it elsewhere) and, failing
+    that, as it was when this module was imported.
+    """
+    override = os.environ.get(SPECS_ENV) or _SPECS_AT_IMPORT
     if override:
         return Path(override)
     return Path(__file__).resolve().parents[2] / "shared" / "forge-specs"
