@@ -1211,7 +1211,8 @@ class FakeForge:
             "%(refname:strip=2)", "%(objectname)", "%(authorname)", "%(authoremail)", "%(committername)",
             "%(committeremail)", "%(committerdate:iso-strict)", "%(contents)",
         ]) + "%01"
-        text = _git("for-each-ref", f"--format={fmt}", "refs/heads", git_dir=repo.bare).stdout.decode("utf-8", "replace")
+        listing = _git("for-each-ref", f"--format={fmt}", "refs/heads", git_dir=repo.bare)
+        text = listing.stdout.decode("utf-8", "replace")
         keys = ("name", "sha", "author", "author_email", "committer", "committer_email", "date", "message")
         return [dict(zip(keys, record.lstrip("\n").split("\0"))) for record in text.split("\1") if record.strip()]
 

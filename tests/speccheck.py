@@ -465,7 +465,8 @@ class SpecChecker:
             problems += self._object_problems(schema, value, where, depth)
         return problems
 
-    def _object_problems(self, schema: Mapping[str, Any], value: Mapping[str, Any], where: str, depth: int) -> list[str]:
+    def _object_problems(self, schema: Mapping[str, Any], value: Mapping[str, Any], where: str,
+                         depth: int) -> list[str]:
         problems = []
         properties: Mapping[str, Any] = schema.get("properties", {})
         for name in schema.get("required", ()):
@@ -525,7 +526,8 @@ def _query_value_problems(name: str, param: Mapping[str, Any], values: list[str]
     else:
         separator = _COLLECTION_SEPARATORS.get(fmt, ",")
         if len(values) > 1:
-            return [f"query parameter {name!r} is given {len(values)} times; collectionFormat {fmt} joins items with {separator!r}"]
+            return [f"query parameter {name!r} is given {len(values)} times; "
+                    f"collectionFormat {fmt} joins items with {separator!r}"]
         items = values[0].split(separator) if values[0] else []
     item_schema = param.get("items", {})
     problems = []
