@@ -1,0 +1,161 @@
+"""Shared plumbing for the benchmarks: a sealed sandbox, a tiny JSON-RPC client over pipes, the report.
+
+Not a benchmark itself (``run_all.py`` skips files that start with ``_``).
+Everything runs on loopback or the local filesystem, inside a temporary
+directory with its own HOME and git configuration, so a benchmark never reads
+the user's credentials, hook records or git settings.
+"""
+from __future__ import annotations
+
+__all__ = ["ROOT", "TESTS", "sandbox", "git", "make_repo", "JsonRpcPipe", "report", "median"]
+
+import contextlib
+import json
+import os
+import select
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+for _path in (str(ROOT), str(TESTS)):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+# Variables that would point madtea or git somewhere other than the sandbox.
+_DROPPED_PREFIXES = ("GIT_", "MADTEA_", "GITEA_", "FORGEJO_", "TEA_", "CLAUDE", "CODEX", "GEMINI")
+
+
+@contextlib.contextmanager
+def sandbox() -> Iterator[Path]:
+    """A temporary base directory with a private HOME, XDG folders and git config; os.environ is restored after."""
+    saved = dict(os.environ)
+    with tempfile.TemporaryDirectory(prefix="madtea-bench-") as tmp:
+        base = Path(os.path.realpath(tmp))
+        home, runtime = base / "home", base / "runtime"
+        (home / ".config").mkdir(parents=True)
+        runtime.mkdir(mode=0o700)
+        gitconfig = home / ".gitconfig"
+        gitconfig.write_text("[user]\n\tname = Bench\n\temail = bench@example.invalid\n"
+                             "[init]\n\tdefaultBranch = main\n[commit]\n\tgpgsign = false\n"
+                             "[protocol]\n\tallow = never\n[protocol \"file\"]\n\tallow = always\n",
+                             encoding="utf-8")
+        for key in list(os.environ):
+            if key.upper().startswith(_DROPPED_PREFIXES) or "TOKEN" in key.upper():
+                del os.environ[key]
+        os.environ.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"), XDG_RUNTIME_DIR=str(runtime),
+                          GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=str(gitconfig), LC_ALL="C")
+        try:
+            yield base
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git for the benchmark's own set-up (never counted: madtea's own calls go through gitops)."""
+    out = subprocess.run(["git", *args], cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+    return out.stdout.decode(errors="replace").strip()
+
+
+def make_repo(path: Path, origin: str | None = None) -> Path:
+    """A repository with one commit on main and, optionally, an origin."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    if origin:
+        git(path, "remote", "add", "origin", origin)
+    (path / "README.md").write_text(f"# {path.name}\n", encoding="utf-8")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "initial commit")
+    return path
+
+
+class JsonRpcPipe:
+    """An MCP stdio client that speaks newline-delimited JSON-RPC to a child process, legacy handshake first.
+
+    Reads are bounded by a deadline, so a child that never answers ends the
+    benchmark with an error instead of hanging it.
+    """
+
+    PROTOCOL = "2025-11-25"
+
+    def __init__(self, argv: Sequence[str], *, cwd: Path, env: dict[str, str], timeout: float = 30.0) -> None:
+        self.proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        self.deadline = time.monotonic() + timeout
+        self._buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, ident: int, method: str, params: dict[str, Any]) -> bytes:
+        """Send a request and return the raw bytes of its response line."""
+        self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        while True:
+            line = self._line()
+            if json.loads(line).get("id") == ident:
+                return line
+
+    def initialize(self) -> None:
+        self.request(1, "initialize", {"protocolVersion": self.PROTOCOL, "capabilities": {},
+                                       "clientInfo": {"name": "madtea-bench", "version": "0"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def _line(self) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{self.proc.args!r} did not answer in time")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise EOFError(f"{self.proc.args!r} closed its stdout (exit {self.proc.poll()})")
+                self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def report(name: str, measured: float, baseline: float, target: float, unit: str, *, what: str,
+           baseline_what: str, ratio_of: str = "baseline", lower_is_better: bool = True) -> None:
+    """Print the figures in one shape, then a machine-readable summary line for run_all.py.
+
+    The ratio is measured / baseline when *ratio_of* is "baseline" (a relative
+    target such as 1.15x) and measured / target otherwise (an absolute budget).
+    """
+    denominator = baseline if ratio_of == "baseline" else target
+    ratio = measured / denominator if denominator else float("inf")
+    limit = target if ratio_of != "baseline" else target * baseline
+    ok = measured <= limit if lower_is_better else measured >= limit
+    target_text = f"<= {target:g}x the baseline" if ratio_of == "baseline" else f"<= {target:g} {unit}"
+    print(f"{what}: {measured:.6g} {unit}")
+    print(f"baseline ({baseline_what}): {baseline:.6g} {unit}")
+    print(f"ratio: {ratio:.3f} (measured / {ratio_of})")
+    print(f"target: {target_text}: {'within target' if ok else 'OVER TARGET'}")
+    print("summary\t" + json.dumps({"name": name, "measured": f"{measured:.6g} {unit}",
+                                     "baseline": f"{baseline:.6g} {unit}", "ratio": f"{ratio:.3f}",
+                                     "target": target_text, "ok": ok}))
