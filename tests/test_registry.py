@@ -126,7 +126,9 @@ def _shipped_strings() -> list[str]:
         path = ROOT / ".claude-plugin" / name
         if path.exists():
             texts.append(path.read_text())
-    for path in (ROOT / "hooks" / "hooks.json", ROOT / ".mcp.json", ROOT / "gemini-extension.json"):
+    for path in (ROOT / "hooks" / "hooks.json", ROOT / ".mcp.json", ROOT / "integrations" / "codex-hooks.json",
+                 ROOT / "integrations" / "gemini" / "gemini-extension.json",
+                 ROOT / "integrations" / "gemini" / "hooks" / "hooks.json"):
         if path.exists():
             texts.append(path.read_text())
     return texts
