@@ -13,7 +13,6 @@ Targets: at most 50 ms, no git subprocess per child.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
