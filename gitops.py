@@ -238,7 +238,10 @@ def _count_call() -> None:
 
 
 def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k.upper() not in _REPO_SELECTING}
+    # madtea's tokens never reach git or what git runs (hooks, helpers): git
+    # transport gets its credential from madtea's helper, which reads it itself.
+    env = {k: v for k, v in os.environ.items()
+           if k.upper() not in _REPO_SELECTING and not k.upper().startswith("MADTEA_TOKEN")}
     env.update(_FIXED_ENV)
     if "GIT_SSH_COMMAND" not in env and "GIT_SSH" not in env:
         env["GIT_SSH_COMMAND"] = _SSH_BATCH
