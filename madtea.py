@@ -1084,12 +1084,21 @@ def issue_comment_op(inv: Invocation) -> Result:
     return _comment(inv, "issue")
 
 
+def _lock_supported(inv: Invocation) -> None:
+    """Forgejo has no issue-lock endpoint: say so, rather than send a request that can only 404."""
+    remote = api(inv)
+    if remote.flavour() == "forgejo":
+        raise remote.client.not_supported("Locking an issue's conversation", "Forgejo's API has no issue lock "
+                                          "endpoint; a person can lock it on the issue's web page")
+
+
 @operation("madt_issues", "lock", cli=("issue", "lock"), kind="remote", mutating=True, idempotent=True,
            summary="Lock an issue's conversation.",
            params=(NUMBER, Param("reason", "enum", "Why: off_topic, resolved, spam or too_heated.",
                                  choices=("off_topic", "resolved", "spam", "too_heated"), short="r")))
 def issue_lock_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
+    _lock_supported(inv)
     api(inv).put("issues", number, "lock", json={"lock_reason": inv.args.get("reason", "")})
     return Result(f"Locked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": True})
 
@@ -1098,6 +1107,7 @@ def issue_lock_op(inv: Invocation) -> Result:
            summary="Unlock an issue's conversation.", params=(NUMBER,))
 def issue_unlock_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
+    _lock_supported(inv)
     api(inv).delete("issues", number, "lock")
     return Result(f"Unlocked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": False})
 
