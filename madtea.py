@@ -1174,9 +1174,14 @@ def find_open_pr(a: Api, head: str, base: str) -> dict[str, Any] | None:
     return None
 
 
-def open_pr(a: Api, payload: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-    """Open a PR, or reuse the open one for the same head and base: (pr, created)."""
-    existing = find_open_pr(a, payload["head"], payload["base"])
+def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
+            existing: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+    """Open a PR, or reuse the open one for the same head and base: (pr, created).
+
+    *looked* says the caller has just looked for it (and found *existing*, or nothing).
+    """
+    if not looked:
+        existing = find_open_pr(a, payload["head"], payload["base"])
     if existing:
         return existing, False
     try:
@@ -2156,10 +2161,26 @@ def finish_op(inv: Invocation) -> Result:
         resume = _finish_resume(inv, steps)
         text = (f"{failed.text}\n{done}\nNot done: the steps after that. Nothing done was undone; the local "
                 f"commit and branch are intact. Resume with the call below: it repeats nothing already done.")
+        steps_next = [resume]
+        if failed.error["code"] == "HEAD_MOVED":
+            # Retrying at once would meet the same moved head: first see the new commits and bring them
+            # into the branch; with the tips equal again, the resume merges only what was seen.
+            steps_next = _head_moved_steps(inv, steps, resume)
+            text = (f"{failed.text}\n{done}\nNothing was merged. Read the new commits, bring them into your "
+                    f"branch, then resume: the merge happens only once your branch and the forge's head agree.")
         failed.text = text
-        failed.error["next"] = [resume] + list(failed.error.get("next") or [])
+        failed.error["next"] = steps_next + list(failed.error.get("next") or [])
         failed.data = {"completed": steps.done} | steps.facts
         return failed
+
+
+def _head_moved_steps(inv: Invocation, steps: _Steps, resume: dict[str, Any]) -> list[dict[str, Any]]:
+    where = {"owner_repo": inv.repo.origin.full} if inv.repo.origin else {}
+    view = [guard.call("madt_pr", action="view", number=steps.facts["pr"], **where)] if "pr" in steps.facts else []
+    if inv.args.get("branch"):
+        return view  # the branch= form touches no working tree: a person decides what to merge
+    pull = guard.call("madt_pull", dir=str(inv.repo.top), branch=inv.state.branch)
+    return view + [pull, resume]
 
 
 def _finish(inv: Invocation, steps: _Steps) -> Result:
@@ -2224,7 +2245,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
     title = a.get("title") or (open_pr_now or {}).get("title") or branch
     payload = {"title": title, "body": _pr_body(inv, closes, no_close), "head": branch, "base": default}
-    pr, created = open_pr(remote, payload)
+    pr, created = open_pr(remote, payload, looked=True, existing=open_pr_now)
     steps.add(f"{'Opened' if created else 'Reused the open'} PR #{pr['number']} ({branch} → {default}) "
               f"{pr.get('html_url')}", pr=pr["number"])
     pr, polls = wait_mergeable(remote, pr["number"])

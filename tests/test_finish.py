@@ -218,6 +218,16 @@ def test_head_moved_between_push_and_merge(work: Work, monkeypatch: pytest.Monke
     assert not w.forge.find_requests("POST", "/merge")
     assert w.local("branch", "--show-current") == "feat"  # the local commit and branch are intact
     assert w.local("rev-parse", "HEAD") == result.data["commit"]
+    # The chain does not loop: read the PR, bring the new commits in, then resume (never resume first).
+    view, pull, resume = result.error["next"][:3]
+    assert view["tool"] == "madt_pr" and view["args"]["action"] == "view"
+    assert pull == {"tool": "madt_pull", "args": {"dir": str(w.clone), "branch": "feat"}}
+    assert resume["tool"] == "madt_finish"
+    pulled = madtea.run(pull["tool"], pull["args"], madtea.Context("mcp", w.clone))
+    assert pulled.error is None, pulled.text
+    done = madtea.run(resume["tool"], resume["args"], madtea.Context("mcp", w.clone))
+    assert done.error is None, done.text
+    assert "nothing left to verify" in done.text and len(w.pulls()) == 1
 
 
 def test_head_moved_after_the_last_look_is_refused_by_the_forge(work: Work, monkeypatch: pytest.MonkeyPatch) -> None:
