@@ -1812,9 +1812,18 @@ def wiki_edit_op(inv: Invocation) -> Result:
 
 # ----------------------------------------------------------------------------- actions
 
+def _forgejo_lacks(remote: Api, endpoint: str) -> None:
+    """Forgejo's API lists Actions runs (and shows one) but has no jobs, workflows or logs: say so before asking."""
+    if remote.flavour() == "forgejo":
+        raise remote.client.not_supported(f"The Actions endpoint {endpoint}", "Forgejo's API offers only the "
+                                          "list of workflow runs and one run; see the rest on the run's web page")
+
+
 def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None = None, listing: str | None = None) -> Any:
     """Actions endpoints, with Forgejo's gaps reported as NOT_SUPPORTED rather than a bare 404."""
     remote = api(inv)
+    if not (segments[:1] == ("runs",) and len(segments) <= 2):
+        _forgejo_lacks(remote, "actions/" + "/".join(map(str, segments)))
     try:
         found = remote.get("actions", *segments, params=params)
     except remote.forge.ForgeError as exc:
@@ -1825,13 +1834,24 @@ def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None =
     return found.get(listing) if listing and isinstance(found, dict) else found
 
 
+_RUN_DONE = ("success", "failure", "cancelled", "skipped")
+
+
+def _run_row(r: Mapping[str, Any]) -> dict[str, Any]:
+    """One run in Gitea's shape; Forgejo names the fields differently and folds the conclusion into status."""
+    status, conclusion = r.get("status"), r.get("conclusion")
+    if "conclusion" not in r and status in _RUN_DONE:
+        status, conclusion = "completed", status
+    return {"id": r.get("id"), "title": clean(r.get("display_title") or r.get("title")), "status": status,
+            "conclusion": conclusion or None, "branch": r.get("head_branch") or r.get("prettyref"),
+            "sha": r.get("head_sha") or r.get("commit_sha"), "url": r.get("html_url")}
+
+
 @operation("madt_actions", "runs", cli=("actions", "runs"), kind="remote", mutating=False, idempotent=True,
            summary="List recent workflow runs.", params=(LIMIT,))
 def actions_runs_op(inv: Invocation) -> Result:
     runs = _actions(inv, "runs", params={"limit": min(_limit(inv), 50)}, listing="workflow_runs") or []
-    rows = [{"id": r.get("id"), "title": clean(r.get("display_title")), "status": r.get("status"),
-             "conclusion": r.get("conclusion"), "branch": r.get("head_branch"), "sha": r.get("head_sha"),
-             "url": r.get("html_url")} for r in runs]
+    rows = [_run_row(r) for r in runs]
     return Result("\n".join(f"{r['id']} {r['status']}/{r['conclusion']} {r['branch']}: {r['title']}" for r in rows)
                   or "no runs", rows)
 
@@ -1860,6 +1880,7 @@ def actions_workflows_op(inv: Invocation) -> Result:
            params=(Param("job_id", "int", "The job whose log to show.", required=True, positional=True), OFFSET))
 def actions_logs_op(inv: Invocation) -> Result:
     remote = api(inv)
+    _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
     try:
         text = remote.scoped.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
     except remote.forge.ForgeError as exc:
