@@ -496,6 +496,7 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("POST", "/user/repos", "repo_create", scope="repository", token=True, form=True),
     _Route("POST", "/orgs/{org}/repos", "org_repo_create", scope="organization", token=True, form=True),
     _Route("GET", "/orgs/{org}/repos", "org_repos", scope="organization"),
+    _Route("GET", "/users/{username}/repos", "users_repos", scope="user"),
     _Route("GET", "/notifications", "notifications_list", scope="notification", token=True),
     _Route("PUT", "/notifications", "notifications_read", scope="notification", token=True),
     _Route("GET", "/notifications/threads/{id}", "notification_get", scope="notification", token=True),
@@ -516,6 +517,7 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("POST", _R + "/tags", "tag_create", scope="repository", token=True, perm="write", form=True),
     _Route("DELETE", _R + "/tags/{tag*}", "tag_delete", scope="repository", token=True, perm="write"),
     _Route("GET", _R + "/commits/{ref}/status", "commit_status", scope="repository"),
+    _Route("GET", _R + "/collaborators/{collaborator}", "collaborator_check", scope="repository"),
     # issues and comments
     _Route("GET", _R + "/issues", "issues_list", scope="issue"),
     _Route("POST", _R + "/issues", "issue_create", scope="issue", token=True, form=True),
@@ -1996,6 +1998,14 @@ class FakeForge:
         items, headers = self._page(ctx, sorted(repos, key=lambda r: r.id))
         return self._json(200, [self._repo_json(r, ctx.user) for r in items], headers)
 
+    def _h_users_repos(self, ctx: _Ctx) -> _Response:
+        owner = self.users.get(unquote(ctx.params["username"]).lower())
+        if owner is None:
+            raise self._not_found("GetUserByName", [f"user redirect does not exist [name: {ctx.params['username']}]"])
+        repos = [r for r in self._visible_repos(ctx.user) if r.owner.lower() == owner.login.lower()]
+        items, headers = self._page(ctx, sorted(repos, key=lambda r: r.id))
+        return self._json(200, [self._repo_json(r, ctx.user) for r in items], headers)
+
     def _h_repo_create(self, ctx: _Ctx) -> _Response:
         assert ctx.user is not None
         return self._create_repo_for(ctx, ctx.user.login)
@@ -2181,6 +2191,17 @@ class FakeForge:
             raise self._error(409, "a tag attached to a release cannot be deleted directly")
         _git("update-ref", "-d", f"refs/tags/{name}", git_dir=repo.bare)
         return _Response(204, b"", None)
+
+    def _h_collaborator_check(self, ctx: _Ctx) -> _Response:
+        """IsCollaborator: 204 for an explicit collaborator only (org owners are not in that table), else 404."""
+        repo = ctx.repo
+        assert repo is not None
+        login = unquote(ctx.params["collaborator"]).lower()
+        if login not in self.users:
+            raise self._error(422, f"user does not exist [uid: 0, name: {login}]")
+        if login in repo.collaborators:
+            return _Response(204, b"", None)
+        raise self._not_found()
 
     def _h_commit_status(self, ctx: _Ctx) -> _Response:
         repo = ctx.repo
