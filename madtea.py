@@ -282,7 +282,9 @@ def push_op(inv: Invocation) -> Result:
                             target=inv.repo.describe(), user_action="Call madt_push again with branch set.")
     lease = _ref_arg(inv, "force_with_lease")
     try:
-        pushed = gitops.push(_grepo(inv), branch, lease_sha=lease, set_upstream=bool(inv.args.get("set_upstream")))
+        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
+                                 set_upstream=bool(inv.args.get("set_upstream")), env=env)
     except gitops.LeaseRejected as exc:
         raise guard.Refusal("LEASE_REJECTED",
                             f"origin/{branch} is no longer at {lease[:9]}; someone pushed since you based your work "
@@ -307,7 +309,8 @@ def pull_op(inv: Invocation) -> Result:
     if branch is None:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; switch to a branch first.",
                             target=inv.repo.describe(), user_action="Call madt_switch with the branch to pull into.")
-    pulled = gitops.pull_ff(_grepo(inv), branch)
+    with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+        pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
     old, new = pulled.before, pulled.after or ""
     moved = "already up to date" if old == new else f"{(old or '0')[:9]}..{new[:9]} (fast-forward)"
     return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.",
@@ -559,7 +562,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
             raise guard.not_a_repo(inv.op.tool, str(path))
         facts = repo_facts(found_repo)
         if facts.origin is None:
-            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {facts.top} has no forge origin.",
+            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {facts.top} {origin_problem(facts)}.",
                                 target=str(facts.top), user_action="Call again with owner_repo instead of dir.")
         return RemoteTarget(forge_target(facts.origin), facts.origin.owner, facts.origin.repo, True, launch,
                             launch_host)
@@ -572,7 +575,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         target = _explicit_forge(host, launch_forge) if host else launch_forge
         return RemoteTarget(target, owner, repo, True, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
-        where = f"{launch.top} has no forge origin" if launch else f"{inv.ctx.launch_dir} is not a git repository"
+        where = f"{launch.top} {origin_problem(launch)}" if launch else f"{inv.ctx.launch_dir} is not a git repository"
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {where}, so there is no repository to default to.",
                             target=inv.op.where, user_action=f"Call {inv.op.tool} again with owner_repo=owner/repo.")
     return RemoteTarget(launch_forge, launch.origin.owner, launch.origin.repo, False, launch, launch_host)
@@ -605,7 +608,7 @@ class Api:
     """The forge, as one remote call sees it: repo-relative helpers over the request funnel."""
 
     def __init__(self, target: RemoteTarget, confined: bool, read_only: bool) -> None:
-        import forge
+        forge = _forge()
 
         self.forge = forge
         self.target = target
@@ -661,6 +664,8 @@ def api(inv: Invocation) -> Api:
     if inv.remote is None:
         target = _remote_target(inv)
         _guard_remote(inv, target)
+        if target.launch is not None:
+            warn_credentialed_origin(target.launch.common_dir, str(target.launch.top))
         # The launch scope: another forge host is reached only through a client
         # confined to the target repository, and read-only but for filing an issue.
         cross_host = target.launch_host is not None and target.host != target.launch_host
@@ -1975,7 +1980,12 @@ def api_call_op(inv: Invocation) -> Result:
                 raise _covered_refusal(method, path, tool, action, f"{match.group(1)}/{match.group(2)}", sub,
                                        a.get("body"))
     if match:
-        scoped = remote.forge.RepoClient(remote.client, match.group(1), match.group(2))
+        if remote.confined and (match.group(1), match.group(2)) != (remote.target.owner, remote.target.repo):
+            raise remote.forge.ForgeError("OUT_OF_SCOPE", f"{path} names another repository than "
+                                          f"{remote.target.full}; on another forge host only that repository's "
+                                          f"own paths may be read.")
+        scoped = remote.forge.RepoClient(remote.client, match.group(1), match.group(2),
+                                         read_only=remote.scoped.read_only)
         if method == "GET" and a.get("paginate"):
             found: Any = scoped.paginate(match.group(3) or "", params={}, limit=100_000)[0]
         else:
@@ -2261,7 +2271,8 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
                           f"and no open pull request.", {"branch": branch, "completed": []})
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
-        pushed = gitops.push(repo, branch, set_upstream=not branch_form)
+        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
         steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
     head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
     title = a.get("title") or (open_pr_now or {}).get("title") or branch
@@ -2314,7 +2325,8 @@ def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: 
         closing_line = closing(f"PR #{number} is merged on the forge at {merge_sha[:9]}; no working tree was touched")
     else:
         gitops.switch(repo, default)
-        pulled = gitops.pull_ff(repo, default)
+        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            pulled = gitops.pull_ff(repo, default, env=env)
         steps.add(f"Switched to {default} and pulled to {str(pulled.after)[:9]}", local=pulled.after)
         if branch != default and gitops.ref_exists(repo, f"refs/heads/{branch}"):
             notice(f"the local branch {branch} is kept; madt_prune deletes it once its work is proven in {default}.")
@@ -2522,6 +2534,10 @@ def _forge_error(exc: Exception) -> Result | None:
         return None
     code = getattr(exc, "code", "FORGE_UNAVAILABLE")
     user_action = _FORGE_NEXT.get(code)
+    host = getattr(exc, "host", None)
+    if code == "AUTH_MISSING" and host:
+        user_action = (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks "
+                       f"for a token and checks it with the forge), then call again.")
     return error_result(code, str(exc), getattr(exc, "target", None), user_action=user_action)
 
 
@@ -2837,6 +2853,444 @@ def serve_mcp() -> int:
     anyio.run(serve)
     return 0
 
+
+
+# --- auth (credentials helper) ---
+#
+# Tokens are a person's business: ``madtea auth`` stores, shows and removes
+# them on the CLI only (the hook denies these verbs to agents). Git transport
+# gets its token from ``madtea auth git-credential``, named only in the git
+# child's environment, so no token is ever in a remote URL, argv, a config file
+# or the git child's environment.
+
+__all__ += ["transport_env", "git_credential", "helper_command", "origin_problem"]
+
+_HELPER_HOST_ENV = "MADTEA_GIT_CREDENTIAL_HOST"   # the one host the helper answers for
+_HELPER_FILE_ENV = "MADTEA_GIT_TOKEN_FILE"        # a 0600 file holding an environment token for that host
+_USER_RE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_AUTH_FAILED = ("could not read Username", "could not read Password", "Authentication failed",
+                "401 Unauthorized", "403 Forbidden", "HTTP Basic: Access denied")
+
+
+def _forge() -> Any:
+    """The forge module, its diagnostics routed through madtea's one emitter."""
+    import forge
+    forge.set_diagnostics(warn)
+    return forge
+
+
+def helper_command() -> str:
+    """The credential-helper value git runs (through sh): this madtea, by absolute paths."""
+    import shlex
+
+    isolate = " -P" if sys.version_info >= (3, 11) else ""  # never import modules from git's working directory
+    script = os.path.join(_HERE, "madtea.py")
+    return f"!{shlex.quote(sys.executable or 'python3')}{isolate} {shlex.quote(script)} auth git-credential"
+
+
+def credentialed_url(url: str) -> str | None:
+    """*url* with its user-info masked when an http(s) URL carries one (a token or password); else None."""
+    import re
+
+    found = re.match(r"(?i)^(https?://)([^/?#]*)@", url)
+    if not found:
+        return None
+    return found.group(1) + "***@" + re.split(r"[?#]", url[found.end():], maxsplit=1)[0]
+
+
+def warn_credentialed_origin(common_dir: Path, where: str) -> None:
+    """Warn, without the secret, when a repository's origin URL embeds a credential."""
+    url = gitops.read_origin(common_dir)
+    shown = credentialed_url(url) if url else None
+    if shown:
+        warn(f"the origin of {where} embeds a credential in its URL ({shown}), which git keeps in plain text in "
+             f"its config and prints in its messages; ask the user to set the origin to the address without it "
+             f"and store the token with madtea auth login instead.")
+
+
+class _Transport:
+    """``with transport_env(...) as env``: the git child's credential environment, and its clean-up."""
+
+    def __init__(self, repo: Any, launch_host: str | None) -> None:
+        self.repo = repo
+        self.launch_host = launch_host
+        self.host: str | None = None
+        self._file: str | None = None
+
+    def __enter__(self) -> dict[str, str]:
+        # gitops keeps every MADTEA_TOKEN* variable out of git's environment; an
+        # environment token reaches the helper through a private file instead.
+        env: dict[str, str] = {}
+        helpers = [""]  # an empty value empties the helper list built from every config file before it
+        url = gitops.read_origin(self.repo.common_dir)
+        if url:
+            warn_credentialed_origin(self.repo.common_dir, str(self.repo.top))
+        origin = gitops.parse_remote_url(url) if url else None
+        if origin is not None and origin.scheme in ("https", "http"):
+            forge = _forge()
+            try:
+                self.host = forge_target(origin).host
+            except forge.ForgeError:
+                self.host = None
+        if self.host and self.launch_host and self.host != self.launch_host:
+            notice(f"git transport to {self.host} carries no madtea credential: that host is outside the launch "
+                   f"repo's forge ({self.launch_host}), which bounds what this server may use.")
+        elif self.host:
+            token, source = _forge().token_for(self.host, self.launch_host)
+            if token and source.startswith("env:"):
+                self._file = _token_file(self.host, token)
+                env[_HELPER_FILE_ENV] = self._file
+            env[_HELPER_HOST_ENV] = self.host
+            helpers.append(helper_command())
+        base = _env_config_count()
+        for offset, value in enumerate(helpers):
+            env[f"GIT_CONFIG_KEY_{base + offset}"] = "credential.helper"
+            env[f"GIT_CONFIG_VALUE_{base + offset}"] = value
+        env["GIT_CONFIG_COUNT"] = str(base + len(helpers))
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        return env
+
+    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
+        if self._file:
+            try:
+                os.unlink(self._file)
+            except OSError:
+                pass
+        if isinstance(exc, gitops.GitError) and not isinstance(exc, gitops.PushRejected):
+            if any(sign in exc.stderr for sign in _AUTH_FAILED):
+                host = self.host or "the origin's host"
+                raise _forge().ForgeError("AUTH_MISSING", f"git could not authenticate to {host}: no working "
+                                          f"credential for it ({exc}).", host=self.host) from None
+
+
+def transport_env(repo: Any, launch_host: str | None) -> _Transport:
+    """Credentials for git push, pull and fetch in *repo*, through madtea's helper and nothing else.
+
+    Use as ``with transport_env(repo, launch_host) as env: gitops.push(..., env=env)``.
+    The helper answers only for the origin's host, and only when that host is
+    the launch host (or there is none). An environment token is handed to it in
+    a 0600 file that is deleted when the block ends; git itself never sees it.
+    An authentication failure inside the block becomes ``AUTH_MISSING``.
+    """
+    return _Transport(repo, launch_host)
+
+
+def _env_config_count() -> int:
+    # The caller's own GIT_CONFIG_* entries are kept; madtea's are appended, so
+    # its empty helper value still comes after every helper configured before it.
+    try:
+        return max(0, int(os.environ.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        return 0
+
+
+def _token_file(host: str, token: str) -> str:
+    import tempfile
+
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    folder = runtime if runtime and os.path.isabs(runtime) and os.path.isdir(runtime) else None
+    fd, path = tempfile.mkstemp(prefix="madtea-git-", suffix=".json", dir=folder)  # 0600, O_EXCL
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"host": host, "token": token}, handle)
+    return path
+
+
+def _launch_host(ctx: Context) -> str | None:
+    """The credential key of the launch repo's forge; None when there is none to bound transport."""
+    launch = _launch_repo(ctx)
+    if launch is None or launch.origin is None:
+        return None
+    try:
+        return forge_target(launch.origin).host
+    except Exception:  # noqa: BLE001 - an unusable origin bounds nothing
+        return None
+
+
+def git_credential(action: str, stdin: Any, stdout: Any) -> int:
+    """git's credential-helper protocol: answer ``get`` for a host madtea holds a token for; nothing else.
+
+    ``store`` and ``erase`` do nothing: what git hands over is never persisted.
+    """
+    import re
+
+    fields: dict[str, str] = {}
+    for line in stdin:
+        line = line.rstrip("\r\n")
+        if not line:
+            break
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key] = value
+    if action != "get" or fields.get("protocol", "").lower() not in ("https", "http") or not fields.get("host"):
+        return 0
+    forge = _forge()
+    host = forge.host_key(fields["host"])
+    scope = os.environ.get(_HELPER_HOST_ENV, "")
+    if scope and host != forge.host_key(scope):
+        return 0
+    token = _helper_file_token(forge, host) or forge.token_for(host)[0]
+    if not token or not re.fullmatch(r"[\x21-\x7e]+", token):
+        return 0
+    user = (forge.known_logins().get(host) or {}).get("user")
+    user = user if isinstance(user, str) and re.fullmatch(_USER_RE, user) else "x-token"
+    stdout.write(f"username={user}\npassword={token}\n")
+    stdout.flush()
+    return 0
+
+
+def _helper_file_token(forge: Any, host: str) -> str | None:
+    path = os.environ.get(_HELPER_FILE_ENV, "")
+    if not path:
+        return None
+    try:
+        data = forge.read_private_json(Path(path))
+    except forge.StoreFailure as exc:
+        warn(str(exc))
+        return None
+    token = data.get("token")
+    return token if data.get("host") == host and isinstance(token, str) else None
+
+
+def origin_problem(facts: guard.RepoFacts) -> str:
+    """Why a repository has no usable forge origin, in words (any embedded credential masked)."""
+    url = gitops.read_origin(facts.common_dir)
+    if not url:
+        return "has no origin remote"
+    shown = credentialed_url(url) or url
+    shown = shown if len(shown) <= 120 and shown.isprintable() else repr(shown[:117]) + "…"
+    return (f"has an origin, {shown}, that is not a forge repository address madtea can read "
+            f"(https://host/owner/repo, ssh://host/owner/repo or user@host:owner/repo)")
+
+
+# --------------------------------------------------------------------------- the auth CLI
+
+def _cwd_target() -> Any:
+    """The forge target of the current directory's origin, or None."""
+    repo = gitops.fs_find_repo(Path(os.getcwd()))
+    facts = repo_facts(repo) if repo else None
+    if facts is None or facts.origin is None:
+        return None
+    try:
+        return forge_target(facts.origin)
+    except Exception:  # noqa: BLE001 - no usable origin: the caller asks for --hostname
+        return None
+
+
+def _auth_target(hostname: str | None) -> Any:
+    """The host a command means: --hostname (a host or a URL), else the current repository's forge."""
+    forge = _forge()
+    here = _cwd_target()
+    if not hostname:
+        if here is None:
+            raise forge.ForgeError("BAD_ARGUMENT", f"{os.getcwd()} is not in a repository with a forge origin, "
+                                   "so there is no host to default to; pass --hostname.")
+        return here
+    text = hostname.strip()
+    if here is not None and forge.host_key(text) == here.host:
+        return here
+    record = forge.known_logins().get(forge.host_key(text)) or {}
+    if "://" not in text and isinstance(record.get("api"), str):
+        return _recorded_target(forge, forge.host_key(text), record["api"])
+    return forge.target_for_url(text)
+
+
+def _recorded_target(forge: Any, host: str, api: str) -> Any:
+    again = forge.target_for_url(api.removesuffix("/api/v1"))
+    return again if again.host == host else forge.ForgeTarget(host, api)
+
+
+def _verify(forge: Any, target: Any, token: str) -> str:
+    """The login name the forge says *token* belongs to (GET /user); raises ForgeError otherwise."""
+    client = forge.Client.from_target(target, token, timeout=15.0, total_timeout=30.0, retries=1)
+    me = client.get("/user")
+    login = me.get("login") if isinstance(me, dict) else None
+    if not isinstance(login, str) or not login:
+        raise forge.ForgeError("FORGE_UNAVAILABLE", f"The forge at {target.host} did not say who the token "
+                               "belongs to.", host=target.host)
+    return login
+
+
+def _read_token(with_token: bool, host: str) -> str:
+    if with_token:
+        return sys.stdin.read(65536)
+    if not sys.stdin.isatty():
+        raise _forge().ForgeError("BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in "
+                                  "with --with-token.")
+    import getpass
+    return getpass.getpass(f"Token for {host} (input is hidden): ")
+
+
+def _auth_fail(exc: Exception) -> int:
+    code = getattr(exc, "code", None)
+    _stderr(f"{code}: {exc}" if code else str(exc), "31")
+    return 1
+
+
+def _auth_login(ns: Any) -> int:
+    forge = _forge()
+    try:
+        target = _auth_target(ns.hostname)
+        token = forge.check_token_text(_read_token(ns.with_token, target.host))
+        user = _verify(forge, target, token)
+        where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
+        forge.record_login(target.host, user, where, target.api_base)
+    except forge.ForgeError as exc:
+        return _auth_fail(exc)
+    print(f"Logged in to {target.host} as {user}; the token is in {forge.describe_source(where)}.")
+    return 0
+
+
+def _auth_logout(ns: Any) -> int:
+    forge = _forge()
+    try:
+        target = _auth_target(ns.hostname)
+    except forge.ForgeError as exc:
+        return _auth_fail(exc)
+    removed = forge.delete_token(target.host)
+    forge.forget_login(target.host)
+    for name in (forge.token_env_var(target.host), "MADTEA_TOKEN"):
+        if os.environ.get(name, "").strip():
+            warn(f"{name} is still set in the environment and is used before any store; unset it too.")
+    if removed:
+        print(f"Logged out of {target.host}: removed its token from "
+              f"{', '.join(forge.describe_source(r) for r in removed)}.")
+    else:
+        print(f"No stored token for {target.host}; nothing was removed.")
+    return 0
+
+
+def _auth_status(ns: Any) -> int:
+    forge = _forge()
+    here = _cwd_target()
+    logins = forge.known_logins()
+    hosts = set(logins)
+    try:
+        hosts |= set(forge.FileStore().hosts())
+    except forge.StoreFailure as exc:
+        warn(str(exc))
+    if here is not None:
+        hosts.add(here.host)
+    shown_vars = set()
+    failed = not hosts
+    for host in sorted(hosts):
+        token, source = forge.token_for(host, here.host if here else None)
+        shown_vars.add(source.removeprefix("env:"))
+        if not token:
+            print(f"{host}: no credential; log in with: madtea auth login --hostname {host}")
+            failed = True
+            continue
+        record = logins.get(host) or {}
+        target = here if here is not None and here.host == host else (
+            _recorded_target(forge, host, record["api"]) if isinstance(record.get("api"), str)
+            else forge.target_for_url(host))
+        try:
+            user = _verify(forge, target, token)
+        except forge.ForgeError as exc:
+            print(f"{host}: token in {forge.describe_source(source)}, but the forge did not confirm it ({exc})")
+            failed = True
+            continue
+        print(f"{host}: logged in as {user}; token in {forge.describe_source(source)}")
+    for name in sorted(n for n in os.environ if n.upper().startswith("MADTEA_TOKEN") and n not in shown_vars):
+        if os.environ[name].strip():
+            use = "the launch repository's host" if name == "MADTEA_TOKEN" else "its own host"
+            print(f"{name} is set in the environment (used for {use} only)")
+    if not hosts:
+        print("Not logged in to any forge host; log in with: madtea auth login --hostname <host>")
+    return 1 if failed else 0
+
+
+def _auth_token(ns: Any) -> int:
+    forge = _forge()
+    try:
+        target = _auth_target(ns.hostname)
+    except forge.ForgeError as exc:
+        return _auth_fail(exc)
+    here = _cwd_target()
+    token, _source = forge.token_for(target.host, here.host if here else None)
+    if not token:
+        _stderr(f"AUTH_MISSING: no token for {target.host}; log in with: madtea auth login --hostname "
+                f"{target.host}", "31")
+        return 1
+    print(token)
+    return 0
+
+
+def _auth_git_credential(ns: Any) -> int:
+    return git_credential(ns.operation, sys.stdin, sys.stdout)
+
+
+def _auth_import_tea(ns: Any) -> int:
+    forge = _forge()
+    try:
+        logins = forge.read_tea_logins()
+    except forge.ForgeError as exc:
+        return _auth_fail(exc)
+    if not logins:
+        print(f"No tea logins found in {forge.tea_config_path()}; nothing to import.")
+        return 0
+    plan = []
+    for login in logins:
+        try:
+            plan.append((forge.target_for_url(login.url), login))
+        except forge.ForgeError as exc:
+            warn(f"tea login {login.name!r} is skipped: {exc}")
+    print(f"tea ({forge.tea_config_path()}) has logins for:")
+    for target, login in plan:
+        print(f"  {target.host}" + (f" as {login.user}" if login.user else "") + f" (tea login {login.name!r})")
+    if not sys.stdin.isatty():
+        _stderr("USER_ACTION_REQUIRED: importing tokens needs your consent at a terminal, and there is none; "
+                "run madtea auth import-tea in a terminal.", "31")
+        return 1
+    answer = input(f"Import {len(plan)} token{'s' if len(plan) != 1 else ''} into madtea's credential store? "
+                   "Type yes to import: ")
+    if answer.strip().lower() != "yes":
+        print("Nothing was imported.")
+        return 1
+    failed = 0
+    for target, login in plan:
+        try:
+            token = forge.check_token_text(login.token)
+            user = _verify(forge, target, token)
+            where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
+            forge.record_login(target.host, user, where, target.api_base)
+        except forge.ForgeError as exc:
+            print(f"{target.host}: not imported ({exc})")
+            failed += 1
+            continue
+        print(f"{target.host}: imported as {user}; the token is in {forge.describe_source(where)}")
+    return 1 if failed else 0
+
+
+def _auth_cli(parser: Any) -> None:
+    verbs = parser.add_subparsers(dest="verb", metavar="<verb>", required=True)
+    host_help = "The forge host (or its https:// address); default: this repository's origin host."
+    insecure_help = ("When no secure credential store works on this machine, keep the token in a plaintext "
+                     "file (mode 0600) instead of refusing.")
+
+    def verb(name: str, summary: str, run: Callable[[Any], int], hostname: bool = True) -> Any:
+        sub = verbs.add_parser(name, help=summary, description=summary)
+        if hostname:
+            sub.add_argument("--hostname", help=host_help)
+        sub.set_defaults(_run=run)
+        return sub
+
+    login = verb("login", "Store a token for a forge host after the forge confirms whose it is.", _auth_login)
+    login.add_argument("--with-token", action="store_true", help="Read the token from standard input.")
+    login.add_argument("--insecure-storage", action="store_true", help=insecure_help)
+    verb("logout", "Remove a host's stored token.", _auth_logout)
+    verb("status", "Show each known host's user and where its credential lives (never the token).", _auth_status,
+         hostname=False)
+    verb("token", "Print a host's token (for a person; agents never need it).", _auth_token)
+    helper = verb("git-credential", "git's credential helper: answers git with the token for a known host.",
+                  _auth_git_credential, hostname=False)
+    helper.add_argument("operation", choices=("get", "store", "erase"), help="The operation git asks for.")
+    tea = verb("import-tea", "Import tea's logins, after showing them and asking at a terminal.", _auth_import_tea,
+               hostname=False)
+    tea.add_argument("--insecure-storage", action="store_true", help=insecure_help)
+
+
+CLI_EXTRAS["auth"] = ("Log in to forge hosts, log out, and show where each credential lives (for people).",
+                      _auth_cli)
 
 
 # --- doctor (lead) ---
