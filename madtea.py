@@ -2081,18 +2081,34 @@ def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Ref
     op = next((o for o in ops if o.action == raw.get("action")), ops[0])
     args = {k: v for k, v in raw.items() if k in op.specs or k == "owner_repo"}
     inv = Invocation(op, args, ctx)
+    # The delete table is keyed by tool; a tool's other deletions (a comment, a tag) name their own object.
+    tabled = tool in _DELETABLE and op.action == "delete"
+    noun = _DELETABLE[tool][1] if tabled else str(op.action).removeprefix("delete_")
     try:
         args = guard.check_arguments(op.tool, op.action, op.specs, args)
         inv = Invocation(op, args, ctx)
-        web = _DELETABLE[tool][3](inv) if tool in _DELETABLE else _web(inv)
+        web = _DELETABLE[tool][3](inv) if tabled else _untabled_web(inv)
     except guard.Refusal:
         web = "its page on the forge"
     what = " ".join(str(v) for k, v in args.items() if k != "owner_repo") or "it"
     return guard.Refusal("USER_ACTION_REQUIRED",
-                         f"Deleting {_DELETABLE.get(tool, ('', 'that object'))[1]} {what} cannot be undone, so "
+                         f"Deleting {noun} {what} cannot be undone, so "
                          f"madtea leaves it to a person; nothing was deleted.", target=web,
-                         user_action=f"Ask the user to delete {_DELETABLE.get(tool, ('', 'it'))[1]} {what} "
+                         user_action=f"Ask the user to delete {noun} {what} "
                                      f"themselves at {web} if they want it gone.")
+
+
+def _untabled_web(inv: Invocation) -> str:
+    """The web address of a comment (read from the forge) or a tag."""
+    if "comment_id" in inv.args:
+        try:
+            found = api(inv).get("issues", "comments", inv.args["comment_id"])
+        except api(inv).forge.ForgeError:
+            return _web(inv, "issues")
+        return str((found or {}).get("html_url") or _web(inv, "issues"))
+    if "tag" in inv.args:
+        return _web(inv, "src", "tag", inv.args["tag"])
+    return _web(inv)
 
 
 # --- services: finish (lead) ---
