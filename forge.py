@@ -1879,13 +1879,24 @@ def token_for(host: str, launch_host: str | None = None, *,
                 continue
             found = store.get(key)
         except Exception as exc:  # noqa: BLE001 - a store's failure is "not found here", said aloud
-            _diagnostic(f"the credential store {getattr(store, 'name', '?')} failed for {key} "
-                        f"({scrub(str(exc)) or type(exc).__name__}); trying the next one.")
+            _report_once(f"the credential store {getattr(store, 'name', '?')} failed for {key} "
+                         f"({scrub(str(exc)) or type(exc).__name__}); trying the next one.")
             continue
         if found and found.strip():
             _remember_secret(found.strip())
             return found.strip(), store.name
     return None, "none"
+
+
+# A store that fails the same way on every call (a Secret Service that is not
+# running on a headless machine) is reported once per process, not per call.
+_REPORTED: set[str] = set()
+
+
+def _report_once(text: str) -> None:
+    if text not in _REPORTED:
+        _REPORTED.add(text)
+        _diagnostic(text)
 
 
 def check_token_text(token: str) -> str:

@@ -154,6 +154,7 @@ def notes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every diagnostic forge emits."""
     seen: list[str] = []
     monkeypatch.setattr(forge, "_diagnostic", seen.append)
+    monkeypatch.setattr(forge, "_REPORTED", set())
     return seen
 
 
@@ -347,8 +348,14 @@ def test_absent_backends_are_passed_over_quietly(only_path, monkeypatch: pytest.
 def test_a_failing_command_is_named_and_skipped(tmp_path: Path, only_path, notes: list[str]) -> None:
     _tool(tmp_path / "bin", "secret-tool", BROKEN)
     only_path(tmp_path / "bin")
-    assert forge.token_for(HOST, stores=[forge.SecretToolStore()]) == (None, "none")
-    assert any("secret-tool" in n and "D-Bus" in n for n in notes)
+    store = forge.SecretToolStore()
+    assert forge.token_for(HOST, stores=[store]) == (None, "none")
+    assert [n for n in notes if "secret-tool" in n and "D-Bus" in n]
+    # The same failure on the next call is not reported again, but the store is still asked.
+    notes.clear()
+    forge.FileStore().set(HOST, TOKEN)
+    assert forge.token_for(HOST, stores=[store, forge.FileStore()]) == (TOKEN, "file")
+    assert not [n for n in notes if "D-Bus" in n]
 
 
 def test_store_token_picks_the_first_secure_backend_that_reads_back(secret_tool: FakeKeychain,
