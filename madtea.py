@@ -2884,8 +2884,10 @@ __all__ += ["transport_env", "git_credential", "helper_command", "origin_problem
 _HELPER_HOST_ENV = "MADTEA_GIT_CREDENTIAL_HOST"   # the one host the helper answers for
 _HELPER_FILE_ENV = "MADTEA_GIT_TOKEN_FILE"        # a 0600 file holding an environment token for that host
 _USER_RE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+# What git says when no credential (or a rejected one) was all it had; a 403
+# is a permission answer about a working credential, so it stays a git error.
 _AUTH_FAILED = ("could not read Username", "could not read Password", "Authentication failed",
-                "401 Unauthorized", "403 Forbidden", "HTTP Basic: Access denied")
+                "returned error: 401")
 
 
 def _forge() -> Any:
