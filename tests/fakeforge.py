@@ -517,6 +517,8 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("POST", _R + "/tags", "tag_create", scope="repository", token=True, perm="write", form=True),
     _Route("DELETE", _R + "/tags/{tag*}", "tag_delete", scope="repository", token=True, perm="write"),
     _Route("GET", _R + "/commits/{ref}/status", "commit_status", scope="repository"),
+    _Route("POST", _R + "/contents/{filepath*}", "file_create", scope="repository", token=True, perm="write",
+           form=True),
     _Route("GET", _R + "/collaborators/{collaborator}", "collaborator_check", scope="repository"),
     # issues and comments
     _Route("GET", _R + "/issues", "issues_list", scope="issue"),
@@ -2191,6 +2193,39 @@ class FakeForge:
             raise self._error(409, "a tag attached to a release cannot be deleted directly")
         _git("update-ref", "-d", f"refs/tags/{name}", git_dir=repo.bare)
         return _Response(204, b"", None)
+
+    def _h_file_create(self, ctx: _Ctx) -> _Response:
+        """CreateFile: one new file committed on branch (or on new_branch, started from branch)."""
+        repo = ctx.repo
+        assert repo is not None and ctx.user is not None
+        form = self._form(ctx)
+        path = unquote(ctx.params["filepath"])
+        try:
+            data = base64.b64decode(self._field(form, "content", str, ""), validate=True)
+        except ValueError:
+            raise self._error(422, "illegal base64 data at input byte 0") from None
+        base = self._field(form, "branch", str, "") or repo.default_branch
+        target = self._field(form, "new_branch", str, "") or base
+        if self._ref_sha(repo, f"refs/heads/{base}") is None:
+            raise self._not_found("GetBranch", [f"branch does not exist [name: {base}]"])
+        if target != base and self._ref_sha(repo, f"refs/heads/{target}") is not None:
+            raise self._error(422, f"branch already exists [name: {target}]")
+        if _git("cat-file", "-e", f"refs/heads/{base}:{path}", git_dir=repo.bare, check=False).returncode == 0:
+            raise self._error(422, f"repository file already exists [path: {path}]")
+        message = self._field(form, "message", str, "") or f"Add {path}"
+        login = ctx.user.login
+        sha = self.commit(repo.owner, repo.name, target, {path: data}, message, start=base,
+                          author=f"{login} <{self.users[login.lower()].email}>")
+        info = self._commit_info(repo, sha)
+        blob = _out(_git("rev-parse", f"{sha}:{path}", git_dir=repo.bare))
+        return self._json(201, {
+            "content": {"name": path.rsplit("/", 1)[-1], "path": path, "sha": blob, "type": "file",
+                        "size": len(data), "encoding": "base64", "content": base64.b64encode(data).decode(),
+                        "html_url": self._html_url(repo.owner, repo.name, "src", "branch", target, path)},
+            "commit": {"sha": sha, "message": info.get("message", message),
+                       "html_url": self._html_url(repo.owner, repo.name, "commit", sha)},
+            "verification": {"verified": False, "reason": "gpg.error.not_signed_commit", "signature": "",
+                             "payload": ""}})
 
     def _h_collaborator_check(self, ctx: _Ctx) -> _Response:
         """IsCollaborator: 204 for an explicit collaborator only (org owners are not in that table), else 404."""

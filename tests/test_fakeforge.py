@@ -975,3 +975,30 @@ def test_answers_use_only_documented_keys(fake_forge: FakeForge, definition: str
     assert checker is not None
     extra = set(speccheck.undeclared_keys(checker, definition, fetch(fake_forge)))
     assert extra - {"username"} == set()  # "username" is Gitea's MarshalJSON compatibility alias
+
+
+def test_user_repos_collaborator_check_and_file_create(fake_forge: FakeForge) -> None:
+    fake_forge.add_repo("alice", "notes")
+    status, _, repos = call(fake_forge, "GET", "/users/alice/repos")
+    assert status == 200 and [r["full_name"] for r in repos] == ["alice/notes"]
+    assert call(fake_forge, "GET", "/users/nobody/repos")[0] == 404
+    assert call(fake_forge, "GET", REPO + "/collaborators/bob")[0] == 404
+    fake_forge.grant("acme", "web", "bob", "write")
+    assert call(fake_forge, "GET", REPO + "/collaborators/bob")[0] == 204
+    assert call(fake_forge, "GET", REPO + "/collaborators/alice")[0] == 404  # an org owner is not in that table
+    content = base64.b64encode(b"hello\n").decode()
+    status, _, made = call(fake_forge, "POST", REPO + "/contents/docs/hello.txt",
+                           body={"content": content, "message": "Add hello", "new_branch": "hello"})
+    assert status == 201 and made["content"]["path"] == "docs/hello.txt"
+    assert made["commit"]["sha"] == fake_forge.branch_sha("acme", "web", "hello")
+    assert fake_forge.git("acme", "web", "show", "hello:docs/hello.txt") == "hello"
+    assert fake_forge.git("acme", "web", "log", "-1", "--format=%s", "hello") == "Add hello"
+    again = call(fake_forge, "POST", REPO + "/contents/docs/hello.txt", body={"content": content, "branch": "hello"})
+    assert again[0] == 422
+    assert call(fake_forge, "POST", REPO + "/contents/x.txt", token="bob-token", body={"content": content})[0] == 201
+    assert call(fake_forge, "POST", "/repos/alice/notes/contents/x.txt", token="bob-token",
+                body={"content": content})[0] == 403
+    reason = speccheck.spec_skip_reason(fake_forge.flavour)
+    if reason is None:
+        checker = speccheck.checker_for(fake_forge.flavour)
+        assert set(speccheck.undeclared_keys(checker, "FileResponse", made)) == set()
