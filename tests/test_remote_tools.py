@@ -169,6 +169,13 @@ def test_issue_view_fences_untrusted_body(env: Env) -> None:
     # The injected fake end marker names another author, so it cannot close bob's fence.
     assert text.count(">>> end of body by @bob") == 1
     assert "<<< comment by @alice" in text and "a comment with isolates" in text
+    assert "<<< body by @bob (not a collaborator)" in text
+    e.forge.grant("acme", "web", "bob", "write")
+    assert "<<< body by @bob (collaborator)" in e.ok("madt_issues", action="view", number=1).text
+    e.forge.add_repo("alice", "notes")
+    e.forge.create_issue("alice", "notes", "Mine", "by the owner")
+    own = e.ok("madt_issues", action="view", number=1, owner_repo="alice/notes")
+    assert "<<< body by @alice (repository owner)" in own.text
     data = result.data
     assert data["body"].startswith("Fix the login") and data["comments"][0]["author"] == "alice"
     assert re.fullmatch(r"[0-9a-f]{12}", data["body_sha"]) and data["updated_at"]
@@ -909,23 +916,27 @@ def _compact(obj: Any) -> int:
     return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
-def test_bytes_per_issue_are_at_most_15_percent_of_the_raw_json(env: Env) -> None:
+@pytest.mark.parametrize("shape", ["labelled", "assigned-with-milestone"])
+def test_bytes_per_issue_are_at_most_15_percent_of_the_raw_json(env: Env, shape: str) -> None:
+    """The list row against the forge's own JSON for the same issue, as compact JSON (sizes, not timing)."""
     e = env
     e.forge.create_label("acme", "web", "bug")
     e.forge.create_label("acme", "web", "ui")
     v1 = e.forge.create_milestone("acme", "web", "v1")["id"]
+    full = shape == "assigned-with-milestone"
     for i in range(50):
         e.forge.create_issue("acme", "web", f"Settings page keeps the old language ({i})", _BODY,
-                             labels=["bug", "ui"] if i % 2 else ["bug"], milestone=v1, assignees=["alice"])
+                             labels=["bug", "ui"] if i % 2 else ["bug"], milestone=v1 if full else None,
+                             assignees=["alice"] if full else ())
     rows = e.ok("madt_issues", action="list", limit=50).data
     status, _headers, body = e.forge.call("GET", "/repos/acme/web/issues", query={"limit": 50, "type": "issues"})
     raw = {item["number"]: item for item in json.loads(body)}
     ours = sum(_compact(r) for r in rows)
     theirs = sum(_compact(raw[r["number"]]) for r in rows)
     ratio = ours / theirs
-    print(f"[{e.forge.flavour}] bytes per issue: {ours / len(rows):.0f} vs {theirs / len(rows):.0f} raw "
+    print(f"[{e.forge.flavour} {shape}] bytes per issue: {ours / len(rows):.0f} vs {theirs / len(rows):.0f} raw "
           f"= {ratio:.1%}")
-    assert status == 200 and ratio <= 0.15
+    assert status == 200 and len(rows) == 50 and ratio <= 0.15
 
 
 # --------------------------------------------------------------------------- the launch scope
@@ -1000,6 +1011,18 @@ def test_filing_an_issue_on_another_host_is_allowed(env: Env, other: Any, tmp_pa
     assert len(e.repo.issues) == 0  # nothing landed on the launch forge
 
 
+def test_a_lost_create_on_another_host_is_never_repeated(env: Env, other: Any, fast_client: list[float]) -> None:
+    """The look-up after a lost answer needs /user, which the confined client may not read: the create is
+    reported as uncertain, never sent twice, and no request leaves the repository there."""
+    e = env
+    there = f"{other.host_name}/acme/web"
+    other.inject("drop-after", method="POST", path_contains="/repos/acme/web/issues")
+    result = e.refused("FORGE_UNAVAILABLE", "madt_issues", action="create", owner_repo=there, title="Filed once")
+    assert "look before creating it again" in result.text
+    assert [i.title for i in other.repo("acme", "web").issues.values()].count("Filed once") == 1
+    assert len(other.find_requests("POST")) == 1 and _outside_repo(other) == []
+
+
 # --------------------------------------------------------------------------- workspaces and caller signals
 
 def test_a_nested_repo_on_another_host_needs_owner_repo(env: Env, other: Any) -> None:
@@ -1025,6 +1048,18 @@ def test_a_caller_signal_that_disagrees_is_wrong_repo(env: Env, monkeypatch: pyt
     e.ok("madt_issues", action="list", owner_repo="acme/web")
     monkeypatch.setenv("MADTEA_CALLER_REPO", "acme/web")
     e.ok("madt_issues", action="list")
+
+
+# --------------------------------------------------------------------------- the live lane, against the fake
+
+def test_the_live_lane_runs_against_the_fake_forge(env: Env, tmp_path: Path) -> None:
+    """tests/test_live.py pointed at the fake, so the opt-in lane cannot rot unnoticed."""
+    lane = child_env(MADTEA_LIVE_URL=env.forge.url, MADTEA_LIVE_TOKEN=DEFAULT_TOKEN, MADTEA_LIVE_REPO="acme/web")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          f"--basetemp={tmp_path / 'lane'}", str(ROOT / "tests" / "test_live.py")],
+                         cwd=ROOT, env=lane, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "3 passed" in out.stdout, out.stdout + out.stderr
+    assert [i.title for i in env.repo.issues.values() if i.pull is not None and i.pull.merged]
 
 
 # --------------------------------------------------------------------------- the MCP surface, in memory
