@@ -1009,7 +1009,14 @@ def _edit(inv: Invocation, kind: str) -> Result:
     tool = "madt_issues" if kind == "issue" else "madt_pr"
     view_call = guard.call(tool, action="view", owner_repo=api(inv).target.full, number=number,
                            comments=True if a.get("comment_id") else None)
+    # Names become ids before anything is written, so an unknown one leaves the issue untouched.
+    add_ids = label_ids(inv, a["add_label"]) if a.get("add_label") else []
+    remove_ids = label_ids(inv, a["remove_label"]) if a.get("remove_label") else []
+    milestone = milestone_id(inv, a["milestone"]) if a.get("milestone") else None
     done: list[str] = []
+    if kind == "pr" and a.get("base"):
+        api(inv).patch("pulls", number, json={"base": a["base"]})
+        done.append(f"set base to {a['base']}")
     if a.get("comment_id"):
         _, note = write_body(inv, ("issues", "comments", a["comment_id"]), view_call)
         done.append(f"comment {a['comment_id']}:{note}")
@@ -1020,8 +1027,8 @@ def _edit(inv: Invocation, kind: str) -> Result:
     fields: dict[str, Any] = {}
     if a.get("title"):
         fields["title"] = a["title"]
-    if a.get("milestone"):
-        fields["milestone"] = milestone_id(inv, a["milestone"])
+    if milestone is not None:
+        fields["milestone"] = milestone
     if a.get("remove_milestone"):
         fields["milestone"] = 0
     if a.get("add_assignee") or a.get("remove_assignee"):
@@ -1032,10 +1039,10 @@ def _edit(inv: Invocation, kind: str) -> Result:
     if fields:
         api(inv).patch("issues", number, json=fields)
         done.append("set " + ", ".join(sorted(fields)))
-    if a.get("add_label"):
-        api(inv).post("issues", number, "labels", json={"labels": label_ids(inv, a["add_label"])})
+    if add_ids:
+        api(inv).post("issues", number, "labels", json={"labels": add_ids})
         done.append("added labels " + ", ".join(a["add_label"]))
-    for label_id, name in zip(label_ids(inv, a.get("remove_label") or []), a.get("remove_label") or []):
+    for label_id, name in zip(remove_ids, a.get("remove_label") or []):
         api(inv).delete("issues", number, "labels", label_id)
         done.append(f"removed label {name}")
     if not done:
@@ -1239,8 +1246,6 @@ def pr_create_op(inv: Invocation) -> Result:
                    MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
                    Param("comment_id", "int", "Edit this comment's body instead of the pull request's.")))
 def pr_edit_op(inv: Invocation) -> Result:
-    if inv.args.get("base"):
-        api(inv).patch("pulls", _issue_number(inv), json={"base": inv.args["base"]})
     return _edit(inv, "pr")
 
 
