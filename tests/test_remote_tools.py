@@ -220,6 +220,24 @@ def test_issue_edit_fields(seeded: Env) -> None:
     e.ok("madt_issues", action="edit", number=1, remove_milestone=True)
     assert e.issue(1).milestone is None
     e.refused("BAD_ARGUMENT", "madt_issues", action="edit", number=1)
+    # An unknown name is refused before anything is written.
+    before = (e.issue(1).title, e.issue(1).body, e.issue(1).updated)
+    e.refused("BAD_ARGUMENT", "madt_issues", action="edit", number=1, title="Changed", append="x",
+              add_label=["nope"])
+    e.refused("BAD_ARGUMENT", "madt_issues", action="edit", number=1, title="Changed", milestone="v9")
+    assert (e.issue(1).title, e.issue(1).body, e.issue(1).updated) == before
+    assert not e.forge.find_requests("POST", "/issues/1/labels")[1:]
+
+
+def test_comment_body_edits(seeded: Env) -> None:
+    e = seeded
+    comment = e.forge.create_comment("acme", "web", 1, "- [ ] tested", user="alice")
+    done = e.ok("madt_issues", action="edit", number=1, comment_id=comment["id"], check="tested")
+    assert e.forge._comments[comment["id"]].body == "- [x] tested" and f"comment {comment['id']}" in done.text
+    stale = e.refused("STALE_BODY", "madt_issues", action="edit", number=1, comment_id=comment["id"], body="x",
+                      updated_at=comment["updated_at"])
+    assert stale.error["next"][0]["args"]["comments"] is True
+    assert e.forge._comments[comment["id"]].body == "- [x] tested"
 
 
 def test_issue_body_targeted_edits(seeded: Env) -> None:
@@ -359,10 +377,14 @@ def test_pr_list_filters(prs: Env) -> None:
     assert numbers(e.ok("madt_pr", action="list", base="dev")) == [4]
     assert numbers(e.ok("madt_pr", action="list", head="feat-a")) == [1]
     assert numbers(e.ok("madt_pr", action="list", author="bob")) == [4]
+    e.forge.create_label("acme", "web", "bug")
+    e.ok("madt_pr", action="edit", number=4, add_label=["bug"])
+    assert numbers(e.ok("madt_pr", action="list", label=["bug"])) == [4]
+    e.refused("BAD_ARGUMENT", "madt_pr", action="list", label=["nope"])
     rows = e.ok("madt_pr", action="list", state="all").data
     assert {r["number"]: r["state"] for r in rows} == {4: "open", 3: "closed", 2: "merged", 1: "open"}
     text = e.ok("madt_pr", action="list").text
-    assert "#4 open   Add d @bob" in text and "(feat-d → dev)" in text
+    assert "#4 open   Add d [bug] @bob" in text and "(feat-d → dev)" in text
 
 
 def test_pr_view_and_comment(prs: Env) -> None:
@@ -393,6 +415,8 @@ def test_pr_create_reuses_the_open_one(prs: Env) -> None:
 
 def test_pr_edit_close_reopen_ready(prs: Env) -> None:
     e = prs
+    only_base = e.ok("madt_pr", action="edit", number=4, base="main")
+    assert e.issue(4).pull.base_branch == "main" and "set base to main" in only_base.text
     edited = e.ok("madt_pr", action="edit", number=1, title="Add a, better", base="dev", append="More.")
     assert e.issue(1).title == "Add a, better" and e.issue(1).pull.base_branch == "dev"
     assert e.issue(1).body == "PR body for a\n\nMore." and "Edited #1" in edited.text
