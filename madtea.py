@@ -291,7 +291,12 @@ def push_op(inv: Invocation) -> Result:
                             f"on it, so nothing was overwritten ({exc.stderr.strip()[:120]}).",
                             target=inv.repo.describe(),
                             user_action="Fetch and look at the new remote commits before choosing a new lease.") from None
-    except gitops.PushRejected:
+    except gitops.PushRejected as exc:
+        if exc.kind != "non-fast-forward":
+            raise guard.Refusal("BAD_ARGUMENT", f"origin refused {branch} ({exc.reason}); nothing was pushed.",
+                                target=inv.repo.describe(),
+                                user_action="Read origin's reason above; if a server rule refused the push, ask "
+                                            "the user how they want it handled.") from None
         raise guard.Refusal("LEASE_REJECTED" if lease else "BAD_ARGUMENT",
                             f"origin refused {branch}: the remote branch has commits yours does not. Nothing was "
                             f"overwritten.", target=inv.repo.describe(),
@@ -642,8 +647,14 @@ class Api:
         return self.scoped.delete([str(s) for s in segments])
 
     def list(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
-        items, total = self.scoped.paginate([str(s) for s in segments], params=dict(params or {}), limit=limit)
-        if total is not None and total > len(items) and len(items) >= limit:
+        params = dict(params or {})
+        page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
+        if page > 1 and limit <= self.forge.PAGE_SIZE:
+            return list(self.get(*segments, params=params | {"page": page, "limit": limit}) or [])
+        skip = (page - 1) * limit if page > 1 else 0
+        items, total = self.scoped.paginate([str(s) for s in segments], params=params, limit=skip + limit)
+        items = items[skip:]
+        if total is not None and total > skip + len(items) and len(items) >= limit:
             notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
         return items
 
@@ -1056,9 +1067,20 @@ def _edit(inv: Invocation, kind: str) -> Result:
 def _set_state(inv: Invocation, state: str, noun: str) -> Result:
     lines, rows = [], []
     for number in inv.args["numbers"]:
-        if inv.args.get("comment"):
-            api(inv).post("issues", number, "comments", json={"body": inv.args["comment"]})
-        item = api(inv).patch("issues", number, json={"state": state})
+        commented = False
+        try:
+            if inv.args.get("comment"):
+                api(inv).post("issues", number, "comments", json={"body": inv.args["comment"]})
+                commented = True
+            item = api(inv).patch("issues", number, json={"state": state})
+        except api(inv).forge.ForgeError as exc:
+            if not lines and not commented:
+                raise
+            # A batch that fails part-way says what it already did, so no step is repeated blindly.
+            raise api(inv).forge.ForgeError(
+                exc.code, "\n".join(lines + [f"#{number} failed{' after its comment was posted' if commented else ''}"
+                                             f", and the rest were not tried: {exc.message}"]),
+                exc.status, exc.method, exc.path, transient=exc.transient, host=exc.host) from None
         rows.append(issue_row(item))
         lines.append(f"{'Closed' if state == 'closed' else 'Reopened'} {noun} #{number} in {api(inv).target.slug}"
                      + (" with a comment" if inv.args.get("comment") else ""))
@@ -1910,7 +1932,7 @@ def actions_logs_op(inv: Invocation) -> Result:
 def whoami_op(inv: Invocation) -> Result:
     remote = api(inv)
     data: dict[str, Any] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
-                            "credential": remote.token_source, "launch_repo": str(remote.target.launch.top)
+                            "credential": remote.forge.describe_source(remote.token_source), "launch_repo": str(remote.target.launch.top)
                             if remote.target.launch else None}
     try:
         data["user"] = remote.client.get("/user").get("login")
