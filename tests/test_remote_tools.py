@@ -138,6 +138,8 @@ def test_issue_list_filters(seeded: Env) -> None:
     assert [r["number"] for r in e.ok("madt_issues", action="list", author="bob").data] == [2]
     assert [r["number"] for r in e.ok("madt_issues", action="list", milestone="v1").data] == [1]
     assert [r["number"] for r in e.ok("madt_issues", action="list", search="docs").data] == [2]
+    assert [r["number"] for r in e.ok("madt_issues", action="list", state="all", limit=1, page=2).data] == [2]
+    assert [r["number"] for r in e.ok("madt_issues", action="list", state="all", limit=2, page=2).data] == [1]
     text = e.ok("madt_issues", action="list", label=["bug"]).text
     assert text.startswith("#1 open   Login fails [bug] @alice")
     # The forge drops an unknown label name silently (and lists everything); madtea refuses it.
@@ -304,8 +306,14 @@ def test_issue_close_reopen_comment_shapes(seeded: Env) -> None:
     assert e.issue(1).state == e.issue(2).state == "open"
     e.ok("madt_issues", action="close", numbers=4)
     assert e.issue(4).state == "closed"
+    e.ok("madt_issues", action="reopen", numbers=[1, 2])
+    partial = e.refused("NOT_FOUND_OR_NO_ACCESS", "madt_issues", action="close", numbers="1, 99, 2", comment="bye")
+    assert partial.text.startswith("Closed issue #1 in acme/web with a comment\n#99 failed")
+    assert "the rest were not tried" in partial.text
+    assert (e.issue(1).state, e.issue(2).state) == ("closed", "open")
     made = e.ok("madt_issues", action="comment", number=1, body="A note")
     [cid] = [c for c in e.issue(1).comment_ids if c == made.data["id"]]
+    assert len(e.issue(1).comment_ids) == 3
     assert f"comment {cid}" in made.text
 
 
@@ -934,6 +942,11 @@ def test_500_issues_in_10_requests(env: Env) -> None:
     pages = e.forge.find_requests("GET", "/repos/acme/web/issues")
     assert len(pages) == 10 and [r.query["page"] for r in pages] == [str(n) for n in range(1, 11)]
     assert not result.notes
+    e.forge.clear_requests()
+    second = e.ok("madt_issues", action="list", limit=100, page=3)  # items 201-300, newest first
+    assert [r["number"] for r in second.data] == list(range(300, 200, -1))
+    assert any("showing 100 of 500" in text for _sev, text in second.notes)
+    assert [r["number"] for r in e.ok("madt_issues", action="list", limit=50, page=10).data][-1] == 1
 
 
 def _compact(obj: Any) -> int:
