@@ -1866,7 +1866,7 @@ def _hk_madtea(args: list[_HkWord], cli_ops: Mapping[tuple[str, ...], Any] | Non
     verb = words[1].text if len(words) > 1 and not words[1].text.startswith("-") else None
     retry = f"Do not retry any madtea {noun} variant; every form is steered."
     if noun == "auth":
-        if verb in ("login", "logout"):
+        if verb in ("login", "logout", "import-tea"):
             return "deny", ("Storing or removing a credential is a person's act: ask the user to run "
                             f"madtea auth {verb} themselves.\n" + retry)
         if verb in ("token", "git-credential"):
