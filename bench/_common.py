@@ -159,3 +159,30 @@ def report(name: str, measured: float, baseline: float, target: float, unit: str
     print("summary\t" + json.dumps({"name": name, "measured": f"{measured:.6g} {unit}",
                                      "baseline": f"{baseline:.6g} {unit}", "ratio": f"{ratio:.3f}",
                                      "target": target_text, "ok": ok}))
+
+
+BARE_SERVER = '''"""The smallest MCPServer with one tool: the cold-start baseline."""
+from mcp.server import MCPServer
+
+server = MCPServer("bare", version="0.0.0")
+
+
+@server.tool()
+def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+if __name__ == "__main__":
+    server.run()
+'''
+
+
+def madtea_and_bare_servers(base: Path) -> tuple[Path, dict[str, str], list[str], list[str]]:
+    """A repo to launch in, the environment, and the two server commands compared: madtea's and a bare one."""
+    repo = make_repo(base / "web", origin="https://forge.example.test/acme/web.git")
+    modules = base / "modules"
+    modules.mkdir()
+    (modules / "bare_mcp.py").write_text(BARE_SERVER, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(modules)]))
+    return repo, env, [sys.executable, "-m", "madtea", "mcp"], [sys.executable, "-m", "bare_mcp"]

@@ -10,7 +10,6 @@ each. Prints both medians and their ratio; the target is at most 1.15x.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -18,21 +17,6 @@ from pathlib import Path
 import _common
 
 TARGET = 1.15
-_BARE_SERVER = '''"""The smallest MCPServer with one tool: the cold-start baseline."""
-from mcp.server import MCPServer
-
-server = MCPServer("bare", version="0.0.0")
-
-
-@server.tool()
-def ping() -> str:
-    """Answer pong."""
-    return "pong"
-
-
-if __name__ == "__main__":
-    server.run()
-'''
 
 
 def cold_start(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
@@ -51,13 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     n = int(args[0]) if args else 7
     with _common.sandbox() as base:
-        repo = _common.make_repo(base / "web", origin="https://forge.example.test/acme/web.git")
-        modules = base / "modules"
-        modules.mkdir()
-        (modules / "bare_mcp.py").write_text(_BARE_SERVER, encoding="utf-8")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(_common.ROOT), str(modules)]))
-        madtea = [sys.executable, "-m", "madtea", "mcp"]
-        bare = [sys.executable, "-m", "bare_mcp"]
+        repo, env, madtea, bare = _common.madtea_and_bare_servers(base)
         cold_start(madtea, repo, env)  # warm the file cache and write bytecode for both
         cold_start(bare, repo, env)
         ours, theirs = [], []

@@ -10,12 +10,9 @@ one-tool ``MCPServer`` in the same run.
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import _common
-from mcp_cold_start import _BARE_SERVER
 
 BUDGET = 40 * 1024
 
@@ -35,13 +32,9 @@ def _size(obj: object) -> int:
 
 def main() -> int:
     with _common.sandbox() as base:
-        repo = _common.make_repo(base / "web", origin="https://forge.example.test/acme/web.git")
-        modules = base / "modules"
-        modules.mkdir()
-        (modules / "bare_mcp.py").write_text(_BARE_SERVER, encoding="utf-8")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(_common.ROOT), str(modules)]))
-        ours = tools_list([sys.executable, "-m", "madtea", "mcp"], repo, env)
-        bare = tools_list([sys.executable, "-m", "bare_mcp"], repo, env)
+        repo, env, madtea_cmd, bare_cmd = _common.madtea_and_bare_servers(base)
+        ours = tools_list(madtea_cmd, repo, env)
+        bare = tools_list(bare_cmd, repo, env)
     tools = json.loads(ours)["result"]["tools"]
     print(f"{'tool':<20} {'bytes':>7} {'schema':>7} {'desc':>6}  params")
     for tool in sorted(tools, key=_size, reverse=True):

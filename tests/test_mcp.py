@@ -15,7 +15,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.types import ListRootsResult, Root  # noqa: E402
 
 import madtea  # noqa: E402
-from topologies import commit_files, make_repo, run_git, snapshot, assert_only_changed  # noqa: E402
+from topologies import make_repo, run_git, snapshot, assert_only_changed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.anyio
