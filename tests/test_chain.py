@@ -138,10 +138,12 @@ def runtime_refusals(tmp: Path) -> Iterator[tuple[str, madtea.Result]]:
     (wt / "dirty.txt").write_text("x\n")
     yield "unsaved work", madtea.run("madt_worktrees", {"action": "remove", "path": str(wt)}, ctx)
     yield "not a worktree", madtea.run("madt_worktrees", {"action": "remove", "path": str(tmp / "nowhere")}, ctx)
-    (repo / "README.md").write_text("changed\n")
-    run_git(repo, "switch", "-q", "-c", "other")
+    run_git(repo, "switch", "-q", "-c", "theirs")
+    commit_files(repo, {"README.md": "their readme\n"}, "their readme")
     run_git(repo, "switch", "-q", "main")
-    commit_files(repo, {"README.md": "main side\n"}, "main moves") if False else None
+    (repo / "README.md").write_text("uncommitted edit\n")
+    yield "dirty switch", madtea.run("madt_switch", {"branch": "theirs"}, ctx)
+    yield "outside files", madtea.run("madt_add", {"files": ["/elsewhere/x"]}, ctx)
     yield "delete on MCP", madtea.run("madt_issues", {"action": "delete", "number": 3}, ctx)
     yield "api delete", madtea.run("madt_api_call", {"path": "/repos/acme/web/issues/3", "method": "DELETE"}, ctx)
     yield "api covered", madtea.run("madt_api_call", {"path": "/repos/acme/web/pulls/3/merge", "method": "POST"}, ctx)
@@ -219,7 +221,7 @@ def test_every_runtime_refusal_continues_the_chain(classify, tmp_path: Path) -> 
         codes.add(result.error["code"])
         check_refusal(label, result.error["code"], result.text, result.error["next"], result.error["user_action"],
                       classify)
-    assert {"NOT_CONTAINED", "UNSAVED_WORK", "USER_ACTION_REQUIRED", "BAD_ARGUMENT"} <= codes
+    assert {"NOT_CONTAINED", "UNSAVED_WORK", "USER_ACTION_REQUIRED", "BAD_ARGUMENT", "DIRTY_TREE"} <= codes
 
 
 def test_mid_operation_rails_end_in_an_allowed_control(classify) -> None:
