@@ -934,9 +934,10 @@ def _view(inv: Invocation, kind: str) -> Result:
     author = row["author"]
     offset = int(inv.args.get("offset") or 0)
     tool = "madt_issues" if kind == "issue" else "madt_pr"
-    body = bounded(clean(item.get("body")), offset,
-                   lambda end: guard.render_call(guard.call(tool, action="view", owner_repo=api(inv).target.full,
-                                                            number=number, offset=end)))
+    # The window of the body shown; the continuation line is madtea's, so it goes after the fence, not in it.
+    text = clean(item.get("body"))
+    body = text[offset:offset + MAX_TEXT]
+    end = offset + len(body)
     lines = [issue_line(row), f"{row['url']}", f"updated_at {item.get('updated_at')} body_sha {_body_sha(item.get('body'))}"]
     if kind == "pr":
         head, base = item.get("head") or {}, item.get("base") or {}
@@ -945,7 +946,12 @@ def _view(inv: Invocation, kind: str) -> Result:
         row |= {"head": head.get("ref"), "head_sha": head.get("sha"), "base": base.get("ref"),
                 "mergeable": item.get("mergeable"), "merge_commit_sha": item.get("merge_commit_sha")}
     lines.append(fence(body, author, _relation(inv, author, cache)))
-    row |= {"body": clean(item.get("body")), "updated_at": item.get("updated_at"), "body_sha": _body_sha(item.get("body"))}
+    row |= {"body": body, "updated_at": item.get("updated_at"), "body_sha": _body_sha(item.get("body"))}
+    if end < len(text):
+        more = guard.render_call(guard.call(tool, action="view", owner_repo=api(inv).target.full, number=number,
+                                            offset=end))
+        lines.append(f"[body truncated at character {end} of {len(text)}; continue with {more}]")
+        row |= {"body_length": len(text), "truncated_at": end}
     if inv.args.get("comments"):
         comments = api(inv).get("issues", number, "comments") or []
         row["comments"] = []
