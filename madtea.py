@@ -556,6 +556,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
     launch_forge = forge_target(launch.origin) if launch and launch.origin else None
     launch_host = launch_forge.host if launch_forge else None
     owner_repo = inv.args.get("owner_repo")
+    explicit = bool(owner_repo)  # only owner_repo bypasses the guard; a passthrough path's repo is guarded
     if inv.op.tool == "madt_api_call" and not owner_repo:
         import re
         found = re.fullmatch(r"/?repos/([^/]+)/([^/?]+).*", str(inv.args.get("path", "")))
@@ -578,7 +579,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
                                 f"launch repo has no forge origin to take it from.", target=inv.op.where,
                                 user_action="Call again with owner_repo as host/owner/repo.")
         target = _explicit_forge(host, launch_forge) if host else launch_forge
-        return RemoteTarget(target, owner, repo, True, launch, launch_host)
+        return RemoteTarget(target, owner, repo, explicit, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
         where = f"{launch.top} {origin_problem(launch)}" if launch else f"{inv.ctx.launch_dir} is not a git repository"
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {where}, so there is no repository to default to.",
