@@ -1094,6 +1094,9 @@ def test_a_nested_repo_on_another_host_needs_owner_repo(env: Env, other: Any) ->
     assert all(step["args"]["action"] == "list" for step in refused.error["next"])
     assert e.ok("madt_issues", action="list", owner_repo="acme/web").data == []
     assert [r["title"] for r in e.ok("madt_issues", action="list", owner_repo=targets[1]).data] == ["Over there"]
+    # The passthrough's path names owner/repo but not the host: it is guarded like any other call.
+    e.refused("MULTI_REPO_WORKSPACE", "madt_api_call", path="/repos/acme/web/issues")
+    assert e.ok("madt_api_call", path="/repos/acme/web/issues", owner_repo="acme/web").data == []
     out = e.cli("issue", "list")  # a person's cwd is their intent
     assert out.returncode == 0, out.stderr
 
@@ -1108,6 +1111,13 @@ def test_a_caller_signal_that_disagrees_is_wrong_repo(env: Env, monkeypatch: pyt
     e.ok("madt_issues", action="list", owner_repo="acme/web")
     monkeypatch.setenv("MADTEA_CALLER_REPO", "acme/web")
     e.ok("madt_issues", action="list")
+    # The repository in a passthrough path is the guarded target.
+    e.forge.add_repo("acme", "other")
+    wrong = e.refused("WRONG_REPO", "madt_api_call", path="/repos/acme/other/issues")
+    assert {"tool": "madt_api_call", "args": {"path": "/repos/acme/other/issues",
+                                              "owner_repo": f"{e.forge.host}/acme/other"}} in wrong.error["next"]
+    assert e.ok("madt_api_call", path="/repos/acme/other/issues", owner_repo="acme/other").data == []
+    assert e.ok("madt_api_call", path="/repos/acme/web/issues").data == []
 
 
 # --------------------------------------------------------------------------- the live lane, against the fake
