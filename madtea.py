@@ -1362,11 +1362,18 @@ def _branch_gone(a: Api, branch: str | None) -> str:
 def pr_diff_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     remote = api(inv)
-    text = remote.scoped.get_text(f"pulls/{number}.diff")
+    author = _login(remote.get("pulls", number).get("user"))
+    text = clean(remote.scoped.get_text(f"pulls/{number}.diff"))
     offset = int(inv.args.get("offset") or 0)
-    shown = bounded(clean(text), offset, lambda end: guard.render_call(
-        guard.call("madt_pr", action="diff", owner_repo=remote.target.full, number=number, offset=end)))
-    return Result(shown, {"number": number, "length": len(text), "offset": offset})
+    chunk = text[offset:offset + MAX_TEXT]
+    end = offset + len(chunk)
+    # The diff is the PR author's content: fenced like a body, with madtea's continuation line after the fence.
+    lines = [fence(chunk, author, _relation(inv, author, {}), "diff")]
+    if end < len(text):
+        more = guard.render_call(guard.call("madt_pr", action="diff", owner_repo=remote.target.full, number=number,
+                                            offset=end))
+        lines.append(f"[diff truncated at character {end} of {len(text)}; continue with {more}]")
+    return Result("\n".join(lines), {"number": number, "length": len(text), "offset": offset, "end": end})
 
 
 @operation("madt_pr", "review", cli=("pr", "review"), kind="remote", mutating=True,
