@@ -3377,12 +3377,15 @@ def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
         return rows + _doctor_integrations()
     facts = repo_facts(repo)
     rows.append(("ok", "repository", f"{facts.top}" + (" (linked worktree)" if facts.is_linked else "")))
+    operation = gitops.operation_in_progress(repo.git_dir)
+    if operation:
+        rows.append(("warn", "operation", f"a {operation} is in progress; commits are refused until it is "
+                                          f"continued or aborted"))
     if facts.origin is None:
         url = gitops.read_origin(repo.common_dir)
         rows.append(("warn", "origin", f"{url!r} does not name a forge repository" if url else "no origin remote"))
     else:
-        rows.append(("ok", "origin", f"{facts.origin.full} → forge host {facts.origin.netloc}"))
-        rows.append(_doctor_credential(facts.origin.netloc))
+        rows += _doctor_forge(facts.origin)
     nested = _nested(facts)
     rows.append(("warn" if nested else "ok", "workspace",
                  f"holds {len(nested)} other repositories, so MCP mutations without dir= are refused here"
@@ -3390,15 +3393,26 @@ def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
     return rows + _doctor_integrations()
 
 
-def _doctor_credential(host: str) -> tuple[str, str, str]:
+def _doctor_forge(origin: gitops.RemoteId) -> list[tuple[str, str, str]]:
+    """The forge the origin resolves to, and where each host's credential lives (never the token)."""
     try:
         import forge
-        token, source = forge.token_for(host, host)
+        target = forge_target(origin)
+        token, source = forge.token_for(target.host, target.host)
+        logins = forge.known_logins()
     except Exception as exc:  # noqa: BLE001 - a report, not an action
-        return ("warn", "credential", f"could not check: {exc}")
+        return [("warn", "forge", f"could not resolve {origin.full}: {exc}")]
+    rows = [("ok", "origin", f"{origin.full} → forge API {target.api_base}")]
     if token:
-        return ("ok", "credential", f"{host}: from {source}")
-    return ("warn", "credential", f"{host}: none found; run `madtea auth login --hostname {host}`")
+        rows.append(("ok", "credential", f"{target.host}: {forge.describe_source(source)}"))
+    else:
+        rows.append(("warn", "credential", f"{target.host}: none found; run `madtea auth login --hostname "
+                                           f"{target.host}`"))
+    for host, login in sorted(logins.items()):
+        if host != target.host:
+            rows.append(("info", "credential", f"{host}: user {login.get('user') or 'unknown'}, in "
+                                               f"{forge.describe_source(str(login.get('store') or 'none'))}"))
+    return rows
 
 
 def _doctor_integrations() -> list[tuple[str, str, str]]:

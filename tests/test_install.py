@@ -103,3 +103,34 @@ def test_doctor_in_a_workspace(umbrella) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = _python("-m", "madtea", "doctor", cwd=umbrella.top, env=env)
     assert "other repositories" in out.stdout
+
+
+def test_doctor_on_a_linked_worktree(linked_worktree) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "doctor", cwd=linked_worktree.worktree, env=env)
+    assert f"{linked_worktree.worktree} (linked worktree)" in out.stdout
+
+
+def test_doctor_through_a_symlink_names_the_real_repository(symlinked_repo) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "doctor", cwd=symlinked_repo.link, env=env)
+    assert str(symlinked_repo.real) in out.stdout
+
+
+def test_doctor_names_an_operation_in_progress(mid_operations) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "doctor", cwd=mid_operations.merge, env=env)
+    assert "a merge is in progress" in out.stdout
+
+
+def test_doctor_says_where_the_credential_lives_never_the_token(single_repo) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MADTEA_TOKEN="canary-token-value-1234")
+    out = _python("-m", "madtea", "doctor", cwd=single_repo.repo, env=env)
+    assert "the environment variable MADTEA_TOKEN" in out.stdout
+    assert "canary-token-value-1234" not in out.stdout + out.stderr
+
+
+def test_doctor_on_the_foreign_topology_reports_the_home_repo(foreign_repo) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python("-m", "madtea", "doctor", cwd=foreign_repo.foreign, env=env)
+    assert str(foreign_repo.foreign) in out.stdout and "forge.example.test/acme/lib" in out.stdout
