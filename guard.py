@@ -1659,6 +1659,19 @@ class _HkGit:
 
     _SWITCH_WHY = "madt_switch changes branches without carrying or discarding uncommitted work behind your back"
 
+    def _remote_branch(self, name: str, opts: list[tuple[str, _HkWord | None]]) -> tuple[str, str] | None:
+        """The steer when the switch would make a new branch from a remote-tracking one (``--track``,
+        or a name only a remote has): madt_switch takes existing local branches only."""
+        kind = self.ref_kind(name) or ""
+        if _hk_has(opts, "-t", "--track") and "/" in name and kind != "branch":
+            start, new = name, name.removeprefix("refs/remotes/").split("/", 1)[1]
+        elif kind.startswith("remote:"):
+            start, new = f"{kind[len('remote:'):]}/{name}", name
+        else:
+            return None
+        return self.deny(f"{new} is not a local branch yet, and branches are made through madt_branch_create "
+                         "so the start point is explicit", self._create_call(new, start))
+
     def g_switch(self) -> tuple[str, str]:
         opts, pos, _dd = _hk_getopt(self.args, "cC", frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
         if _hk_has(opts, "--discard-changes", "-f", "--force"):
@@ -1669,7 +1682,9 @@ class _HkGit:
                              self._create_call(new.text, pos[0].text if pos else None))
         if _hk_has(opts, "-d", "--detach", "--orphan") or not pos:
             return ("allow", "")
-        return self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
+        if self.ref_kind(pos[0].text) == "tracking" and not _hk_has(opts, "-t", "--track"):
+            return ("allow", "")  # git itself refuses to switch to a remote-tracking ref without --detach
+        return self._remote_branch(pos[0].text, opts) or self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
 
     def g_checkout(self) -> tuple[str, str]:
         opts, pos, dashdash = _hk_getopt(self.args, "bB", frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
@@ -1689,9 +1704,12 @@ class _HkGit:
             return ("allow", "")
         name = pos[0].text
         kind = self.ref_kind(name)
-        if name == "-" or kind in ("branch", "remote") or (kind is None and self.refs_unknown()):
+        steer = self._remote_branch(name, opts)
+        if steer is not None:
+            return steer
+        if name == "-" or kind == "branch" or (kind is None and self.refs_unknown()):
             return self.deny(self._SWITCH_WHY, self._switch_call(name))
-        if kind == "tag" or _HK_SHA.fullmatch(name) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
+        if kind in ("tag", "tracking") or _HK_SHA.fullmatch(name) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
             return ("allow", "")  # a detached look at a commit: nothing is lost
         return self.destroys(f"git checkout {name} names no branch here, so git reads it as a path, and checking "
                              "out a path overwrites its uncommitted changes for good")

@@ -3603,30 +3603,33 @@ def _hook_git_dir_itself(path: str) -> tuple[str, str, str] | None:
 
 
 def _hook_ref_kind(common: str, name: str) -> str | None:
+    """"branch", "tag", "tracking" (``origin/main`` itself) or "remote:<remote>" (only
+    ``<remote>/<name>`` exists, which git's checkout would turn into a new branch)."""
     if not name or name.startswith("-") or ".." in name:
         return None
-    for kind, ref in (("branch", f"refs/heads/{name}"), ("tag", f"refs/tags/{name}")):
+    refs: list[str] = []
+    for ref in (f"refs/heads/{name}", f"refs/tags/{name}", f"refs/remotes/{name}"):
         if os.path.isfile(os.path.join(common, ref)):
-            return kind
+            refs.append(ref)
     remotes = os.path.join(common, "refs", "remotes")
     try:
-        if any(os.path.isfile(os.path.join(remotes, r, name)) for r in os.listdir(remotes)):
-            return "remote"
+        refs += [f"refs/remotes/{r}/{name}" for r in sorted(os.listdir(remotes))
+                 if os.path.isfile(os.path.join(remotes, r, name))]
     except OSError:
         pass
     try:
         with open(os.path.join(common, "packed-refs"), encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                ref = line.rstrip("\n").partition(" ")[2]
-                if ref == f"refs/heads/{name}":
-                    return "branch"
-                if ref == f"refs/tags/{name}":
-                    return "tag"
-                if ref.startswith("refs/remotes/") and ref.split("/", 3)[-1] == name:
-                    return "remote"
+            refs += [line.rstrip("\n").partition(" ")[2] for line in fh]
     except OSError:
         pass
-    return None
+    # git's own order: a branch, then a tag, then the remote-tracking ref named in full
+    for kind, ref in (("branch", f"refs/heads/{name}"), ("tag", f"refs/tags/{name}"),
+                      ("tracking", f"refs/remotes/{name}")):
+        if ref in refs:
+            return kind
+    guess = next((r.split("/", 3)[2] for r in refs if r.startswith("refs/remotes/") and r.count("/") >= 3
+                  and r.split("/", 3)[3] == name), None)
+    return "remote:" + guess if guess else None
 
 
 # --------------------------------------------------------------------------- the caller signal

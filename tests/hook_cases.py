@@ -151,6 +151,14 @@ TWINS: list[Case] = [
     ("git checkout -b topic", "deny", 'madt_branch_create name="topic" checkout=true'),
     ("git checkout -b topic origin/main", "deny", 'start_point="origin/main"'),
     ("git checkout -", "deny", "madt_switch"),
+    # madt_switch takes local branches only: a branch only the remote has is created from it
+    ("git checkout rfeat", "deny", 'madt_branch_create name="rfeat" start_point="origin/rfeat" checkout=true'),
+    ("git switch rfeat", "deny", 'madt_branch_create name="rfeat" start_point="origin/rfeat" checkout=true'),
+    ("git checkout -t origin/rfeat", "deny", 'madt_branch_create name="rfeat" start_point="origin/rfeat"'),
+    ("git checkout --track origin/rfeat", "deny", 'madt_branch_create name="rfeat" start_point="origin/rfeat"'),
+    ("git switch --track origin/rfeat", "deny", 'madt_branch_create name="rfeat" start_point="origin/rfeat"'),
+    ("git checkout origin/main", "allow", None),  # a detached look, like a tag
+    ("git switch origin/main", "allow", None),  # git refuses it without --detach
     ("git worktree add ../wt2 -b topic", "deny", 'madt_worktrees action=add path="{P}/wt2" b="topic"'),
     ("git worktree add /tmp/x main", "deny", 'path="/tmp/x" commit_ish="main"'),
     ("git worktree remove ../wt", "deny", 'madt_worktrees action=remove path="{P}/wt"'),

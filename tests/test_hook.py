@@ -69,6 +69,8 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     _git(a, "commit", "-q", "-m", "first", env=env)
     _git(a, "branch", "feat", env=env)
     _git(a, "tag", "v1", env=env)
+    _git(a, "update-ref", "refs/remotes/origin/main", "HEAD", env=env)
+    _git(a, "update-ref", "refs/remotes/origin/rfeat", "HEAD", env=env)  # a branch only the remote has
     _git(a, "worktree", "add", "-q", "-b", "wtbranch", str(base / "wt"), env=env)
     _git(b, "init", "-q", "-b", "main", env=env)
     _git(b, "commit", "-q", "--allow-empty", "-m", "first", env=env)
