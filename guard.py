@@ -791,7 +791,7 @@ class _HkSeg:
 
 
 class _HkState:
-    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc")
+    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped")
 
     def __init__(self) -> None:
         self.heredoc: list[str | None] = [None]
@@ -802,6 +802,8 @@ class _HkState:
         self.start: int | None = None
         self.prev_sep: str | None = None
         self.skip_next = False  # the next word is a redirection target, not an argument
+        self.herestring = False  # ...and that target is a here-string fed to stdin
+        self.piped: list[str | None] | None = None  # what the previous part of a pipeline writes, when literal
 
 
 _HK_ASSIGN = _hk_re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -919,23 +921,29 @@ class _HkParser:
         word = _HkWord("".join(st.cur), st.dyn, st.quoted)
         st.cur = None
         if st.skip_next:
-            st.skip_next = False
+            if st.herestring and not word.dynamic:
+                st.heredoc[0] = word.text
+            st.skip_next = st.herestring = False
         else:
             st.words.append(word)
 
     def _end_seg(self, st: _HkState, scope: dict[str, Any], depth: int, sep: str | None) -> None:
         self._end_word(st)
+        piped, st.piped = st.piped if st.prev_sep == "|" else None, None
         if st.words:
             raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
             seg = _HkSeg(st.words, raw, depth, scope["dir"], dict(scope["env"]))
-            seg.heredoc = st.heredoc
+            own_stdin = st.heredoc[0] is not None or any(box is st.heredoc for _d, _f, box in self.heredocs)
+            seg.heredoc = st.heredoc if own_stdin or piped is None else piped
             self.out.append(seg)
+            if sep == "|":
+                st.piped = _hk_pipe_text(seg)
             if sep != "|" and st.prev_sep != "|":  # a pipeline's parts run in subshells
                 _hk_scope_update(seg, scope)
         st.words = []
         st.heredoc = [None]
         st.start = None
-        st.skip_next = False
+        st.skip_next = st.herestring = False
         st.prev_sep = sep
 
     def _skip_heredocs(self) -> None:
@@ -968,7 +976,7 @@ class _HkParser:
             return
         if src.startswith("<<<", self.pos):
             self.pos += 3
-            st.skip_next = True
+            st.skip_next = st.herestring = True
             return
         if src.startswith("<<", self.pos):
             self.pos += 2
@@ -1119,6 +1127,24 @@ def _hk_scope_update(seg: _HkSeg, scope: dict[str, Any]) -> None:
             scope["env"].pop(w.text, None)
 
 
+def _hk_pipe_text(seg: _HkSeg) -> list[str | None] | None:
+    """What ``echo``/``printf``/``cat <<EOF`` writes into a pipe, when the line shows it (a box:
+    a here-document body is read after the line that opens it)."""
+    words = seg.words
+    if any(w.dynamic for w in words):
+        return None
+    name, args = words[0].text, [w.text for w in words[1:]]
+    if name == "cat" and not args:
+        return seg.heredoc
+    if name == "echo":
+        while args and args[0] in ("-n", "-e", "-E", "-ne", "-en"):
+            args.pop(0)
+        return [" ".join(args)]
+    if name == "printf" and len(args) == 1 and "%" not in args[0]:
+        return [args[0].replace("\\n", "\n")]
+    return None
+
+
 # --------------------------------------------------------------------------- from segments to commands
 
 _HK_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!",
@@ -1153,8 +1179,18 @@ def _hk_strip(seg: _HkSeg) -> tuple[list[_HkWord], dict[str, _HkWord], str | Non
     words = list(seg.words)
     env = dict(seg.env)
     cdir = seg.dir
-    while words and not words[0].quoted and words[0].text in _HK_RESERVED:
-        words.pop(0)
+    while words and not words[0].quoted:
+        text = words[0].text
+        if text == "function":
+            words = words[2:]  # "function f": the body that follows runs when f is called
+        elif len(words) > 1 and words[1].text == "()" and not words[1].quoted:
+            words = words[2:]  # "f () { ...": likewise
+        elif text.endswith("()") and len(text) > 2:
+            words = words[1:]  # "f() { ..."
+        elif text in _HK_RESERVED:
+            words.pop(0)
+        else:
+            break
     if not words or words[0].text in _HK_NOT_A_COMMAND:
         return [], env, cdir
     for _ in range(8):
@@ -1205,8 +1241,15 @@ def _hk_env_wrapper(words: list[_HkWord], cdir: str | None) -> tuple[list[_HkWor
             cdir = None if target.dynamic or cdir is None else _hk_os.path.normpath(
                 _hk_os.path.join(cdir, _hk_os.path.expanduser(target.text)))
             i += 2
-        elif text in ("-u", "--unset", "-S", "--split-string"):
+        elif text in ("-u", "--unset"):
             i += 2
+        elif text.startswith(("-S", "--split-string")):
+            # env -S 'git add .' splits its one argument into the command line
+            joined = text in ("-S", "--split-string")
+            value = words[i + 1] if joined and i + 1 < len(words) else words[i]
+            body = value.text if joined else value.text.split("=", 1)[-1] if text.startswith("--") else value.text[2:]
+            split = [_HkWord(t, value.dynamic, False) for t in body.split()]
+            return split + words[i + (2 if joined else 1):], cdir
         elif text.startswith("-") and text != "-":
             i += 1
         else:
@@ -1235,7 +1278,7 @@ def _hk_verdicts(seg: _HkSeg, ctx: _HkCtx, nest: int) -> list[tuple[str, str]]:
     if not words or nest > 4:
         return []
     name = _hk_basename(words[0].text)
-    inner = _hk_inner_script(name, words)
+    inner = _hk_inner_script(name, words, seg.heredoc[0])
     if inner is not None:
         sub = _HkParser(inner, cdir, seg.depth + 1, env).parse()
         return [v for s in sub for v in _hk_verdicts(s, ctx, nest + 1)]
@@ -1249,8 +1292,9 @@ def _hk_verdicts(seg: _HkSeg, ctx: _HkCtx, nest: int) -> list[tuple[str, str]]:
     return []
 
 
-def _hk_inner_script(name: str, words: list[_HkWord]) -> str | None:
-    """The literal text of ``bash -c '...'`` or ``eval '...'``; None when there is none to read."""
+def _hk_inner_script(name: str, words: list[_HkWord], stdin: str | None = None) -> str | None:
+    """The literal text of ``bash -c '...'``, ``eval '...'`` or a script a shell reads from *stdin*
+    (a here-document, a here-string, ``echo '...' |``); None when there is none to read."""
     if name == "eval":
         if any(w.dynamic for w in words[1:]):
             return None
@@ -1263,8 +1307,8 @@ def _hk_inner_script(name: str, words: list[_HkWord]) -> str | None:
                 return words[i + 1].text
             return None
         if not w.text.startswith("-"):
-            return None
-    return None
+            return None  # a script file: out of reach
+    return stdin
 
 
 def _hk_find_exec(words: list[_HkWord], seg: _HkSeg, env: dict[str, _HkWord], cdir: str | None) -> list[_HkSeg]:

@@ -317,6 +317,27 @@ COMPOUND: list[Case] = [
     ("make build && git status", "note", "madt_status"),
     ('case "$1" in a) git add .;; esac', "deny", "madt_add"),
     ("git add a.py 2>/dev/null || echo failed", "deny", 'madt_add files=["a.py"]'),
+    # a shell reading its script from stdin: the literal text it is fed is read like bash -c
+    ("bash <<'EOF'\ngit add .\nEOF", "deny", "blanket forms"),
+    ("cat <<'EOF' | bash\ngit push --force\nEOF", "deny", "none of it ran (the cat did not execute)"),
+    ("bash -s <<< 'git add a.py'", "deny", 'madt_add files=["a.py"]'),
+    ("echo 'git add .' | sh", "deny", "none of it ran (the echo did not execute)"),
+    ("printf 'git add a.py\\ngit push\\n' | bash", "deny", "madt_push"),
+    ("echo 'git add .' | cat", "allow", None),
+    ("echo 'npm test' | bash", "allow", None),
+    ("bash -x <<'EOF'\nnpm test\nEOF", "allow", None),
+    ('bash <<< "$CMD"', "allow", None),  # built at run time: out of reach
+    ("cat run.sh | bash", "allow", None),
+    ("echo hi | git commit -F - a.py", "deny", 'title="hi"'),
+    ("git commit -F - a.py <<< 'From a here-string'", "deny", 'title="From a here-string"'),
+    ("env -S 'git add a.py'", "deny", 'madt_add files=["a.py"]'),
+    ("env --split-string='git push'", "deny", "madt_push"),
+    # a function's body runs when it is called
+    ("f() { git add .; }; f", "deny", "blanket forms"),
+    ("f () { git push; }", "deny", "madt_push"),
+    ("function g { git commit -m x a.py; }", "deny", 'madt_commit files=["a.py"] title="x"'),
+    ("function g() {\n  git reset --hard\n}", "deny", "git reset --hard"),
+    ("f() { git status; }", "note", "madt_status"),
     ("diff <(git show HEAD:a.py) a.py", "allow", None),
     ("git log $(git merge-base main feat)..feat", "note", "madt_log"),
 ]
