@@ -1388,7 +1388,7 @@ def _hk_shq(text: str) -> str:
 
 _HK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
                                   "--super-prefix", "--attr-source", "--exec-path", "--list-cmds"})
-_HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit"})
+_HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit", "--show-current-patch", "--edit-todo"})
 _HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
 _HK_CRED_URL = _hk_re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@:]+:[^/\s@]+@", _hk_re.I)
 _HK_SHA = _hk_re.compile(r"[0-9a-f]{7,40}")
@@ -1890,6 +1890,22 @@ class _HkGit:
                              "Then remove the ones you own with " +
                              _hk_call("madt_worktrees", ("action", "remove"), self.d(), ("path", "<path>")))
         return ("allow", "")
+
+    def g_update_ref(self) -> tuple[str, str]:
+        """The plumbing twin of git branch: a branch deleted or moved by update-ref is steered the same way."""
+        opts, pos, _dd = _hk_getopt(self.args, "m")
+        if _hk_has(opts, "--stdin") or not pos or pos[0].dynamic or not pos[0].text.startswith("refs/heads/"):
+            return ("allow", "")
+        name = pos[0].text[len("refs/heads/"):]
+        if _hk_has(opts, "-d"):
+            return self.destroys("Deleting a branch with git update-ref -d skips any proof that its commits exist "
+                                 "elsewhere", "If its work is already merged, "
+                                 f"{_hk_call('madt_branch_delete', self.d(), ('name', name))} deletes it after proving that.")
+        if self.ref_kind(name) == "branch" or self.refs_unknown():
+            return self.destroys("Moving an existing branch with git update-ref can discard commits that exist nowhere else")
+        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
+                         _hk_call("madt_branch_create", self.d(), ("name", name),
+                                  ("start_point", pos[1].text if len(pos) > 1 else None)))
 
     def g_remote(self) -> tuple[str, str]:
         opts, pos, _dd = _hk_getopt(self.args)

@@ -90,6 +90,12 @@ NO_TWIN: list[Case] = [
     ("git worktree lock ../wt", "allow", None),
     ("git lg", "allow", None),  # an alias: not expanded
     ("git co feat", "allow", None),  # an alias: not expanded
+    ("git -c alias.x=add x .", "allow", None),  # an alias defined on the line: not expanded either
+    ("git update-ref refs/heads/made-here HEAD", "deny", 'madt_branch_create name="made-here" start_point="HEAD"'),
+    ("git update-ref refs/remotes/origin/x HEAD", "allow", None),
+    ("git update-ref --stdin", "allow", None),
+    ("git reset --keep HEAD~1", "allow", None),  # refuses to lose local changes
+    ("git reset --merge HEAD~1", "allow", None),
 ]
 
 CONTROLS: list[Case] = [
@@ -235,6 +241,9 @@ DESTROYS: list[Case] = [
     ("git checkout -f feat", "deny", "A forced or patch checkout"),
     ("git worktree remove --force ../wt", "deny", "Force-removing a worktree"),
     ("sudo git reset --hard", "deny", "ask the user"),
+    ("git update-ref -d refs/heads/feat", "deny", 'madt_branch_delete name="feat" deletes it after proving that'),
+    ("git update-ref refs/heads/feat HEAD~1", "deny", "Moving an existing branch with git update-ref"),
+    ("git update-ref refs/heads/feat HEAD abc1234", "deny", "ask the user"),
 ]
 
 CREDENTIALS: list[Case] = [
@@ -375,6 +384,8 @@ REBASING: list[Case] = [
     ("git add f.txt && git rebase --continue", "deny", "GIT_EDITOR=true git rebase --continue"),
     ("GIT_EDITOR=true git rebase --continue", "allow", None),
     ("git rebase --abort", "allow", None),
+    ("git rebase --show-current-patch", "allow", None),
+    ("git rebase --edit-todo", "allow", None),
 ]
 
 PICKING: list[Case] = [
