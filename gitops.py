@@ -53,6 +53,8 @@ __all__ = [
     "worktree_remove",
     "containment",
     "unpushed",
+    "upstream",
+    "unreferenced",
     "head_sha",
     "ref_exists",
     "local_branches",
@@ -1218,13 +1220,29 @@ def unpushed(repo: Repo, branch: str) -> int:
     Counted against the branch's upstream, else ``origin/<branch>``, else
     against every remote-tracking branch.
     """
-    reject_option(branch, "branch")
-    ref = f"refs/heads/{branch}"
-    upstream = git("for-each-ref", "--format=%(upstream)", ref, cwd=repo.top).text
-    for base in (upstream, f"refs/remotes/origin/{branch}"):
+    ref = f"refs/heads/{reject_option(branch, 'branch')}"
+    for base in (upstream(repo, branch), f"refs/remotes/origin/{branch}"):
         if base and ref_exists(repo, base):
             return _rev_count(repo, f"{base}..{ref}")
     return _rev_count(repo, ref, "--not", "--remotes")
+
+
+def upstream(repo: Repo, branch: str) -> str | None:
+    """The full ref name of *branch*'s configured upstream (``refs/remotes/origin/main``), or None."""
+    ref = f"refs/heads/{reject_option(branch, 'branch')}"
+    return git("for-each-ref", "--format=%(upstream)", ref, cwd=repo.top).text or None
+
+
+def unreferenced(repo: Repo, rev: str = "HEAD") -> int:
+    """Commits reachable from *rev* that no branch, tag or remote-tracking ref holds.
+
+    A detached worktree's own commits: removing the worktree would leave them
+    reachable from nothing.
+    """
+    reject_option(rev, "rev")
+    if head_sha(repo, rev) is None:
+        return 0  # an unborn HEAD holds no commit
+    return _rev_count(repo, rev, "--not", "--branches", "--tags", "--remotes")
 
 
 def _rev_count(repo: Repo, *revs: str) -> int:

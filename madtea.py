@@ -338,18 +338,25 @@ def branch_create_op(inv: Invocation) -> Result:
     return Result(text, {"branch": name, "sha": sha, "checked_out": bool(inv.args.get("checkout"))})
 
 
-def _proof_target(inv: Invocation) -> str:
-    return inv.state.default_branch
-
-
-def _contained(inv: Invocation, branch: str) -> str | None:
+def _proof_targets(inv: Invocation) -> list[str]:
+    """Where contained work may already be: the default branch, origin's copy of it, and its own upstream."""
     repo = _grepo(inv)
     default = inv.state.default_branch
-    for target in (default, f"refs/remotes/origin/{default}"):
-        if gitops.ref_exists(repo, target):
-            proof = gitops.containment(repo, branch, target)
-            if proof:
-                return proof
+    local = f"refs/heads/{default}"
+    candidates = [local, f"refs/remotes/origin/{default}"]
+    if gitops.ref_exists(repo, local):
+        candidates.append(gitops.upstream(repo, default))
+    return [t for t in dict.fromkeys(candidates) if t and gitops.ref_exists(repo, t)]
+
+
+def _contained(inv: Invocation, sha: str, targets: Sequence[str] | None = None) -> str | None:
+    """How the default branch already holds the work ending at *sha* (a commit, never a name that a
+    tag of the same name could shadow), or None."""
+    repo = _grepo(inv)
+    for target in _proof_targets(inv) if targets is None else targets:
+        proof = gitops.containment(repo, sha, target)
+        if proof:
+            return proof
     return None
 
 
@@ -363,7 +370,10 @@ _PROOFS = {"ancestor": "its tip is in {t}", "patch-id": "every commit's patch is
 def branch_delete_op(inv: Invocation) -> Result:
     name = _ref_arg(inv, "name")
     repo = _grepo(inv)
-    if not gitops.ref_exists(repo, f"refs/heads/{name}"):
+    # The proof is made for this sha and the delete is a compare-and-swap on it: a branch
+    # that moves in between, or a tag of the same name, cannot slip unproven work through.
+    sha = gitops.head_sha(repo, f"refs/heads/{name}")
+    if sha is None:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {name}.",
                             target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
     checked_out = [w for w in gitops.worktree_list(repo) if w.branch == name]
@@ -371,7 +381,7 @@ def branch_delete_op(inv: Invocation) -> Result:
         raise guard.Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out[0].path}; a checked-out "
                             f"branch is never deleted.", target=inv.repo.describe(),
                             user_action="Switch that checkout to another branch first, or leave the branch.")
-    proof = _contained(inv, name)
+    proof = _contained(inv, sha)
     default = inv.state.default_branch
     if proof is None:
         raise guard.Refusal("NOT_CONTAINED",
@@ -380,7 +390,6 @@ def branch_delete_op(inv: Invocation) -> Result:
                             f"would lose that work.", target=inv.repo.describe(),
                             user_action=f"Ask the user whether the unmerged work on {name} may be discarded; "
                             f"only a person deletes it.")
-    sha = gitops.head_sha(repo, f"refs/heads/{name}")
     gitops.branch_delete(repo, name, sha)
     return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}; "
                           f"{_PROOFS[proof].format(t=default)}"), {"branch": name, "sha": sha, "proof": proof})
@@ -450,16 +459,20 @@ def worktree_remove_op(inv: Invocation) -> Result:
     wt = gitops.discover(Path(path))
     if wt is not None:
         st = gitops.status(wt)
-        unpushed = gitops.unpushed(wt, st.branch) if st.branch else 0
-        if st.staged or st.modified or st.untracked or st.conflicted or unpushed:
+        # A detached HEAD's own commits are held by no branch: removing the worktree strands them.
+        unsaved = gitops.unpushed(wt, st.branch) if st.branch else gitops.unreferenced(wt)
+        plural = "s" if unsaved != 1 else ""
+        if st.staged or st.modified or st.untracked or st.conflicted or unsaved:
             what = "uncommitted changes" if (st.staged or st.modified or st.untracked or st.conflicted) else \
-                f"{unpushed} unpushed commit{'s' if unpushed != 1 else ''}"
+                f"{unsaved} unpushed commit{plural}" if st.branch else \
+                f"{unsaved} commit{plural} on a detached HEAD that no branch, tag or remote holds"
+            save = "madt_commit, madt_push" if st.branch else "madt_branch_create with checkout, then madt_push"
             raise guard.Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them.",
                                 target=path, next=(guard.call("madt_status", dir=path),),
-                                user_action="Commit and push that work (madt_commit, madt_push), or ask the user "
+                                user_action=f"Commit and push that work ({save}), or ask the user "
                                 "whether it may be discarded.")
     gitops.worktree_remove(_grepo(inv), path)
-    return Result(closing(f"Removed worktree {path} of {inv.repo.describe()}; its branch "
+    return Result(closing(f"Removed worktree {path} of {inv.identity()}; its branch "
                           f"{tree.branch or '(detached)'} is kept"), {"path": path})
 
 
@@ -471,15 +484,17 @@ def prune_op(inv: Invocation) -> Result:
     default = inv.state.default_branch
     busy = {w.branch for w in gitops.worktree_list(repo)}
     deleted, kept = [], []
+    targets = _proof_targets(inv)
     for branch in gitops.local_branches(repo):
         if branch == default or branch in busy:
             continue
-        proof = _contained(inv, branch)
+        sha = gitops.head_sha(repo, f"refs/heads/{branch}")
+        proof = _contained(inv, sha, targets) if sha else None
         if proof is None:
             kept.append(branch)
             continue
         if not inv.args.get("dry_run"):
-            gitops.branch_delete(repo, branch, gitops.head_sha(repo, f"refs/heads/{branch}"))
+            gitops.branch_delete(repo, branch, sha)
         deleted.append((branch, proof))
     verb = "Would delete" if inv.args.get("dry_run") else "Deleted"
     lines = [f"{verb} {b} ({_PROOFS[p].format(t=default)})" for b, p in deleted] or [f"No branch is proven contained in {default}."]
@@ -1967,14 +1982,53 @@ def whoami_op(inv: Invocation) -> Result:
 # edits keep their stale check and merges their head check.
 _COVERED = [
     (r"issues/\d+$", "madt_issues", "edit"), (r"issues/comments/\d+$", "madt_issues", "edit"),
+    (r"issues/\d+/comments/\d+$", "madt_issues", "edit"),  # the deprecated form of the comment edit
     (r"issues/\d+/comments$", "madt_issues", "comment"), (r"issues$", "madt_issues", "create"),
     (r"issues/\d+/labels(/\d+)?$", "madt_issues", "edit"), (r"issues/\d+/lock$", "madt_issues", "lock"),
     (r"pulls$", "madt_pr", "create"), (r"pulls/\d+$", "madt_pr", "edit"), (r"pulls/\d+/merge$", "madt_pr", "merge"),
     (r"pulls/\d+/reviews$", "madt_pr", "review"), (r"pulls/\d+/update$", "madt_pr", "update_branch"),
-    (r"labels(/\d+)?$", "madt_labels", "edit"), (r"milestones(/[^/]+)?$", "madt_milestones", "edit"),
-    (r"releases(/\d+)?$", "madt_releases", "edit"), (r"releases/\d+/assets$", "madt_releases", "upload"),
-    (r"wiki/(new|page/[^/]+)$", "madt_wiki", "edit"), (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
+    (r"labels$", "madt_labels", "create"), (r"labels/\d+$", "madt_labels", "edit"),
+    (r"milestones$", "madt_milestones", "create"), (r"milestones/[^/]+$", "madt_milestones", "edit"),
+    (r"releases$", "madt_releases", "create"), (r"releases/\d+$", "madt_releases", "edit"),
+    (r"releases/\d+/assets$", "madt_releases", "upload"),
+    (r"wiki/new$", "madt_wiki", "create"), (r"wiki/page/[^/]+$", "madt_wiki", "edit"),
+    (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
 ]
+# The same for paths outside a repository: "repos/..." is handled above.
+_COVERED_ROOT = [
+    (r"user/repos$", "madt_repo", "create"), (r"orgs/[^/]+/repos$", "madt_repo", "create"),
+    (r"notifications(/threads/\d+)?$", "madt_notifications", "read"),
+]
+
+
+def _api_call_path(raw: Any) -> tuple[list[str], list[tuple[str, str]]]:
+    """The passthrough path as the decoded segments the forge routes on, and its query.
+
+    Gitea collapses repeated slashes and drops a trailing one before routing,
+    and a segment may be percent-encoded: every check (the guard's target, the
+    tool that covers a write, the launch scope) and the request itself use
+    this one spelling, so no spelling of a path is checked as one path and
+    sent as another.
+    """
+    from urllib.parse import parse_qsl, unquote
+
+    text = str(raw or "")
+    path, _, query = text.partition("?")
+    if "#" in text or "\\" in path or any(ord(ch) < 33 or ord(ch) == 127 for ch in text):
+        raise guard.Refusal("BAD_ARGUMENT", f"The API path {text[:120]!r} must be a plain path (no spaces, control "
+                            f"characters, backslashes or '#').", target="madt_api_call",
+                            user_action="Call madt_api_call again with a path such as /repos/owner/repo/issues.")
+    segments = [unquote(s) for s in path.split("/") if s]
+    if any(s in (".", "..") or "/" in s or "\\" in s for s in segments):
+        raise guard.Refusal("OUT_OF_SCOPE", f"The API path {text[:120]!r} has '.', '..' or encoded '/' segments; "
+                            f"madtea does not send paths that could leave where they point.", target=text[:120],
+                            user_action="Call madt_api_call again with the path written out plainly.")
+    return segments, parse_qsl(query, keep_blank_values=True)
+
+
+def _quote_segment(segment: str) -> str:
+    from urllib.parse import quote
+    return quote(segment, safe="!$&'()*+,;=:@")
 
 
 def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo: str, sub: str,
@@ -2327,7 +2381,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             _close_issues(remote, steps, closes, no_close)
             return _return_home(inv, steps, branch, default, merged, branch_form)
         # Pushed but with no PR yet (a resume after a failed PR create) still has work to land.
-        if _contained(inv, branch):
+        if _contained(inv, f"refs/heads/{branch}"):
             return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
                           f"and no open pull request.", {"branch": branch, "completed": []})
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):

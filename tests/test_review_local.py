@@ -1,0 +1,73 @@
+"""Review of the local-git surface: proofs, unsaved work, argument refusals and the refusal chain."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import madtea
+from topologies import commit_files, make_bare, make_repo, run_git
+
+
+def _mcp(tool: str, args: dict[str, Any], launch: Path) -> madtea.Result:
+    return madtea.run(tool, args, madtea.Context("mcp", launch))
+
+
+def _pushed_repo(tmp_path: Path) -> Path:
+    bare = make_bare(tmp_path / "origin.git")
+    repo = make_repo(tmp_path / "web", origin=str(bare))
+    run_git(repo, "push", "-q", "origin", "main")
+    return repo
+
+
+# --------------------------------------------------------------------------- containment
+
+def test_a_tag_named_like_the_branch_does_not_prove_the_branch_contained(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    run_git(repo, "switch", "-q", "-c", "v1")
+    work = commit_files(repo, {"x.txt": "unmerged\n"}, "unmerged work")
+    run_git(repo, "switch", "-q", "main")
+    run_git(repo, "tag", "v1", "main")   # "v1" now also names a commit that main holds
+    result = _mcp("madt_branch_delete", {"name": "v1", "dir": str(repo)}, repo)
+    assert result.error and result.error["code"] == "NOT_CONTAINED", result.text
+    assert run_git(repo, "rev-parse", "refs/heads/v1") == work
+    pruned = _mcp("madt_prune", {"dir": str(repo)}, repo)
+    assert not pruned.is_error and "v1" in pruned.data["kept"], pruned.text
+    assert run_git(repo, "rev-parse", "refs/heads/v1") == work
+
+
+def test_containment_counts_the_default_branchs_own_upstream(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    upstream = make_bare(tmp_path / "upstream.git")
+    run_git(repo, "remote", "add", "upstream", str(upstream))
+    run_git(repo, "switch", "-q", "-c", "feat")
+    commit_files(repo, {"f.txt": "f\n"}, "feature")
+    run_git(repo, "push", "-q", "upstream", "feat:main")
+    run_git(repo, "fetch", "-q", "upstream")
+    run_git(repo, "switch", "-q", "main")
+    run_git(repo, "branch", "-q", "--set-upstream-to=upstream/main", "main")
+    result = _mcp("madt_branch_delete", {"name": "feat", "dir": str(repo)}, repo)
+    assert not result.is_error, result.text
+    assert "nothing left to verify" in result.text
+
+
+# --------------------------------------------------------------------------- worktree remove
+
+def test_worktree_remove_refuses_a_detached_worktrees_own_commits(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    wt = tmp_path / "wt"
+    added = _mcp("madt_worktrees", {"action": "add", "path": str(wt), "dir": str(repo)}, repo)
+    assert not added.is_error, added.text
+    lone = commit_files(wt, {"y.txt": "only here\n"}, "work on a detached HEAD")
+    result = _mcp("madt_worktrees", {"action": "remove", "path": str(wt), "dir": str(repo)}, repo)
+    assert result.error and result.error["code"] == "UNSAVED_WORK", result.text
+    assert "detached HEAD" in result.text and wt.exists()
+    assert run_git(wt, "rev-parse", "HEAD") == lone
+
+
+def test_worktree_remove_of_a_clean_detached_worktree_goes_ahead(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    wt = tmp_path / "wt"
+    assert not _mcp("madt_worktrees", {"action": "add", "path": str(wt), "dir": str(repo)}, repo).is_error
+    result = _mcp("madt_worktrees", {"action": "remove", "path": str(wt), "dir": str(repo)}, repo)
+    assert not result.is_error, result.text
+    assert f"web @ {repo} (main)" in result.text and not wt.exists()
