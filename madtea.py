@@ -3702,19 +3702,59 @@ def caller_cwd_signal(max_age: float = 600) -> str | None:
     if folder is None:
         return None
     for pid, start, _comm in _hook_ancestors(os.getpid()):
-        try:
-            with open(os.path.join(folder, f"{pid}-{start}.json"), encoding="utf-8") as fh:
-                record = json.load(fh)
-        except (OSError, ValueError):
+        record = _hook_read_record(os.path.join(folder, f"{pid}-{start}.json"))
+        if record is None or record.get("pid") != pid or record.get("start") != start:
             continue
-        if not isinstance(record, dict) or record.get("pid") != pid or record.get("start") != start:
-            continue
-        age = _hook_time.time() - float(record.get("time") or 0)
+        when = record.get("time")
         top = record.get("top")
-        if not (-5 <= age <= max_age) or not isinstance(top, str):
+        if not isinstance(when, (int, float)) or not (-5 <= _hook_time.time() - when <= max_age) \
+                or not isinstance(top, str):
             return None
         return top
     return None
+
+
+_HOOK_RECORD_MAX = 16384  # a record is a few hundred bytes; anything larger is not one
+_HOOK_RECORD_STALE = 86400.0  # records of agents gone for a day are swept when a new agent writes
+
+
+def _hook_read_record(path: str) -> dict[str, Any] | None:
+    """One record, read without following a symlink and never more than a bounded size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, _HOOK_RECORD_MAX + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > _HOOK_RECORD_MAX:
+        return None
+    try:
+        record = json.loads(data.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _hook_sweep(folder: str) -> None:
+    """Remove records and temp files older than a day: their agents are gone."""
+    cutoff = _hook_time.time() - _HOOK_RECORD_STALE
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith((".json", ".tmp")):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if os.lstat(path).st_mtime < cutoff:
+                os.unlink(path)
+        except OSError:
+            pass
 
 
 def _hook_record_signal(cwd: str) -> None:
@@ -3730,8 +3770,10 @@ def _hook_record_signal(cwd: str) -> None:
     record = {"pid": agent[0], "start": agent[1], "time": _hook_time.time(), "cwd": cwd,
               "top": str(repo.top) if repo else None, "common_dir": str(repo.common_dir) if repo else None}
     final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
+    if not os.path.lexists(final):
+        _hook_sweep(folder)  # once per agent process: the folder does not grow without bound
     tmp = os.path.join(folder, f".{agent[0]}-{agent[1]}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(record, fh)

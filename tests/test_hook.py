@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -481,6 +482,45 @@ def test_signal_without_proc_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_signal_without_records_is_none() -> None:
     assert madtea.caller_cwd_signal() is None
+
+
+def _fake_agent(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """One pretend agent process above this one, and the record folder it would use."""
+    monkeypatch.setattr(os.path, "isdir", lambda p, _real=os.path.isdir: True if p == "/proc/self" else _real(p))
+    monkeypatch.setattr(madtea, "_hook_ancestors", lambda _pid: [(4242, 777, "claude")])
+    folder = madtea._hook_runtime_dir(create=True)
+    assert folder is not None
+    return Path(folder)
+
+
+def test_signal_record_is_read_safely(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    folder = _fake_agent(monkeypatch)
+    record = folder / "4242-777.json"
+    good = {"pid": 4242, "start": 777, "time": time.time(), "top": str(tmp_path)}
+    record.write_text(json.dumps(good))
+    assert madtea.caller_cwd_signal() == str(tmp_path)
+    for bad in ({**good, "time": "soon"}, {**good, "time": None}, {**good, "time": [1]}):
+        record.write_text(json.dumps(bad))
+        assert madtea.caller_cwd_signal() is None  # no exception reaches the guard
+    record.write_text(json.dumps({**good, "cwd": "x" * 20000}))
+    assert madtea.caller_cwd_signal() is None  # larger than any real record: not read whole
+    record.unlink()
+    elsewhere = tmp_path / "planted.json"
+    elsewhere.write_text(json.dumps(good))
+    record.symlink_to(elsewhere)
+    assert madtea.caller_cwd_signal() is None  # a symlink is not followed
+
+
+def test_signal_stale_records_are_swept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    folder = _fake_agent(monkeypatch)
+    old, fresh = folder / "1-1.json", folder / "2-2.json"
+    for path in (old, fresh, folder / ".3-3.9.tmp"):
+        path.write_text("{}")
+    two_days_ago = time.time() - 2 * 86400
+    os.utime(old, (two_days_ago, two_days_ago))
+    os.utime(folder / ".3-3.9.tmp", (two_days_ago, two_days_ago))
+    madtea._hook_record_signal(str(tmp_path))
+    assert sorted(p.name for p in folder.iterdir()) == ["2-2.json", "4242-777.json"]
 
 
 # --------------------------------------------------------------------------- the shipped wiring
