@@ -1390,7 +1390,9 @@ _HK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--nam
                                   "--super-prefix", "--attr-source", "--exec-path", "--list-cmds"})
 _HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit", "--show-current-patch", "--edit-todo"})
 _HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
-_HK_CRED_URL = _hk_re.compile(r"\b([a-z][a-z0-9+.-]*://)[^/\s@:]+:[^/\s@]+@", _hk_re.I)
+# user:secret@, or a bare token as the user name (Gitea takes one there: 40 hex digits, or a known prefix)
+_HK_CRED_URL = _hk_re.compile(r"\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
+                              r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@", _hk_re.I)
 _HK_SHA = _hk_re.compile(r"[0-9a-f]{7,40}")
 _HK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 

@@ -573,9 +573,9 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
     owner_repo = inv.args.get("owner_repo")
     explicit = bool(owner_repo)  # only owner_repo bypasses the guard; a passthrough path's repo is guarded
     if inv.op.tool == "madt_api_call" and not owner_repo:
-        import re
-        found = re.fullmatch(r"/?repos/([^/]+)/([^/?]+).*", str(inv.args.get("path", "")))
-        owner_repo = f"{found.group(1)}/{found.group(2)}" if found else None
+        segments, _query = _api_call_path(inv.args.get("path"))  # the spelling the call will send
+        in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
+        owner_repo = f"{segments[1]}/{segments[2]}" if in_repo else None
     if inv.args.get("dir"):
         path = guard.check_dir(inv.args["dir"], inv.op.tool, inv.args, inv.op.action)
         found_repo = gitops.discover(path) if path.exists() else None
@@ -2001,7 +2001,7 @@ _COVERED_ROOT = [
 ]
 
 
-def _api_call_path(raw: Any) -> tuple[list[str], list[tuple[str, str]]]:
+def _api_call_path(raw: Any) -> tuple[list[str], dict[str, list[str]]]:
     """The passthrough path as the decoded segments the forge routes on, and its query.
 
     Gitea collapses repeated slashes and drops a trailing one before routing,
@@ -2023,7 +2023,10 @@ def _api_call_path(raw: Any) -> tuple[list[str], list[tuple[str, str]]]:
         raise guard.Refusal("OUT_OF_SCOPE", f"The API path {text[:120]!r} has '.', '..' or encoded '/' segments; "
                             f"madtea does not send paths that could leave where they point.", target=text[:120],
                             user_action="Call madt_api_call again with the path written out plainly.")
-    return segments, parse_qsl(query, keep_blank_values=True)
+    params: dict[str, list[str]] = {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        params.setdefault(key, []).append(value)
+    return segments, params
 
 
 def _quote_segment(segment: str) -> str:
@@ -2037,7 +2040,7 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
     import re
     op = find_op(tool, action)
     args: dict[str, Any] = {"owner_repo": owner_repo}
-    number = re.search(r"(?:issues|pulls)/(\d+)", sub)
+    number = re.match(r"(?:issues|pulls)/(\d+)", sub)
     if number and "number" in op.specs:
         args["number"] = int(number.group(1))
     if isinstance(body, Mapping):
@@ -2060,40 +2063,47 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
                          short="X"),
                    Param("body", "json", "The JSON body to send."),
                    Param("paginate", "bool", "Follow every page of a list (GET only).")))
+    comment = re.search(r"comments/(\d+)$", sub)
+    if comment and "comment_id" in op.specs:
+        args["comment_id"] = int(comment.group(1))
 def api_call_op(inv: Invocation) -> Result:
     import re
     a = inv.args
     method = a.get("method", "GET")
-    path = "/" + a["path"].lstrip("/")
+    segments, query = _api_call_path(a["path"])
+    path = "/" + "/".join(map(_quote_segment, segments))
     remote = api(inv)
     if method == "DELETE":
         raise guard.Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; "
                             f"deleting is a person's act.", target=path,
                             user_action=f"Ask the user to delete it themselves (DELETE {path} on {remote.target.host}).")
-    match = re.fullmatch(r"/repos/([^/]+)/([^/]+)(?:/(.*))?", path)
-    if match and method != "GET":
-        sub = match.group(3) or ""
-        for pattern, tool, action in _COVERED:
+    in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
+    if method != "GET":
+        # Matched case-folded on the decoded segments: a covered write is refused however it is spelt.
+        sub = "/".join(segments[3 if in_repo else 0:]).lower()
+        for pattern, tool, action in _COVERED if in_repo else _COVERED_ROOT:
             if re.fullmatch(pattern, sub):
-                raise _covered_refusal(method, path, tool, action, f"{match.group(1)}/{match.group(2)}", sub,
-                                       a.get("body"))
-    if match:
-        if remote.confined and (match.group(1), match.group(2)) != (remote.target.owner, remote.target.repo):
+                owner_repo = f"{segments[1]}/{segments[2]}" if in_repo else remote.target.full
+                raise _covered_refusal(method, path, tool, action, owner_repo, sub, a.get("body"))
+    paginate = method == "GET" and a.get("paginate")
+    if in_repo:
+        owner, repo = segments[1], segments[2]
+        if remote.confined and (owner.lower(), repo.lower()) != (remote.target.owner.lower(),
+                                                                 remote.target.repo.lower()):
             raise remote.forge.ForgeError("OUT_OF_SCOPE", f"{path} names another repository than "
                                           f"{remote.target.full}; on another forge host only that repository's "
                                           f"own paths may be read.")
-        scoped = remote.forge.RepoClient(remote.client, match.group(1), match.group(2),
-                                         read_only=remote.scoped.read_only)
-        if method == "GET" and a.get("paginate"):
-            found: Any = scoped.paginate(match.group(3) or "", params={}, limit=100_000)[0]
+        scoped = remote.forge.RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
+        if paginate:
+            found: Any = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
         else:
-            found = scoped.send(method, match.group(3) or "", None, a.get("body")).json()
+            found = scoped.send(method, segments[3:], query, a.get("body")).json()
     else:
         remote._check_root()
-        if method == "GET" and a.get("paginate"):
-            found = remote.client.paginate(path, params={}, limit=100_000)[0]
+        if paginate:
+            found = remote.client.paginate(path, params=query, limit=100_000)[0]
         else:
-            found = remote.client.send(method, path, None, a.get("body")).json()
+            found = remote.client.send(method, path, query, a.get("body")).json()
     text = json.dumps(found, indent=1, ensure_ascii=False)
     return Result(bounded(clean(text), 0, lambda end: "a narrower path or page="), found)
 

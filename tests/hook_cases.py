@@ -252,6 +252,11 @@ CREDENTIALS: list[Case] = [
     ("git clone https://u:p@gitea.example/o/r.git", "deny", "madtea auth login"),
     ("git push https://u:p@gitea.example/o/r.git main", "deny", "token or password"),
     ("git -c remote.origin.url=https://u:p@h.example/o/r.git fetch", "deny", "token or password"),
+    ("git remote set-url origin https://0123456789abcdef0123456789abcdef01234567@gitea.example/o/r.git", "deny",
+     "plain URL (https://gitea.example/o/r.git)"),  # a bare token as the user name
+    ("git clone https://ghp_abcDEF123@gh.example/o/r.git", "deny", "token or password"),
+    ("git clone https://bob@gitea.example/o/r.git", "allow", None),  # a user name alone holds no secret
+    ("git clone ssh://git@gitea.example:2222/o/r.git", "allow", None),
     ("madtea auth token", "deny", "Printing a token puts it into the transcript"),
     ("madtea auth login", "deny", "ask the user to run madtea auth login themselves"),
     ("madtea auth logout", "deny", "ask the user to run madtea auth logout"),
