@@ -2043,6 +2043,9 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
     number = re.match(r"(?:issues|pulls)/(\d+)", sub)
     if number and "number" in op.specs:
         args["number"] = int(number.group(1))
+    comment = re.search(r"comments/(\d+)$", sub)
+    if comment and "comment_id" in op.specs:
+        args["comment_id"] = int(comment.group(1))
     if isinstance(body, Mapping):
         args |= {k: v for k, v in body.items() if k in op.specs and isinstance(v, (str, int, bool))}
     missing = [name for name, p in op.specs.items() if p.required and name not in args]
@@ -2063,9 +2066,6 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
                          short="X"),
                    Param("body", "json", "The JSON body to send."),
                    Param("paginate", "bool", "Follow every page of a list (GET only).")))
-    comment = re.search(r"comments/(\d+)$", sub)
-    if comment and "comment_id" in op.specs:
-        args["comment_id"] = int(comment.group(1))
 def api_call_op(inv: Invocation) -> Result:
     import re
     a = inv.args

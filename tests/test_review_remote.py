@@ -1,0 +1,108 @@
+"""Review findings on the forge side and the remote tools, each pinned by a test that failed before its fix.
+
+Each test clones ``acme/web`` from the fake forge (both flavours), gives madtea
+the launch host's token through ``MADTEA_TOKEN`` and calls ``madtea.run`` as
+the MCP server would. What is asserted is what a user sees and what reached
+the forge.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import madtea
+from fakeforge import DEFAULT_TOKEN, FakeForge
+from topologies import run_git
+
+
+class Env:
+    """A clone of acme/web whose origin is the fake forge."""
+
+    def __init__(self, forge: FakeForge, clone: Path) -> None:
+        self.forge = forge
+        self.clone = clone
+
+    @property
+    def repo(self) -> Any:
+        return self.forge.repo("acme", "web")
+
+    def call(self, tool: str, **args: Any) -> madtea.Result:
+        return madtea.run(tool, args, madtea.Context("mcp", self.clone))
+
+    def ok(self, tool: str, **args: Any) -> madtea.Result:
+        result = self.call(tool, **args)
+        assert not result.is_error, f"{result.error}\n{result.text}"
+        return result
+
+    def refused(self, code: str, tool: str, **args: Any) -> madtea.Result:
+        result = self.call(tool, **args)
+        assert result.is_error, result.text
+        assert result.error["code"] == code, f"{result.error}\n{result.text}"
+        assert result.error["next"] or result.error["user_action"]
+        return result
+
+
+@pytest.fixture
+def env(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
+    path = tmp_path / "web"
+    run_git(tmp_path, "clone", "-q", fake_forge.remote_url("acme", "web"), str(path))
+    return Env(fake_forge, Path(os.path.realpath(path)))
+
+
+@pytest.fixture
+def other(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A second fake forge reached as localhost: another host, with its own token."""
+    flavour = "forgejo" if env.forge.flavour == "gitea" else "gitea"
+    forge = FakeForge(flavour, base_dir=tmp_path / "other-forge").start()
+    host = f"localhost:{forge.port}"
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "madtea" / "config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"hosts": {host: {"api_url": f"http://{host}/api/v1"}}}), encoding="utf-8")
+    monkeypatch.setenv("MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.upper()), DEFAULT_TOKEN)
+    forge.create_issue("acme", "web", "Over there", "on the other forge")
+    forge.host_name = host  # type: ignore[attr-defined]
+    try:
+        yield forge
+    finally:
+        forge.stop()
+
+
+# --------------------------------------------------------------------------- the passthrough
+
+@pytest.mark.parametrize("path", [
+    "/repos//acme/web/issues/1",          # Gitea collapses repeated slashes before routing
+    "/repos/acme/web//issues/1",
+    "/repos/acme/web/issues/1/",          # and drops a trailing one
+    "/repos/acme/web/%69ssues/1",         # a percent-encoded letter
+    "/repos/acme/web/Issues/1",           # another case
+    "/repos/acme/web/issues/1?x=1",       # a query string
+    "/repos/acme/web/issues/1/comments/1",  # the deprecated comment-edit form
+])
+def test_a_covered_write_is_forwarded_however_its_path_is_spelt(env: Env, path: str) -> None:
+    env.forge.create_issue("acme", "web", "Body", "original")
+    refused = env.refused("BAD_ARGUMENT", "madt_api_call", path=path, method="PATCH", body={"body": "clobbered"})
+    assert "madt_issues action=edit" in refused.text
+    assert not env.forge.find_requests("PATCH")
+    assert env.repo.issues[1].body == "original"
+
+
+def test_the_passthrough_takes_a_query_string(env: Env) -> None:
+    env.forge.create_issue("acme", "web", "Open one", "x")
+    env.forge.create_issue("acme", "web", "Closed one", "y", state="closed")
+    closed = env.ok("madt_api_call", path="/repos/acme/web/issues?state=closed&type=issues")
+    assert [i["title"] for i in closed.data] == ["Closed one"]
+    every = env.ok("madt_api_call", path="/repos/acme/web/issues?state=all", paginate=True)
+    assert sorted(i["title"] for i in every.data) == ["Closed one", "Open one"]
+
+
+def test_a_create_through_the_passthrough_forwards_to_create(env: Env) -> None:
+    made = env.refused("BAD_ARGUMENT", "madt_api_call", path="/repos/acme/web/labels", method="POST",
+                       body={"name": "bug", "color": "#ff0000"})
+    assert made.error["next"][0]["tool"] == "madt_labels" and made.error["next"][0]["args"]["action"] == "create"
+    assert not env.forge.find_requests("POST")
