@@ -197,9 +197,10 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
                           next=tuple(call(tool, **_with_action(action, {"number": n})) for n in numbers[:1]))
         out["number"] = numbers[0]
     for name, spec in specs.items():
-        if spec.required and name not in out:
-            raise Refusal("BAD_ARGUMENT", f"{where} needs {name}.", target=where,
-                          user_action=f"Call {tool} again with {name} set.")
+        blank = isinstance(out.get(name), str) and not out[name].strip()
+        if spec.required and (name not in out or blank):
+            raise Refusal("BAD_ARGUMENT", f"{where} needs {name}" + (", and it is blank." if blank else "."),
+                          target=where, user_action=f"Call {tool} again with {name} set.")
     return out
 
 

@@ -268,6 +268,26 @@ def commit_op(inv: Invocation) -> Result:
                   f"in {inv.identity()}.", {"sha": sha, "files": files, "branch": inv.state.branch})
 
 
+def _lease_arg(inv: Invocation, branch: str) -> str | None:
+    """The lease as a full sha; an abbreviated one is answered with the same call, spelt out."""
+    lease = _ref_arg(inv, "force_with_lease")
+    if lease is None:
+        return None
+    import re
+    lease = lease.strip().lower()
+    if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", lease):
+        return lease
+    full = gitops.head_sha(_grepo(inv), lease) if re.fullmatch(r"[0-9a-f]{4,63}", lease) else None
+    raise guard.Refusal("BAD_ARGUMENT",
+                        f"{inv.op.where}: force_with_lease must be the full sha origin/{branch} is expected to be "
+                        f"at, not {lease!r}; a lease on a name or a short sha is not an exact expectation.",
+                        target=inv.repo.describe(),
+                        next=(inv.target.retry(force_with_lease=full),) if full else (),
+                        user_action=None if full else
+                        f"Call madt_push again with force_with_lease set to the full sha of origin/{branch} "
+                        f"that you based your work on (madt_log ref=origin/{branch} lists full shas).")
+
+
 @operation("madt_push", cli=("push",), kind="local", mutating=True,
            summary="Push a branch to origin; never a blind force push.",
            params=(Param("branch", description="The local branch to push (default: the current branch).",
@@ -280,7 +300,7 @@ def push_op(inv: Invocation) -> Result:
     if branch is None:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch to push.",
                             target=inv.repo.describe(), user_action="Call madt_push again with branch set.")
-    lease = _ref_arg(inv, "force_with_lease")
+    lease = _lease_arg(inv, branch)
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
@@ -2368,7 +2388,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         changed = set(st.staged) | set(st.modified) | set(st.untracked)
         if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
             title = a.get("title")
-            if not title:
+            if not (title or "").strip():
                 raise guard.Refusal("BAD_ARGUMENT", "madt_finish needs title to commit the declared files.",
                                     target=inv.repo.describe(),
                                     user_action="Call madt_finish again with title set to the commit subject.")

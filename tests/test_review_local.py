@@ -71,3 +71,29 @@ def test_worktree_remove_of_a_clean_detached_worktree_goes_ahead(tmp_path: Path,
     result = _mcp("madt_worktrees", {"action": "remove", "path": str(wt), "dir": str(repo)}, repo)
     assert not result.is_error, result.text
     assert f"web @ {repo} (main)" in result.text and not wt.exists()
+
+
+# --------------------------------------------------------------------------- argument refusals
+
+def test_an_abbreviated_lease_is_answered_with_the_full_sha(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    full = run_git(repo, "rev-parse", "origin/main")
+    result = _mcp("madt_push", {"branch": "main", "force_with_lease": full[:7], "dir": str(repo)}, repo)
+    assert result.error and result.error["code"] == "BAD_ARGUMENT", result.text
+    assert result.error["next"] == [{"tool": "madt_push",
+                                     "args": {"branch": "main", "force_with_lease": full, "dir": str(repo)}}]
+    named = _mcp("madt_push", {"branch": "main", "force_with_lease": "origin/main", "dir": str(repo)}, repo)
+    assert named.error and named.error["code"] == "BAD_ARGUMENT" and named.error["user_action"], named.text
+    assert "INTERNAL" not in named.text
+
+
+def test_a_blank_commit_title_is_a_bad_argument(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    run_git(repo, "switch", "-q", "-c", "feat")
+    (repo / "z.txt").write_text("z\n", encoding="utf-8")
+    result = _mcp("madt_commit", {"files": ["z.txt"], "title": "  ", "dir": str(repo)}, repo)
+    assert result.error and result.error["code"] == "BAD_ARGUMENT", result.text
+    assert "title" in result.text
+    finish = _mcp("madt_finish", {"files": ["z.txt"], "title": " ", "dir": str(repo)}, repo)
+    assert finish.error and finish.error["code"] == "BAD_ARGUMENT", finish.text
+    assert run_git(repo, "status", "--porcelain") == "?? z.txt"
