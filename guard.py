@@ -726,7 +726,9 @@ def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
     return HookDecision("deny", (
         f"madtea's hook could not check this command ({reason}), and it runs git or madtea, so it was "
         "held back; none of it ran. Do this step with the madt_* tools instead (madt_status, madt_add, "
-        "madt_commit, madt_push), or ask the user to check the madtea installation."), command)
+        "madt_commit, madt_push), or ask the user to check the madtea installation.\n"
+        "Do not retry it in another shell form; every git or madtea line is held back until the hook can check it."),
+        command)
 
 
 def classify_command(command: str, cwd: str, repo_facts: Any, cli_ops: Mapping[tuple[str, ...], Any] | None = None

@@ -254,6 +254,7 @@ def test_recommended_shell_commands_are_not_blocked(sandbox: dict[str, str]) -> 
 def test_failure_rule() -> None:
     held = guard.hook_failure_decision("git add .", "the event was not one it knows")
     assert held.kind == "deny" and "could not check this command" in held.text and "madt_add" in held.text
+    assert held.text.split("\n")[-1].startswith("Do not retry it in another shell form")  # what not to do next
     assert guard.hook_failure_decision("ls -la", "x").kind == "allow"
     assert guard.hook_failure_decision(None, "x").kind == "allow"
 
