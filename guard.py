@@ -216,23 +216,27 @@ def check_not_option(value: str, name: str, where: str) -> str:
     return value
 
 
-def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action: str | None = None) -> Path:
-    """A ``dir=`` value: any absolute path; never relative, empty or blank.
+def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action: str | None = None,
+              *, name: str = "dir") -> Path:
+    """A ``dir=`` value (or another path parameter, *name*): any absolute path; never relative, empty or blank.
 
     With the call's *args*, a value that is only padded is answered with the same call, trimmed.
     """
+    what = "a git repository" if name == "dir" else "the worktree"
     stripped = raw.strip()
     if not stripped:
-        raise Refusal("BAD_ARGUMENT", f"{tool}: dir is empty; it must be the absolute path of a git repository.",
-                      target=tool, next=(), user_action=f"Call {tool} again with dir set to an absolute path, or without dir.")
+        raise Refusal("BAD_ARGUMENT", f"{tool}: {name} is empty; it must be the absolute path of {what}.",
+                      target=tool, next=(), user_action=f"Call {tool} again with {name} set to an absolute path"
+                      + (", or without dir." if name == "dir" else "."))
     if stripped != raw:
-        retry = (call(tool, **_with_action(action, dict(args) | {"dir": stripped})),) if args is not None else ()
-        raise Refusal("BAD_ARGUMENT", f"{tool}: dir {raw!r} has leading or trailing white space.",
+        retry = (call(tool, **_with_action(action, dict(args) | {name: stripped})),) if args is not None else ()
+        raise Refusal("BAD_ARGUMENT", f"{tool}: {name} {raw!r} has leading or trailing white space.",
                       target=tool, next=retry,
-                      user_action=None if retry else f"Call {tool} again with dir set to {stripped!r}.")
+                      user_action=None if retry else f"Call {tool} again with {name} set to {stripped!r}.")
     if not Path(raw).is_absolute():
-        raise Refusal("BAD_ARGUMENT", f"{tool}: dir {raw!r} is relative; the server cannot know what it is relative to.",
-                      target=tool, user_action=f"Call {tool} again with dir set to the absolute path of the repository.")
+        raise Refusal("BAD_ARGUMENT", f"{tool}: {name} {raw!r} is relative; the server cannot know what it is "
+                      f"relative to.", target=tool,
+                      user_action=f"Call {tool} again with {name} set to the absolute path of {what}.")
     return Path(raw)
 
 

@@ -435,7 +435,8 @@ def switch_op(inv: Invocation) -> Result:
 _WT_PARAMS = (Param("path", description="Absolute path of the worktree to add or remove.", positional=True),
               Param("commit_ish", description="What the new worktree checks out (add only; default HEAD). "
                     "An existing branch is checked out; no branch is created unless b is given.", positional=True),
-              Param("b", description="Create this new branch for the worktree (add only), like git's -b."))
+              Param("b", description="Create this new branch for the worktree (add only), like git's -b.",
+                    short="b"))
 
 
 @operation("madt_worktrees", "list", cli=("worktree", "list"), kind="local", mutating=False, idempotent=True,
@@ -451,7 +452,7 @@ def _worktree_path(inv: Invocation) -> str:
     if not raw:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where} needs path: the worktree's absolute path.",
                             target=inv.repo.describe(), user_action=f"Call {inv.op.tool} again with path set.")
-    return str(guard.check_dir(raw, inv.op.tool))
+    return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
 
 
 @operation("madt_worktrees", "add", cli=("worktree", "add"), kind="local", mutating=True,
@@ -2812,7 +2813,11 @@ def _cli_main(args: list[str]) -> int:
         raw[key] = raw[key][0] if len(raw[key]) == 1 else raw[key]
     if op.action:
         raw["action"] = op.action
-    _apply_cli_extras(op, ns, raw)
+    try:
+        _apply_cli_extras(op, ns, raw)
+    except (OSError, UnicodeDecodeError) as exc:
+        _stderr(f"BAD_ARGUMENT:\nmadtea {' '.join(op.cli)}: cannot read --body-file ({exc}); nothing was sent.", "31")
+        return 1
     result = run(op.tool, raw, Context("cli", Path(os.getcwd())))
     for severity, text in result.notes:
         _stderr(f"{severity}: {text}", "33" if severity == "warning" else "36")
@@ -2827,7 +2832,12 @@ def _cli_main(args: list[str]) -> int:
 
 
 def _apply_cli_extras(op: Op, ns: Any, raw: dict[str, Any]) -> None:
-    """CLI conveniences: --body-file reads the body from a file or stdin."""
+    """CLI conveniences: --body-file reads the body from a file or stdin; a person's relative
+    --dir or worktree path is taken from their shell's directory, as git -C and git worktree do."""
+    for key in ("dir", "path") if op.kind == "local" else ("dir",):
+        value = raw.get(key)
+        if isinstance(value, str) and value.strip() and value == value.strip() and not os.path.isabs(value):
+            raw[key] = os.path.join(os.getcwd(), value)
     body_file = getattr(ns, "body_file", None)
     if body_file:
         raw["body"] = sys.stdin.read() if body_file == "-" else Path(body_file).read_text(encoding="utf-8")

@@ -97,3 +97,36 @@ def test_a_blank_commit_title_is_a_bad_argument(tmp_path: Path, hermetic_seal: P
     finish = _mcp("madt_finish", {"files": ["z.txt"], "title": " ", "dir": str(repo)}, repo)
     assert finish.error and finish.error["code"] == "BAD_ARGUMENT", finish.text
     assert run_git(repo, "status", "--porcelain") == "?? z.txt"
+
+
+# --------------------------------------------------------------------------- paths
+
+def test_a_padded_or_relative_worktree_path_is_refused_naming_path_not_dir(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    wt = str(tmp_path / "wt")
+    padded = _mcp("madt_worktrees", {"action": "add", "path": f" {wt} ", "b": "feat", "dir": str(repo)}, repo)
+    assert padded.error and padded.error["code"] == "BAD_ARGUMENT"
+    assert "path" in padded.text and "dir" not in padded.text.split(":", 1)[1].split(".")[0]
+    assert padded.error["next"] == [{"tool": "madt_worktrees",
+                                     "args": {"action": "add", "path": wt, "b": "feat", "dir": str(repo)}}]
+    relative = _mcp("madt_worktrees", {"action": "add", "path": "wt", "dir": str(repo)}, repo)
+    assert relative.error and "path 'wt' is relative" in relative.text
+    assert "with path set to the absolute path of the worktree" in relative.error["user_action"]
+
+
+def test_the_cli_takes_relative_paths_from_the_shell_directory(tmp_path: Path, hermetic_seal: Path,
+                                                             monkeypatch, capsys) -> None:
+    repo = _pushed_repo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert madtea.main(["worktree", "add", "--dir", "web", "web-feat", "-b", "feat"]) == 0, capsys.readouterr()
+    assert (tmp_path / "web-feat" / ".git").is_file()
+    assert run_git(tmp_path / "web-feat", "branch", "--show-current") == "feat"
+    assert madtea.main(["status", "--dir", "web-feat"]) == 0
+    assert "(feat)" in capsys.readouterr().out
+
+
+def test_an_unreadable_body_file_is_a_refusal_not_a_traceback(tmp_path: Path, hermetic_seal: Path, capsys) -> None:
+    code = madtea.main(["issue", "create", "--title", "t", "--body-file", str(tmp_path / "missing.md"),
+                        "--repo", "acme/web"])
+    err = capsys.readouterr().err
+    assert code == 1 and "BAD_ARGUMENT" in err and "Traceback" not in err and "missing.md" in err
