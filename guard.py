@@ -1824,6 +1824,8 @@ class _HkGit:
                 src = src[len("refs/heads/"):]
             if src and src != "HEAD":
                 branches.append(src)
+        tags = [b for b in branches if b.startswith("refs/tags/") or self.ref_kind(b) == "tag"]
+        branches = [b for b in branches if b not in tags]
         sha = next((v.split(":", 1)[1] for v in lease if ":" in v and v.split(":", 1)[1]), None)
         set_up = True if _hk_has(opts, "-u", "--set-upstream") else None
         calls = [_hk_call("madt_push", self.d(), ("branch", b), ("force_with_lease", sha if lease else None),
@@ -1840,6 +1842,18 @@ class _HkGit:
                             ("force_with_lease", "<the remote sha you expect to replace>"))
             return self.deny("A lease without an explicit expected sha trusts a remote-tracking ref that a "
                              "background fetch may have moved; madt_push takes the sha itself", call)
+        if tags or _hk_has(opts, "--tags"):
+            names = [t.removeprefix("refs/tags/") for t in tags] or ["<tag>"]
+            release = None if self.foreign else "; ".join(
+                _hk_call("madt_releases", ("action", "create"), ("tag", n), ("target", "<the commit the tag points at>"))
+                for n in names)
+            extra = ("That makes the tag on the forge with its release, once the commit is pushed; " if release else "") + \
+                "to push a tag on its own, ask the user to run the push themselves"
+            extra = extra[0].upper() + extra[1:]
+            if branches:
+                extra += ". Push the branches with " + "; ".join(calls)
+            return self.deny("madt_push pushes branches only, and a raw git push uses whatever credentials the "
+                             "shell has", release, extra)
         return self.deny("Raw git push uses whatever credentials the shell has and can overwrite the remote; "
                          "madt_push pushes with madtea's own credentials and overwrites only under an explicit lease",
                          "; ".join(calls))

@@ -175,6 +175,13 @@ TWINS: list[Case] = [
     ("git push --force-with-lease=feat:abc1234 origin feat", "deny", 'madt_push branch="feat" force_with_lease="abc1234"'),
     ("git push --force-with-lease origin feat", "deny", "A lease without an explicit expected sha"),
     ("git push origin HEAD", "deny", "madt_push"),
+    # madt_push pushes branches only: a tag is never named to it as a branch
+    ("git push origin v1", "deny", 'Use: madt_releases action=create tag="v1" target="<the commit the tag points at>"'),
+    ("git push origin refs/tags/v2", "deny", 'madt_releases action=create tag="v2"'),
+    ("git push --tags", "deny", "ask the user to run the push themselves"),
+    ("git push origin feat v1", "deny", 'Push the branches with madt_push branch="feat".'),
+    ("git -C {B} push origin refs/tags/v1", "deny",
+     "credentials the shell has.\nTo push a tag on its own, ask the user"),  # madt_releases would name the launch repo
     ("git pull", "deny", "Use: madt_pull"),
     ("git pull origin main", "deny", 'madt_pull branch="main"'),
     ("git pull --rebase", "deny", "fast-forwards only"),
