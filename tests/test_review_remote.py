@@ -106,3 +106,29 @@ def test_a_create_through_the_passthrough_forwards_to_create(env: Env) -> None:
                        body={"name": "bug", "color": "#ff0000"})
     assert made.error["next"][0]["tool"] == "madt_labels" and made.error["next"][0]["args"]["action"] == "create"
     assert not env.forge.find_requests("POST")
+
+
+# --------------------------------------------------------------------------- the launch scope
+
+def _credentialed_outside_repo(forge: FakeForge) -> list[str]:
+    """Requests that carried a credential to a path outside /repos/acme/web on that forge."""
+    return [f"{r.method} {r.path}" for r in forge.requests if r.header("Authorization")
+            and not (r.path == "/api/v1/repos/acme/web" or r.path.startswith("/api/v1/repos/acme/web/"))]
+
+
+def test_another_hosts_token_reaches_only_that_repository(env: Env, other: Any) -> None:
+    """The flavour check (/version) and whoami's report used the other host's token outside the repository."""
+    there = f"{other.host_name}/acme/web"
+    runs = env.call("madt_actions", action="runs", owner_repo=there)
+    jobs = env.call("madt_actions", action="jobs", owner_repo=there, run_id=1)
+    if other.flavour == "forgejo":
+        assert jobs.is_error and jobs.error["code"] == "NOT_SUPPORTED" and "Forgejo" in jobs.text
+    assert not runs.is_error or runs.error["code"] != "INTERNAL_ERROR", runs.text
+    who = env.ok("madt_whoami", owner_repo=there)
+    assert who.data["host"] == other.host_name and who.data["user"] is None
+    assert other.flavour in who.data["forge"]
+    assert "outside the launch repo's forge" in " ".join(text for _sev, text in who.notes)
+    assert _credentialed_outside_repo(other) == []
+    assert other.find_requests("GET", "/version")  # asked, without the token
+    # On the launch host, whoami still names the user.
+    assert env.ok("madt_whoami").data["user"]
