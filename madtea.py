@@ -658,6 +658,9 @@ class Api:
         self.client = forge.Client.from_target(target.forge, token)
         self.scoped = forge.RepoClient(self.client, target.owner, target.repo, read_only=read_only)
         self.confined = confined
+        # Outside the launch scope the token goes only to the repository's own paths: the
+        # server's /version (which needs no token) is asked by a client that holds none.
+        self._about = forge.Client.from_target(target.forge) if confined else self.client
 
     @property
     def web_base(self) -> str:
@@ -704,7 +707,20 @@ class Api:
         return self.client.paginate(path, params=dict(params or {}), limit=limit)[0]
 
     def flavour(self) -> str:
-        return self.client.flavour()
+        """"gitea" or "forgejo"; on another host whose /version wants a token, "unknown" (none is sent there)."""
+        try:
+            return self._about.flavour()
+        except self.forge.ForgeError:
+            if not self.confined:
+                raise
+            return "unknown"
+
+    def version(self) -> str:
+        return self._about.version()
+
+    def not_supported(self, feature: str, reason: str) -> Any:
+        """A NOT_SUPPORTED error naming the feature, this forge's flavour and version, and why (to raise)."""
+        return self._about.not_supported(feature, reason)
 
 
 def api(inv: Invocation) -> Api:
@@ -1168,8 +1184,8 @@ def _lock_supported(inv: Invocation) -> None:
     """Forgejo has no issue-lock endpoint: say so, rather than send a request that can only 404."""
     remote = api(inv)
     if remote.flavour() == "forgejo":
-        raise remote.client.not_supported("Locking an issue's conversation", "Forgejo's API has no issue lock "
-                                          "endpoint; a person can lock it on the issue's web page")
+        raise remote.not_supported("Locking an issue's conversation", "Forgejo's API has no issue lock "
+                                   "endpoint; a person can lock it on the issue's web page")
 
 
 @operation("madt_issues", "lock", cli=("issue", "lock"), kind="remote", mutating=True, idempotent=True,
@@ -1900,8 +1916,8 @@ def wiki_edit_op(inv: Invocation) -> Result:
 def _forgejo_lacks(remote: Api, endpoint: str) -> None:
     """Forgejo's API lists Actions runs (and shows one) but has no jobs, workflows or logs: say so before asking."""
     if remote.flavour() == "forgejo":
-        raise remote.client.not_supported(f"The Actions endpoint {endpoint}", "Forgejo's API offers only the "
-                                          "list of workflow runs and one run; see the rest on the run's web page")
+        raise remote.not_supported(f"The Actions endpoint {endpoint}", "Forgejo's API offers only the "
+                                   "list of workflow runs and one run; see the rest on the run's web page")
 
 
 def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None = None, listing: str | None = None) -> Any:
@@ -1987,11 +2003,20 @@ def whoami_op(inv: Invocation) -> Result:
     data: dict[str, Any] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
                             "credential": remote.forge.describe_source(remote.token_source), "launch_repo": str(remote.target.launch.top)
                             if remote.target.launch else None}
+    data["user"] = None
     try:
-        data["user"] = remote.client.get("/user").get("login")
-        data["forge"] = f"{remote.flavour()} {remote.client.version()}"
+        data["forge"] = f"{remote.flavour()} {remote.version()}"
     except remote.forge.ForgeError as exc:
-        data["user"] = None
+        warn(f"the forge did not say which version it runs: {exc}")
+    try:
+        if remote.confined:
+            # The launch scope's third carve-out is this local report: on another host the credential
+            # reaches only the repository's own paths, so /user is not asked there.
+            notice(f"{remote.target.host} is outside the launch repo's forge; whose credential this is was not "
+                   f"asked, since there only {remote.target.slug}'s own paths may be read.")
+        else:
+            data["user"] = remote.client.get("/user").get("login")
+    except remote.forge.ForgeError as exc:
         warn(f"the forge did not say who the credential belongs to: {exc}")
     lines = [f"forge host {data['host']} ({data.get('forge', 'unknown version')}) at {data['api']}",
              f"user: {data['user'] or 'unknown'}; credential from {data['credential'] or 'nowhere (none found)'}",
