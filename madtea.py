@@ -740,14 +740,28 @@ def api(inv: Invocation) -> Api:
 
 # ----------------------------------------------------------------------------- rendering
 
-_INVISIBLE = dict.fromkeys([*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065),
-                            *range(0x2066, 0x206A), 0xFEFF, 0x00AD, *range(0xE0000, 0xE0080)])
-_CONTROL = dict.fromkeys([c for c in range(32) if c not in (9, 10)] + [127])
+# Every format character (Unicode category Cf: zero-width, bidirectional, tag and
+# other invisible marks), variation selectors (which can smuggle bytes after any
+# character), fillers that render as nothing, and C0/C1 controls but tab and
+# newline. Characters that some readers show as a line break become "\n", so the
+# fence's check of each line start sees every line a reader would.
+_HIDDEN = [0x00AD, *range(0x0600, 0x0606), 0x061C, 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x180E,
+           *range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x2070),
+           0xFEFF, *range(0xFFF9, 0xFFFC), 0x110BD, 0x110CD, *range(0x13430, 0x13440), *range(0x1BCA0, 0x1BCA4),
+           *range(0x1D173, 0x1D17B), 0xE0001, *range(0xE0020, 0xE0080),
+           *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), 0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0,
+           *(c for c in range(32) if c not in (9, 10)), 127, *range(0x80, 0xA0)]
+_CLEAN = dict.fromkeys(_HIDDEN) | dict.fromkeys([0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029], "\n")
 
 
 def clean(text: str | None) -> str:
     """Remove invisible, bidirectional and control characters that can hide instructions."""
-    return (text or "").translate(_INVISIBLE).translate(_CONTROL)
+    return (text or "").translate(_CLEAN)
+
+
+def clean_line(text: str | None) -> str:
+    """A one-line field (a title, a name, a label): cleaned, on one line, so it cannot start a line of its own."""
+    return " ".join(clean(text).split())
 
 
 MAX_TEXT = 20_000
@@ -765,6 +779,7 @@ def bounded(text: str, offset: int, more: Callable[[int], str]) -> str:
 def fence(text: str | None, author: str, relation: str, what: str = "body") -> str:
     """Untrusted content, delimited and labelled so it cannot pass as madtea's own words."""
     body = clean(text) or "(empty)"
+    author = clean_line(author) or "unknown"  # a commit author's name (wiki pages) is free text
     # A line of the content that looks like a fence marker is escaped, so only madtea's own can close the fence.
     import re
     body = re.sub(r"(?m)^(\s*(?:<<<|>>>))", r"\\\1", body)
@@ -773,7 +788,7 @@ def fence(text: str | None, author: str, relation: str, what: str = "body") -> s
 
 
 def _login(obj: Mapping[str, Any] | None) -> str:
-    return clean((obj or {}).get("login") or (obj or {}).get("username") or "unknown")
+    return clean_line((obj or {}).get("login") or (obj or {}).get("username") or "unknown")
 
 
 def _relation(inv: Invocation, login: str, cache: dict[str, str]) -> str:
@@ -792,8 +807,8 @@ def _relation(inv: Invocation, login: str, cache: dict[str, str]) -> str:
 
 def issue_row(item: Mapping[str, Any]) -> dict[str, Any]:
     """The fields an agent uses from an issue or PR, nothing more."""
-    row = {"number": item.get("number"), "title": clean(item.get("title")), "state": item.get("state"),
-           "labels": [clean(l.get("name")) for l in item.get("labels") or []],
+    row = {"number": item.get("number"), "title": clean_line(item.get("title")), "state": item.get("state"),
+           "labels": [clean_line(l.get("name")) for l in item.get("labels") or []],
            "author": _login(item.get("user")), "updated": (item.get("updated_at") or "")[:19],
            "url": item.get("html_url")}
     if item.get("merged") or item.get("merged_at"):
@@ -1061,7 +1076,7 @@ def _find_created(inv: Invocation, endpoint: str, title: str) -> Callable[[], An
 def issue_create_op(inv: Invocation) -> Result:
     payload = _create_payload(inv)
     item = api(inv).scoped.create("issues", payload, lookup=_find_created(inv, "issues", payload["title"])).value
-    return Result(f"Created issue #{item['number']} in {api(inv).target.slug}: {clean(item.get('title'))}\n"
+    return Result(f"Created issue #{item['number']} in {api(inv).target.slug}: {clean_line(item.get('title'))}\n"
                   f"{item.get('html_url')}", issue_row(item))
 
 
@@ -1455,8 +1470,8 @@ def pr_checks_op(inv: Invocation) -> Result:
     pr = api(inv).get("pulls", number)
     sha = (pr.get("head") or {}).get("sha")
     combined = api(inv).get("commits", sha, "status")
-    statuses = [{"context": clean(s.get("context")), "state": s.get("status") or s.get("state"),
-                 "description": clean(s.get("description")), "url": s.get("target_url")}
+    statuses = [{"context": clean_line(s.get("context")), "state": s.get("status") or s.get("state"),
+                 "description": clean_line(s.get("description")), "url": s.get("target_url")}
                 for s in combined.get("statuses") or []]
     lines = [f"{s['state']:<8} {s['context']}: {s['description']}" for s in statuses] or ["no checks reported"]
     return Result(f"PR #{number} head {str(sha)[:9]}: {combined.get('state') or 'no status'}\n" + "\n".join(lines),
@@ -1489,7 +1504,7 @@ def pr_ready_op(inv: Invocation) -> Result:
     if new != title:
         api(inv).patch("pulls", number, json={"title": new})
     state = "a draft" if inv.args.get("undo") else "ready for review"
-    return Result(f"PR #{number} in {api(inv).target.slug} is {state} (title: {clean(new)}).", {"number": number,
+    return Result(f"PR #{number} in {api(inv).target.slug} is {state} (title: {clean_line(new)}).", {"number": number,
                                                                                                  "title": new})
 
 
@@ -1507,8 +1522,8 @@ TOOL_SUMMARIES.update({
 # ----------------------------------------------------------------------------- labels
 
 def _label_row(l: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": l.get("id"), "name": clean(l.get("name")), "color": l.get("color"),
-            "description": clean(l.get("description"))}
+    return {"id": l.get("id"), "name": clean_line(l.get("name")), "color": l.get("color"),
+            "description": clean_line(l.get("description"))}
 
 
 @operation("madt_labels", "list", cli=("label", "list"), kind="remote", mutating=False, idempotent=True,
@@ -1554,7 +1569,7 @@ def label_edit_op(inv: Invocation) -> Result:
 # ----------------------------------------------------------------------------- milestones
 
 def _milestone_row(m: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": m.get("id"), "title": clean(m.get("title")), "state": m.get("state"),
+    return {"id": m.get("id"), "title": clean_line(m.get("title")), "state": m.get("state"),
             "open_issues": m.get("open_issues"), "closed_issues": m.get("closed_issues"),
             "due_on": m.get("due_on"), "description": clean(m.get("description"))}
 
@@ -1636,7 +1651,7 @@ TAG = Param("tag", description="The release's tag name, e.g. v1.2.0.", required=
 
 
 def _release_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": r.get("id"), "tag": r.get("tag_name"), "title": clean(r.get("name")), "draft": r.get("draft"),
+    return {"id": r.get("id"), "tag": clean_line(r.get("tag_name")), "title": clean_line(r.get("name")), "draft": r.get("draft"),
             "prerelease": r.get("prerelease"), "published": r.get("published_at"), "url": r.get("html_url"),
             "assets": [a.get("name") for a in r.get("assets") or []]}
 
@@ -1717,7 +1732,7 @@ def release_upload_op(inv: Invocation) -> Result:
 # ----------------------------------------------------------------------------- repositories
 
 def _repo_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    return {"full_name": r.get("full_name"), "description": clean(r.get("description")), "private": r.get("private"),
+    return {"full_name": r.get("full_name"), "description": clean_line(r.get("description")), "private": r.get("private"),
             "fork": r.get("fork"), "archived": r.get("archived"), "default_branch": r.get("default_branch"),
             "stars": r.get("stars_count"), "updated": (r.get("updated_at") or "")[:19], "url": r.get("html_url")}
 
@@ -1844,7 +1859,7 @@ def notification_list_op(inv: Invocation) -> Result:
     params = {"all": "true"} if inv.args.get("all") else {}
     items = api(inv).root_list("/notifications", params=params, limit=_limit(inv))
     rows = [{"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
-             "type": (n.get("subject") or {}).get("type"), "title": clean((n.get("subject") or {}).get("title")),
+             "type": (n.get("subject") or {}).get("type"), "title": clean_line((n.get("subject") or {}).get("title")),
              "url": (n.get("subject") or {}).get("html_url"), "updated": (n.get("updated_at") or "")[:19]}
             for n in items]
     return Result("\n".join(f"{r['id']} {'unread' if r['unread'] else 'read  '} {r['repo']} {r['type']}: {r['title']}"
@@ -1877,7 +1892,7 @@ def _b64(text: str) -> str:
 @operation("madt_wiki", "list", cli=("wiki", "list"), kind="remote", mutating=False, idempotent=True,
            summary="List wiki pages.", params=(LIMIT,))
 def wiki_list_op(inv: Invocation) -> Result:
-    rows = [{"title": clean(p.get("title")), "updated": ((p.get("last_commit") or {}).get("created") or "")[:19]}
+    rows = [{"title": clean_line(p.get("title")), "updated": ((p.get("last_commit") or {}).get("created") or "")[:19]}
             for p in api(inv).list("wiki", "pages", limit=_limit(inv))]
     return Result("\n".join(r["title"] for r in rows) or "no wiki pages", rows)
 
@@ -1889,8 +1904,8 @@ def wiki_view_op(inv: Invocation) -> Result:
     page = api(inv).get("wiki", "page", inv.args["page_name"])
     text = base64.b64decode(page.get("content_base64") or "").decode("utf-8", "replace")
     author = ((page.get("last_commit") or {}).get("author") or {}).get("name") or "unknown"
-    return Result(f"{clean(page.get('title'))}\n" + fence(text, author, "last editor", "page"),
-                  {"title": page.get("title"), "content": clean(text)})
+    return Result(f"{clean_line(page.get('title'))}\n" + fence(text, author, "last editor", "page"),
+                  {"title": clean_line(page.get("title")), "content": clean(text)})
 
 
 @operation("madt_wiki", "create", cli=("wiki", "create"), kind="remote", mutating=True,
@@ -1943,7 +1958,7 @@ def _run_row(r: Mapping[str, Any]) -> dict[str, Any]:
     status, conclusion = r.get("status"), r.get("conclusion")
     if "conclusion" not in r and status in _RUN_DONE:
         status, conclusion = "completed", status
-    return {"id": r.get("id"), "title": clean(r.get("display_title") or r.get("title")), "status": status,
+    return {"id": r.get("id"), "title": clean_line(r.get("display_title") or r.get("title")), "status": status,
             "conclusion": conclusion or None, "branch": r.get("head_branch") or r.get("prettyref"),
             "sha": r.get("head_sha") or r.get("commit_sha"), "url": r.get("html_url")}
 
@@ -1962,7 +1977,7 @@ def actions_runs_op(inv: Invocation) -> Result:
            params=(Param("run_id", "int", "The run whose jobs to list.", required=True, positional=True),))
 def actions_jobs_op(inv: Invocation) -> Result:
     jobs = _actions(inv, "runs", inv.args["run_id"], "jobs", listing="jobs") or []
-    rows = [{"id": j.get("id"), "name": clean(j.get("name")), "status": j.get("status"),
+    rows = [{"id": j.get("id"), "name": clean_line(j.get("name")), "status": j.get("status"),
              "conclusion": j.get("conclusion")} for j in jobs]
     return Result("\n".join(f"{r['id']} {r['status']}/{r['conclusion']} {r['name']}" for r in rows) or "no jobs", rows)
 
@@ -1971,7 +1986,7 @@ def actions_jobs_op(inv: Invocation) -> Result:
            idempotent=True, summary="List the repository's workflows.", params=())
 def actions_workflows_op(inv: Invocation) -> Result:
     flows = _actions(inv, "workflows", listing="workflows") or []
-    rows = [{"id": w.get("id"), "name": clean(w.get("name")), "path": w.get("path"), "state": w.get("state")}
+    rows = [{"id": w.get("id"), "name": clean_line(w.get("name")), "path": w.get("path"), "state": w.get("state")}
             for w in flows]
     return Result("\n".join(f"{r['name']} ({r['path']}) {r['state']}" for r in rows) or "no workflows", rows)
 
