@@ -168,3 +168,24 @@ def test_every_invisible_or_format_character_is_removed() -> None:
     text = "a" + "".join(hidden) + "b"
     assert madtea.clean(text) == "ab"
     assert madtea.clean_line("a\n\tb\u2028c") == "a b c"
+
+
+# --------------------------------------------------------------------------- Gitea/Forgejo semantics
+
+def test_a_merge_answered_403_after_it_merged_is_reported_as_merged(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forgejo merges, fails the branch delete, and answers 403: the PR is merged, so the result says so."""
+    head = env.forge.commit("acme", "web", "feat-x", {"x.txt": "x\n"}, "Add x")
+    env.forge.create_pull("acme", "web", "feat-x", title="Add x")
+
+    def refuse_delete(self: Any, ctx: Any, repo: Any, issue: Any, form: Any) -> Any:
+        return self._json(403, {"message": "user should have a permission to write to a repo",
+                                "url": self._swagger_url()})
+
+    monkeypatch.setattr(FakeForge, "_after_merge_delete", refuse_delete)
+    result = env.ok("madt_pr", action="merge", number=1, delete_branch=True)
+    pull = env.repo.issues[1].pull
+    assert pull.merged and f"Merged PR #1 by merge into main at {pull.merge_commit_sha[:9]}" in result.text
+    assert "The remote branch feat-x was not deleted." in result.text
+    assert any("answered the merge with an error" in text for _sev, text in result.notes)
+    assert env.forge.branch_sha("acme", "web", "feat-x") == head
+    assert len(env.forge.find_requests("POST", "/pulls/1/merge")) == 1
