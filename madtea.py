@@ -1056,13 +1056,21 @@ def _create_payload(inv: Invocation) -> dict[str, Any]:
     return payload
 
 
-def _find_created(inv: Invocation, endpoint: str, title: str) -> Callable[[], Any]:
-    """After a lost answer to a create: look for the object before creating it again."""
+def _find_created(inv: Invocation, endpoint: str, payload: Mapping[str, Any]) -> Callable[[], Any]:
+    """After a lost answer to a create: look for the object before creating it again.
+
+    It must be this create's object, not an older one of the same title (a weekly
+    report): the title and the body must both match. Two creates with the same
+    title and body by the same user cannot be told apart (the forge has no
+    idempotency key); the newest is taken.
+    """
+    title, body = payload["title"], payload.get("body") or ""
+
     def lookup() -> Any:
         params = {"state": "all", "type": "issues" if endpoint == "issues" else "pulls", "q": title,
                   "created_by": _me(inv)}
         for item in api(inv).list("issues", params=params, limit=10):
-            if item.get("title") == title:
+            if item.get("title") == title and (item.get("body") or "") == body:
                 return item
         return None
     return lookup
@@ -1075,7 +1083,7 @@ def _find_created(inv: Invocation, endpoint: str, title: str) -> Callable[[], An
                          "(absolute path) instead of owner_repo.")))
 def issue_create_op(inv: Invocation) -> Result:
     payload = _create_payload(inv)
-    item = api(inv).scoped.create("issues", payload, lookup=_find_created(inv, "issues", payload["title"])).value
+    item = api(inv).scoped.create("issues", payload, lookup=_find_created(inv, "issues", payload)).value
     return Result(f"Created issue #{item['number']} in {api(inv).target.slug}: {clean_line(item.get('title'))}\n"
                   f"{item.get('html_url')}", issue_row(item))
 

@@ -189,3 +189,32 @@ def test_a_merge_answered_403_after_it_merged_is_reported_as_merged(env: Env, mo
     assert any("answered the merge with an error" in text for _sev, text in result.notes)
     assert env.forge.branch_sha("acme", "web", "feat-x") == head
     assert len(env.forge.find_requests("POST", "/pulls/1/merge")) == 1
+
+
+# --------------------------------------------------------------------------- faults
+
+@pytest.fixture
+def fast_client(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Short socket timeouts and no real pauses; returns the pauses the client asked for."""
+    import forge
+
+    pauses: list[float] = []
+    real_init = forge.Client.__init__
+
+    def init(self: Any, api_base: str, host: str, token: str | None = None, **options: Any) -> None:
+        options.setdefault("timeout", 1.0)
+        options["sleep"] = pauses.append
+        real_init(self, api_base, host, token, **options)
+
+    monkeypatch.setattr(forge.Client, "__init__", init)
+    return pauses
+
+
+def test_a_lost_create_is_not_taken_for_an_older_issue_of_the_same_title(env: Env, fast_client: list[float]) -> None:
+    """The look-up after a dropped create matched last week's issue by title alone and reported it as made."""
+    env.forge.create_issue("acme", "web", "Weekly report", "week 1")  # by the token's own user
+    env.forge.inject("drop", method="POST", path_contains="/repos/acme/web/issues")
+    made = env.ok("madt_issues", action="create", title="Weekly report", body="week 2")
+    issues = env.repo.issues
+    assert made.data["number"] == 2 and issues[2].body == "week 2"
+    assert sorted(i.body for i in issues.values()) == ["week 1", "week 2"]
