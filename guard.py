@@ -406,20 +406,36 @@ def slug(text: str, fallback: str = "work") -> str:
     return words[:40].rstrip("-") or fallback
 
 
+def _arg_ref(t: Target, key: str) -> str | None:
+    value = t.args.get(key)
+    return value if isinstance(value, str) and value and not value.startswith("-") else None
+
+
 def _suggested_branch(t: Target) -> str:
-    for key in ("branch", "b", "name"):
-        value = t.args.get(key)
-        if isinstance(value, str) and value and not value.startswith("-"):
-            return value
+    """A branch for new work. A switch's or pull's branch= names a branch that already exists, so
+    it is never offered as a new one (a worktree's -b would refuse it)."""
+    keys = ("b", "name") if t.tool in ("madt_switch", "madt_pull") else ("branch", "b", "name")
+    for key in keys:
+        if _arg_ref(t, key):
+            return str(_arg_ref(t, key))
     title = t.args.get("title")
     return "work/" + slug(title) if isinstance(title, str) and title else "work/contribution"
 
 
 def contribution_flow(t: Target) -> tuple[Call, ...]:
-    """The sanctioned way to work in someone else's repository: a worktree, then finish by branch."""
-    branch = _suggested_branch(t)
+    """The sanctioned way to work in someone else's repository: a worktree, then finish by branch.
+
+    A switch to an existing branch gets a worktree that checks that branch out, unless the main
+    checkout already has it (git checks a branch out in one worktree only).
+    """
+    existing = _arg_ref(t, "branch") if t.tool == "madt_switch" else None
+    if existing and existing != (t.state.branch if t.state else None):
+        branch, add = existing, {"commit_ish": existing}
+    else:
+        branch = _suggested_branch(t)
+        add = {"b": branch}
     path = str(t.target.top.parent / f"{t.target.top.name}-{slug(branch)}")
-    return (call("madt_worktrees", action="add", dir=str(t.target.top), path=path, b=branch),
+    return (call("madt_worktrees", action="add", dir=str(t.target.top), path=path, **add),
             call("madt_finish", dir=str(t.target.top), branch=branch))
 
 
@@ -434,11 +450,19 @@ def check_foreign(t: Target) -> None:
     whose = "another repository's main checkout" if primary else "a worktree of another repository"
     if t.tool == "madt_finish" and not t.args.get("branch"):
         branch = t.state.branch if t.state and t.state.branch else _suggested_branch(t)
+        top = str(t.target.top)
+        # The branch= form commits nothing: declared files are committed first, in a worktree
+        # (a main checkout's own refusal forwards to one); every other argument carries over.
+        files, title = t.args.get("files"), t.args.get("title")
+        commit = (call("madt_commit", dir=top, files=files, title=title, body=t.args.get("body")),) \
+            if files and title else ()
         raise Refusal("FOREIGN_TARGET",
                       f"{t.target.describe()} is {whose}, so madt_finish takes only the branch= form, "
-                      f"which commits, switches and pulls nothing there.",
-                      target=t.target.describe(), next=(call("madt_finish", dir=str(t.target.top), branch=branch,
-                                                              title=t.args.get("title")),))
+                      f"which commits, switches and pulls nothing there"
+                      + ("; commit the declared files first." if files else "."),
+                      target=t.target.describe(), next=commit + (t.retry(dir=top, branch=branch, files=None),),
+                      user_action="Commit the declared files with madt_commit (files and title) before finishing."
+                      if files and not title else None)
     if t.tool == "madt_push" and not t.args.get("branch"):
         branch = t.state.branch if t.state and t.state.branch else None
         raise Refusal("FOREIGN_TARGET",
@@ -549,14 +573,20 @@ def check_default_branch(t: Target) -> None:
         return
     new = "work/" + slug(str(t.args.get("title") or "change"))
     dir_arg = str(t.target.top) if t.explicit else None
-    steps = (call("madt_branch_create", dir=dir_arg, name=new, checkout=True), t.retry())
+    if t.tool == "madt_finish" and t.args.get("branch"):
+        # The branch= form touches no working tree, and retrying it unchanged would meet this
+        # refusal again: the new branch starts at the named one and is finished instead.
+        steps = (call("madt_branch_create", dir=dir_arg, name=new, start_point=branch), t.retry(branch=new))
+        where = f"branch={branch} names the default branch of {t.target.describe()}"
+    else:
+        steps = (call("madt_branch_create", dir=dir_arg, name=new, checkout=True), t.retry())
+        where = f"{t.target.describe()} is on its default branch {branch}"
     if t.tool == "madt_commit":
         steps = steps + (t.retry(allow_default_branch=True),)
         why = "committing onto it is almost always a mistake"
     else:
         why = "there is no feature branch to merge"
-    raise Refusal("DEFAULT_BRANCH",
-                  f"{t.target.describe()} is on its default branch {branch}; {why}. Create a branch first.",
+    raise Refusal("DEFAULT_BRANCH", f"{where}; {why}. Create a branch first.",
                   target=t.target.describe(), next=steps)
 
 

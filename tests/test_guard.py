@@ -200,7 +200,9 @@ def test_foreign_primary_is_immutable_and_forwards_to_the_worktree_flow(tool, ar
     assert "acme/lib @ /x/lib" in r.message
     add, finish = r.next
     assert add["tool"] == "madt_worktrees" and add["args"]["action"] == "add" and add["args"]["dir"] == "/x/lib"
-    assert finish == {"tool": "madt_finish", "args": {"dir": "/x/lib", "branch": add["args"]["b"]}}
+    # a switch names an existing branch: its worktree checks it out rather than creating it with b
+    branch = add["args"]["commit_ish"] if tool == "madt_switch" else add["args"]["b"]
+    assert finish == {"tool": "madt_finish", "args": {"dir": "/x/lib", "branch": branch}}
 
 
 def test_foreign_worktree_remove_is_immutable() -> None:
@@ -222,7 +224,7 @@ def test_finish_on_a_foreign_target_takes_only_the_branch_form() -> None:
     for at in (FOREIGN, FOREIGN_WT):
         r = refused(foreign("madt_finish", {"title": "t", "files": ["a"]}, at=at))
         assert r.code == "FOREIGN_TARGET" and "branch=" in r.message
-        assert r.next[0]["args"]["branch"] == "feat/x"
+        assert r.next[-1]["args"]["branch"] == "feat/x"
 
 
 def test_push_on_a_foreign_target_must_name_the_branch() -> None:

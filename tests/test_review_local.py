@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import gitops
+import guard
 import madtea
 from topologies import commit_files, make_bare, make_repo, run_git
 
@@ -130,3 +132,74 @@ def test_an_unreadable_body_file_is_a_refusal_not_a_traceback(tmp_path: Path, he
                         "--repo", "acme/web"])
     err = capsys.readouterr().err
     assert code == 1 and "BAD_ARGUMENT" in err and "Traceback" not in err and "missing.md" in err
+
+
+# --------------------------------------------------------------------------- the refusal chain
+
+def _refusal(t: guard.Target) -> guard.Refusal:
+    try:
+        guard.check_local(t)
+    except guard.Refusal as refusal:
+        return refusal
+    raise AssertionError("the call was not refused")
+
+
+def _facts(path: str, linked: bool = False) -> guard.RepoFacts:
+    top = Path(path)
+    common = Path("/x/lib/.git") if path.startswith("/x/") else top / ".git"
+    git_dir = common / "worktrees" / top.name if linked else common
+    return guard.RepoFacts(top, git_dir, common, gitops.parse_remote_url(f"https://h.test/acme/{top.name}.git"))
+
+
+def _target(tool: str, args: dict[str, Any], at: guard.RepoFacts, branch: str = "feat/x") -> guard.Target:
+    return guard.Target(tool, None, args, True, "mcp", _facts("/w/web"), at, True,
+                        state=guard.RepoState(branch, "main"))
+
+
+def test_finish_branch_form_on_the_default_branch_forwards_to_a_new_branch_not_to_itself() -> None:
+    home = _facts("/w/web")
+    r = _refusal(_target("madt_finish", {"branch": "main", "title": "Fix it", "dir": "/w/web"}, home, branch="main"))
+    assert r.code == "DEFAULT_BRANCH" and "branch=main" in r.message
+    create, finish = r.next
+    assert create == {"tool": "madt_branch_create", "args": {"dir": "/w/web", "name": "work/fix-it",
+                                                             "start_point": "main"}}
+    assert finish == {"tool": "madt_finish", "args": {"branch": "work/fix-it", "title": "Fix it", "dir": "/w/web"}}
+
+
+def test_a_switch_on_a_foreign_primary_forwards_to_a_worktree_of_that_existing_branch() -> None:
+    primary = _facts("/x/lib")
+    r = _refusal(_target("madt_switch", {"branch": "release", "dir": "/x/lib"}, primary, branch="main"))
+    assert r.code == "FOREIGN_PRIMARY"
+    add, finish = r.next
+    assert add["args"] == {"action": "add", "dir": "/x/lib", "path": "/x/lib-release", "commit_ish": "release"}
+    assert finish["args"] == {"dir": "/x/lib", "branch": "release"}
+    current = _refusal(_target("madt_switch", {"branch": "main", "dir": "/x/lib"}, primary, branch="main"))
+    assert current.next[0]["args"]["b"] == "work/contribution" and "commit_ish" not in current.next[0]["args"]
+    pull = _refusal(_target("madt_pull", {"branch": "main", "dir": "/x/lib"}, primary, branch="main"))
+    assert pull.next[0]["args"]["b"] == "work/contribution"
+    assert pull.next[1]["args"]["branch"] == "work/contribution"
+
+
+def test_finish_on_a_foreign_worktree_commits_the_declared_files_then_finishes_with_every_argument() -> None:
+    wt = _facts("/x/lib-fix", linked=True)
+    args = {"files": ["a.py"], "title": "Fix", "body": "why", "style": "squash", "dir": "/x/lib-fix"}
+    r = _refusal(_target("madt_finish", args, wt, branch="fix"))
+    assert r.code == "FOREIGN_TARGET"
+    commit, finish = r.next
+    assert commit == {"tool": "madt_commit", "args": {"dir": "/x/lib-fix", "files": ["a.py"], "title": "Fix",
+                                                      "body": "why"}}
+    assert finish == {"tool": "madt_finish", "args": {"title": "Fix", "body": "why", "style": "squash",
+                                                      "dir": "/x/lib-fix", "branch": "fix"}}
+
+
+def test_a_switch_on_a_foreign_primary_is_answered_with_a_worktree_add_that_works(tmp_path: Path,
+                                                                                 hermetic_seal: Path) -> None:
+    home = make_repo(tmp_path / "home")
+    lib = _pushed_repo(tmp_path)
+    run_git(lib, "branch", "release")
+    r = _mcp("madt_switch", {"branch": "release", "dir": str(lib)}, home)
+    assert r.error and r.error["code"] == "FOREIGN_PRIMARY", r.text
+    add = r.error["next"][0]
+    done = _mcp(add["tool"], add["args"], home)
+    assert not done.is_error, done.text
+    assert run_git(Path(add["args"]["path"]), "branch", "--show-current") == "release"
