@@ -858,6 +858,46 @@ BODY_FILE = Param("body_file", description="Read the body from this file ('-' fo
 COMMENT = Param("comment", description="Also leave this comment.", short="c")
 COMMENTS = Param("comments", "bool", "Include the comments.", short="C")
 OFFSET = Param("offset", "int", "Continue a truncated body or diff from this character.")
+FIELDS = Param("fields", "strs", "More of the forge's own fields to include, by their API names (e.g. assignees, "
+               "milestone, created_at, comments); the default result is a compact summary.")
+
+
+def _cleaned(value: Any) -> Any:
+    """Forge data for a result: cleaned, and each text bounded (view shows a whole body, with offset)."""
+    if isinstance(value, str):
+        text = clean(value)
+        return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + f" [truncated at {MAX_TEXT} of {len(text)}]"
+    if isinstance(value, list):
+        return [_cleaned(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _cleaned(v) for k, v in value.items()}
+    return value
+
+
+def with_fields(inv: Invocation, rows: list[dict[str, Any]], items: Sequence[Mapping[str, Any]]) -> str:
+    """Add the raw fields the caller asked for to each row; the text that shows them, fenced as forge data."""
+    given = inv.args.get("fields") or []
+    names = list(dict.fromkeys(n.strip() for g in ([given] if isinstance(given, str) else given)
+                               for n in str(g).split(",") if n.strip()))
+    if not names or not items:
+        return ""
+    unknown = [n for n in names if not any(n in item for item in items)]
+    if unknown:
+        known = ", ".join(sorted(set().union(*(item.keys() for item in items))))
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: the forge's answer has no field "
+                            f"{', '.join(unknown)}; its fields are: {known}.", target=inv.op.where,
+                            user_action="Call again with fields taken from that list.")
+    lines = []
+    for row, item in zip(rows, items):
+        extra = {n: _cleaned(item.get(n)) for n in names if n not in row}  # a field shown already stays as shown
+        if not extra:
+            continue
+        row.update(extra)
+        lines.append(fence(json.dumps(extra, ensure_ascii=False), row.get("author") or "unknown",
+                           "forge data", f"fields of #{row.get('number')}"))
+    return "\n" + "\n".join(lines) if lines else ""
+
+
 BODY_EDIT = (
     Param("body", description="Replace the whole body. Needs updated_at from the version you read, so an "
           "edit you have not seen is never overwritten. Prefer append, replace_old/replace_new, check or uncheck.",
@@ -981,7 +1021,8 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
            params=(STATE, LABELS, Param("assignee", description="Only issues assigned to this user.", short="a"),
                    Param("author", description="Only issues opened by this user.", short="A"),
                    Param("milestone", description="Only issues in this milestone (title).", short="m"),
-                   Param("search", description="Only issues matching these words.", short="S"), LIMIT, PAGE))
+                   Param("search", description="Only issues matching these words.", short="S"), LIMIT, PAGE,
+                   FIELDS))
 def issue_list_op(inv: Invocation) -> Result:
     a = inv.args
     params: dict[str, Any] = {"type": "issues", "state": a.get("state", "open")} | _page_params(inv)
@@ -993,7 +1034,9 @@ def issue_list_op(inv: Invocation) -> Result:
         if a.get(ours):
             params[theirs] = a[ours]
     items = api(inv).list("issues", params=params, limit=_limit(inv))
-    return list_result([issue_row(i) for i in items], "issues", api(inv).target)
+    result = list_result([issue_row(i) for i in items], "issues", api(inv).target)
+    result.text += with_fields(inv, result.data, items)
+    return result
 
 
 def _view(inv: Invocation, kind: str) -> Result:
@@ -1032,12 +1075,12 @@ def _view(inv: Invocation, kind: str) -> Result:
             lines.append(fence(c.get("body"), who, _relation(inv, who, cache), "comment"))
             row["comments"].append({"id": c.get("id"), "author": who, "body": clean(c.get("body")),
                                     "updated_at": c.get("updated_at")})
-    return Result("\n".join(lines), row)
+    return Result("\n".join(lines) + with_fields(inv, [row], [item]), row)
 
 
 @operation("madt_issues", "view", cli=("issue", "view"), kind="remote", mutating=False, idempotent=True,
            summary="Show one issue with its body (and comments), fenced as untrusted content.",
-           params=(NUMBER, COMMENTS, OFFSET))
+           params=(NUMBER, COMMENTS, OFFSET, FIELDS))
 def issue_view_op(inv: Invocation) -> Result:
     return _view(inv, "issue")
 
@@ -1247,7 +1290,8 @@ def _pr_line_extra(item: Mapping[str, Any]) -> str:
                          choices=("open", "closed", "merged", "all"), short="s"),
                    Param("base", description="Only PRs into this base branch.", short="B"),
                    Param("head", description="Only PRs from this head branch.", short="H"),
-                   LABELS, Param("author", description="Only PRs opened by this user.", short="A"), LIMIT, PAGE))
+                   LABELS, Param("author", description="Only PRs opened by this user.", short="A"), LIMIT, PAGE,
+                   FIELDS))
 def pr_list_op(inv: Invocation) -> Result:
     a = inv.args
     state = a.get("state", "open")
@@ -1269,12 +1313,12 @@ def pr_list_op(inv: Invocation) -> Result:
             for i in items]
     text = "\n".join(issue_line(r) + f" ({r['head']} → {r['base']})" for r in rows) or \
         f"no pull requests match in {api(inv).target.slug}"
-    return Result(text, rows)
+    return Result(text + with_fields(inv, rows, items), rows)
 
 
 @operation("madt_pr", "view", cli=("pr", "view"), kind="remote", mutating=False, idempotent=True,
            summary="Show one pull request: head, base, mergeability and body (fenced), optionally comments.",
-           params=(NUMBER, COMMENTS, OFFSET))
+           params=(NUMBER, COMMENTS, OFFSET, FIELDS))
 def pr_view_op(inv: Invocation) -> Result:
     return _view(inv, "pr")
 

@@ -218,3 +218,30 @@ def test_a_lost_create_is_not_taken_for_an_older_issue_of_the_same_title(env: En
     issues = env.repo.issues
     assert made.data["number"] == 2 and issues[2].body == "week 2"
     assert sorted(i.body for i in issues.values()) == ["week 1", "week 2"]
+
+
+# --------------------------------------------------------------------------- more than the compact result
+
+def test_fields_asks_for_more_on_both_surfaces(env: Env) -> None:
+    import subprocess
+    import sys
+
+    env.forge.create_issue("acme", "web", "Login fails", "steps", assignees=["alice"])
+    listed = env.ok("madt_issues", action="list", fields=["assignees", "created_at"])
+    row = listed.data[0]
+    assert row["assignees"][0]["login"] == "alice" and row["created_at"]
+    assert "untrusted content" in listed.text and '"created_at"' in listed.text
+    assert "assignees" not in env.ok("madt_issues", action="list").data[0]  # compact by default
+    view = env.ok("madt_issues", action="view", number=1, fields="closed_at, comments")
+    assert "closed_at" in view.data and view.data["comments"] == 0
+    unknown = env.refused("BAD_ARGUMENT", "madt_issues", action="list", fields=["no_such_field"])
+    assert "assignees" in unknown.text
+    pr_fields = {p.name for op in madtea.REGISTRY if op.tool == "madt_pr" and op.action in ("list", "view")
+                 for p in op.params}
+    assert "fields" in pr_fields
+    root = Path(madtea.__file__).resolve().parent
+    out = subprocess.run([sys.executable, "-m", "madtea", "issue", "list", "--fields", "created_at", "--json"],
+                         cwd=env.clone, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    assert "created_at" in out.stdout
