@@ -382,6 +382,8 @@ def _within(url: str, scope: str) -> bool:
         return False
     path = urllib.parse.urlsplit(url).path
     base = urllib.parse.urlsplit(scope).path.rstrip("/")
+    if "\\" in path or any(_escapes(segment) for segment in path.split("/")):
+        return False  # an encoded "..", which a server may decode after this prefix check
     return path == base or path.startswith(base + "/")
 
 
