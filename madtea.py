@@ -429,7 +429,8 @@ def switch_op(inv: Invocation) -> Result:
                                 next=(guard.call("madt_status", dir=str(inv.repo.top)),),
                                 user_action="Commit the changes with madt_commit on the current branch first.") from None
         raise
-    return Result(f"Switched {inv.repo.describe()} to {branch}.", {"branch": branch})
+    was = inv.state.branch or "a detached HEAD"
+    return Result(f"Switched {inv.repo.describe()} ({branch}) from {was} to {branch}.", {"branch": branch})
 
 
 _WT_PARAMS = (Param("path", description="Absolute path of the worktree to add or remove.", positional=True),
@@ -462,8 +463,8 @@ def worktree_add_op(inv: Invocation) -> Result:
     commit_ish = _ref_arg(inv, "commit_ish")
     new_branch = _ref_arg(inv, "b")
     gitops.worktree_add(_grepo(inv), path, commit_ish, new_branch)
-    what = f"new branch {new_branch}" if new_branch else (commit_ish or "HEAD")
-    return Result(f"Added worktree {path} on {what} for {inv.repo.describe()}.",
+    what = f"new branch {new_branch}" if new_branch else (commit_ish or "a detached HEAD")
+    return Result(f"Added worktree {path} on {what} for {inv.identity()}.",
                   {"path": path, "branch": new_branch or commit_ish})
 
 
@@ -2716,6 +2717,10 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
     state = _state(target) if op.mutating else None
     return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
                         nested=_nested(target) if needs_nested else (), signals=_signals(op, ctx),
+    if args.get("files"):
+        # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
+        args["files"] = [os.path.join(os.path.realpath(os.path.dirname(f)), os.path.basename(f))
+                         if os.path.isabs(f) else f for f in args["files"]]
                         state=state)
 
 
@@ -3034,7 +3039,8 @@ def _needs_roots(tool: str, raw: Mapping[str, Any]) -> bool:
     ops = tool_ops(tool)
     action = raw.get("action") if isinstance(raw, Mapping) else None
     op = next((o for o in ops if o.action == action), ops[0] if ops else None)
-    return bool(op and op.kind == "local" and op.mutating and "dir" not in raw)
+    # dir=null is no dir at all (the dispatcher drops None values), so it needs the roots signal too
+    return bool(op and op.kind == "local" and op.mutating and isinstance(raw, Mapping) and raw.get("dir") is None)
 
 
 async def _client_roots(ctx: Any) -> list[str] | None:

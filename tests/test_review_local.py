@@ -4,6 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import gitops
 import guard
 import madtea
@@ -203,3 +205,46 @@ def test_a_switch_on_a_foreign_primary_is_answered_with_a_worktree_add_that_work
     done = _mcp(add["tool"], add["args"], home)
     assert not done.is_error, done.text
     assert run_git(Path(add["args"]["path"]), "branch", "--show-current") == "release"
+
+
+# --------------------------------------------------------------------------- paths, roots and the identity echo
+
+def test_an_absolute_file_spelt_through_the_symlinked_dir_is_inside_the_repo(tmp_path: Path,
+                                                                           hermetic_seal: Path) -> None:
+    real = make_repo(tmp_path / "real" / "web")
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    run_git(real, "switch", "-q", "-c", "feat")
+    (real / "a.py").write_text("a\n", encoding="utf-8")
+    result = _mcp("madt_commit", {"files": [str(link / "a.py")], "title": "Add a", "dir": str(link)}, real)
+    assert not result.is_error, result.text
+    assert result.data["files"] == ["a.py"] and f"web @ {real} (feat)" in result.text
+
+
+def test_switch_and_worktree_add_echo_the_identity(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = _pushed_repo(tmp_path)
+    run_git(repo, "branch", "feat")
+    switched = _mcp("madt_switch", {"branch": "feat", "dir": str(repo)}, repo)
+    assert switched.text == f"Switched web @ {repo} (feat) from main to feat."
+    added = _mcp("madt_worktrees", {"action": "add", "path": str(tmp_path / "wt"), "dir": str(repo)}, repo)
+    assert added.text == f"Added worktree {tmp_path / 'wt'} on a detached HEAD for web @ {repo} (feat)."
+
+
+@pytest.mark.anyio
+async def test_dir_null_is_no_dir_and_still_meets_the_roots_signal(tmp_path: Path, hermetic_seal: Path) -> None:
+    pytest.importorskip("mcp")
+    from mcp.client import Client
+    from mcp.types import ListRootsResult, Root
+
+    web = make_repo(tmp_path / "web", origin="https://forge.example.test/acme/web.git")
+    api = make_repo(tmp_path / "api", origin="https://forge.example.test/acme/api.git")
+    run_git(web, "switch", "-q", "-c", "feat")
+    (web / "b.txt").write_text("b\n", encoding="utf-8")
+
+    async def roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=api.as_uri(), name="api")])
+
+    async with Client(madtea.build_server(web), mode="legacy", list_roots_callback=roots) as client:
+        result = await client.call_tool("madt_commit", {"title": "t", "files": ["b.txt"], "dir": None})
+    assert result.structured_content["code"] == "WRONG_REPO", result.content[0].text
+    assert run_git(web, "status", "--porcelain") == "?? b.txt"
