@@ -111,11 +111,16 @@ def _liberal_numbers(value: Any) -> list[int] | None:
     return None
 
 
+def _where(tool: str, action: str | None) -> str:
+    """``madt_pr action=merge``: how a refusal names the call it refuses."""
+    return f"{tool} action={action}" if action else tool
+
+
 def _bad(tool: str, action: str | None, name: str, expected: str, value: Any) -> Refusal:
-    where = f"{tool} action={action}" if action else tool
+    where = _where(tool, action)
     shown = json.dumps(value, ensure_ascii=False, default=str)[:80]
     return Refusal("BAD_ARGUMENT", f"{where}: {name} must be {expected}, not {shown}.",
-                   target=where, next=(), user_action=None)
+                   target=where, user_action=f"Call {where} again with {name} set to {expected}.")
 
 
 def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any) -> Any:
@@ -166,7 +171,7 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
     ``number`` and ``numbers`` are one identifier: a single-target action takes
     ``numbers=[N]`` as ``number=N`` and refuses several.
     """
-    where = f"{tool} action={action}" if action else tool
+    where = _where(tool, action)
     out: dict[str, Any] = {}
     for name, value in raw.items():
         if name == "action":
@@ -326,8 +331,23 @@ class RepoState:
     conflicted: tuple[str, ...] = ()
 
 
+class _Guarded:
+    """What every guarded call shares: its name in refusals, and the same call with changes."""
+
+    tool: str
+    action: str | None
+    args: Mapping[str, Any]
+
+    @property
+    def where(self) -> str:
+        return _where(self.tool, self.action)
+
+    def retry(self, **changes: Any) -> Call:
+        return call(self.tool, **_with_action(self.action, dict(self.args) | changes))
+
+
 @dataclass(frozen=True)
-class Target:
+class Target(_Guarded):
     """A repo-scoped call with everything the guard needs to decide on it."""
 
     tool: str
@@ -348,13 +368,6 @@ class Target:
         """A target outside the launch repo; with no launch repo, every target is foreign."""
         return self.launch is None or not same_repo(self.launch, self.target)
 
-    @property
-    def where(self) -> str:
-        return f"{self.tool} action={self.action}" if self.action else self.tool
-
-    def retry(self, **changes: Any) -> Call:
-        args = dict(self.args) | changes
-        return call(self.tool, **_with_action(self.action, args))
 
 
 def check_signals(t: Target) -> None:
@@ -602,7 +615,7 @@ def check_local(t: Target) -> None:
 # --------------------------------------------------------------------------- remote calls and the launch scope
 
 @dataclass(frozen=True)
-class RemoteCall:
+class RemoteCall(_Guarded):
     """A forge call: which repository it would reach, and what says otherwise."""
 
     tool: str
@@ -616,13 +629,6 @@ class RemoteCall:
     explicit: bool
     nested_hosts: tuple[tuple[str, str], ...] = ()   # (host/owner/repo, path) on other hosts
     signals: tuple[Signal, ...] = ()
-
-    @property
-    def where(self) -> str:
-        return f"{self.tool} action={self.action}" if self.action else self.tool
-
-    def retry(self, **changes: Any) -> Call:
-        return call(self.tool, **_with_action(self.action, dict(self.args) | changes))
 
 
 def _signal_names(signal: Signal) -> str | None:

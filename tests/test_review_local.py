@@ -248,3 +248,9 @@ async def test_dir_null_is_no_dir_and_still_meets_the_roots_signal(tmp_path: Pat
         result = await client.call_tool("madt_commit", {"title": "t", "files": ["b.txt"], "dir": None})
     assert result.structured_content["code"] == "WRONG_REPO", result.content[0].text
     assert run_git(web, "status", "--porcelain") == "?? b.txt"
+
+
+def test_a_value_of_the_wrong_shape_is_refused_with_a_way_on() -> None:
+    result = madtea.run("madt_log", {"limit": "lots"}, madtea.Context("mcp", Path("/")))
+    assert result.error and result.error["code"] == "BAD_ARGUMENT"
+    assert result.error["user_action"] == "Call madt_log again with limit set to a whole number."
