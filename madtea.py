@@ -768,13 +768,25 @@ def clean_line(text: str | None) -> str:
 MAX_TEXT = 20_000
 
 
-def bounded(text: str, offset: int, more: Callable[[int], str]) -> str:
-    """At most MAX_TEXT characters from offset, with the exact call that continues."""
+def window(text: str, offset: int, more: Callable[[int], str], what: str = "") -> tuple[str, int, str]:
+    """At most MAX_TEXT characters from offset, where they end, and the line with the exact call that
+    continues ("" when nothing is left). The line is madtea's: it goes after a fence, never inside one."""
     chunk = text[offset:offset + MAX_TEXT]
     end = offset + len(chunk)
-    if end < len(text):
-        chunk += f"\n[truncated at character {end} of {len(text)}; continue with {more(end)}]"
-    return chunk
+    if end >= len(text):
+        return chunk, end, ""
+    return chunk, end, f"[{what}{' ' if what else ''}truncated at character {end} of {len(text)}; continue with {more(end)}]"
+
+
+def bounded(text: str, offset: int, more: Callable[[int], str]) -> str:
+    """At most MAX_TEXT characters from offset, with the exact call that continues."""
+    chunk, _end, tail = window(text, offset, more)
+    return f"{chunk}\n{tail}" if tail else chunk
+
+
+def _continue(tool: str, action: str, target: RemoteTarget, **args: Any) -> Callable[[int], str]:
+    """The call that shows the rest of a bounded text from a given offset."""
+    return lambda end: guard.render_call(guard.call(tool, action=action, owner_repo=target.full, **args, offset=end))
 
 
 def fence(text: str | None, author: str, relation: str, what: str = "body") -> str:
@@ -917,11 +929,6 @@ def _issue_number(inv: Invocation) -> int:
     return int(inv.args["number"][0] if isinstance(inv.args["number"], list) else inv.args["number"])
 
 
-def _web_url(inv: Invocation, *segments: Any) -> str:
-    t = api(inv).target
-    return "/".join([api(inv).web_base, t.owner, t.repo, *map(str, segments)])
-
-
 def _all_labels(inv: Invocation) -> list[dict[str, Any]]:
     return api(inv).list("labels", limit=1000)
 
@@ -1051,8 +1058,7 @@ def _view(inv: Invocation, kind: str) -> Result:
     tool = "madt_issues" if kind == "issue" else "madt_pr"
     # The window of the body shown; the continuation line is madtea's, so it goes after the fence, not in it.
     text = clean(item.get("body"))
-    body = text[offset:offset + MAX_TEXT]
-    end = offset + len(body)
+    body, end, more = window(text, offset, _continue(tool, "view", api(inv).target, number=number), "body")
     lines = [issue_line(row), f"{row['url']}", f"updated_at {item.get('updated_at')} body_sha {_body_sha(item.get('body'))}"]
     if kind == "pr":
         head, base = item.get("head") or {}, item.get("base") or {}
@@ -1062,10 +1068,8 @@ def _view(inv: Invocation, kind: str) -> Result:
                 "mergeable": item.get("mergeable"), "merge_commit_sha": item.get("merge_commit_sha")}
     lines.append(fence(body, author, _relation(inv, author, cache)))
     row |= {"body": body, "updated_at": item.get("updated_at"), "body_sha": _body_sha(item.get("body"))}
-    if end < len(text):
-        more = guard.render_call(guard.call(tool, action="view", owner_repo=api(inv).target.full, number=number,
-                                            offset=end))
-        lines.append(f"[body truncated at character {end} of {len(text)}; continue with {more}]")
+    if more:
+        lines.append(more)
         row |= {"body_length": len(text), "truncated_at": end}
     if inv.args.get("comments"):
         comments = api(inv).get("issues", number, "comments") or []
@@ -1424,8 +1428,10 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str, delete_branch: b
     try:
         a.post("pulls", number, "merge", json=payload)
     except a.forge.ForgeError as exc:
-        # Forgejo answers 403 when the merge succeeded but the branch delete did not, and a lost
-        # answer says nothing: the PR as the forge now shows it decides.
+        # Forgejo answers 403 when the merge succeeded but the branch delete did not: the PR as
+        # the forge now shows it decides. A lost answer (no status) stays a failure to resume from.
+        if exc.status is None:
+            raise
         try:
             after = a.get("pulls", number)
         except a.forge.ForgeError:
@@ -1497,14 +1503,9 @@ def pr_diff_op(inv: Invocation) -> Result:
     author = _login(remote.get("pulls", number).get("user"))
     text = clean(remote.scoped.get_text(f"pulls/{number}.diff"))
     offset = int(inv.args.get("offset") or 0)
-    chunk = text[offset:offset + MAX_TEXT]
-    end = offset + len(chunk)
+    chunk, end, more = window(text, offset, _continue("madt_pr", "diff", remote.target, number=number), "diff")
     # The diff is the PR author's content: fenced like a body, with madtea's continuation line after the fence.
-    lines = [fence(chunk, author, _relation(inv, author, {}), "diff")]
-    if end < len(text):
-        more = guard.render_call(guard.call("madt_pr", action="diff", owner_repo=remote.target.full, number=number,
-                                            offset=end))
-        lines.append(f"[diff truncated at character {end} of {len(text)}; continue with {more}]")
+    lines = [fence(chunk, author, _relation(inv, author, {}), "diff")] + ([more] if more else [])
     return Result("\n".join(lines), {"number": number, "length": len(text), "offset": offset, "end": end})
 
 
@@ -1734,12 +1735,15 @@ def release_list_op(inv: Invocation) -> Result:
 
 
 @operation("madt_releases", "view", cli=("release", "view"), kind="remote", mutating=False, idempotent=True,
-           summary="Show one release and its notes (fenced).", params=(TAG,))
+           summary="Show one release and its notes (fenced; long notes continue with offset).", params=(TAG, OFFSET))
 def release_view_op(inv: Invocation) -> Result:
     r = _release_by_tag(inv)
-    row = _release_row(r) | {"notes": clean(r.get("body"))}
-    return Result(f"{row['tag']} {row['title']}\n{row['url']}\n" + fence(r.get("body"), _login(r.get("author")),
-                                                                          "release author", "notes"), row)
+    notes, _end, more = window(clean(r.get("body")), int(inv.args.get("offset") or 0),
+                               _continue("madt_releases", "view", api(inv).target, tag=inv.args["tag"]), "notes")
+    row = _release_row(r) | {"notes": notes}
+    return Result(f"{row['tag']} {row['title']}\n{row['url']}\n"
+                  + fence(notes, _login(r.get("author")), "release author", "notes") + (f"\n{more}" if more else ""),
+                  row)
 
 
 RELEASE_FIELDS = (Param("title", description="The release title (default: the tag).", short="t"),
@@ -1963,14 +1967,17 @@ def wiki_list_op(inv: Invocation) -> Result:
 
 
 @operation("madt_wiki", "view", cli=("wiki", "view"), kind="remote", mutating=False, idempotent=True,
-           summary="Show a wiki page (fenced).", params=(PAGE_NAME,))
+           summary="Show a wiki page (fenced; a long page continues with offset).", params=(PAGE_NAME, OFFSET))
 def wiki_view_op(inv: Invocation) -> Result:
     import base64
     page = api(inv).get("wiki", "page", inv.args["page_name"])
     text = base64.b64decode(page.get("content_base64") or "").decode("utf-8", "replace")
     author = ((page.get("last_commit") or {}).get("author") or {}).get("name") or "unknown"
-    return Result(f"{clean_line(page.get('title'))}\n" + fence(text, author, "last editor", "page"),
-                  {"title": clean_line(page.get("title")), "content": clean(text)})
+    content, _end, more = window(clean(text), int(inv.args.get("offset") or 0),
+                                 _continue("madt_wiki", "view", api(inv).target, page_name=inv.args["page_name"]),
+                                 "page")
+    return Result(f"{clean_line(page.get('title'))}\n" + fence(content, author, "last editor", "page")
+                  + (f"\n{more}" if more else ""), {"title": clean_line(page.get("title")), "content": content})
 
 
 @operation("madt_wiki", "create", cli=("wiki", "create"), kind="remote", mutating=True,
@@ -2069,8 +2076,7 @@ def actions_logs_op(inv: Invocation) -> Result:
             raise remote.forge.ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None
         raise
     offset = int(inv.args.get("offset") or 0)
-    shown = bounded(clean(text), offset, lambda end: guard.render_call(guard.call(
-        "madt_actions", action="logs", owner_repo=remote.target.full, job_id=inv.args["job_id"], offset=end)))
+    shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.args["job_id"]))
     return Result(shown, {"job_id": inv.args["job_id"], "length": len(text)})
 
 

@@ -290,3 +290,31 @@ def test_a_redirect_with_an_encoded_dot_segment_does_not_leave_the_repository() 
     finally:
         server.shutdown()
         server.server_close()
+
+
+# --------------------------------------------------------------------------- bounded texts
+
+def _continued(env: Env, tool: str, first: madtea.Result, key: str) -> str:
+    """Follow a bounded result's continuation calls and return the whole text they show."""
+    whole, result = first.data[key], first
+    while (found := re.search(r"continue with (\w+) (.*)\]$", result.text)):
+        args = dict(re.findall(r"(\w+)=(\"[^\"]*\"|\S+)", found.group(2)))
+        offset = int(args["offset"])
+        assert found.group(1) == tool and offset == len(whole)
+        more = {k: json.loads(v) if v.startswith('"') else v for k, v in args.items()}
+        result = env.ok(tool, **more | {"offset": offset})
+        whole += result.data[key]
+    return whole
+
+
+def test_long_release_notes_and_wiki_pages_are_bounded_and_continue(env: Env) -> None:
+    long = "".join(f"line {n}: {'x' * 60}\n" for n in range(800))  # ~54,000 characters
+    env.ok("madt_releases", action="create", tag="v1.0.0", notes=long)
+    notes = env.ok("madt_releases", action="view", tag="v1.0.0")
+    assert len(notes.data["notes"]) == madtea.MAX_TEXT and len(notes.text) < madtea.MAX_TEXT + 1000
+    assert notes.text.splitlines()[-1].startswith("[notes truncated at character 20000")
+    assert _continued(env, "madt_releases", notes, "notes") == long
+    env.ok("madt_wiki", action="create", page_name="Home", content=long)
+    page = env.ok("madt_wiki", action="view", page_name="Home")
+    assert len(page.data["content"]) == madtea.MAX_TEXT
+    assert _continued(env, "madt_wiki", page, "content") == long
