@@ -2719,14 +2719,14 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
                                 target=str(ctx.launch_dir),
                                 user_action=f"Call {op.tool} again with dir set to the absolute path of the repository.")
         target, explicit = launch, False
-    needs_nested = ctx.surface == "mcp" and op.mutating and not explicit
-    state = _state(target) if op.mutating else None
-    return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
-                        nested=_nested(target) if needs_nested else (), signals=_signals(op, ctx),
     if args.get("files"):
         # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
         args["files"] = [os.path.join(os.path.realpath(os.path.dirname(f)), os.path.basename(f))
                          if os.path.isabs(f) else f for f in args["files"]]
+    needs_nested = ctx.surface == "mcp" and op.mutating and not explicit
+    state = _state(target) if op.mutating else None
+    return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
+                        nested=_nested(target) if needs_nested else (), signals=_signals(op, ctx),
                         state=state)
 
 
