@@ -473,9 +473,12 @@ def check_foreign(t: Target) -> None:
                       f"{t.target.describe()} is {whose}, so madt_finish takes only the branch= form, "
                       f"which commits, switches and pulls nothing there"
                       + ("; commit the declared files first." if files else "."),
-                      target=t.target.describe(), next=commit + (t.retry(dir=top, branch=branch, files=None),),
+                      target=t.target.describe(),
+                      # On a main checkout the current branch is its owner's: never offer to merge it.
+                      next=contribution_flow(t) if primary else commit + (t.retry(dir=top, branch=branch,
+                                                                                  files=None),),
                       user_action="Commit the declared files with madt_commit (files and title) before finishing."
-                      if files and not title else None)
+                      if files and not title and not primary else None)
     if t.tool == "madt_push" and not t.args.get("branch"):
         branch = t.state.branch if t.state and t.state.branch else None
         raise Refusal("FOREIGN_TARGET",

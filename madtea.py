@@ -310,17 +310,26 @@ def push_op(inv: Invocation) -> Result:
                             f"origin/{branch} is no longer at {lease[:9]}; someone pushed since you based your work "
                             f"on it, so nothing was overwritten ({exc.stderr.strip()[:120]}).",
                             target=inv.repo.describe(),
-                            user_action="Fetch and look at the new remote commits before choosing a new lease.") from None
+                            user_action=f"Ask the user: someone else's commits are on origin/{branch} now, and a "
+                                        f"new lease would throw them away.") from None
     except gitops.PushRejected as exc:
         if exc.kind != "non-fast-forward":
             raise guard.Refusal("BAD_ARGUMENT", f"origin refused {branch} ({exc.reason}); nothing was pushed.",
                                 target=inv.repo.describe(),
                                 user_action="Read origin's reason above; if a server rule refused the push, ask "
                                             "the user how they want it handled.") from None
+        st = gitops.status(_grepo(inv))
+        # Only a branch with nothing of its own to push can catch up by fast-forward; a diverged
+        # one needs a person to choose between merging the remote commits and replacing them.
+        behind_only = st.branch == branch and st.ahead == 0
         raise guard.Refusal("LEASE_REJECTED" if lease else "BAD_ARGUMENT",
                             f"origin refused {branch}: the remote branch has commits yours does not. Nothing was "
                             f"overwritten.", target=inv.repo.describe(),
-                            next=(guard.call("madt_pull", dir=str(inv.repo.top), branch=branch),)) from None
+                            next=(guard.call("madt_pull", dir=str(inv.repo.top), branch=branch),) if behind_only
+                            else (),
+                            user_action=None if behind_only else
+                            f"Ask the user whether to bring origin/{branch}'s commits into {branch} or to replace "
+                            f"them; madtea will not choose for them.") from None
     return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.",
                   {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha})
 
@@ -2798,7 +2807,10 @@ def _forge_error(exc: Exception) -> Result | None:
     if code == "AUTH_MISSING" and host:
         user_action = (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks "
                        f"for a token and checks it with the forge), then call again.")
-    return error_result(code, str(exc), getattr(exc, "target", None), user_action=user_action)
+    where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)
+    host = getattr(exc, "host", None)
+    target = f"{where} on {host}" if where and host else (where or host)
+    return error_result(code, str(exc), target, user_action=user_action)
 
 
 

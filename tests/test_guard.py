@@ -224,7 +224,13 @@ def test_finish_on_a_foreign_target_takes_only_the_branch_form() -> None:
     for at in (FOREIGN, FOREIGN_WT):
         r = refused(foreign("madt_finish", {"title": "t", "files": ["a"]}, at=at))
         assert r.code == "FOREIGN_TARGET" and "branch=" in r.message
-        assert r.next[-1]["args"]["branch"] == "feat/x"
+    # In someone's worktree the branch there is finished by name; on a main checkout the current
+    # branch is its owner's, so the way on is a worktree of one's own, never merging their branch.
+    linked = refused(foreign("madt_finish", {"title": "t", "files": ["a"]}, at=FOREIGN_WT))
+    assert linked.next[-1]["args"]["branch"] == "feat/x"
+    primary = refused(foreign("madt_finish", {"title": "t", "files": ["a"]}, at=FOREIGN))
+    add, finish = primary.next
+    assert add["args"]["action"] == "add" and finish["args"]["branch"] == add["args"]["b"] != "feat/x"
 
 
 def test_push_on_a_foreign_target_must_name_the_branch() -> None:
