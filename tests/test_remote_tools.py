@@ -26,6 +26,7 @@ import pytest
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from topologies import make_repo, run_git
+from remote_env import Env, child_env, clone_of, env, other  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSING = "nothing left to verify for this step."
@@ -33,62 +34,6 @@ STYLES = ("merge", "squash", "rebase", "rebase-merge", "fast-forward-only")
 
 
 # --------------------------------------------------------------------------- harness
-
-@dataclass
-class Env:
-    """A clone of acme/web whose origin is the fake forge, and the ways to call madtea from it."""
-
-    forge: FakeForge
-    clone: Path
-
-    @property
-    def repo(self) -> Any:
-        return self.forge.repo("acme", "web")
-
-    def call(self, tool: str, _dir: Path | None = None, **args: Any) -> madtea.Result:
-        return madtea.run(tool, args, madtea.Context("mcp", _dir or self.clone))
-
-    def ok(self, tool: str, _dir: Path | None = None, **args: Any) -> madtea.Result:
-        result = self.call(tool, _dir, **args)
-        assert not result.is_error, f"{result.error}\n{result.text}"
-        return result
-
-    def refused(self, code: str, tool: str, _dir: Path | None = None, **args: Any) -> madtea.Result:
-        result = self.call(tool, _dir, **args)
-        assert result.is_error, result.text
-        assert result.error["code"] == code, f"{result.error}\n{result.text}"
-        assert "Traceback" not in result.text
-        return result
-
-    def cli(self, *argv: str, cwd: Path | None = None, stdin: Any = subprocess.DEVNULL,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "madtea", *argv], cwd=cwd or self.clone, stdin=stdin,
-                              env=env or child_env(), capture_output=True, text=True, timeout=60)
-
-    def issue(self, number: int) -> Any:
-        return self.repo.issues[number]
-
-    def issue_count(self) -> int:
-        return sum(1 for i in self.repo.issues.values() if i.pull is None)
-
-    def label_names(self, number: int) -> set[str]:
-        return {self.repo.labels[i].name for i in self.issue(number).labels}
-
-
-def child_env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
-
-
-def clone_of(forge: FakeForge, path: Path, owner: str = "acme", repo: str = "web") -> Path:
-    run_git(path.parent, "clone", "-q", forge.remote_url(owner, repo), str(path))
-    return Path(os.path.realpath(path))
-
-
-@pytest.fixture
-def env(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
-    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
-    return Env(fake_forge, clone_of(fake_forge, tmp_path / "web"))
-
 
 @pytest.fixture
 def seeded(env: Env) -> Env:
@@ -1010,26 +955,6 @@ def test_bytes_per_issue_are_at_most_15_percent_of_the_raw_json(env: Env, shape:
 
 
 # --------------------------------------------------------------------------- the launch scope
-
-@pytest.fixture
-def other(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A second fake forge (the other flavour) reached as localhost: another host, with its own token."""
-    flavour = "forgejo" if env.forge.flavour == "gitea" else "gitea"
-    forge = FakeForge(flavour, base_dir=tmp_path / "other-forge").start()
-    host = f"localhost:{forge.port}"
-    config = Path(os.environ["XDG_CONFIG_HOME"]) / "madtea" / "config.json"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"hosts": {host: {"api_url": f"http://{host}/api/v1"}}}), encoding="utf-8")
-    monkeypatch.setenv("MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.upper()), DEFAULT_TOKEN)
-    forge.create_issue("acme", "web", "Over there", "on the other forge")
-    forge.host_name = host  # type: ignore[attr-defined]
-    try:
-        yield forge
-    finally:
-        forge.stop()
-    from fakeforge import assert_no_violations
-    assert_no_violations(forge)
-
 
 def _outside_repo(forge: FakeForge) -> list[str]:
     return [f"{r.method} {r.path}" for r in forge.requests

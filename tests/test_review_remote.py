@@ -16,61 +16,8 @@ from typing import Any
 import pytest
 
 import madtea
-from fakeforge import DEFAULT_TOKEN, FakeForge
-from topologies import run_git
-
-
-class Env:
-    """A clone of acme/web whose origin is the fake forge."""
-
-    def __init__(self, forge: FakeForge, clone: Path) -> None:
-        self.forge = forge
-        self.clone = clone
-
-    @property
-    def repo(self) -> Any:
-        return self.forge.repo("acme", "web")
-
-    def call(self, tool: str, **args: Any) -> madtea.Result:
-        return madtea.run(tool, args, madtea.Context("mcp", self.clone))
-
-    def ok(self, tool: str, **args: Any) -> madtea.Result:
-        result = self.call(tool, **args)
-        assert not result.is_error, f"{result.error}\n{result.text}"
-        return result
-
-    def refused(self, code: str, tool: str, **args: Any) -> madtea.Result:
-        result = self.call(tool, **args)
-        assert result.is_error, result.text
-        assert result.error["code"] == code, f"{result.error}\n{result.text}"
-        assert result.error["next"] or result.error["user_action"]
-        return result
-
-
-@pytest.fixture
-def env(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
-    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
-    path = tmp_path / "web"
-    run_git(tmp_path, "clone", "-q", fake_forge.remote_url("acme", "web"), str(path))
-    return Env(fake_forge, Path(os.path.realpath(path)))
-
-
-@pytest.fixture
-def other(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A second fake forge reached as localhost: another host, with its own token."""
-    flavour = "forgejo" if env.forge.flavour == "gitea" else "gitea"
-    forge = FakeForge(flavour, base_dir=tmp_path / "other-forge").start()
-    host = f"localhost:{forge.port}"
-    config = Path(os.environ["XDG_CONFIG_HOME"]) / "madtea" / "config.json"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"hosts": {host: {"api_url": f"http://{host}/api/v1"}}}), encoding="utf-8")
-    monkeypatch.setenv("MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.upper()), DEFAULT_TOKEN)
-    forge.create_issue("acme", "web", "Over there", "on the other forge")
-    forge.host_name = host  # type: ignore[attr-defined]
-    try:
-        yield forge
-    finally:
-        forge.stop()
+from fakeforge import FakeForge
+from remote_env import Env, env, other  # noqa: F401 - fixtures
 
 
 # --------------------------------------------------------------------------- the passthrough
