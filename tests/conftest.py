@@ -73,6 +73,34 @@ def _guarded_connect_ex(self: socket.socket, address: object) -> int:
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 
+# A name lookup is network traffic too (to the resolver), so names other than localhost are not
+# resolved at all: they fail as an unknown name would. The opt-in live lane adds its forge here.
+RESOLVABLE: set[str] = set()
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def resolvable(host: object) -> bool:
+    """True when looking *host* up needs no resolver: an address literal, localhost, or an allowed name."""
+    if host is None:
+        return True
+    name = host.decode("ascii", "replace") if isinstance(host, bytes) else str(host)
+    if name in ("localhost", "localhost.") or name in RESOLVABLE:
+        return True
+    try:
+        ipaddress.ip_address(name.split("%", 1)[0])
+        return True
+    except ValueError:
+        return False
+
+
+def _guarded_getaddrinfo(host: object, *args: object, **kwargs: object) -> list:
+    if not resolvable(host):
+        raise socket.gaierror(socket.EAI_NONAME, f"test sockets resolve no names but localhost, not {host!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+
+socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
+
 
 # --------------------------------------------------------------------------- environment
 

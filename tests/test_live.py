@@ -22,6 +22,7 @@ import ipaddress
 import json
 import os
 import socket
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -67,6 +68,8 @@ def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def _let_through(host: str, port: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Allow connections to the live forge's addresses (and loopback) for this test only."""
+    seal = sys.modules["conftest"]
+    monkeypatch.setattr(seal, "RESOLVABLE", seal.RESOLVABLE | {host})
     guarded = socket.socket.connect
     allowed = {info[4][0] for info in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)}
     real = guarded.__globals__.get("_real_connect", guarded)  # the seal keeps the unguarded connect
