@@ -93,3 +93,20 @@ def other(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     finally:
         forge.stop()
     assert_no_violations(forge)
+
+
+@pytest.fixture
+def fast_client(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Short socket timeouts and no real pauses; returns the pauses the client asked for."""
+    import forge
+
+    pauses: list[float] = []
+    real_init = forge.Client.__init__
+
+    def init(self: Any, api_base: str, host: str, token: str | None = None, **options: Any) -> None:
+        options.setdefault("timeout", 1.0)
+        options["sleep"] = pauses.append
+        real_init(self, api_base, host, token, **options)
+
+    monkeypatch.setattr(forge.Client, "__init__", init)
+    return pauses

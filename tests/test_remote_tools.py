@@ -25,7 +25,7 @@ import pytest
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from topologies import make_repo, run_git
-from remote_env import Env, child_env, clone_of, env, other  # noqa: F401 - fixtures
+from remote_env import Env, child_env, clone_of, env, fast_client, other  # noqa: F401 - fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 CLOSING = "nothing left to verify for this step."
@@ -47,23 +47,6 @@ def seeded(env: Env) -> Env:
     f.create_issue("acme", "web", "Write the docs", "Docs please", user="bob", labels=["docs"])
     f.create_issue("acme", "web", "Old one", "done", state="closed")
     return env
-
-
-@pytest.fixture
-def fast_client(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Short socket timeouts and no real pauses; returns the pauses the client asked for."""
-    import forge
-
-    pauses: list[float] = []
-    real_init = forge.Client.__init__
-
-    def init(self: Any, api_base: str, host: str, token: str | None = None, **options: Any) -> None:
-        options.setdefault("timeout", 1.0)
-        options["sleep"] = pauses.append
-        real_init(self, api_base, host, token, **options)
-
-    monkeypatch.setattr(forge.Client, "__init__", init)
-    return pauses
 
 
 # --------------------------------------------------------------------------- issues: list and view

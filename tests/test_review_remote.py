@@ -17,7 +17,7 @@ import pytest
 
 import madtea
 from fakeforge import FakeForge
-from remote_env import Env, env, other  # noqa: F401 - fixtures
+from remote_env import Env, env, fast_client, other  # noqa: F401 - fixtures
 
 
 # --------------------------------------------------------------------------- the passthrough
@@ -139,23 +139,6 @@ def test_a_merge_answered_403_after_it_merged_is_reported_as_merged(env: Env, mo
 
 
 # --------------------------------------------------------------------------- faults
-
-@pytest.fixture
-def fast_client(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """Short socket timeouts and no real pauses; returns the pauses the client asked for."""
-    import forge
-
-    pauses: list[float] = []
-    real_init = forge.Client.__init__
-
-    def init(self: Any, api_base: str, host: str, token: str | None = None, **options: Any) -> None:
-        options.setdefault("timeout", 1.0)
-        options["sleep"] = pauses.append
-        real_init(self, api_base, host, token, **options)
-
-    monkeypatch.setattr(forge.Client, "__init__", init)
-    return pauses
-
 
 def test_a_lost_create_is_not_taken_for_an_older_issue_of_the_same_title(env: Env, fast_client: list[float]) -> None:
     """The look-up after a dropped create matched last week's issue by title alone and reported it as made."""
