@@ -2366,7 +2366,7 @@ _CLOSING_WORDS = r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:[\w.-]+/
 
 
 def closing_refs(text: str | None) -> list[int]:
-    """Issue numbers a text would close on merge (Closes #12, fixes #3, resolves owner/repo#4)."""
+    """Issue numbers a text would close on merge ("Closes #N", "fixes #N", "resolves owner/repo#N")."""
     import re
     return [int(n) for n in re.findall(_CLOSING_WORDS, text or "", re.IGNORECASE)]
 
