@@ -3836,9 +3836,10 @@ def assert_no_violations(forge: FakeForge) -> None:
         pytest.fail("\n".join(problems), pytrace=False)
 
 
-def _forge_fixture(flavour: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
+def running_forge(flavour: str, base_dir: Path) -> Iterator[FakeForge]:
+    """A started fake forge for a fixture: stopped afterwards, and the test failed on any spec violation."""
     global _warned_missing_specs
-    forge = FakeForge(flavour, base_dir=tmp_path_factory.mktemp(f"forge-{flavour}"))
+    forge = FakeForge(flavour, base_dir=base_dir)
     if forge.spec_skip_reason and not _warned_missing_specs:
         _warned_missing_specs = True
         import warnings
@@ -3852,6 +3853,10 @@ def _forge_fixture(flavour: str, tmp_path_factory: pytest.TempPathFactory) -> It
     finally:
         forge.stop()
     assert_no_violations(forge)
+
+
+def _forge_fixture(flavour: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
+    yield from running_forge(flavour, tmp_path_factory.mktemp(f"forge-{flavour}"))
 
 
 @pytest.fixture

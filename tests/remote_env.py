@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import madtea
-from fakeforge import DEFAULT_TOKEN, FakeForge, assert_no_violations
+from fakeforge import DEFAULT_TOKEN, FakeForge, running_forge
 from topologies import run_git
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,19 +80,15 @@ def env(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def other(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A second fake forge (the other flavour) reached as localhost: another host, with its own token."""
     flavour = "forgejo" if env.forge.flavour == "gitea" else "gitea"
-    forge = FakeForge(flavour, base_dir=tmp_path / "other-forge").start()
-    host = f"localhost:{forge.port}"
-    config = Path(os.environ["XDG_CONFIG_HOME"]) / "madtea" / "config.json"
-    config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"hosts": {host: {"api_url": f"http://{host}/api/v1"}}}), encoding="utf-8")
-    monkeypatch.setenv("MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.upper()), DEFAULT_TOKEN)
-    forge.create_issue("acme", "web", "Over there", "on the other forge")
-    forge.host_name = host  # type: ignore[attr-defined]
-    try:
+    for forge in running_forge(flavour, tmp_path / "other-forge"):
+        host = f"localhost:{forge.port}"
+        config = Path(os.environ["XDG_CONFIG_HOME"]) / "madtea" / "config.json"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({"hosts": {host: {"api_url": f"http://{host}/api/v1"}}}), encoding="utf-8")
+        monkeypatch.setenv("MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.upper()), DEFAULT_TOKEN)
+        forge.create_issue("acme", "web", "Over there", "on the other forge")
+        forge.host_name = host  # type: ignore[attr-defined]
         yield forge
-    finally:
-        forge.stop()
-    assert_no_violations(forge)
 
 
 @pytest.fixture
