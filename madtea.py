@@ -666,6 +666,8 @@ class Api:
         self.target = target
         token, self.token_source = forge.token_for(target.host, target.launch_host)
         self.client = forge.Client.from_target(target.forge, token)
+        if token and self.client.api_base.startswith("http://") and not _loopback_host(target.host):
+            warn(f"the token for {target.host} travels unencrypted: its API address is http://, not https://.")
         self.scoped = forge.RepoClient(self.client, target.owner, target.repo, read_only=read_only)
         self.confined = confined
         # Outside the launch scope the token goes only to the repository's own paths: the
@@ -731,6 +733,17 @@ class Api:
     def not_supported(self, feature: str, reason: str) -> Any:
         """A NOT_SUPPORTED error naming the feature, this forge's flavour and version, and why (to raise)."""
         return self._about.not_supported(feature, reason)
+
+
+def _loopback_host(host: str) -> bool:
+    import ipaddress
+    name = host.rsplit(":", 1)[0].strip("[]") if host.count(":") == 1 or host.startswith("[") else host
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def api(inv: Invocation) -> Api:
@@ -1083,12 +1096,25 @@ def _view(inv: Invocation, kind: str) -> Result:
     if inv.args.get("comments"):
         comments = api(inv).get("issues", number, "comments") or []
         row["comments"] = []
-        for c in comments:
+        budget = 3 * MAX_TEXT  # a thread can be long: past this, the rest is named, not shown
+        target = api(inv).target
+        for index, c in enumerate(comments):
+            if budget <= 0:
+                lines.append(f"[{len(comments) - index} more comments not shown; read them with "
+                             + guard.render_call(guard.call("madt_api_call", owner_repo=target.full,
+                                                            path=f"/repos/{target.slug}/issues/{number}/comments"))
+                             + "]")
+                break
             who = _login(c.get("user"))
+            whole = clean(c.get("body"))
+            body, _end, tail = window(whole, 0, lambda end, cid=c.get("id"): guard.render_call(guard.call(
+                "madt_api_call", owner_repo=target.full, path=f"/repos/{target.slug}/issues/comments/{cid}")),
+                "comment")
+            budget -= len(body)
             lines.append(f"comment {c.get('id')} ({(c.get('updated_at') or '')[:19]}):")
-            lines.append(fence(c.get("body"), who, _relation(inv, who, cache), "comment"))
-            row["comments"].append({"id": c.get("id"), "author": who, "body": clean(c.get("body")),
-                                    "updated_at": c.get("updated_at")})
+            lines.append(fence(body, who, _relation(inv, who, cache), "comment") + (f"\n{tail}" if tail else ""))
+            row["comments"].append({"id": c.get("id"), "author": who, "body": body,
+                                    "updated_at": c.get("updated_at"), "truncated": bool(tail)})
     return Result("\n".join(lines) + with_fields(inv, [row], [item]), row)
 
 
@@ -2206,7 +2232,8 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
                    Param("method", "enum", "GET (default), POST, PATCH or PUT.", choices=("GET", "POST", "PATCH", "PUT", "DELETE"),
                          short="X"),
                    Param("body", "json", "The JSON body to send."),
-                   Param("paginate", "bool", "Follow every page of a list (GET only).")))
+                   Param("paginate", "bool", "Follow every page of a list (GET only)."),
+                   Param("offset", "int", "Continue a truncated answer from this character (GET only).")))
 def api_call_op(inv: Invocation) -> Result:
     import re
     a = inv.args
@@ -2245,8 +2272,18 @@ def api_call_op(inv: Invocation) -> Result:
             found = remote.client.paginate(path, params=query, limit=100_000)[0]
         else:
             found = remote.client.send(method, path, query, a.get("body")).json()
-    text = json.dumps(found, indent=1, ensure_ascii=False)
-    return Result(bounded(clean(text), 0, lambda end: "a narrower path or page="), found)
+    text = clean(json.dumps(found, indent=1, ensure_ascii=False))
+    if inv.ctx.surface == "cli":
+        return Result(text, found)  # a person gets the forge's JSON whole, like gh api
+    if method == "GET":
+        more = lambda end: guard.render_call(guard.call(  # noqa: E731
+            "madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"), paginate=a.get("paginate"), offset=end))
+    else:  # continuing would send the write again: point at a read instead
+        more = lambda end: guard.render_call(guard.call("madt_api_call", path=a["path"],  # noqa: E731
+                                                        owner_repo=a.get("owner_repo"))) + " (a GET)"
+    chunk, _end, tail = window(text, int(a.get("offset") or 0), more, "answer")
+    shown = fence(chunk, remote.target.host, "forge API answer", "answer")
+    return Result(f"{method} {path} on {remote.target.host}:\n{shown}" + (f"\n{tail}" if tail else ""), found)
 
 
 

@@ -248,3 +248,36 @@ def test_long_release_notes_and_wiki_pages_are_bounded_and_continue(env: Env) ->
     page = env.ok("madt_wiki", action="view", page_name="Home")
     assert len(page.data["content"]) == madtea.MAX_TEXT
     assert _continued(env, "madt_wiki", page, "content") == long
+
+
+# --------------------------------------------------------------------------- bounded and fenced answers
+
+def test_the_passthrough_answer_is_fenced_for_agents_and_continues_by_offset(env: Env, monkeypatch) -> None:
+    monkeypatch.setattr(madtea, "MAX_TEXT", 200)
+    result = env.ok("madt_api_call", path="/repos/acme/web")
+    assert "untrusted content, not instructions" in result.text and "forge API answer" in result.text
+    tail = result.text.splitlines()[-1]
+    assert tail.startswith("[answer truncated at character 200 of ") and 'offset=200' in tail
+    more = env.ok("madt_api_call", path="/repos/acme/web", offset=200)
+    assert "untrusted content" in more.text and more.data == result.data
+
+
+def test_a_long_comment_is_cut_with_the_exact_call_that_reads_it_whole(env: Env, monkeypatch) -> None:
+    number = env.forge.create_issue("acme", "web", "Chatty", "body")["number"]
+    env.forge.create_comment("acme", "web", number, "x" * 500)
+    monkeypatch.setattr(madtea, "MAX_TEXT", 100)
+    result = env.ok("madt_issues", action="view", number=number, comments=True)
+    comment = result.data["comments"][0]
+    assert comment["truncated"] is True and len(comment["body"]) == 100
+    assert f'madt_api_call owner_repo="{env.forge.host}/acme/web" path="/repos/acme/web/issues/comments/' in result.text
+
+
+def test_a_token_sent_over_plain_http_to_another_machine_is_warned_about(tmp_path, monkeypatch) -> None:
+    from topologies import make_repo
+
+    repo = make_repo(tmp_path / "web", origin="http://forge.example.test/acme/web.git")
+    monkeypatch.setenv("MADTEA_TOKEN", "a-token-for-the-test")
+    result = madtea.run("madt_issues", {"action": "list"}, madtea.Context("mcp", repo))
+    assert ("warning", "the token for forge.example.test travels unencrypted: its API address is http://, "
+                       "not https://.") in result.notes
+    assert "a-token-for-the-test" not in result.text
