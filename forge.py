@@ -1496,14 +1496,20 @@ class _HangMemory:
             raise
 
 
-class SecurityStore(_HangMemory):
-    """macOS Keychain through ``security``; the token reaches it on stdin (``security -i``), never in argv."""
+class _CommandStore(_HangMemory):
+    """A backend driven through a command of the same name; available while it is on PATH and has not hung."""
 
-    name = "security"
+    name = ""
 
     def available(self) -> bool:
         import shutil
-        return not self.hung and shutil.which("security") is not None
+        return not self.hung and shutil.which(self.name) is not None
+
+
+class SecurityStore(_CommandStore):
+    """macOS Keychain through ``security``; the token reaches it on stdin (``security -i``), never in argv."""
+
+    name = "security"
 
     def get(self, host: str) -> str | None:
         code, out, err = self._call(lambda: _run_tool(
@@ -1534,14 +1540,10 @@ class SecurityStore(_HangMemory):
         return True
 
 
-class SecretToolStore(_HangMemory):
+class SecretToolStore(_CommandStore):
     """The Secret Service (GNOME Keyring, KWallet) through ``secret-tool``; the token goes on stdin."""
 
     name = "secret-tool"
-
-    def available(self) -> bool:
-        import shutil
-        return not self.hung and shutil.which("secret-tool") is not None
 
     def get(self, host: str) -> str | None:
         code, out, err = self._call(lambda: _run_tool(

@@ -214,7 +214,7 @@ def _ref_arg(inv: Invocation, name: str) -> str | None:
            summary="Show the repository, branch, upstream and working-tree changes (read-only).")
 def status_op(inv: Invocation) -> Result:
     st = gitops.status(_grepo(inv))
-    op = gitops.operation_in_progress(inv.repo.git_dir)
+    op = st.operation  # status read it from the git dir already
     lines = [f"{inv.repo.describe()} ({st.branch or 'detached HEAD'})"]
     if st.upstream:
         lines.append(f"upstream {st.upstream}: {st.ahead} ahead, {st.behind} behind")
