@@ -579,6 +579,15 @@ def check_mid_operation(t: Target) -> None:
 def check_default_branch(t: Target) -> None:
     if t.state is None:
         return
+    if t.tool == "madt_branch_delete" and t.args.get("name") == t.state.default_branch:
+        # Every containment proof is made against the default branch, so its own proof is
+        # always true: the rule stops it before any proof is tried.
+        raise Refusal("DEFAULT_BRANCH",
+                      f"{t.state.default_branch} is the default branch of {t.target.describe()}; madtea never "
+                      f"deletes it, because every other branch's work is proven safe against it.",
+                      target=t.target.describe(),
+                      user_action=f"Leave {t.state.default_branch} in place; only the repository's owner "
+                                  f"removes a default branch, on the forge and in their own checkout.")
     if t.tool == "madt_commit" and not t.args.get("allow_default_branch"):
         branch = t.state.branch
     elif t.tool == "madt_finish":

@@ -2626,8 +2626,14 @@ def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: 
     if branch_form:
         closing_line = closing(f"PR #{number} is merged on the forge at {merge_sha[:9]}; no working tree was touched")
     else:
-        gitops.switch(repo, default)
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            if not gitops.ref_exists(repo, f"refs/heads/{default}"):
+                # A checkout without its own default branch gets it back from origin: a switch
+                # to a branch that is not there would fail the same way on every resume.
+                gitops.fetch(repo, env=env)
+                sha = gitops.branch_create(repo, default, f"refs/remotes/origin/{default}")
+                steps.add(f"Created the local {default} at origin/{default} ({sha[:9]})")
+            gitops.switch(repo, default)
             pulled = gitops.pull_ff(repo, default, env=env)
         steps.add(f"Switched to {default} and pulled to {str(pulled.after)[:9]}", local=pulled.after)
         if branch != default and gitops.ref_exists(repo, f"refs/heads/{branch}"):
