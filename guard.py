@@ -23,7 +23,7 @@ __all__ = [
     "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
 ]
 
-# --- wrong-repo guard and rules (lead) ---
+# --- wrong-repo guard and rules ---
 
 Call = dict  # {"tool": "madt_x", "args": {...}}: a next step, as data
 
@@ -694,7 +694,7 @@ def check_remote(c: RemoteCall) -> None:
                       f"for this change.")
 
 
-# --- hook classifier (hook helper) ---
+# --- hook classifier ---
 #
 # The agent hook decides on one shell command before the harness runs it.
 # Everything below is pure: the caller hands in ``repo_facts(path)`` (a

@@ -27,7 +27,7 @@ __all__ = ["main", "run", "Context", "Result", "REGISTRY", "Op", "Param", "build
            "warn", "notice", "__version__"]
 __version__ = "0.1.0"
 
-# --- results and diagnostics (lead) ---
+# --- results and diagnostics ---
 
 class Result:
     """What a call did: text for people and agents, data for programs, and its diagnostics."""
@@ -84,7 +84,7 @@ def closing(text: str) -> str:
 
 
 
-# --- registry (lead) ---
+# --- registry ---
 
 @dataclasses.dataclass(frozen=True)
 class Param:
@@ -185,7 +185,7 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
 
 
 
-# --- services: local git (lead) ---
+# --- services: local git ---
 
 TOOL_SUMMARIES.update({
     "madt_worktrees": "Linked worktrees of a repository: list them, add one, or remove one that holds no unsaved work.",
@@ -538,7 +538,7 @@ def prune_op(inv: Invocation) -> Result:
 
 
 
-# --- services: remote (lead) ---
+# --- services: remote ---
 
 @dataclasses.dataclass(frozen=True)
 class RemoteTarget:
@@ -2397,7 +2397,7 @@ def _untabled_web(inv: Invocation) -> str:
     return _web(inv)
 
 
-# --- services: finish (lead) ---
+# --- services: finish ---
 
 _CLOSING_WORDS = r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?#(\d+)"
 
@@ -2654,7 +2654,7 @@ def run_error(exc: BaseException) -> Result:
                                              f"({type(exc).__name__}: {exc}).")
 
 
-# --- dispatcher (lead) ---
+# --- dispatcher ---
 
 @dataclasses.dataclass
 class Context:
@@ -2857,7 +2857,7 @@ def _forge_error(exc: Exception) -> Result | None:
 
 
 
-# --- CLI (lead) ---
+# --- CLI ---
 
 def _cli_flag(p: Param) -> list[str]:
     names = [f"--{(p.flag or p.name).replace('_', '-')}"]
@@ -3020,7 +3020,7 @@ def _stderr(text: str, colour: str) -> None:
 
 
 
-# --- MCP server (lead) ---
+# --- MCP server ---
 
 INSTRUCTIONS = (
     "madtea works on Gitea and Forgejo repositories and their local checkouts. Use the madt_* tools "
@@ -3180,7 +3180,7 @@ def serve_mcp() -> int:
 
 
 
-# --- auth (credentials helper) ---
+# --- auth ---
 #
 # Tokens are a person's business: ``madtea auth`` stores, shows and removes
 # them on the CLI only (the hook denies these verbs to agents). Git transport
@@ -3620,7 +3620,7 @@ CLI_EXTRAS["auth"] = ("Log in to forge hosts, log out, and show where each crede
                       _auth_cli)
 
 
-# --- doctor (lead) ---
+# --- doctor ---
 
 def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
     """Read-only checks a newcomer runs first: (status, topic, detail) rows."""
@@ -3715,7 +3715,7 @@ CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP c
 CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent's harness).", lambda p: None)
 
 
-# --- hook (hook helper) ---
+# --- hook ---
 #
 # ``madtea hook`` runs before every shell command the agent's harness executes,
 # so it stays on the standard library, starts no process and opens no socket:
@@ -4053,7 +4053,7 @@ def _hook_proc_stat(pid: int) -> tuple[int, int, str] | None:
 
 
 
-# --- main (lead) ---
+# --- main ---
 
 
 def main(argv: list[str] | None = None) -> int:
