@@ -11,13 +11,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import gitops
 
 
 __all__ = [
     "Refusal", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
+    "way_on_problem", "placeholder", "is_placeholder", "render_way_on",
     "check_arguments", "check_not_option", "check_dir", "not_a_repo", "distinct_children",
     "check_local", "check_signals", "check_workspace", "check_foreign", "declared_files",
     "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
@@ -31,20 +32,52 @@ DO_NOT_SWEEP = "Do not retry with blanket staging; name the files."
 
 
 class Refusal(Exception):
-    """An expected refusal: a stable code, one plain sentence of why, and the way on.
+    """An expected refusal: a stable code, one plain sentence of why, and exactly one way on.
 
-    ``next`` holds the calls that continue the chain, as data; ``user_action``
-    says what only a person can do. Every refusal carries one or the other.
+    ``next`` is the ordered steps of one way on (running them all, in order, does
+    what the caller asked); ``choices`` is alternatives, each an ordered list of
+    steps, when only the caller knows which is meant; ``user_action`` is words
+    for a person, when only a person can continue. :func:`way_on_problem` says
+    when a refusal carries other than exactly one of them.
     """
 
     def __init__(self, code: str, message: str, *, target: str | None = None,
-                 next: Sequence[Call] = (), user_action: str | None = None) -> None:
+                 next: Sequence[Call] = (), choices: Sequence[Sequence[Call]] = (),
+                 user_action: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.target = target
         self.next = tuple(next)
+        self.choices = tuple(tuple(choice) for choice in choices)
         self.user_action = user_action
+
+
+# An agent step disguised as words for a person: "Call madt_x again ...".
+_AGENT_STEP = re.compile(r"\bmadt_[a-z_]+|^(?:Or )?[Cc]all\b")
+
+
+def way_on_problem(next: Sequence[Call], choices: Sequence[Sequence[Call]], user_action: str | None) -> str | None:
+    """Why a way on is not exactly one of next, choices or user_action; None when it is."""
+    given = [name for name, value in (("next", next), ("choices", choices), ("user_action", user_action)) if value]
+    if len(given) != 1:
+        return f"a refusal carries exactly one of next, choices, user_action; this one has {given or 'none'}"
+    if any(not choice for choice in choices):
+        return "every choice is at least one step"
+    if len(choices) == 1:
+        return "a single choice is a next"
+    if user_action and _AGENT_STEP.search(user_action):
+        return f"user_action is for a person, not an agent step: {user_action!r}"
+    return None
+
+
+def placeholder(what: str) -> str:
+    """A value only the caller can supply, in a step: ``<the branch to push>``."""
+    return f"<{what}>"
+
+
+def is_placeholder(value: Any) -> bool:
+    return isinstance(value, str) and len(value) > 2 and value.startswith("<") and value.endswith(">")
 
 
 def call(tool: str, **args: Any) -> Call:
@@ -59,6 +92,19 @@ def render_call(step: Call) -> str:
         parts.append(f"{key}={json.dumps(value, ensure_ascii=False)}")
     return " ".join(parts)
 
+
+
+def render_way_on(next: Sequence[Call], choices: Sequence[Sequence[Call]], user_action: str | None,
+                  show: Callable[[Call], str] = render_call) -> list[str]:
+    """The way on as text lines, in the same shape as the data: steps, alternatives, or words for a person."""
+    def step(s: Call) -> str:
+        return f"run `{s['shell']}`" if "shell" in s else show(s)
+    lines = [("Next: " if i == 0 else "Then: ") + step(s) for i, s in enumerate(next)]
+    lines += [("Either: " if i == 0 else "Or: ") + ", then ".join(step(s) for s in choice)
+              for i, choice in enumerate(choices)]
+    if user_action:
+        lines.append("Only a person can continue: " + user_action)
+    return lines
 
 # --------------------------------------------------------------------------- parameters
 

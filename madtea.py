@@ -37,7 +37,7 @@ class Result:
     def __init__(self, text: str, data: Any = None, *, error: dict[str, Any] | None = None) -> None:
         self.text = text
         self.data = data
-        self.error = error          # {"code", "target", "next", "user_action"} on a refusal
+        self.error = error          # {"code", "target", "next", "choices", "user_action"} on a refusal
         self.notes: list[tuple[str, str]] = []
 
     @property
@@ -66,16 +66,21 @@ def _emit(severity: str, text: str) -> None:
 
 
 def refusal_result(refusal: guard.Refusal) -> Result:
-    error = {"code": refusal.code, "target": refusal.target, "next": list(refusal.next),
-             "user_action": refusal.user_action}
-    return Result(refusal.message, error=error)
+    return error_result(refusal.code, refusal.message, refusal.target, next=refusal.next,
+                        choices=refusal.choices, user_action=refusal.user_action)
 
 
 def error_result(code: str, message: str, target: str | None = None, *, user_action: str | None = None,
-                 next: Sequence[dict[str, Any]] = ()) -> Result:
-    if not next and user_action is None:
+                 next: Sequence[dict[str, Any]] = (), choices: Sequence[Sequence[dict[str, Any]]] = ()) -> Result:
+    if not next and not choices and user_action is None:
         user_action = "Tell the user what failed; madtea changed nothing further."
-    return Result(message, error={"code": code, "target": target, "next": list(next), "user_action": user_action})
+    return Result(message, error={"code": code, "target": target, "next": list(next),
+                                  "choices": [list(choice) for choice in choices], "user_action": user_action})
+
+
+def way_on(error: Mapping[str, Any]) -> dict[str, Any]:
+    """The one way on an error carries, as structured content shows it: next, choices or user_action."""
+    return {key: error[key] for key in ("next", "choices", "user_action") if error.get(key)}
 
 
 def closing(text: str) -> str:
@@ -2957,13 +2962,9 @@ def render_text(result: Result, surface: str) -> str:
         parts += [f"[{sev}] {text}" for sev, text in result.notes]
     parts.append(result.text)
     if result.error:
-        show = guard.render_call if surface == "mcp" else cli_render
-        steps = [s for s in result.error.get("next") or []]
-        for step in steps:
-            parts.append("Next: " + (f"run `{step['shell']}`" if "shell" in step else show(step)))
-        if result.error.get("user_action"):
-            parts.append("Ask: " + result.error["user_action"] if not steps else
-                         "Otherwise: " + result.error["user_action"])
+        parts += guard.render_way_on(result.error.get("next") or (), result.error.get("choices") or (),
+                                     result.error.get("user_action"),
+                                     guard.render_call if surface == "mcp" else cli_render)
         parts.insert(0 if surface == "cli" else len(result.notes), f"{result.error['code']}:")
     return "\n".join(p for p in parts if p)
 
@@ -3144,7 +3145,7 @@ def build_server(launch_dir: Path | None = None) -> Any:
         result = await anyio.to_thread.run_sync(lambda: run(params.name, raw, Context("mcp", launch, roots)))
         structured: dict[str, Any] = {"ok": not result.is_error}
         if result.error:
-            structured.update(result.error)
+            structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
         elif result.data is not None:
             structured["result"] = result.data
         return types.CallToolResult(content=[types.TextContent(type="text", text=render_text(result, "mcp"))],

@@ -1,0 +1,53 @@
+"""A refusal's way on has one explicit shape: steps (next), alternatives (choices), or words for a person."""
+from __future__ import annotations
+
+import pytest
+
+import guard
+import madtea
+
+ADD = guard.call("madt_add", files=["a.py"])
+COMMIT = guard.call("madt_commit", files=["a.py"], title="Fix login")
+OVERRIDE = guard.call("madt_commit", files=["a.py"], title="Fix login", allow_default_branch=True)
+
+
+@pytest.mark.parametrize("next_, choices, user_action, problem", [
+    ((ADD, COMMIT), (), None, None),
+    ((), ((COMMIT,), (OVERRIDE,)), None, None),
+    ((), (), "Delete issue 3 in the forge's web interface.", None),
+    ((), (), None, "none"),
+    ((COMMIT,), ((COMMIT,), (OVERRIDE,)), None, "'next', 'choices'"),
+    ((COMMIT,), (), "Ask someone.", "'next', 'user_action'"),
+    ((), ((COMMIT,),), None, "a single choice is a next"),
+    ((), ((COMMIT,), ()), None, "at least one step"),
+    ((), (), "Call madt_push again with branch set.", "not an agent step"),
+    ((), (), "Ask the user which repository; then call madt_commit with it.", "not an agent step"),
+])
+def test_exactly_one_way_on(next_, choices, user_action, problem) -> None:
+    found = guard.way_on_problem(next_, choices, user_action)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+def test_the_text_renders_the_same_shape_on_each_surface() -> None:
+    refused = madtea.refusal_result(guard.Refusal("DEFAULT_BRANCH", "madt_commit: on main.", target="acme/web",
+                                                  choices=((guard.call("madt_branch_create", name="topic",
+                                                                       checkout=True), COMMIT), (OVERRIDE,))))
+    mcp = madtea.render_text(refused, "mcp").splitlines()
+    assert mcp == ["DEFAULT_BRANCH:", "madt_commit: on main.",
+                   'Either: madt_branch_create name="topic" checkout=true, then madt_commit files=["a.py"] '
+                   'title="Fix login"',
+                   'Or: madt_commit files=["a.py"] title="Fix login" allow_default_branch=true']
+    cli = madtea.render_text(refused, "cli")
+    assert "Either: madtea branch create topic --checkout, then madtea commit" in cli
+    assert "madt_" not in "".join(cli.splitlines()[2:])
+    steps = madtea.render_text(madtea.error_result("UNDECLARED_FILES", "madt_finish: no files.",
+                                                   next=(ADD, COMMIT)), "mcp").splitlines()
+    assert steps[-2:] == ['Next: madt_add files=["a.py"]', 'Then: madt_commit files=["a.py"] title="Fix login"']
+    person = madtea.render_text(madtea.error_result("USER_ACTION_REQUIRED", "x.", user_action="Log in."), "cli")
+    assert person.endswith("Only a person can continue: Log in.")
+
+
+def test_structured_content_carries_only_the_way_on_it_has() -> None:
+    refused = madtea.refusal_result(guard.Refusal("WRONG_REPO", "x.", choices=((COMMIT,), (OVERRIDE,))))
+    assert madtea.way_on(refused.error) == {"choices": [[COMMIT], [OVERRIDE]]}
+    assert madtea.way_on(madtea.error_result("GIT_ERROR", "x.").error).keys() == {"user_action"}
