@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -552,7 +553,10 @@ def check_foreign(t: Target) -> None:
 
 # --------------------------------------------------------------------------- rules on every target
 
-_BLANKET = {"", ".", "./", "*", ":/", ":", "-A", "--all"}
+_BLANKET = {"", ".", "./"}
+# Words that mean "everything" to git's own add; under literal pathspecs and "--" they name a file,
+# so they are a blanket only when no such file is there.
+_BLANKET_WORDS = {"*", ":/", ":", "-A", "--all", "-a", "-u"}
 
 
 def declared_files(t: Target) -> list[str]:
@@ -573,7 +577,14 @@ def declared_files(t: Target) -> list[str]:
             raise Refusal("BAD_ARGUMENT", f"{t.where}: {raw!r} is outside {t.target.describe()}.",
                           target=t.target.describe(),
                           user_action=f"Call {t.tool} again with files inside {t.target.top}.") from None
-        if raw.strip() in _BLANKET or str(rel) == ".":
+        if ".git" in (part.casefold() for part in rel.parts):
+            raise Refusal("BAD_ARGUMENT",
+                          f"{t.where}: {raw!r} is inside the .git directory of {t.target.describe()}, which is "
+                          f"git's own store and never staged.", target=t.target.describe(),
+                          user_action=f"Call {t.tool} again with files set to paths of the working tree "
+                                      f"(madt_status lists the changed ones).")
+        blanket_word = raw.strip() in _BLANKET_WORDS and not os.path.lexists(t.target.top / raw)
+        if raw.strip() in _BLANKET or str(rel) == "." or blanket_word:
             raise Refusal("UNDECLARED_FILES",
                           f"{t.where}: {raw!r} would stage the whole of {t.target.describe()}. "
                           f"Name the files (or a sub-directory) instead. {DO_NOT_SWEEP}",
@@ -661,12 +672,34 @@ def check_default_branch(t: Target) -> None:
                   target=t.target.describe(), next=steps)
 
 
+def check_title(t: Target) -> None:
+    """A commit title is one line: a line break would start the body, and lines there can read as trailers."""
+    title = t.args.get("title")
+    if t.tool not in ("madt_commit", "madt_finish") or not isinstance(title, str):
+        return
+    lines = [line.strip() for line in re.split(r"\r\n|\r|\n", title)]
+    if len(lines) == 1:
+        return
+    first, rest = lines[0], "\n".join(lines[1:]).strip("\n")
+    body = "\n\n".join(b for b in (rest, t.args.get("body")) if isinstance(b, str) and b.strip())
+    raise Refusal("BAD_ARGUMENT",
+                  f"{t.where}: title has a line break; a title is one line, and what follows a break would "
+                  f"become the body (where lines such as Signed-off-by: read as trailers).",
+                  target=t.target.describe(),
+                  next=(t.retry(title=first, body=body or None),) if first else (),
+                  user_action=None if first else f"Call {t.tool} again with a one-line title.")
+
+
 def check_local(t: Target) -> None:
     """Every rule for a local-git call, in order; the first that fails refuses."""
     check_signals(t)
     check_workspace(t)
     check_foreign(t)
     check_mid_operation(t)
+    check_title(t)
+    if t.tool in ("madt_add", "madt_commit") or (t.tool == "madt_finish" and t.args.get("files")
+                                                 and not t.args.get("branch")):
+        declared_files(t)  # a blanket is refused as such before any branch rule forwards it
     check_default_branch(t)
 
 

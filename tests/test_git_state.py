@@ -71,3 +71,46 @@ def test_finish_without_a_local_default_branch_recreates_it_from_origin(clone: P
     assert run_git(clone, "branch", "--show-current") == "main"
     assert run_git(clone, "rev-parse", "HEAD") == fake_forge.branch_sha("acme", "web", "main")
     assert "main" in result.text
+
+
+# --------------------------------------------------------------------------- declared files and titles
+
+def test_blanket_files_on_the_default_branch_are_undeclared_first(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    write_files(repo, {"a.py": "a\n"})
+    for tool in ("madt_commit", "madt_finish"):
+        refused("UNDECLARED_FILES", tool, repo, files=["."], title="Add a")
+
+
+@pytest.mark.parametrize("path", [".git/config", ".git", "sub/../.git/HEAD", ".GIT/config"])
+def test_git_dir_paths_are_refused_and_nothing_is_staged(single_repo: SingleRepo, path: str) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    before = snapshot([repo])
+    for tool, extra in (("madt_add", {}), ("madt_commit", {"title": "t"})):
+        result = refused("BAD_ARGUMENT", tool, repo, files=[path], **extra)
+        assert ".git" in result.text.lower()
+    assert_only_changed(before, snapshot([repo]), set())
+
+
+def test_a_file_named_like_an_option_is_committed_literally(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    write_files(repo, {"-A": "literal\n", "b.txt": "not declared\n"})
+    result = ok("madt_commit", repo, files=["-A"], title="Add the file named -A")
+    assert run_git(repo, "show", "--name-only", "--format=", result.data["sha"]) == "-A"
+    assert "b.txt" in run_git(repo, "status", "--porcelain")
+    refused("UNDECLARED_FILES", "madt_add", repo, files=["--all"])  # no such file: a blanket word
+
+
+def test_a_title_is_one_line(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    write_files(repo, {"a.py": "a\n"})
+    result = refused("BAD_ARGUMENT", "madt_commit", repo, files=["a.py"], title="Add a\n\nSigned-off-by: Eve <e@x>")
+    assert run_git(repo, "rev-list", "--count", "HEAD") == "1"
+    [step] = result.error["next"]
+    assert step["args"]["title"] == "Add a" and "Signed-off-by" in step["args"]["body"]
+    done = ok(step["tool"], repo, **step["args"])
+    assert run_git(repo, "log", "-1", "--format=%s", done.data["sha"]) == "Add a"
+    refused("BAD_ARGUMENT", "madt_finish", repo, files=["a.py"], title="one\rtwo")
