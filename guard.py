@@ -581,8 +581,8 @@ def declared_files(t: Target) -> list[str]:
             raise Refusal("BAD_ARGUMENT",
                           f"{t.where}: {raw!r} is inside the .git directory of {t.target.describe()}, which is "
                           f"git's own store and never staged.", target=t.target.describe(),
-                          user_action=f"Call {t.tool} again with files set to paths of the working tree "
-                                      f"(madt_status lists the changed ones).")
+                          next=(t.retry(files=[f for f in files if f != raw]
+                                        or [placeholder("paths of the working tree you changed")]),))
         blanket_word = raw.strip() in _BLANKET_WORDS and not os.path.lexists(t.target.top / raw)
         if raw.strip() in _BLANKET or str(rel) == "." or blanket_word:
             raise Refusal("UNDECLARED_FILES",
@@ -686,8 +686,7 @@ def check_title(t: Target) -> None:
                   f"{t.where}: title has a line break; a title is one line, and what follows a break would "
                   f"become the body (where lines such as Signed-off-by: read as trailers).",
                   target=t.target.describe(),
-                  next=(t.retry(title=first, body=body or None),) if first else (),
-                  user_action=None if first else f"Call {t.tool} again with a one-line title.")
+                  next=(t.retry(title=first or placeholder("a one-line title"), body=body or None),))
 
 
 def check_local(t: Target) -> None:
