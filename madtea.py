@@ -25,7 +25,7 @@ import guard  # noqa: E402
 
 __all__ = ["main", "run", "Context", "Result", "REGISTRY", "Op", "Param", "build_parser", "build_server",
            "warn", "notice", "__version__"]
-__version__ = "0.1.0"
+__version__ = "0.0.0+unknown"  # a build stamps the release tag's version here
 
 # --- results and diagnostics ---
 
