@@ -7,13 +7,14 @@ hook`` steers an agent's raw ``git`` commands before they run.
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 # python -m puts the caller's cwd first on sys.path, and a user's repository
 # may hold its own guard.py or forge.py: load our siblings from our own folder.
@@ -1036,17 +1037,211 @@ def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, A
     return edited if edited != body or any(k in a for k in ("append", "replace_old", "check", "uncheck")) else None
 
 
+# A body edit is a read-modify-write the forge cannot make atomic. On one machine the edit lock
+# makes madtea's own writers take turns; the read-back after each write catches what the lock
+# cannot see (writers elsewhere) for targeted edits, which are applied again on the fresh body.
+BODY_LOCK_WAIT = 30.0  # seconds an edit waits for another madtea call editing the same body
+BODY_TRIES = 4         # writes of one edit before a body that keeps changing under it is reported
+_BODY_LOCKS: dict[str, Any] = {}
+
+
+def _lock_kind() -> str:
+    """How this platform locks a file across processes: the kernel drops a dead holder's lock."""
+    try:
+        import fcntl  # noqa: F401
+        return "flock"
+    except ImportError:
+        pass
+    try:
+        import msvcrt  # noqa: F401
+        return "msvcrt"
+    except ImportError:
+        return "file"
+
+
+def _lock_once(path: str, kind: str) -> int | None:
+    """Take the file lock at *path* without waiting: its descriptor, or None when another holds it."""
+    import time
+    if kind == "file":  # no OS lock: an exclusive create, stale when its holder is dead or it is too old
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            _break_stale(path, time.time())
+            return None
+        os.write(fd, f"{os.getpid()} {time.time():.3f}".encode())
+        return fd
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if kind == "flock":
+            import fcntl
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # The holder before us unlinks the file as it lets go: a lock on that old file locks nothing.
+            if os.fstat(fd).st_ino != os.stat(path).st_ino:
+                raise OSError("the lock file was replaced")
+        elif sys.platform == "win32":
+            import msvcrt
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _break_stale(path: str, now: float) -> None:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            pid_text, _, started = handle.read().partition(" ")
+        pid, age = int(pid_text), now - float(started)
+    except (OSError, ValueError):
+        return  # being written right now, or gone: look again on the next turn
+    dead = False
+    if os.name == "posix":  # os.kill(pid, 0) only asks; elsewhere it would end the process
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            dead = True
+        except OSError:
+            pass
+    if dead or age > BODY_LOCK_WAIT:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _unlock(fd: int, path: str, kind: str) -> None:
+    try:
+        if kind == "msvcrt" and sys.platform == "win32":
+            import msvcrt
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        elif kind == "flock":
+            os.unlink(path)  # before letting go, so a waiter on this file looks again
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    if kind == "file":
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _lock_folder() -> str | None:
+    try:
+        return _hook_runtime_dir(create=True)
+    except Exception:  # noqa: BLE001 - no private runtime folder: this process's lock still holds
+        return None
+
+
+@contextlib.contextmanager
+def body_lock(key: str) -> Iterator[bool]:
+    """Hold the edit lock of one body, in this process and for this user's other madtea processes.
+
+    Waits at most ``BODY_LOCK_WAIT``: a holder that died never blocks (the OS drops its lock, or
+    its lock file is judged stale), and one still busy after that is passed, the read-back then
+    standing alone. Yields whether the lock is held.
+    """
+    import hashlib
+    import random
+    import threading
+    import time
+    deadline = time.monotonic() + BODY_LOCK_WAIT
+    local = _BODY_LOCKS.setdefault(key, threading.Lock())
+    held = local.acquire(timeout=BODY_LOCK_WAIT)
+    fd, path, kind = None, "", _lock_kind()
+    try:
+        folder = _lock_folder()
+        if folder is not None:
+            path = os.path.join(folder, "body-" + hashlib.sha256(key.encode()).hexdigest()[:24] + ".lock")
+            pause = 0.005
+            while (fd := _lock_once(path, kind)) is None and time.monotonic() < deadline:
+                time.sleep(min(pause * (0.5 + random.random()), max(0.0, deadline - time.monotonic())))
+                pause = min(pause * 2, 0.05)
+        yield held and (fd is not None or folder is None)
+    finally:
+        if fd is not None:
+            _unlock(fd, path, kind)
+        if held:
+            local.release()
+
+
+def _ticked(body: str, item: str) -> bool | None:
+    """Whether the one checklist item with this exact text is ticked; None when there is not exactly one."""
+    import re
+    found = re.findall(r"^\s*[-*+] \[([ xX])\] " + re.escape(item) + r"\s*$", body, re.M)
+    return found[0] in "xX" if len(found) == 1 else None
+
+
+def _edit_shows(a: Mapping[str, Any], base: str, wrote: str, now: str) -> bool:
+    """Whether the targeted edit that turned *base* into *wrote* still shows in the body *now*."""
+    if a.get("append") and now.count(a["append"]) < wrote.count(a["append"]):
+        return False
+    if a.get("replace_old") is not None:
+        old, new = a["replace_old"], a.get("replace_new") or ""
+        if (old not in new and now.count(old) >= base.count(old)) or (new and now.count(new) < wrote.count(new)):
+            return False
+    return all(_ticked(now, a[key]) is ticked for key, ticked in (("check", True), ("uncheck", False))
+               if a.get(key))
+
+
+def _what_edit(a: Mapping[str, Any]) -> str:
+    names = [n for n in ("append", "replace_old", "check", "uncheck") if a.get(n) is not None]
+    return "your " + " and ".join(n.replace("replace_old", "replacement") for n in names)
+
+
 def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Read, edit, write, re-read: the body edit with its one-round-trip window reported."""
-    current = api(inv).get(*segments)
-    body = new_body(inv, current, view_call)
-    if body is None:
-        return current, ""
-    written = api(inv).patch(*segments, json={"body": body})
-    after = api(inv).get(*segments)
-    if (after.get("body") or "") != body:
-        warn("someone else edited the body between madtea's read and write; view it again to see both edits.")
-    return written, f" Body updated ({len(body)} characters, updated_at {after.get('updated_at')})."
+    """Read, edit, write and read back under the body's edit lock; the note claims only what the read-back shows.
+
+    A targeted edit that another writer's body replaced is applied again on that body, up
+    to ``BODY_TRIES`` writes; a whole-body replacement that another edit replaced is
+    ``STALE_BODY``. A write whose answer was lost is judged by the read-back alone.
+    """
+    a = inv.args
+    target = api(inv).target
+    key = "/".join([target.host, target.owner.lower(), target.repo.lower(), *map(str, segments)])
+    with body_lock(key) as locked:
+        if not locked:
+            notice(f"another madtea call kept this body's edit lock for over {BODY_LOCK_WAIT:g} s; madtea wrote "
+                   "without waiting longer, and reports only what it reads back.")
+        current = api(inv).get(*segments)
+        for attempt in range(1, BODY_TRIES + 1):
+            base = current.get("body") or ""
+            body = new_body(inv, current, view_call)
+            if body is None:
+                return current, ""
+            try:
+                api(inv).patch(*segments, json={"body": body})
+            except api(inv).forge.ForgeError as exc:
+                if exc.code != "FORGE_UNAVAILABLE":
+                    raise
+            try:
+                current = api(inv).get(*segments)
+            except api(inv).forge.ForgeError as exc:
+                raise api(inv).forge.ForgeError(
+                    exc.code, f"madtea sent the body edit but could not read the body back ({exc.message}); "
+                    "whether it landed is unknown. Read it with " + guard.render_call(view_call) + " before "
+                    "editing again.", exc.status, exc.method, exc.path, transient=exc.transient,
+                    host=exc.host) from None
+            now = current.get("body") or ""
+            size = f"{len(now)} characters, updated_at {current.get('updated_at')}"
+            if now == body:
+                again = f" (written {attempt} times: the body changed under the earlier writes)" if attempt > 1 else ""
+                return current, f" Body updated and read back{again} ({size})."
+            if "body" not in a and _edit_shows(a, base, body, now):
+                return current, (f" Body updated; the read-back shows {_what_edit(a)}, and also an edit made "
+                                 f"meanwhile by another writer ({size}).")
+            if "body" in a and now != base:
+                raise guard.Refusal("STALE_BODY", "madtea wrote your body, but another edit replaced it before "
+                                    f"it could be read back (it is now at updated_at {current.get('updated_at')}); "
+                                    "your text is not the current body. Current version:\n"
+                                    + fence(now, _login(current.get("user")), "current body"), next=(view_call,))
+            # Another writer's body replaced ours, or our write did not land: edit the body as it is now.
+    raise guard.Refusal("STALE_BODY", f"The body changed under each of madtea's {BODY_TRIES} writes of "
+                        f"{_what_edit(a)}, and the read-back does not show it (the body is now at updated_at "
+                        f"{current.get('updated_at')}). Current version:\n"
+                        + fence(current.get("body") or "", _login(current.get("user")), "current body"),
+                        next=(view_call,))
 
 
 # ----------------------------------------------------------------------------- issues

@@ -240,7 +240,7 @@ def test_issue_body_edit_interleaved_is_reported(seeded: Env, monkeypatch: pytes
 
     monkeypatch.setattr(madtea.Api, "patch", patch)
     result = e.ok("madt_issues", action="edit", number=1, append="mine")
-    assert any("someone else edited the body" in text for _sev, text in result.notes)
+    assert "also an edit made meanwhile by another writer" in result.text
     assert e.issue(1).body.endswith("mine\nand theirs")
 
 
