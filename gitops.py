@@ -59,14 +59,23 @@ __all__ = [
     "ref_exists",
     "local_branches",
     "git_version",
+    "record",
+    "replace",
 ]
 
+import _thread
 import os
 import re
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+# The hook imports this module before every shell command an agent runs:
+# pathlib (which imports urllib) and dataclasses (which imports inspect) cost
+# more than the hook's whole decision, so Path is imported where it is used
+# and the value types below are declared with ``record``.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 # Variables that let the caller's environment choose a different repository,
 # index or object store than the one ``cwd`` names.
@@ -91,7 +100,106 @@ _SSH_BATCH = "ssh -o BatchMode=yes"
 _HEX_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
 _calls = 0
-_calls_lock = threading.Lock()
+_calls_lock = _thread.allocate_lock()
+
+
+# --------------------------------------------------------------------------- value types
+
+class _Factory:
+    """A field default made afresh for each instance, as ``field(default_factory=...)``."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
+def _field(*, default_factory: Callable[[], Any]) -> Any:
+    return _Factory(default_factory)
+
+
+def _record(cls: type | None = None, /, *, frozen: bool = False) -> Any:
+    """``@dataclass`` for madtea's value types, without importing dataclasses.
+
+    Fields are the class's own annotations (after those of a record it
+    extends), in order; a class attribute is the field's default. It gives
+    ``__init__``, ``__repr__`` and ``__eq__``, and with *frozen* ``__hash__``
+    and no assignment. Type checkers see the real ``dataclass``.
+    """
+    def wrap(cls: type) -> type:
+        base = next((b for b in cls.__mro__[1:] if "_record_fields" in b.__dict__), None)
+        names = list(base._record_fields) if base else []
+        names += [n for n in cls.__dict__.get("__annotations__", {}) if n not in names]
+        defaults = dict(base._record_defaults) if base else {}
+        defaults.update({n: cls.__dict__[n] for n in names if n in cls.__dict__})
+        for name, default in defaults.items():
+            if isinstance(default, _Factory):
+                delattr(cls, name)
+        cls._record_fields = tuple(names)  # type: ignore[attr-defined]
+        cls._record_defaults = defaults  # type: ignore[attr-defined]
+        cls.__init__ = _record_init  # type: ignore[misc]
+        cls.__repr__ = _record_repr  # type: ignore[assignment]
+        cls.__eq__ = _record_eq  # type: ignore[assignment]
+        if frozen:
+            cls.__hash__ = _record_hash  # type: ignore[assignment]
+            cls.__setattr__ = cls.__delattr__ = _record_frozen  # type: ignore[assignment]
+        else:
+            cls.__hash__ = None  # type: ignore[assignment]  # as dataclass: mutable and equal means unhashable
+        return cls
+    return wrap if cls is None else wrap(cls)
+
+
+def _record_init(self: Any, *args: Any, **kwargs: Any) -> None:
+    cls = type(self)
+    names = cls._record_fields
+    if len(args) > len(names):
+        raise TypeError(f"{cls.__name__}() takes {len(names)} arguments but {len(args)} were given")
+    values = dict(zip(names, args))
+    for name, value in kwargs.items():
+        if name in values or name not in names:
+            raise TypeError(f"{cls.__name__}() got an unexpected or repeated argument {name!r}")
+        values[name] = value
+    if len(values) < len(names):
+        for name in names:
+            if name not in values:
+                if name not in cls._record_defaults:
+                    raise TypeError(f"{cls.__name__}() missing argument {name!r}")
+                default = cls._record_defaults[name]
+                values[name] = default.make() if isinstance(default, _Factory) else default
+    self.__dict__.update(values)
+
+
+def _record_repr(self: Any) -> str:
+    return f"{type(self).__name__}(" + ", ".join(f"{n}={self.__dict__[n]!r}" for n in self._record_fields) + ")"
+
+
+def _record_values(self: Any) -> tuple[Any, ...]:
+    return tuple(self.__dict__[n] for n in self._record_fields)
+
+
+def _record_eq(self: Any, other: object) -> bool:
+    if other.__class__ is not self.__class__:
+        return NotImplemented
+    return _record_values(self) == _record_values(other)
+
+
+def _record_hash(self: Any) -> int:
+    return hash(_record_values(self))
+
+
+def _record_frozen(self: Any, name: str, *value: Any) -> None:
+    raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
+
+
+def _replace(obj: Any, /, **changes: Any) -> Any:
+    """A copy of a record with some fields changed, as ``dataclasses.replace``."""
+    return type(obj)(**{n: obj.__dict__[n] for n in obj._record_fields} | changes)
+
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as record, field, replace
+else:
+    record, field, replace = _record, _field, _replace
 
 
 # --------------------------------------------------------------------------- errors
@@ -154,7 +262,7 @@ class BranchCheckedOut(GitError):
 
 # --------------------------------------------------------------------------- the funnel
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class GitResult:
     returncode: int
     stdout: bytes
@@ -293,7 +401,7 @@ def _first_lines(stderr: str, limit: int = 3) -> str:
 
 # --------------------------------------------------------------------------- remote URLs
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RemoteId:
     """Where a remote URL points: host, optional port, sub-path prefix, owner/repo.
 
@@ -414,7 +522,7 @@ def _build_remote(kind: str, host: str, port: int | None, path: str) -> RemoteId
 
 # --------------------------------------------------------------------------- discovery
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Repo:
     """A work tree: its top level, its git dir, and the common dir it shares with
     its other worktrees. All three are realpaths, so they compare as identities."""
@@ -435,6 +543,7 @@ def discover(path: str | os.PathLike[str]) -> Repo | None:
     Raises :class:`GitError` for other failures, such as git's "dubious
     ownership" refusal, which must reach the caller as git worded it.
     """
+    from pathlib import Path
     start = Path(os.path.realpath(path))
     if start.is_file():
         start = start.parent
@@ -462,49 +571,64 @@ def fs_find_repo(path: str | os.PathLike[str]) -> Repo | None:
     and follows ``commondir``. It ignores ``GIT_CEILING_DIRECTORIES``,
     ``core.worktree`` and safe.directory; git itself remains the authority.
     """
-    start = Path(os.path.realpath(path))
-    if not start.exists():
+    found = fs_find(path)
+    if found is None:
+        return None
+    from pathlib import Path
+    return Repo(Path(found[0]), Path(found[1]), Path(found[2]))
+
+
+def fs_find(path: str | os.PathLike[str]) -> tuple[str, str, str] | None:
+    """:func:`fs_find_repo` as plain strings (top, git dir, common dir): the hook's form, without pathlib."""
+    start = os.path.realpath(path)
+    if not os.path.exists(start):
         return None  # as discover: a missing path is in no repo, whatever encloses it
-    for top in (start, *start.parents):
-        dotgit = top / ".git"
-        if dotgit.is_dir():
+    top = start
+    while True:
+        dotgit = os.path.join(top, ".git")
+        if os.path.isdir(dotgit):
             if _looks_like_git_dir(dotgit):
-                return _fs_repo(start, top, Path(os.path.realpath(dotgit)))
-        elif dotgit.is_file():
+                return _fs_repo(start, top, os.path.realpath(dotgit))
+        elif os.path.isfile(dotgit):
             git_dir = _read_gitfile(dotgit)
             # git stops at a broken .git file instead of looking further up
             return None if git_dir is None else _fs_repo(start, top, git_dir)
-    return None
+        parent = os.path.dirname(top)
+        if parent == top:
+            return None
+        top = parent
 
 
-def _fs_repo(start: Path, top: Path, git_dir: Path) -> Repo | None:
-    if start == git_dir or git_dir in start.parents:
+def _fs_repo(start: str, top: str, git_dir: str) -> tuple[str, str, str] | None:
+    if start == git_dir or start.startswith(git_dir.rstrip(os.sep) + os.sep):
         return None  # inside the git dir itself: there is no work tree here
-    return Repo(top, git_dir, _common_dir_of(git_dir))
+    return top, git_dir, _common_dir_of(git_dir)
 
 
-def _looks_like_git_dir(path: Path) -> bool:
-    return (path / "HEAD").is_file() and ((path / "objects").is_dir() or (path / "commondir").is_file())
+def _looks_like_git_dir(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "HEAD")) and (
+        os.path.isdir(os.path.join(path, "objects")) or os.path.isfile(os.path.join(path, "commondir")))
 
 
-def _read_gitfile(dotgit: Path) -> Path | None:
+def _read_gitfile(dotgit: str) -> str | None:
     text = _read_text(dotgit)
     if text is None or not text.startswith("gitdir:"):
         return None
-    git_dir = Path(os.path.realpath(dotgit.parent / text[len("gitdir:"):].strip()))
+    git_dir = os.path.realpath(os.path.join(os.path.dirname(dotgit), text[len("gitdir:"):].strip()))
     return git_dir if _looks_like_git_dir(git_dir) else None
 
 
-def _common_dir_of(git_dir: Path) -> Path:
-    text = _read_text(git_dir / "commondir")
+def _common_dir_of(git_dir: str) -> str:
+    text = _read_text(os.path.join(git_dir, "commondir"))
     if not text or not text.strip():
         return git_dir
-    return Path(os.path.realpath(git_dir / text.strip()))
+    return os.path.realpath(os.path.join(git_dir, text.strip()))
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: str | os.PathLike[str]) -> str | None:
     try:
-        return path.read_bytes().decode("utf-8", errors="replace")
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
     except OSError:
         return None
 
@@ -515,6 +639,7 @@ def nested_repos(top: str | os.PathLike[str]) -> list[Path]:
     Deeper repos are not looked for: the scan runs before every mutating call
     and must stay cheap in a workspace of hundreds of repos.
     """
+    from pathlib import Path
     found: list[Path] = []
     try:
         entries = list(os.scandir(top))
@@ -536,21 +661,21 @@ def operation_in_progress(git_dir: str | os.PathLike[str]) -> str | None:
     A rebase is named before a merge because a rebase replaying a merge leaves
     both marks, and ``git rebase --continue`` is the way on.
     """
-    d = Path(git_dir)
-    if (d / "rebase-merge").is_dir():
+    d = os.fspath(git_dir)
+    if os.path.isdir(os.path.join(d, "rebase-merge")):
         return "rebase"
-    if (d / "rebase-apply").is_dir():
-        return "am" if (d / "rebase-apply" / "applying").exists() else "rebase"
+    if os.path.isdir(os.path.join(d, "rebase-apply")):
+        return "am" if os.path.exists(os.path.join(d, "rebase-apply", "applying")) else "rebase"
     for marker, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
-        if (d / marker).is_file():
+        if os.path.isfile(os.path.join(d, marker)):
             return name
-    return _sequencer_operation(d) or ("bisect" if (d / "BISECT_LOG").is_file() else None)
+    return _sequencer_operation(d) or ("bisect" if os.path.isfile(os.path.join(d, "BISECT_LOG")) else None)
 
 
-def _sequencer_operation(git_dir: Path) -> str | None:
+def _sequencer_operation(git_dir: str) -> str | None:
     # A multi-commit cherry-pick or revert whose conflict was committed by hand
     # keeps going from sequencer/todo; there is no *_HEAD file then.
-    text = _read_text(git_dir / "sequencer" / "todo")
+    text = _read_text(os.path.join(git_dir, "sequencer", "todo"))
     for line in (text or "").splitlines():
         word = line.split(maxsplit=1)[0] if line.strip() else "#"
         if word.startswith("#"):
@@ -559,14 +684,13 @@ def _sequencer_operation(git_dir: Path) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------- config files
-
 def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
     """The first ``remote.origin.url`` in the repo's own config file, as written.
 
     No subprocess, no ``insteadOf`` rewriting and no ``include`` files: this is
     what the repo says its origin is. None when absent or the file is malformed.
     """
+    from pathlib import Path
     values = _config_values(Path(common_dir) / "config", "remote", "origin", "url")
     return values[0] if values else None
 
@@ -735,6 +859,7 @@ def _configured_default_branch(common: Path) -> str | None:
 
 def _global_configs() -> list[Path]:
     """Global config files, highest precedence first (the system file is not read)."""
+    from pathlib import Path
     if os.environ.get("GIT_CONFIG_GLOBAL"):
         return [Path(os.environ["GIT_CONFIG_GLOBAL"])]
     home = Path(os.path.expanduser("~"))
@@ -751,7 +876,7 @@ def _fs_ref_exists(common: Path, ref: str) -> bool:
 
 # --------------------------------------------------------------------------- status
 
-@dataclass
+@record
 class Status:
     """The state of one work tree, from one ``git status`` call."""
 
@@ -826,7 +951,7 @@ def _status_change(st: Status, xy: str, path: str) -> None:
 
 # --------------------------------------------------------------------------- commits and history
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Commit:
     sha: str
     parents: tuple[str, ...]
@@ -939,7 +1064,7 @@ def git_version() -> str | None:
 
 # --------------------------------------------------------------------------- remotes
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PushResult:
     remote: str
     branch: str
@@ -948,7 +1073,7 @@ class PushResult:
     new_sha: str  # the remote branch after the push
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PullResult:
     before: str | None
     after: str | None
@@ -1089,7 +1214,7 @@ def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
 
 # --------------------------------------------------------------------------- worktrees
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Worktree:
     path: Path
     head: str | None
@@ -1121,6 +1246,7 @@ def _worktree_records(raw: bytes) -> Iterator[dict[str, str]]:
 
 
 def _parse_worktree(rec: dict[str, str]) -> Worktree:
+    from pathlib import Path
     branch = rec.get("branch")
     if branch and branch.startswith("refs/heads/"):
         branch = branch[len("refs/heads/"):]
@@ -1144,6 +1270,7 @@ def worktree_add(repo: Repo, path: str | os.PathLike[str], commit_ish: str | Non
     neither argument the worktree is detached at HEAD, and a *commit_ish* that
     does not resolve is an error instead of a new branch guessed from a remote.
     """
+    from pathlib import Path
     target = os.path.join(repo.top, os.fspath(path))
     args = ["worktree", "add"]
     if new_branch is not None:

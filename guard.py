@@ -6,15 +6,20 @@ and touch no network. The hook's shell-command classifier lives here too.
 """
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import gitops
+from gitops import record
+
+# The hook imports this module before every shell command: pathlib and typing
+# are for type checkers here, and Path is imported where a rule builds one.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Protocol
 
 
 __all__ = [
@@ -109,11 +114,12 @@ def render_way_on(next: Sequence[Call], choices: Sequence[Sequence[Call]], user_
 
 # --------------------------------------------------------------------------- parameters
 
-class ParamSpec(Protocol):
-    name: str
-    type: str          # str | int | bool | strs | number | numbers | enum | json
-    required: bool
-    choices: tuple[str, ...]
+if TYPE_CHECKING:
+    class ParamSpec(Protocol):
+        name: str
+        type: str          # str | int | bool | strs | number | numbers | enum | json
+        required: bool
+        choices: tuple[str, ...]
 
 
 # A short, closed table of reflex words. No open-ended alias matching: a
@@ -133,6 +139,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str | None:
     reflex = _REFLEX.get(name.lower())
     if reflex in known:
         return reflex
+    import difflib
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
     return close[0] if close else None
 
@@ -274,6 +281,7 @@ def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action
 
     With the call's *args*, a value that is only padded is answered with the same call, trimmed.
     """
+    from pathlib import Path
     what = "a git repository" if name == "dir" else "the worktree"
     stripped = raw.strip()
     if not stripped:
@@ -299,7 +307,7 @@ def not_a_repo(tool: str, path: str) -> Refusal:
 
 # --------------------------------------------------------------------------- facts
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RepoFacts:
     """What the guard knows of one repository: where it is and whom it belongs to."""
 
@@ -320,7 +328,7 @@ class RepoFacts:
         return f"{self.name} @ {self.top}"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Signal:
     """Independent evidence of which repository the caller means. It can refuse, never redirect."""
 
@@ -367,7 +375,7 @@ def distinct_children(launch: RepoFacts, children: Iterable[tuple[Path, gitops.R
 
 # --------------------------------------------------------------------------- the wrong-repo guard
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RepoState:
     """The target's state, as far as the rules for this call need it."""
 
@@ -393,7 +401,7 @@ class _Guarded:
         return call(self.tool, **_with_action(self.action, dict(self.args) | changes))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target(_Guarded):
     """A repo-scoped call with everything the guard needs to decide on it."""
 
@@ -561,6 +569,7 @@ _BLANKET_WORDS = {"*", ":/", ":", "-A", "--all", "-a", "-u"}
 
 def declared_files(t: Target) -> list[str]:
     """The files a call stages, as paths relative to the target's top; never a blanket."""
+    from pathlib import Path
     files = t.args.get("files") or []
     if not files:
         raise Refusal("UNDECLARED_FILES",
@@ -704,7 +713,7 @@ def check_local(t: Target) -> None:
 
 # --------------------------------------------------------------------------- remote calls and the launch scope
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class RemoteCall(_Guarded):
     """A forge call: which repository it would reach, and what says otherwise."""
 

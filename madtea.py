@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+# ``madtea hook`` imports this module before every shell command an agent
+# runs: the module body declares and builds nothing the hook does not use, and
+# pathlib, typing and dataclasses stay out of it (see gitops.record).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
 # python -m puts the caller's cwd first on sys.path, and a user's repository
 # may hold its own guard.py or forge.py: load our siblings from our own folder.
@@ -23,6 +29,7 @@ sys.path[:] = [_HERE] + [p for p in sys.path if os.path.realpath(p or os.curdir)
 
 import gitops  # noqa: E402  (after the path fix above)
 import guard  # noqa: E402
+from gitops import record, replace  # noqa: E402
 
 __all__ = ["main", "run", "Context", "Result", "REGISTRY", "Op", "Param", "build_parser", "build_server",
            "warn", "notice", "__version__"]
@@ -92,7 +99,7 @@ def closing(text: str) -> str:
 
 # --- registry ---
 
-@dataclasses.dataclass(frozen=True)
+@record(frozen=True)
 class Param:
     """One parameter, declared once for both surfaces."""
 
@@ -109,7 +116,7 @@ class Param:
     default_true: bool = False    # a boolean that is on unless turned off (CLI: --x / --no-x)
 
 
-@dataclasses.dataclass(frozen=True)
+@record(frozen=True)
 class Op:
     """One operation: a tool and action on MCP, a noun and verb on the CLI."""
 
@@ -486,6 +493,7 @@ def worktree_add_op(inv: Invocation) -> Result:
 @operation("madt_worktrees", "remove", cli=("worktree", "remove"), kind="local", mutating=True, destructive=True,
            summary="Remove a linked worktree that holds no uncommitted or unpushed work.", params=_WT_PARAMS)
 def worktree_remove_op(inv: Invocation) -> Result:
+    from pathlib import Path
     path = _worktree_path(inv)
     trees = {os.path.realpath(w.path): w for w in gitops.worktree_list(_grepo(inv))}
     tree = trees.get(os.path.realpath(path))
@@ -546,7 +554,7 @@ def prune_op(inv: Invocation) -> Result:
 
 # --- services: remote ---
 
-@dataclasses.dataclass(frozen=True)
+@record(frozen=True)
 class RemoteTarget:
     """The forge repository a remote call acts on, and how it was chosen."""
 
@@ -1361,7 +1369,7 @@ def _find_created(inv: Invocation, endpoint: str, payload: Mapping[str, Any]) ->
 
 @operation("madt_issues", "create", cli=("issue", "create"), kind="remote", mutating=True,
            summary="Open a new issue.",
-           params=(dataclasses.replace(TITLE, required=True), BODY_NEW, BODY_FILE, LABELS, ASSIGNEES, MILESTONE,
+           params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE, LABELS, ASSIGNEES, MILESTONE,
                    Param("dir", description="File the issue on the forge repository of this checkout "
                          "(absolute path) instead of owner_repo.")))
 def issue_create_op(inv: Invocation) -> Result:
@@ -1481,7 +1489,7 @@ def _comment(inv: Invocation, noun: str) -> Result:
 
 @operation("madt_issues", "comment", cli=("issue", "comment"), kind="remote", mutating=True,
            summary="Add a comment to an issue.",
-           params=(NUMBER, dataclasses.replace(BODY_NEW, required=True), BODY_FILE))
+           params=(NUMBER, replace(BODY_NEW, required=True), BODY_FILE))
 def issue_comment_op(inv: Invocation) -> Result:
     return _comment(inv, "issue")
 
@@ -1600,7 +1608,7 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
 
 @operation("madt_pr", "create", cli=("pr", "create"), kind="remote", mutating=True,
            summary="Open a pull request from head into base (reusing an open one for the same branches).",
-           params=(dataclasses.replace(TITLE, required=True), BODY_NEW, BODY_FILE,
+           params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE,
                    Param("base", description="The branch to merge into (default: the repository's default branch).",
                          short="B"),
                    Param("head", description="The branch with the changes (default: the launch checkout's branch).",
@@ -1759,7 +1767,7 @@ def pr_review_op(inv: Invocation) -> Result:
 
 @operation("madt_pr", "comment", cli=("pr", "comment"), kind="remote", mutating=True,
            summary="Add a comment to a pull request.",
-           params=(NUMBER, dataclasses.replace(BODY_NEW, required=True), BODY_FILE))
+           params=(NUMBER, replace(BODY_NEW, required=True), BODY_FILE))
 def pr_comment_op(inv: Invocation) -> Result:
     return _comment(inv, "pull request")
 
@@ -2019,6 +2027,7 @@ def release_edit_op(inv: Invocation) -> Result:
            summary="Upload files as assets of a release.",
            params=(TAG, Param("files", "strs", "Absolute paths of the files to upload.", positional=True, required=True)))
 def release_upload_op(inv: Invocation) -> Result:
+    from pathlib import Path
     r = _release_by_tag(inv)
     names = []
     for raw in inv.args["files"]:
@@ -2527,7 +2536,7 @@ def _web(inv: Invocation, *segments: Any) -> str:
     return "/".join([api(inv).web_base, api(inv).target.owner, api(inv).target.repo, *map(str, segments)])
 
 
-_deletable("madt_issues", "issue", "issue", dataclasses.replace(NUMBER, type="int"),
+_deletable("madt_issues", "issue", "issue", replace(NUMBER, type="int"),
            lambda inv: ("issues", inv.args["number"]), lambda inv: _web(inv, "issues", inv.args.get("number", "")))
 _deletable("madt_labels", "label", "label", LABEL_NAME,
            lambda inv: ("labels", label_ids(inv, [inv.args["name"]])[0]), lambda inv: _web(inv, "labels"))
@@ -2673,7 +2682,7 @@ def _finish_resume(inv: Invocation, steps: _Steps) -> dict[str, Any]:
            params=(Param("title", description="The commit subject and pull request title — not `message`.",
                          short="t"),
                    Param("body", description="The commit body and pull request description.", short="b"),
-                   FILES, dataclasses.replace(STYLE, description="How to merge: merge (default), squash, rebase, "
+                   FILES, replace(STYLE, description="How to merge: merge (default), squash, rebase, "
                                               "rebase-merge or fast-forward-only."),
                    Param("delete_branch", "bool", "Delete the remote branch after the merge (default true; "
                          "false keeps it).", short="d", default_true=True),
@@ -2856,7 +2865,7 @@ def run_error(exc: BaseException) -> Result:
 
 # --- dispatcher ---
 
-@dataclasses.dataclass
+@record
 class Context:
     """Where a call comes from: the surface, its launch directory and any client roots."""
 
@@ -2865,7 +2874,7 @@ class Context:
     roots: list[str] | None = None       # the client's advertised roots; None when unknown
 
 
-@dataclasses.dataclass
+@record
 class Invocation:
     """One guarded call, handed to its service function."""
 
@@ -2902,7 +2911,7 @@ def _launch_repo(ctx: Context) -> guard.RepoFacts | None:
 
 
 def _path_signal(source: str, path: str, confirms: bool = False) -> guard.Signal | None:
-    repo = gitops.fs_find_repo(Path(path))
+    repo = gitops.fs_find_repo(path)
     return guard.Signal(source, repo=repo_facts(repo), confirms_workspace=confirms) if repo else None
 
 
@@ -3165,6 +3174,7 @@ def render_text(result: Result, surface: str) -> str:
 
 
 def _cli_main(args: list[str]) -> int:
+    from pathlib import Path
     parser = build_parser()
     ns = parser.parse_args(args)
     op: Op | None = getattr(ns, "_op", None)
@@ -3200,6 +3210,7 @@ def _cli_main(args: list[str]) -> int:
 def _apply_cli_extras(op: Op, ns: Any, raw: dict[str, Any]) -> None:
     """CLI conveniences: --body-file reads the body from a file or stdin; a person's relative
     --dir or worktree path is taken from their shell's directory, as git -C and git worktree do."""
+    from pathlib import Path
     for key in ("dir", "path") if op.kind == "local" else ("dir",):
         value = raw.get(key)
         if isinstance(value, str) and value.strip() and value == value.strip() and not os.path.isabs(value):
@@ -3322,6 +3333,7 @@ async def _client_roots(ctx: Any) -> list[str] | None:
 
 def build_server(launch_dir: Path | None = None) -> Any:
     """The MCP server: tools generated from the registry, raw arguments seen by the dispatcher."""
+    from pathlib import Path
     import anyio
     from mcp import types
     from mcp.server import Server
@@ -3562,6 +3574,7 @@ def git_credential(action: str, stdin: Any, stdout: Any) -> int:
 
 
 def _helper_file_token(forge: Any, host: str) -> str | None:
+    from pathlib import Path
     path = os.environ.get(_HELPER_FILE_ENV, "")
     if not path:
         return None
@@ -3589,7 +3602,7 @@ def origin_problem(facts: guard.RepoFacts) -> str:
 
 def _cwd_target() -> Any:
     """The forge target of the current directory's origin, or None."""
-    repo = gitops.fs_find_repo(Path(os.getcwd()))
+    repo = gitops.fs_find_repo(os.getcwd())
     facts = repo_facts(repo) if repo else None
     if facts is None or facts.origin is None:
         return None
@@ -3877,6 +3890,7 @@ def _doctor_forge(origin: gitops.RemoteId) -> list[tuple[str, str, str]]:
 
 
 def _doctor_integrations() -> list[tuple[str, str, str]]:
+    from pathlib import Path
     home = Path.home()
     found = []
     for name, path in (("Claude Code", home / ".claude" / "plugins"), ("Codex CLI", home / ".codex" / "hooks.json"),
@@ -3897,6 +3911,7 @@ def _read_small(path: Path) -> str:
 
 def _doctor_cli(parser: Any) -> None:
     def run_doctor(ns: Any) -> int:
+        from pathlib import Path
         rows = doctor_report(Path(os.getcwd()))
         width = max(len(topic) for _, topic, _ in rows)
         for status, topic, detail in rows:
@@ -4038,12 +4053,10 @@ def _hook_repo_facts(path: str) -> guard.HookRepo | None:
     real = os.path.realpath(path)
     found = _hook_git_dir_itself(real)
     if found is None:
-        repo = gitops.fs_find_repo(real)
-        if repo is None:
+        found = gitops.fs_find(real)
+        if found is None:
             return None
-        top, git_dir, common = str(repo.top), str(repo.git_dir), str(repo.common_dir)
-    else:
-        top, git_dir, common = found
+    top, git_dir, common = found
     prefix = os.path.relpath(real, top) if real != top and real.startswith(top.rstrip("/") + "/") else ""
     return guard.HookRepo(top, git_dir, common, prefix, gitops.operation_in_progress(git_dir),
                           lambda name: _hook_ref_kind(common, name))
@@ -4173,9 +4186,9 @@ def _hook_record_signal(cwd: str) -> None:
     folder = _hook_runtime_dir(create=True)
     if agent is None or folder is None:
         return
-    repo = gitops.fs_find_repo(cwd) if os.path.isdir(cwd) else None
+    repo = gitops.fs_find(cwd) if os.path.isdir(cwd) else None
     record = {"pid": agent[0], "start": agent[1], "time": _hook_time.time(), "cwd": cwd,
-              "top": str(repo.top) if repo else None, "common_dir": str(repo.common_dir) if repo else None}
+              "top": repo[0] if repo else None, "common_dir": repo[2] if repo else None}
     final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
     if not os.path.lexists(final):
         _hook_sweep(folder)  # once per agent process: the folder does not grow without bound

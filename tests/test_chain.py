@@ -10,7 +10,6 @@ The hook's own denials are checked the same way, from its command table.
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import re
@@ -170,7 +169,7 @@ def check_step(step: dict, classify, complete: bool = True) -> None:
         assert decision.kind != "deny", (step["shell"], decision.text)
         return
     op = madtea.find_op(step["tool"], step["args"].get("action"))
-    specs = op.specs if complete else {k: dataclasses.replace(p, required=False) for k, p in op.specs.items()}
+    specs = op.specs if complete else {k: gitops.replace(p, required=False) for k, p in op.specs.items()}
     guard.check_arguments(op.tool, op.action, specs, step["args"], batch_action=op.batch)
 
 

@@ -143,7 +143,7 @@ async def test_internal_errors_are_coded_results_not_tracebacks(single_repo, mon
     def boom(inv):  # noqa: ANN001
         raise RuntimeError("kaboom")
     op = next(op for op in madtea.REGISTRY if op.tool == "madt_status")
-    patched = [madtea.dataclasses.replace(o, handler=boom) if o is op else o for o in madtea.REGISTRY]
+    patched = [madtea.replace(o, handler=boom) if o is op else o for o in madtea.REGISTRY]
     monkeypatch.setattr(madtea, "REGISTRY", patched)
     result = await _call(madtea.build_server(single_repo.repo), "madt_status", {})
     assert result.is_error is True
