@@ -20,6 +20,10 @@ __all__ = [
     "NothingToCommit",
     "RefMoved",
     "BranchCheckedOut",
+    "BranchExists",
+    "PathExists",
+    "NotACommit",
+    "LocalChanges",
     "GitResult",
     "git",
     "call_count",
@@ -35,6 +39,7 @@ __all__ = [
     "Status",
     "status",
     "default_branch",
+    "fs_branches",
     "Commit",
     "PushResult",
     "PullResult",
@@ -47,6 +52,7 @@ __all__ = [
     "pull_ff",
     "branch_create",
     "switch",
+    "name_unborn",
     "branch_delete",
     "worktree_list",
     "worktree_add",
@@ -258,6 +264,61 @@ class BranchCheckedOut(GitError):
         super().__init__(argv, -1, f"branch {branch!r} is checked out at {worktree}")
         self.branch = branch
         self.worktree = worktree
+
+
+class BranchExists(GitError):
+    """A branch of that name exists already; nothing was created."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str, *, branch: str) -> None:
+        super().__init__(argv, returncode, stderr)
+        self.branch = branch
+
+
+class PathExists(GitError):
+    """A worktree path that is already there (a file, or a directory with something in it)."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str, *, path: str) -> None:
+        super().__init__(argv, returncode, stderr)
+        self.path = path
+
+
+class NotACommit(GitError):
+    """A ref, start point or commit-ish names no commit (an unborn HEAD names none yet)."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str, *, ref: str | None) -> None:
+        super().__init__(argv, returncode, stderr)
+        self.ref = ref
+
+
+class LocalChanges(GitError):
+    """A switch or pull would overwrite uncommitted changes to ``paths``; nothing was changed."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(argv, returncode, stderr)
+        self.paths = tuple(line.strip() for line in stderr.splitlines() if line.startswith("\t") and line.strip())
+
+
+_CHECKED_OUT = re.compile(r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'")
+_NO_COMMIT = re.compile(r"invalid reference|not a valid object name|bad revision|unknown revision|"
+                        r"couldn't find remote ref|is not a commit|needed a single revision")
+
+
+def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | None = None,
+             branch: str | None = None, path: str | None = None) -> GitError:
+    """The typed error for a failure git explains in a way madtea foresees; a plain GitError otherwise."""
+    if "would be overwritten by" in stderr:
+        return LocalChanges(argv, returncode, stderr)
+    checked_out = _CHECKED_OUT.search(stderr)
+    if checked_out:
+        from pathlib import Path
+        return BranchCheckedOut(argv, checked_out.group(1), Path(checked_out.group(2)))
+    if branch is not None and "a branch named" in stderr and "already exists" in stderr:
+        return BranchExists(argv, returncode, stderr, branch=branch)
+    if path is not None and "already exists" in stderr:
+        return PathExists(argv, returncode, stderr, path=path)
+    if _NO_COMMIT.search(stderr):
+        return NotACommit(argv, returncode, stderr, ref=ref)
+    return GitError(argv, returncode, stderr)
 
 
 # --------------------------------------------------------------------------- the funnel
@@ -867,6 +928,19 @@ def _global_configs() -> list[Path]:
     return [home / ".gitconfig", Path(xdg) / "git" / "config"]
 
 
+def fs_branches(common_dir: str | os.PathLike[str]) -> frozenset[str]:
+    """Short names of the local branches, read from files (loose refs and packed-refs)."""
+    from pathlib import Path
+    common = Path(common_dir)
+    heads = common / "refs" / "heads"
+    names = {p.relative_to(heads).as_posix() for p in heads.rglob("*") if p.is_file()} if heads.is_dir() else set()
+    for line in (_read_text(common / "packed-refs") or "").splitlines():
+        ref = line.partition(" ")[2]
+        if not line.startswith(("#", "^")) and ref.startswith("refs/heads/"):
+            names.add(ref[len("refs/heads/"):])
+    return frozenset(names)
+
+
 def _fs_ref_exists(common: Path, ref: str) -> bool:
     if (common / ref).is_file():
         return True
@@ -1017,7 +1091,7 @@ def log(repo: Repo, ref: str = "HEAD", limit: int = 20) -> list[Commit]:
         err = _decode(result.stderr)
         if ref == "HEAD" and _unborn(repo):
             return []
-        raise GitError(["git", *args], result.returncode, err)
+        raise _failure(["git", *args], result.returncode, err, ref=ref)
     return [_parse_commit(rec) for rec in _decode(result.stdout).split("\0") if rec.strip("\n")]
 
 
@@ -1161,8 +1235,9 @@ def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin",
     result = git(*args, cwd=repo.top, check=False, env=env)
     if result.returncode != 0:
         err = _decode(result.stderr)
-        cls = NotFastForward if "Not possible to fast-forward" in err else GitError
-        raise cls(["git", *args], result.returncode, err)
+        if "Not possible to fast-forward" in err or "Diverging branches" in err:
+            raise NotFastForward(["git", *args], result.returncode, err)
+        raise _failure(["git", *args], result.returncode, err, ref=branch)
     return PullResult(before, head_sha(repo))
 
 
@@ -1177,14 +1252,31 @@ def branch_create(repo: Repo, name: str, start_point: str = "HEAD") -> str:
     reject_option(name, "branch name")
     sha = head_sha(repo, reject_option(start_point, "start point"))
     if sha is None:
-        raise GitError(["git", "branch", name, start_point], -1, f"{start_point!r} is not a commit")
-    git("branch", "--no-track", "--", name, sha, cwd=repo.top)
+        raise NotACommit(["git", "branch", name, start_point], -1, f"{start_point!r} is not a commit",
+                         ref=start_point)
+    argv = ["branch", "--no-track", "--", name, sha]
+    result = git(*argv, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        raise _failure(["git", *argv], result.returncode, _decode(result.stderr), branch=name)
     return sha
+
+
+def name_unborn(repo: Repo, name: str) -> None:
+    """Point an unborn HEAD at branch *name* (still without a commit); what is staged stays staged."""
+    reject_option(name, "branch name")
+    full = git("check-ref-format", "--branch", name, cwd=repo.top, check=False)
+    if full.returncode != 0:
+        raise GitError(["git", "check-ref-format", "--branch", name], full.returncode, f"{name!r} is not a valid "
+                       f"branch name")
+    git("symbolic-ref", "HEAD", f"refs/heads/{name}", cwd=repo.top)
 
 
 def switch(repo: Repo, branch: str) -> None:
     """Check out an existing local branch; never creates one, never discards changes."""
-    git("switch", "--no-guess", "--", reject_option(branch, "branch"), cwd=repo.top)
+    argv = ["switch", "--no-guess", "--", reject_option(branch, "branch")]
+    result = git(*argv, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
 
 
 def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
@@ -1277,9 +1369,17 @@ def worktree_add(repo: Repo, path: str | os.PathLike[str], commit_ish: str | Non
         args += ["--no-track", "-b", reject_option(new_branch, "new branch")]
     elif commit_ish is None:
         args.append("--detach")
+    if os.path.lexists(target) and not (os.path.isdir(target) and not os.path.islink(target)
+                                        and not os.listdir(target)):
+        # git would create the new branch before it finds the path taken, and leave it behind.
+        raise PathExists(["git", *args, target], -1, f"'{target}' already exists", path=target)
     if commit_ish is not None and head_sha(repo, reject_option(commit_ish, "commit-ish")) is None:
-        raise GitError(["git", *args, target, commit_ish], -1, f"{commit_ish!r} is not a commit")
-    git(*args, "--", target, *([commit_ish] if commit_ish else []), cwd=repo.top)
+        raise NotACommit(["git", *args, target, commit_ish], -1, f"{commit_ish!r} is not a commit", ref=commit_ish)
+    argv = [*args, "--", target, *([commit_ish] if commit_ish else [])]
+    result = git(*argv, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=commit_ish or "HEAD",
+                       branch=new_branch, path=target)
     return Path(os.path.realpath(target))
 
 

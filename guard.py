@@ -384,6 +384,8 @@ class RepoState:
     operation: str | None = None
     dirty_tracked: bool | None = None   # None: not gathered for this call
     conflicted: tuple[str, ...] = ()
+    unborn: bool = False                # HEAD names a branch with no commit yet
+    branches: frozenset[str] | None = None  # local branch names; None: not gathered
 
 
 class _Guarded:
@@ -696,6 +698,104 @@ def check_title(t: Target) -> None:
                   f"become the body (where lines such as Signed-off-by: read as trailers).",
                   target=t.target.describe(),
                   next=(t.retry(title=first or placeholder("a one-line title"), body=body or None),))
+
+
+def fresh_branch(t: Target, name: str) -> str:
+    """*name*, or *name*-2, -3 ...: the first that is not a local branch of the target."""
+    taken = t.state.branches if t.state and t.state.branches is not None else frozenset()
+    return next(c for c in (name if i == 1 else f"{name}-{i}" for i in range(1, len(taken) + 3)) if c not in taken)
+
+
+def fresh_path(path: str | Path) -> str:
+    """*path*, or *path*-2, -3 ...: the first that is not there (bounded; the last is offered regardless)."""
+    candidates = [str(path)] + [f"{path}-{i}" for i in range(2, 100)]
+    return next((c for c in candidates if not os.path.lexists(c)), candidates[-1])
+
+
+def git_failure(t: Target, exc: gitops.GitError) -> Refusal | None:
+    """A git failure a rule foresees, as its own code and way on; None for what no rule foresaw."""
+    top, where = str(t.target.top), t.target.describe()
+    fresh = fresh_branch(t, exc.branch) if isinstance(exc, (gitops.BranchExists, gitops.BranchCheckedOut)) else \
+        fresh_path(exc.path) if isinstance(exc, gitops.PathExists) else None
+    if isinstance(exc, gitops.NothingToCommit):
+        return Refusal("NOTHING_TO_COMMIT",
+                       f"The declared files carry no change against HEAD in {where}, so nothing was committed.",
+                       target=where, next=(t.retry(files=[placeholder("the paths you changed (madt_status lists "
+                                                                      "them)")]),))
+    if isinstance(exc, gitops.LocalChanges):
+        paths = list(exc.paths) or [placeholder("the changed paths (madt_status lists them)")]
+        shown = ", ".join(exc.paths[:5]) or "some files"
+        if t.tool == "madt_pull":
+            return Refusal("DIRTY_TREE",
+                           f"Pulling into {where} would overwrite uncommitted changes to {shown}, which the "
+                           f"incoming commits also change; nothing was pulled.", target=where,
+                           user_action=f"Ask the user whether the uncommitted changes to {shown} should be kept "
+                                       f"(committed, then merged with the incoming commits by a person) or "
+                                       f"set aside before pulling.")
+        return Refusal("DIRTY_TREE",
+                       f"{t.where} in {where} would overwrite uncommitted changes to {shown}; nothing was changed.",
+                       target=where, next=(call("madt_commit", dir=top if t.explicit else None, files=paths,
+                                                title=placeholder("a title for these changes")), t.retry()))
+    if isinstance(exc, gitops.NotFastForward):
+        return Refusal("DIVERGED",
+                       f"{where} and its origin branch have both moved on, so a fast-forward pull cannot bring "
+                       f"them together; nothing was changed.", target=where,
+                       user_action="Ask the user whether to merge the origin branch in or rebase onto it; madtea "
+                                   "only ever pulls by fast-forward.")
+    if isinstance(exc, gitops.RefMoved):
+        return Refusal("REF_MOVED", f"A branch in {where} moved while {t.where} ran, so nothing was changed.",
+                       target=where, next=(t.retry(),))
+    if isinstance(exc, gitops.BranchExists):
+        key = "b" if t.tool == "madt_worktrees" else "name"
+        existing = (t.retry(b=None, commit_ish=exc.branch) if key == "b" else
+                    call("madt_switch", dir=top if t.explicit else None, branch=exc.branch)
+                    if t.args.get("checkout") else None)
+        steps = [[t.retry(**{key: fresh})]] if fresh else []
+        steps += [[existing]] if existing else []
+        return Refusal("BRANCH_EXISTS", f"{where} already has a branch {exc.branch}; nothing was created.",
+                       target=where, next=steps[0] if len(steps) == 1 else (),
+                       choices=steps if len(steps) > 1 else (),
+                       user_action=None if steps else f"Pick a branch name {where} does not have yet.")
+    if isinstance(exc, gitops.PathExists):
+        return Refusal("PATH_EXISTS", f"{exc.path} already exists, so no worktree was added there.", target=where,
+                       next=(t.retry(path=fresh or placeholder("an absolute path that does not exist yet")),))
+    if isinstance(exc, gitops.BranchCheckedOut):
+        if t.tool == "madt_worktrees" and fresh:
+            return Refusal("BRANCH_CHECKED_OUT",
+                           f"{exc.branch} is checked out at {exc.worktree}, and git checks a branch out in one "
+                           f"worktree only; nothing was added.", target=where,
+                           next=(t.retry(b=fresh, commit_ish=exc.branch),))
+        return Refusal("BRANCH_CHECKED_OUT", f"{exc.branch} is checked out at {exc.worktree}; nothing was changed.",
+                       target=where, user_action=f"Leave {exc.branch} to the checkout at {exc.worktree}, or ask "
+                                                 f"its owner to switch that checkout away from it.")
+    if isinstance(exc, gitops.NotACommit):
+        return _not_a_commit(t, exc)
+    return None
+
+
+_REF_KEYS = {"madt_branch_create": "start_point", "madt_worktrees": "commit_ish", "madt_switch": "branch",
+             "madt_pull": "branch", "madt_log": "ref"}
+
+
+def _not_a_commit(t: Target, exc: gitops.NotACommit) -> Refusal:
+    where, top = t.target.describe(), str(t.target.top) if t.explicit else None
+    ref = exc.ref or "HEAD"
+    if ref == "HEAD" and t.state is not None and t.state.unborn:
+        first = call("madt_commit", dir=top, files=[placeholder("the first files")],
+                     title=placeholder("the first commit's title"))
+        return Refusal("NOT_A_COMMIT", f"{where} has no commit yet, so {t.where} has nothing to start from.",
+                       target=where, choices=([call("madt_branch_create", dir=top, name=_suggested_branch(t),
+                                                    checkout=True), first, t.retry()],
+                                              [first | {"args": first["args"] | {"allow_default_branch": True}},
+                                               t.retry()]))
+    key = _REF_KEYS.get(t.tool, "ref")
+    if t.tool == "madt_switch":
+        return Refusal("NOT_A_COMMIT", f"{where} has no branch {ref}; nothing was switched.", target=where,
+                       choices=([call("madt_branch_create", dir=top, name=ref, checkout=True)],
+                                [t.retry(branch=placeholder("an existing branch"))]))
+    what = "origin has no branch" if t.tool == "madt_pull" else "nothing in " + where + " is called"
+    return Refusal("NOT_A_COMMIT", f"{t.where}: {what} {ref}; nothing was changed.", target=where,
+                   next=(t.retry(**{key: placeholder("a branch, tag or commit that exists")}),))
 
 
 def check_local(t: Target) -> None:

@@ -372,6 +372,11 @@ def pull_op(inv: Invocation) -> Result:
 def branch_create_op(inv: Invocation) -> Result:
     name = _ref_arg(inv, "name")
     start = _ref_arg(inv, "start_point") or "HEAD"
+    if inv.state.unborn and start == "HEAD" and inv.args.get("checkout") and name not in (inv.state.branches or ()):
+        # No commit yet: the new branch is where the first commit will go, like git switch -c.
+        gitops.name_unborn(_grepo(inv), name)
+        return Result(f"Switched {inv.identity()} to the new branch {name}, which has no commit yet.",
+                      {"branch": name, "sha": None, "checked_out": True})
     sha = gitops.branch_create(_grepo(inv), name, start)
     text = f"Created branch {name} at {sha[:9]} in {inv.identity()}."
     if inv.args.get("checkout"):
@@ -442,15 +447,7 @@ def branch_delete_op(inv: Invocation) -> Result:
            params=(Param("branch", description="The branch to switch to.", required=True, positional=True),))
 def switch_op(inv: Invocation) -> Result:
     branch = _ref_arg(inv, "branch")
-    try:
-        gitops.switch(_grepo(inv), branch)
-    except gitops.GitError as exc:
-        if "would be overwritten" in exc.stderr or "overwritten by checkout" in exc.stderr:
-            raise guard.Refusal("DIRTY_TREE", f"Switching {inv.repo.describe()} to {branch} would overwrite "
-                                f"uncommitted changes, so nothing was switched.", target=inv.repo.describe(),
-                                next=(guard.call("madt_status", dir=str(inv.repo.top)),),
-                                user_action="Commit the changes with madt_commit on the current branch first.") from None
-        raise
+    gitops.switch(_grepo(inv), branch)  # overwriting uncommitted changes is refused by git, typed by guard
     was = inv.state.branch or "a detached HEAD"
     return Result(f"Switched {inv.repo.describe()} ({branch}) from {was} to {branch}.", {"branch": branch})
 
@@ -2696,8 +2693,10 @@ def finish_op(inv: Invocation) -> Result:
     try:
         return _finish(inv, steps)
     except (guard.Refusal, gitops.GitError, Exception) as exc:  # noqa: BLE001 - reported with the resume call
+        if isinstance(exc, gitops.GitError):
+            exc = _git_refusal(inv, exc) or exc
         if not steps.done:
-            raise
+            raise exc from None
         failed = run_error(exc)
         done = "\n".join(f"done: {s}" for s in steps.done)
         resume = _finish_resume(inv, steps)
@@ -2960,7 +2959,8 @@ def _state(repo: guard.RepoFacts) -> guard.RepoState:
     grepo = gitops.Repo(repo.top, repo.git_dir, repo.common_dir)
     st = gitops.status(grepo)
     return guard.RepoState(st.branch, gitops.default_branch(grepo), st.operation, st.dirty_tracked,
-                           tuple(st.conflicted))
+                           tuple(st.conflicted), unborn=st.head is None and st.branch is not None,
+                           branches=gitops.fs_branches(repo.common_dir))
 
 
 def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
@@ -3031,7 +3031,15 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
         guard.check_local(invocation.target)
     else:
         api(invocation)  # resolves the forge target and runs its guard before the handler
-    return op.handler(invocation)
+    try:
+        return op.handler(invocation)
+    except gitops.GitError as exc:
+        raise _git_refusal(invocation, exc) or exc from None
+
+
+def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
+    """A foreseen git failure as its own coded refusal (None: git's message is passed on as GIT_ERROR)."""
+    return guard.git_failure(inv.target, exc) if inv.target is not None else None
 
 
 _FORGE_NEXT = {

@@ -114,3 +114,78 @@ def test_a_title_is_one_line(single_repo: SingleRepo) -> None:
     done = ok(step["tool"], repo, **step["args"])
     assert run_git(repo, "log", "-1", "--format=%s", done.data["sha"]) == "Add a"
     refused("BAD_ARGUMENT", "madt_finish", repo, files=["a.py"], title="one\rtwo")
+
+
+# --------------------------------------------------------------------------- typed git failures
+
+def run_steps(steps: list[dict[str, Any]], where: Path) -> madtea.Result:
+    result = None
+    for step in steps:
+        result = ok(step["tool"], where, **step["args"])
+    assert result is not None
+    return result
+
+
+def test_foreseen_git_failures_have_their_own_codes(single_repo: SingleRepo, tmp_path: Path) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    refused("NOTHING_TO_COMMIT", "madt_commit", repo, files=["README.md"], title="No change")
+    result = refused("BRANCH_EXISTS", "madt_branch_create", repo, name="main")
+    [step] = result.error["next"]
+    assert step["args"]["name"] not in branches(repo)
+    run_steps([step], repo)
+    result = refused("BRANCH_EXISTS", "madt_branch_create", repo, name="feat", checkout=True)
+    assert len(result.error["choices"]) == 2
+    busy = tmp_path / "busy"
+    write_files(busy, {"f": "x\n"})
+    result = refused("PATH_EXISTS", "madt_worktrees", repo, action="add", path=str(busy), b="side")
+    assert "side" not in branches(repo)  # git alone would have created it before finding the path taken
+    [step] = result.error["next"]
+    assert not Path(step["args"]["path"]).exists()
+    run_steps([step], repo)
+    result = refused("BRANCH_CHECKED_OUT", "madt_worktrees", repo, action="add", path=str(tmp_path / "wt2"),
+                     commit_ish="feat")
+    [step] = result.error["next"]
+    assert step["args"]["b"] not in branches(repo)
+    run_steps([step], repo)
+    result = refused("NOT_A_COMMIT", "madt_switch", repo, branch="nope")
+    assert result.error["choices"]
+    refused("NOT_A_COMMIT", "madt_log", repo, ref="nope")
+    refused("NOT_A_COMMIT", "madt_branch_create", repo, name="x", start_point="nope")
+
+
+def test_a_switch_over_conflicting_changes_is_a_dirty_tree(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "theirs")
+    commit_files(repo, {"README.md": "theirs\n"}, "their readme")
+    run_git(repo, "switch", "-q", "-c", "mine", "main")
+    write_files(repo, {"README.md": "my edit\n"})
+    result = refused("DIRTY_TREE", "madt_switch", repo, branch="theirs")
+    assert "README.md" in result.text
+    assert result.error["next"][0]["args"]["files"] == ["README.md"]
+    assert run_git(repo, "branch", "--show-current") == "mine"
+
+
+def test_a_pull_over_a_conflicting_local_edit_is_a_dirty_tree(clone: Path, fake_forge: FakeForge,
+                                                               tmp_path: Path) -> None:
+    other = clone_of(fake_forge, tmp_path / "other")
+    commit_files(other, {"README.md": "upstream change\n"}, "upstream change")
+    run_git(other, "push", "-q", "origin", "main")
+    write_files(clone, {"README.md": "local edit\n"})
+    result = refused("DIRTY_TREE", "madt_pull", clone)
+    assert "README.md" in result.text and result.error["user_action"]
+    assert (clone / "README.md").read_text() == "local edit\n"
+
+
+# --------------------------------------------------------------------------- unborn and detached HEADs
+
+def test_the_default_branch_chain_works_from_an_unborn_repo(tmp_path: Path, hermetic_seal: Path) -> None:
+    from topologies import make_repo
+    repo = make_repo(tmp_path / "new", origin="https://forge.example.test/acme/new.git", commit=False)
+    write_files(repo, {"a.py": "a\n"})
+    result = refused("DEFAULT_BRANCH", "madt_commit", repo, files=["a.py"], title="First")
+    steps = [s for s in result.error["next"] if not s["args"].get("allow_default_branch")]  # the override is a choice
+    done = run_steps(steps, repo)
+    assert run_git(repo, "branch", "--show-current") != "main"
+    assert run_git(repo, "show", "--name-only", "--format=", "HEAD") == "a.py"
+    assert done.data["files"] == ["a.py"]
