@@ -970,16 +970,16 @@ def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
         command)
 
 
-def classify_command(command: str, cwd: str, repo_facts: Any, cli_ops: Mapping[tuple[str, ...], Any] | None = None
-                     ) -> HookDecision:
+def classify_command(command: str, cwd: str, repo_facts: Any,
+                     cli_ops: Callable[[], Mapping[tuple[str, ...], Any]]) -> HookDecision:
     """Decide on one shell command line run from *cwd*.
 
     ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
-    (filesystem only); it is called at most once per distinct path. ``cli_ops``
+    (filesystem only); it is called at most once per distinct path. ``cli_ops()``
     maps the madtea CLI's (noun, verb) to its MCP twin, as plain data taken from
     the registry: ``{"tool", "action", "params": [{"name", "type", "flags",
-    "positional", "cli_only", "choices", "enum_flags"}]}``; without it a short
-    built-in table names the tool. A line with any denied part is denied whole,
+    "positional", "cli_only", "choices", "enum_flags"}]}``; it is called only
+    for a line that runs madtea. A line with any denied part is denied whole,
     and the text says none of it ran.
     """
     ctx = _HkCtx(cwd, repo_facts)
@@ -1401,7 +1401,7 @@ class _HkCtx:
         self.cwd = cwd
         self._facts = repo_facts
         self._cache: dict[str, HookRepo | None] = {}
-        self.cli_ops: Mapping[tuple[str, ...], Any] | None = None
+        self.cli_ops: Callable[[], Mapping[tuple[str, ...], Any]] = dict
         self.rail_files: list[str] | None = None  # files a git add earlier on the line named, for a later rail
         self.own = self.facts(cwd)
 
@@ -2175,24 +2175,7 @@ class _HkGit:
 
 # --------------------------------------------------------------------------- the madtea CLI
 
-_HK_CLI_TOOLS = {
-    "issue": "madt_issues", "issues": "madt_issues", "pr": "madt_pr", "prs": "madt_pr", "pulls": "madt_pr",
-    "label": "madt_labels", "labels": "madt_labels", "milestone": "madt_milestones",
-    "milestones": "madt_milestones", "release": "madt_releases", "releases": "madt_releases",
-    "repo": "madt_repo", "repos": "madt_repo", "search": "madt_search", "notification": "madt_notifications",
-    "notifications": "madt_notifications", "wiki": "madt_wiki", "actions": "madt_actions",
-    "whoami": "madt_whoami", "api": "madt_api_call", "status": "madt_status", "log": "madt_log",
-    "add": "madt_add", "commit": "madt_commit", "push": "madt_push", "pull": "madt_pull",
-    "switch": "madt_switch", "worktree": "madt_worktrees", "worktrees": "madt_worktrees",
-    "prune": "madt_prune", "finish": "madt_finish",
-}
-_HK_CLI_LOCAL_ACTIONLESS = frozenset({"madt_whoami", "madt_status", "madt_log", "madt_add", "madt_commit",
-                                      "madt_push", "madt_pull", "madt_switch", "madt_prune", "madt_finish"})
-_HK_CLI_SHORT = {"-R": "owner_repo", "-t": "title", "-b": "body", "-L": "limit", "-s": "state", "-l": "label",
-                 "-a": "assignee", "-m": "milestone", "-B": "base", "-H": "head", "-d": "draft", "-q": "q"}
-
-
-def _hk_madtea(args: list[_HkWord], cli_ops: Mapping[tuple[str, ...], Any] | None = None) -> tuple[str, str]:
+def _hk_madtea(args: list[_HkWord], cli_ops: Callable[[], Mapping[tuple[str, ...], Any]]) -> tuple[str, str]:
     words = [w for w in args]
     while words and words[0].text.startswith("-"):
         words.pop(0)
@@ -2213,67 +2196,7 @@ def _hk_madtea(args: list[_HkWord], cli_ops: Mapping[tuple[str, ...], Any] | Non
             return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
                             "structured results.\nUse: madt_whoami\n" + retry)
         return ("allow", "")
-    if cli_ops:
-        return _hk_madtea_registry([w.text for w in words], cli_ops, retry)
-    if noun == "branch":
-        tool = {"create": "madt_branch_create", "delete": "madt_branch_delete"}.get(verb or "")
-        rest = words[2:]
-        action = None
-    else:
-        tool = _HK_CLI_TOOLS.get(noun)
-        action = None if tool in _HK_CLI_LOCAL_ACTIONLESS else verb
-        rest = words[1:] if tool in _HK_CLI_LOCAL_ACTIONLESS else words[2:]
-        if tool == "madt_worktrees":
-            action = verb or "list"
-    if tool is None:
-        return ("allow", "")
-    if verb == "delete" and tool not in ("madt_branch_delete",):
-        return "deny", ("Deleting cannot be undone, so it is a person's act at a terminal: ask the user to "
-                        "delete it themselves.\n" + retry)
-    pairs: list[tuple[str, Any]] = []
-    if action:
-        pairs.append(("action", action.replace("-", "_")))
-    pairs.extend(_hk_cli_params(rest, tool))
-    return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
-                    f"results and errors.\nUse: {_hk_call(tool, *pairs)}\n" + retry)
-
-
-def _hk_cli_params(words: list[_HkWord], tool: str) -> list[tuple[str, Any]]:
-    """The CLI's flags as the MCP tool's parameters (gh's long flag, ``-`` → ``_``), best effort."""
-    pairs: list[tuple[str, Any]] = []
-    numbers: list[int] = []
-    positionals: list[str] = []
-    i = 0
-    while i < len(words):
-        t = words[i].text
-        nxt = words[i + 1].text if i + 1 < len(words) else None
-        if t.startswith("--"):
-            name, eq, value = t[2:].partition("=")
-            key = "owner_repo" if name == "repo" else name.replace("-", "_")
-            if eq:
-                pairs.append((key, value))
-            elif nxt is not None and not nxt.startswith("-"):
-                pairs.append((key, nxt))
-                i += 1
-            else:
-                pairs.append((key, True))
-        elif t.startswith("-") and len(t) == 2 and t in _HK_CLI_SHORT and nxt is not None:
-            pairs.append((_HK_CLI_SHORT[t], nxt))
-            i += 1
-        elif t.isdigit():
-            numbers.append(int(t))
-        elif not t.startswith("-"):
-            positionals.append(t)
-        i += 1
-    if len(numbers) == 1:
-        pairs.insert(0, ("number", numbers[0]))
-    elif numbers:
-        pairs.insert(0, ("numbers", numbers))
-    if positionals and tool == "madt_search":
-        pairs.append(("q", " ".join(positionals)))
-    elif positionals and tool in ("madt_add", "madt_commit"):
-        pairs.insert(0, ("files", positionals))
-    return pairs
+    return _hk_madtea_registry([w.text for w in words], cli_ops(), retry)
 
 
 _HK_PERSON_VERBS = frozenset({"delete", "rm", "remove"})

@@ -3977,7 +3977,7 @@ def hook_main() -> int:
             _hook_record_signal(cwd)
         except Exception:  # the signal is a convenience; the decision must not depend on it
             pass
-        decision = guard.classify_command(command, cwd, _hook_repo_facts, _hook_cli_ops())
+        decision = guard.classify_command(command, cwd, _hook_repo_facts, _hook_cli_ops)
         return _hook_answer(harness, decision)
     except BaseException as exc:  # noqa: BLE001 — never a traceback, never a wedge
         if isinstance(exc, SystemExit):
@@ -4280,6 +4280,9 @@ def main(argv: list[str] | None = None) -> int:
         return hook_main()
     if args[:1] == ["mcp"]:
         return serve_mcp()
+    if args == ["--version"]:  # as the parser's own --version, without building the parser
+        sys.stdout.write(f"madtea {__version__}\n")
+        return 0
     try:
         return _cli_main(args)
     except KeyboardInterrupt:

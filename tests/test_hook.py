@@ -94,7 +94,7 @@ def fill(text: str, paths: dict[str, str]) -> str:
 
 
 def classify(command: str, cwd: str) -> guard.HookDecision:
-    return guard.classify_command(command, cwd, madtea._hook_repo_facts, madtea._hook_cli_ops())
+    return guard.classify_command(command, cwd, madtea._hook_repo_facts, madtea._hook_cli_ops)
 
 
 def _table_params() -> list:
@@ -389,6 +389,41 @@ def _imported(flags: list[str], cwd: str, command: str = "git status", code: int
                 names.update(group)
             group = []
     return names
+
+
+# Run as pip's console-script wrapper runs it (it imports re first), with an audit hook
+# that records every attempt to start a process or open a socket.
+_CONSOLE_SCRIPT = """
+import json, sys
+seen = []
+_WATCHED = ("subprocess.", "socket.", "os.fork", "os.exec", "os.posix_spawn", "os.spawn", "os.system")
+sys.addaudithook(lambda event, args: seen.append(event) if event.startswith(_WATCHED) else None)
+import re
+import madtea
+built = []
+table = madtea._hook_cli_ops
+madtea._hook_cli_ops = lambda: built.append(1) or table()
+code = madtea.main(["hook"])
+with open(sys.argv[1], "w") as fh:
+    json.dump({"events": seen, "modules": sorted(sys.modules), "table": bool(built)}, fh)
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("command, code, table", [("git status", 0, False), ("git add x && git commit -m y", 2, False),
+                                                  ("madtea issue list", 2, True)],
+                         ids=["allow", "deny", "madtea-command"])
+def test_hook_starts_no_process_opens_no_socket_and_reads_the_cli_table_only_for_madtea(
+        sandbox: dict[str, str], tmp_path: Path, command: str, code: int, table: bool) -> None:
+    out = tmp_path / "seen.json"
+    proc = subprocess.run([sys.executable, "-c", _CONSOLE_SCRIPT, str(out)], cwd=sandbox["A"], timeout=60,
+                          input=json.dumps(_event("claude", command, sandbox["A"])).encode(), capture_output=True,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == code, proc.stderr.decode()
+    seen = json.loads(out.read_text(encoding="utf-8"))
+    assert seen["events"] == []
+    assert not {m for m in seen["modules"] if m.split(".")[0] in _FORBIDDEN}, seen["modules"]
+    assert seen["table"] is table
 
 
 @pytest.mark.parametrize("command, code", [("git status", 0), ("git add x && git commit -m y", 2)],

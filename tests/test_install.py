@@ -46,6 +46,21 @@ def test_help_and_version_use_the_standard_library_alone(tmp_path: Path) -> None
     assert version.stdout.startswith("madtea ")
 
 
+def test_version_is_the_parsers_answer_without_building_the_parser(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    probe = ("import sys, madtea\n"
+             "try:\n    madtea.build_parser().parse_args(['--version'])\nexcept SystemExit as exit:\n"
+             "    assert exit.code == 0\n"
+             "del sys.modules['argparse']\n"
+             "madtea.build_parser = None\n"
+             "assert madtea.main(['--version']) == 0\n"
+             "assert 'argparse' not in sys.modules\n")
+    out = _python("-c", probe, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr
+    parsed, fast = out.stdout.splitlines()
+    assert parsed == fast and parsed.startswith("madtea ")
+
+
 def test_importing_madtea_imports_neither_mcp_nor_the_network_stack(tmp_path: Path) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     probe = ("import sys, madtea; bad = [m for m in ('mcp', 'forge', 'ssl', 'urllib.request', 'argparse') "
