@@ -971,8 +971,8 @@ def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
 
 
 def classify_command(command: str, cwd: str, repo_facts: Any,
-                     cli_ops: Callable[[], Mapping[tuple[str, ...], Any]]) -> HookDecision:
-    """Decide on one shell command line run from *cwd*.
+                     cli_ops: Callable[[], Mapping[tuple[str, ...], Any]], run_dir: str | None = None) -> HookDecision:
+    """Decide on one shell command line run from *cwd* (or from *run_dir*, when the harness runs it there).
 
     ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
     (filesystem only); it is called at most once per distinct path. ``cli_ops()``
@@ -980,11 +980,12 @@ def classify_command(command: str, cwd: str, repo_facts: Any,
     the registry: ``{"tool", "action", "params": [{"name", "type", "flags",
     "positional", "cli_only", "choices", "enum_flags"}]}``; it is called only
     for a line that runs madtea. A line with any denied part is denied whole,
-    and the text says none of it ran.
+    and the text says none of it ran. The own repository is always *cwd*'s: a
+    *run_dir* in another repository is judged as a ``cd`` there would be.
     """
     ctx = _HkCtx(cwd, repo_facts)
     ctx.cli_ops = cli_ops
-    segs = _HkParser(command, cwd).parse()
+    segs = _HkParser(command, run_dir or cwd).parse()
     top_level = [s for s in segs if s.depth == 0 and _hk_label(s)]
     denied: list[tuple[_HkSeg, str]] = []
     notes: list[str] = []

@@ -3852,6 +3852,7 @@ def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
     has_mcp = importlib.util.find_spec("mcp") is not None
     rows.append(("ok" if has_mcp else "warn", "mcp",
                  "importable: `madtea mcp` can serve" if has_mcp else "not installed: pip install 'madtea[mcp]'"))
+    rows.append(_doctor_on_path())
     repo = gitops.fs_find_repo(cwd)
     if repo is None:
         rows.append(("warn", "repository", f"{cwd} is not inside a git repository; MCP tools will need dir= "
@@ -3897,17 +3898,90 @@ def _doctor_forge(origin: gitops.RemoteId) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _doctor_integrations() -> list[tuple[str, str, str]]:
+def _doctor_on_path() -> tuple[str, str, str]:
+    """Whether the harnesses, which start ``madtea`` by name, will find this install."""
+    import shutil
     from pathlib import Path
+
+    found = shutil.which("madtea")
+    if found:
+        return "ok", "PATH", f"madtea is {found}"
+    here = Path(sys.argv[0]).resolve().parent if sys.argv and sys.argv[0] else None
+    where = f" (this one is in {here})" if here and (here / "madtea").exists() else ""
+    return ("warn", "PATH", f"madtea is not on PATH{where}; harnesses start it by name: run `pipx ensurepath` "
+            "and open a new shell, or add its folder to PATH")
+
+
+def _doctor_integrations() -> list[tuple[str, str, str]]:
+    """Each harness's madtea wiring as that harness itself would find it (read-only)."""
+    from pathlib import Path
+
     home = Path.home()
-    found = []
-    for name, path in (("Claude Code", home / ".claude" / "plugins"), ("Codex CLI", home / ".codex" / "hooks.json"),
-                       ("Gemini CLI", home / ".gemini" / "extensions" / "madtea")):
-        installed = path.exists() and ("madtea" in _read_small(path) if path.is_file() else
-                                       any("madtea" in p.name for p in path.glob("**/*madtea*")) if path.is_dir() else False)
-        found.append(("ok" if installed else "info", name, "madtea integration installed" if installed
-                      else "not installed (see the README for its one install command)"))
-    return found
+    return [_doctor_claude(home), _doctor_gemini(home), *_doctor_codex(home)]
+
+
+def _doctor_claude(home: Path) -> tuple[str, str, str]:
+    import re
+
+    plugins = home / ".claude" / "plugins"
+    listed = _read_small(plugins / "installed_plugins.json") if plugins.is_dir() else ""
+    if re.search(r'"madtea(@[^"]*)?"', listed):
+        return "ok", "Claude Code", "the madtea plugin is installed"
+    return "info", "Claude Code", "no installed plugin; start it with `claude --plugin-dir /path/to/madtea`"
+
+
+def _doctor_gemini(home: Path) -> tuple[str, str, str]:
+    """Installed when an extension folder holds a manifest named madtea (a copy or a link)."""
+    for manifest in sorted((home / ".gemini" / "extensions").glob("*/gemini-extension.json")):
+        try:
+            name = json.loads(_read_small(manifest)).get("name")
+        except (ValueError, AttributeError):
+            continue
+        if name == "madtea":
+            return "ok", "Gemini CLI", f"the madtea extension is installed in {manifest.parent}"
+    link = home / ".gemini" / "extensions" / "madtea" / ".gemini-extension-install.json"
+    if link.is_file():
+        try:
+            source = json.loads(_read_small(link)).get("source")
+        except (ValueError, AttributeError):
+            source = None
+        return "ok", "Gemini CLI", f"the madtea extension is installed (from {source or link.parent})"
+    return "info", "Gemini CLI", "not installed: `gemini extensions install /path/to/madtea/integrations/gemini`"
+
+
+def _doctor_codex(home: Path) -> list[tuple[str, str, str]]:
+    """The Codex hook and whether the user trusted it (Codex runs no untrusted hook), and the server entry."""
+    import re
+    from pathlib import Path
+
+    codex = Path(os.environ.get("CODEX_HOME") or home / ".codex")
+    hooks_file = codex / "hooks.json"
+    config = _read_small(codex / "config.toml")
+    rows = []
+    try:
+        groups = json.loads(_read_small(hooks_file) or "{}").get("hooks", {}).get("PreToolUse", [])
+        index = next((f"{g}:{h}" for g, group in enumerate(groups) for h, handler in enumerate(group.get("hooks", []))
+                      if "madtea" in str(handler.get("command", ""))), None)
+    except (ValueError, AttributeError, TypeError):
+        index = None
+    if index is None:
+        rows.append(("info", "Codex hook", f"not installed: merge integrations/codex-hooks.json into {hooks_file}"))
+    elif re.search(r'\[hooks\.state\."' + re.escape(f"{hooks_file}:pre_tool_use:{index}") + r'"\][^\[]*trusted_hash',
+                   config):
+        rows.append(("ok", "Codex hook", f"installed in {hooks_file} and trusted"))
+    else:
+        rows.append(("warn", "Codex hook", f"installed in {hooks_file} but not trusted, so Codex never runs it: "
+                                           "trust it in Codex's /hooks screen"))
+    if "[mcp_servers.madtea]" not in config:
+        rows.append(("info", "Codex server", "not configured: append integrations/codex-config.toml to "
+                                             f"{codex / 'config.toml'}"))
+    else:
+        entry = config.split("[mcp_servers.madtea]", 1)[1].split("\n[", 1)[0]
+        missing = [name for name in ("MADTEA_TOKEN", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR") if f'"{name}"' not in entry]
+        rows.append(("warn" if missing else "ok", "Codex server",
+                     f"configured, but env_vars lacks {', '.join(missing)}, which Codex then withholds"
+                     if missing else "configured, passing the token, the SSH agent and the runtime folder"))
+    return rows
 
 
 def _read_small(path: Path) -> str:
@@ -3970,14 +4044,14 @@ def hook_main() -> int:
         event = _hook_event(raw)
         if event is None:
             return 0
-        harness, command, cwd = event
+        harness, command, cwd, run_dir = event
         if harness == "unknown":
             return _hook_answer(harness, guard.hook_failure_decision(command, "the event was not one it knows"))
         try:
-            _hook_record_signal(cwd)
+            _hook_record_signal(run_dir or cwd)
         except Exception:  # the signal is a convenience; the decision must not depend on it
             pass
-        decision = guard.classify_command(command, cwd, _hook_repo_facts, _hook_cli_ops)
+        decision = guard.classify_command(command, cwd, _hook_repo_facts, _hook_cli_ops, run_dir=run_dir)
         return _hook_answer(harness, decision)
     except BaseException as exc:  # noqa: BLE001 — never a traceback, never a wedge
         if isinstance(exc, SystemExit):
@@ -3988,11 +4062,13 @@ def hook_main() -> int:
             return 0
 
 
-def _hook_event(raw: bytes) -> tuple[str, str, str] | None:
-    """(harness, command, cwd) of a shell-tool event; None when there is nothing to decide.
+def _hook_event(raw: bytes) -> tuple[str, str, str, str | None] | None:
+    """(harness, command, cwd, run dir) of a shell-tool event; None when there is nothing to decide.
 
     "unknown" as the harness means a command arrived in an event the hook does
-    not recognise: it is then judged by the hook-failure rule.
+    not recognise: it is then judged by the hook-failure rule. The run dir is
+    where the shell runs when that is not *cwd* (Gemini's ``dir_path``, taken
+    relative to *cwd*), else None.
     """
     try:
         data = json.loads(raw.decode("utf-8", errors="replace"))
@@ -4009,12 +4085,14 @@ def _hook_event(raw: bytes) -> tuple[str, str, str] | None:
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         cwd = os.getcwd()
     if event not in _HOOK_SHELL_TOOLS:
-        return "unknown", command, cwd
+        return "unknown", command, cwd, None
     if data.get("tool_name") not in _HOOK_SHELL_TOOLS[event]:
         return None  # an edit, a read, an MCP tool: not a shell command
     if event == "BeforeTool":
-        return "gemini", command, cwd
-    return ("codex" if "turn_id" in data or "model" in data else "claude"), command, cwd
+        where = tool_input.get("dir_path") if isinstance(tool_input, dict) else None
+        run_dir = os.path.normpath(os.path.join(cwd, where)) if isinstance(where, str) and where.strip() else None
+        return "gemini", command, cwd, run_dir if run_dir != cwd else None
+    return ("codex" if "turn_id" in data or "model" in data else "claude"), command, cwd, None
 
 
 def _hook_answer(harness: str, decision: guard.HookDecision) -> int:
@@ -4215,19 +4293,24 @@ def _hook_record_signal(cwd: str) -> None:
 
 
 def _hook_runtime_dir(create: bool) -> str | None:
-    """``$XDG_RUNTIME_DIR/madtea``, else a 0700 folder named for the uid under the temp dir.
+    """``~/.cache/madtea/cwd-<machine>``: a 0700 folder found from the home folder alone.
 
-    A folder that is a symlink, belongs to someone else or is open to others is
-    not used: another user could otherwise plant a record.
+    The hook and the server read no other variable to find it, because harnesses
+    pass them different environments (Codex and Gemini give the server only some
+    variables; ``XDG_RUNTIME_DIR`` or ``TMPDIR`` may be set for one and not the
+    other) while every one of them passes ``HOME``. The machine's name keeps a
+    home shared between machines from mixing their process ids. A folder that is
+    a symlink, belongs to someone else or is open to others is not used: another
+    user could otherwise plant a record.
     """
-    base = os.environ.get("XDG_RUNTIME_DIR") or ""
-    if os.path.isabs(base) and os.path.isdir(base):
-        folder = os.path.join(base, "madtea")
-    else:
-        tmp = os.environ.get("TMPDIR") or "/tmp"
-        folder = os.path.join(tmp, f"madtea-{os.getuid()}")
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home) or not os.path.isdir(home):
+        return None
+    cache = os.path.join(home, ".cache", "madtea")
+    folder = os.path.join(cache, f"cwd-{os.uname().nodename or 'localhost'}")
     if create:
         try:
+            os.makedirs(cache, 0o700, exist_ok=True)
             os.mkdir(folder, 0o700)
         except FileExistsError:
             pass

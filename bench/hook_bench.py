@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         runtime.mkdir(mode=0o700)
         # An installed copy runs from compiled bytecode: let the warm-up runs write it (to a private
         # cache folder, so the checkout stays untouched) even where PYTHONDONTWRITEBYTECODE is set.
-        env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_RUNTIME_DIR=str(runtime),
+        env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_RUNTIME_DIR=str(runtime), HOME=str(base),
                    PYTHONPYCACHEPREFIX=str(base / "pycache"))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         event = json.dumps({

@@ -305,6 +305,18 @@ def test_note_is_additional_context_without_a_decision(sandbox: dict[str, str], 
     assert "permissionDecision" not in proc.stdout and "allow" not in proc.stdout.lower()
 
 
+def test_gemini_dir_path_is_where_the_command_is_judged(sandbox: dict[str, str]) -> None:
+    """Gemini runs the shell in cwd/dir_path: a dir_path into another repo is advised with that dir=."""
+    event = _event("gemini", "git add a.py", sandbox["A"])
+    event["tool_input"]["dir_path"] = os.path.relpath(sandbox["B"], sandbox["A"])
+    proc = run_hook(event, sandbox["A"])
+    assert proc.returncode == 2
+    assert f'madt_add dir="{sandbox["B"]}" files=["a.py"]' in proc.stderr, proc.stderr
+    event["tool_input"]["dir_path"] = "sub"
+    proc = run_hook(event, sandbox["A"])
+    assert proc.returncode == 2 and 'madt_add files=["sub/a.py"]' in proc.stderr, proc.stderr
+
+
 def test_gemini_note_prints_nothing(sandbox: dict[str, str]) -> None:
     proc = run_hook(_event("gemini", "git status", sandbox["A"]), sandbox["A"])
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
@@ -447,12 +459,14 @@ event = {"session_id": "s", "transcript_path": "/dev/null", "cwd": cwd, "hook_ev
 if cwd != "-":
     subprocess.run([sys.executable, "-m", "madtea", "hook"], input=json.dumps(event).encode(), env=env, check=True)
 if tamper == "start":
-    folder = os.path.join(os.environ["XDG_RUNTIME_DIR"], "madtea")
+    folder = os.path.join(os.path.expanduser("~"), ".cache", "madtea", "cwd-" + os.uname().nodename)
     for name in os.listdir(folder):
         path = os.path.join(folder, name)
         record = json.load(open(path))
         record["start"] += 1
         json.dump(record, open(path, "w"))
+if tamper == "split":  # the server gets only an allow-list of variables, as Codex gives it
+    env = {k: env[k] for k in ("HOME", "PATH", "PYTHONPATH", "LC_ALL", "TZ") if k in env}
 reader = "import madtea; print(madtea.caller_cwd_signal(%r))" % max_age
 out = subprocess.run([sys.executable, "-c", reader], env=env, capture_output=True, text=True, check=True)
 print(out.stdout.strip())
@@ -470,10 +484,14 @@ def _signal(cwd: str, max_age: float = 600, tamper: str = "") -> str:
 needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="the caller signal needs /proc")
 
 
+def _records() -> Path:
+    return Path(os.environ["HOME"]) / ".cache" / "madtea" / f"cwd-{os.uname().nodename}"
+
+
 @needs_proc
 def test_signal_round_trip(sandbox: dict[str, str]) -> None:
     assert _signal(sandbox["A"] + "/sub") == sandbox["A"]
-    folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "madtea"
+    folder = _records()
     assert folder.stat().st_mode & 0o777 == 0o700
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
 
@@ -500,14 +518,24 @@ def test_signal_needs_the_same_agent(sandbox: dict[str, str]) -> None:
 
 
 @needs_proc
+def test_signal_is_found_when_the_server_gets_fewer_variables_than_the_hook(
+        sandbox: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook sees XDG_RUNTIME_DIR and TMPDIR, the server neither: both still meet at one record."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    assert _signal(sandbox["A"], tamper="split") == sandbox["A"]
+    assert list(_records().glob("*.json"))
+
+
+@needs_proc
 def test_signal_with_another_start_time_does_not_match(sandbox: dict[str, str]) -> None:
     assert _signal(sandbox["A"], tamper="start") == "None"
 
 
 @needs_proc
 def test_signal_refuses_a_folder_open_to_others(sandbox: dict[str, str]) -> None:
-    folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "madtea"
-    folder.mkdir(mode=0o700)
+    folder = _records()
+    folder.mkdir(mode=0o700, parents=True)
     folder.chmod(0o777)
     assert _signal(sandbox["A"]) == "None"
     assert list(folder.iterdir()) == []
@@ -568,20 +596,81 @@ def _json(rel: str) -> dict:
     return json.loads((ROOT / rel).read_text(encoding="utf-8"))
 
 
+_SERVER = {"command": "sh", "args": ["-c", 'PATH="$PATH:$HOME/.local/bin" exec madtea mcp']}
+_SERVER_ENV = {"MADTEA_TOKEN": "$MADTEA_TOKEN", "SSH_AUTH_SOCK": "$SSH_AUTH_SOCK", "XDG_RUNTIME_DIR": "$XDG_RUNTIME_DIR"}
+
+
 def test_claude_plugin_wiring() -> None:
-    assert _json(".claude-plugin/plugin.json")["name"] == "madtea"
+    plugin = _json(".claude-plugin/plugin.json")
+    assert plugin["name"] == "madtea" and plugin["author"]["name"]  # `claude plugin validate --strict` wants it
     pre = _json("hooks/hooks.json")["hooks"]["PreToolUse"]
-    assert pre[0]["matcher"] == "Bash" and pre[0]["hooks"][0]["command"] == "madtea hook"
-    assert _json(".mcp.json")["mcpServers"]["madtea"] == {"command": "madtea", "args": ["mcp"]}
+    assert pre[0]["matcher"] == "Bash" and "${CLAUDE_PLUGIN_ROOT}/madtea.py" in pre[0]["hooks"][0]["command"]
+    assert _json(".mcp.json")["mcpServers"]["madtea"] == _SERVER
 
 
 def test_gemini_and_codex_wiring() -> None:
     ext = _json("integrations/gemini/gemini-extension.json")
-    assert ext["mcpServers"]["madtea"] == {"command": "madtea", "args": ["mcp"]}
+    assert ext["mcpServers"]["madtea"] == dict(_SERVER, env=_SERVER_ENV)
     before = _json("integrations/gemini/hooks/hooks.json")["hooks"]["BeforeTool"]
-    assert before[0]["matcher"] == "run_shell_command" and before[0]["hooks"][0]["command"] == "madtea hook"
+    assert before[0]["matcher"] == "run_shell_command"
     codex = _json("integrations/codex-hooks.json")["hooks"]["PreToolUse"]
-    assert codex[0]["matcher"] == "Bash" and codex[0]["hooks"][0]["command"] == "madtea hook"
+    assert codex[0]["matcher"] == "Bash"
+    config = (ROOT / "integrations" / "codex-config.toml").read_text(encoding="utf-8")
+    assert "[mcp_servers.madtea]" in config
+    assert 'env_vars = ["MADTEA_TOKEN", "SSH_AUTH_SOCK", "XDG_RUNTIME_DIR"]' in config
+
+
+def _hook_commands() -> list:
+    return [pytest.param("claude", _json("hooks/hooks.json")["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+                         id="claude"),
+            pytest.param("gemini", _json("integrations/gemini/hooks/hooks.json")["hooks"]["BeforeTool"][0]["hooks"][0]
+                         ["command"], id="gemini"),
+            pytest.param("codex", _json("integrations/codex-hooks.json")["hooks"]["PreToolUse"][0]["hooks"][0]
+                         ["command"], id="codex")]
+
+
+def _run_manifest_hook(command: str, event: dict, path: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """The manifest's hook command run the way the harnesses run it: a shell, the event on stdin."""
+    command = command.replace("${CLAUDE_PLUGIN_ROOT}", str(ROOT))  # what Claude Code substitutes
+    env = {"PATH": path, "HOME": str(home), "LC_ALL": "C"}
+    return _decoded(subprocess.run(["bash", "-c", command], input=json.dumps(event).encode(), capture_output=True,
+                                   env=env, cwd=event["cwd"], timeout=60))
+
+
+def _bare_path(tmp_path: Path) -> str:
+    """A PATH with python3, git and the shell's tools, but no madtea."""
+    bare = tmp_path / "bare-bin"
+    if not bare.exists():
+        bare.mkdir()
+        (bare / "python3").symlink_to(sys.executable)
+    return f"{bare}:/usr/bin:/bin"
+
+
+@pytest.mark.parametrize("harness,command", _hook_commands())
+def test_manifest_hook_denies_through_its_own_command(sandbox: dict[str, str], tmp_path: Path, harness: str,
+                                                      command: str) -> None:
+    """A deny (exit 2, the reason on stderr) reaches the harness through the shipped command line."""
+    shim = tmp_path / "home" / ".local" / "bin"  # where pipx and uv put madtea, off PATH here
+    shim.mkdir(parents=True)
+    (shim / "madtea").write_text(f"#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m madtea \"$@\"\n")
+    (shim / "madtea").chmod(0o755)
+    proc = _run_manifest_hook(command, _event(harness, "git add a.py", sandbox["A"]), _bare_path(tmp_path),
+                              tmp_path / "home")
+    assert proc.returncode == 2, proc.stderr
+    assert 'madt_add files=["a.py"]' in proc.stderr
+    allowed = _run_manifest_hook(command, _event(harness, "ls", sandbox["A"]), _bare_path(tmp_path),
+                                 tmp_path / "home")
+    assert (allowed.returncode, allowed.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("harness,command", _hook_commands())
+def test_manifest_hook_without_madtea_wedges_nothing(sandbox: dict[str, str], tmp_path: Path, harness: str,
+                                                     command: str) -> None:
+    """No madtea anywhere: every command is let through (Gemini blocks on any exit but 0 and 1)."""
+    (tmp_path / "home").mkdir()
+    for line in ("ls", "git status"):
+        proc = _run_manifest_hook(command, _event(harness, line, sandbox["A"]), "/usr/bin:/bin", tmp_path / "home")
+        assert proc.returncode in ((0, 127) if harness == "claude" else (0,)), (line, proc.returncode, proc.stderr)
 
 
 @pytest.mark.parametrize("rel", [".claude-plugin/plugin.json", "hooks/hooks.json", ".mcp.json",

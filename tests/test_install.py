@@ -27,7 +27,7 @@ def test_readme_setup_is_two_commands_and_ci_runs_the_test_command_verbatim() ->
     commands = _readme_commands()
     assert len(commands) == 2
     install, test = commands
-    assert "pip install" in install and "madtea" in install
+    assert "pipx install" in install and "madtea\" doctor" in install
     assert "pytest" in test
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test in ci.splitlines()
@@ -149,3 +149,55 @@ def test_doctor_on_the_foreign_topology_reports_the_home_repo(foreign_repo) -> N
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = _python("-m", "madtea", "doctor", cwd=foreign_repo.foreign, env=env)
     assert str(foreign_repo.foreign) in out.stdout and "forge.example.test/acme/lib" in out.stdout
+
+
+def _doctor_rows(cwd: Path, **env: str) -> dict[str, str]:
+    full = dict(os.environ, PYTHONPATH=str(ROOT), **env)
+    out = _python("-m", "madtea", "doctor", cwd=cwd, env=full)
+    rows = {}
+    for line in out.stdout.splitlines():
+        status, topic, detail = line[:4].strip(), line[6:20].strip(), line[20:].strip()
+        rows[topic] = f"{status} {detail}"
+    return rows
+
+
+def test_doctor_says_when_madtea_is_not_on_path(tmp_path: Path) -> None:
+    rows = _doctor_rows(tmp_path, PATH="/usr/bin:/bin")
+    assert rows["PATH"].startswith("warn madtea is not on PATH") and "pipx ensurepath" in rows["PATH"]
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "madtea").write_text("#!/bin/sh\n")
+    (shim / "madtea").chmod(0o755)
+    rows = _doctor_rows(tmp_path, PATH=f"{shim}:/usr/bin:/bin")
+    assert rows["PATH"] == f"ok madtea is {shim / 'madtea'}"
+
+
+def test_doctor_finds_the_gemini_extension_as_gemini_installs_it(tmp_path: Path) -> None:
+    home = Path(os.environ["HOME"])
+    assert _doctor_rows(tmp_path)["Gemini CLI"].startswith("info not installed")
+    installed = home / ".gemini" / "extensions" / "madtea"
+    installed.mkdir(parents=True)
+    shutil.copy(ROOT / "integrations" / "gemini" / "gemini-extension.json", installed)
+    (installed / "hooks").mkdir()
+    shutil.copy(ROOT / "integrations" / "gemini" / "hooks" / "hooks.json", installed / "hooks")
+    assert _doctor_rows(tmp_path)["Gemini CLI"] == f"ok the madtea extension is installed in {installed}"
+
+
+def test_doctor_reports_the_codex_hook_untrusted_until_trusted(tmp_path: Path) -> None:
+    codex = Path(os.environ["HOME"]) / ".codex"
+    codex.mkdir()
+    rows = _doctor_rows(tmp_path)
+    assert rows["Codex hook"].startswith("info not installed") and rows["Codex server"].startswith("info not")
+    shutil.copy(ROOT / "integrations" / "codex-hooks.json", codex / "hooks.json")
+    config = (ROOT / "integrations" / "codex-config.toml").read_text(encoding="utf-8")
+    (codex / "config.toml").write_text(config, encoding="utf-8")
+    rows = _doctor_rows(tmp_path)
+    assert rows["Codex hook"].startswith("warn installed") and "not trusted" in rows["Codex hook"]
+    assert rows["Codex server"].startswith("ok configured")
+    # what Codex's /hooks screen records when the user trusts the hook
+    (codex / "config.toml").write_text(
+        config + f'\n[hooks.state."{codex / "hooks.json"}:pre_tool_use:0:0"]\ntrusted_hash = "sha256:00"\n',
+        encoding="utf-8")
+    assert _doctor_rows(tmp_path)["Codex hook"] == f"ok installed in {codex / 'hooks.json'} and trusted"
+    (codex / "config.toml").write_text(config.replace('"SSH_AUTH_SOCK", ', ""), encoding="utf-8")
+    assert _doctor_rows(tmp_path)["Codex server"].startswith("warn configured, but env_vars lacks SSH_AUTH_SOCK")

@@ -128,7 +128,8 @@ def _shipped_strings() -> list[str]:
             texts.append(path.read_text())
     for path in (ROOT / "hooks" / "hooks.json", ROOT / ".mcp.json", ROOT / "integrations" / "codex-hooks.json",
                  ROOT / "integrations" / "gemini" / "gemini-extension.json",
-                 ROOT / "integrations" / "gemini" / "hooks" / "hooks.json"):
+                 ROOT / "integrations" / "gemini" / "hooks" / "hooks.json",
+                 ROOT / "integrations" / "codex-config.toml"):
         if path.exists():
             texts.append(path.read_text())
     return texts
