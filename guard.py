@@ -1573,7 +1573,7 @@ def _hk_find_exec(words: list[_HkWord], seg: _HkSeg, env: dict[str, _HkWord], cd
 def _hk_madtea_args(words: list[_HkWord]) -> list[_HkWord] | None:
     """The arguments of a madtea CLI run (``madtea ...``, ``python -m madtea ...``), or None."""
     name = _hk_basename(words[0].text)
-    if name in ("madtea", "madtea.py"):
+    if name in ("madtea", "madtea.py") or _HK_MADTEA_PYZ.fullmatch(name):
         return words[1:]
     if name in ("uvx", "pipx") and len(words) > 1:
         rest = words[2:] if words[1].text == "run" else words[1:]
@@ -1588,9 +1588,13 @@ def _hk_madtea_args(words: list[_HkWord]) -> list[_HkWord] | None:
             if words[i].text in ("-c",):
                 return None
             i += 1
-        if i < len(words) and _hk_basename(words[i].text) == "madtea.py":
+        if i < len(words) and (_hk_basename(words[i].text) == "madtea.py"
+                               or _HK_MADTEA_PYZ.fullmatch(_hk_basename(words[i].text))):
             return words[i + 1:]
     return None
+
+
+_HK_MADTEA_PYZ = re.compile(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
 
 
 # --------------------------------------------------------------------------- rendering
@@ -2197,6 +2201,9 @@ def _hk_madtea(args: list[_HkWord], cli_ops: Callable[[], Mapping[tuple[str, ...
             return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
                             "structured results.\nUse: madt_whoami\n" + retry)
         return ("allow", "")
+    if noun == "update":
+        return "deny", ("Updating madtea replaces its own files and may trust a release signing key on this machine, "
+                        "which is a person's act: ask the user to run madtea update themselves.\n" + retry)
     return _hk_madtea_registry([w.text for w in words], cli_ops(), retry)
 
 
@@ -2270,3 +2277,121 @@ def _hk_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
         item: Any = int(value) if kind == "numbers" and isinstance(value, str) and value.isdigit() else value
         return (before or []) + [item]
     return value
+
+
+# --------------------------------------------------------------------------- updating a copy install
+#
+# ``madtea update`` replaces madtea's own files for people who installed it by
+# copying them. These rules take what it found (where madtea runs from, who
+# manages those files, the signer, the versions) and refuse before anything is
+# written; each refusal says nothing was replaced.
+
+__all__ += ["check_update_install", "update_not_a_release", "update_no_signature", "update_wrong_kind",
+            "check_update_signer", "update_bad_signature", "update_trust_needs_terminal", "update_not_trusted",
+            "check_update_version", "update_tool_missing", "update_replace_failed", "update_no_source"]
+
+
+def check_update_install(where: str, *, managed_by: str | None, record: str | None, checkout: str | None) -> None:
+    """A copy install is madtea's to replace; files a package manager or git tracks are not."""
+    if record:
+        tool = managed_by or "pip"
+        way = ("python -m pip install --upgrade madtea (or pip install the release's wheel file)" if tool == "pip"
+               else f"{tool}, the tool that installed it")
+        raise Refusal("USER_ACTION_REQUIRED", f"madtea at {where} was installed by {tool}, which lists its files in "
+                      f"{record}; madtea update does not replace files a package manager owns, so nothing was "
+                      "replaced.", target=where, user_action=f"Update it with {way}.")
+    if checkout:
+        raise Refusal("USER_ACTION_REQUIRED", f"madtea at {where} runs from the git checkout {checkout}, whose files "
+                      "are git's to change; nothing was replaced.", target=where,
+                      user_action=f"Update the checkout with git (git -C {checkout} pull).")
+
+
+def update_not_a_release(path: str, why: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"{path} is not a madtea release file: {why}; nothing was replaced.", target=path,
+                   user_action="Pass a release's madtea-X.Y.Z.pyz or madtea-X.Y.Z.zip, with its .sig beside it.")
+
+
+def update_no_signature(path: str, sig: str) -> Refusal:
+    return Refusal("BAD_SIGNATURE", f"{path} has no signature beside it ({sig} is missing), so it cannot be "
+                   "verified; nothing was replaced.", target=path,
+                   user_action=f"Download {os.path.basename(sig)} from the same release and put it beside "
+                   f"{os.path.basename(path)}.")
+
+
+def update_wrong_kind(path: str, where: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"madtea runs as the single file {where}, which only a .pyz release replaces, "
+                   f"not the archive {path}; nothing was replaced.", target=path,
+                   user_action="Pass the same release's madtea-X.Y.Z.pyz (with its .sig) instead.")
+
+
+def check_update_signer(path: str, signer: str, pinned: str | None, pin_file: str) -> None:
+    """The release key pinned on first use must sign every later update."""
+    if pinned is not None and pinned != signer:
+        raise Refusal("BAD_SIGNATURE", f"{path} is signed by the key {signer}, but this machine trusts {pinned} "
+                      f"for madtea releases (pinned in {pin_file}); nothing was replaced.", target=path,
+                      user_action=f"Keep the installed madtea unless its maintainers announced {signer} as their new "
+                      f"release key; if they did, a person deletes {pin_file} and runs the update again to pin it.")
+
+
+def update_bad_signature(path: str, sig: str, detail: str) -> Refusal:
+    return Refusal("BAD_SIGNATURE", f"The signature {sig} does not match {path} ({detail}): the file changed after "
+                   "it was signed, or the signature belongs to another file; nothing was replaced.", target=path,
+                   user_action="Download the file and its .sig again from the release and check the file against "
+                   "the release's SHA256SUMS.")
+
+
+def update_trust_needs_terminal(path: str, signer: str) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", f"No madtea release key is trusted on this machine yet, and trusting "
+                   f"{signer}, which signed {path}, needs a person at a terminal; nothing was pinned or replaced.",
+                   target=path, user_action="Run the same madtea update at a terminal, compare the fingerprint it "
+                   "shows with the one madtea's maintainers publish, and type yes.")
+
+
+def update_not_trusted(path: str, signer: str) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", f"The key {signer} that signed {path} was not trusted; nothing was pinned "
+                   "or replaced.", target=path, user_action=f"Check {signer} against the fingerprint madtea's "
+                   "maintainers publish, then run the update again and type yes.")
+
+
+def _version_key(version: str) -> tuple[int, int, int, int] | None:
+    match = re.match(r"(\d+)\.(\d+)\.(\d+)(?:\.dev(\d+))?", version)
+    if not match or version.startswith("0.0.0+"):
+        return None
+    dev = int(match[4]) if match[4] is not None else 1 << 62  # a dev build sorts before its release
+    return (int(match[1]), int(match[2]), int(match[3]), dev)
+
+
+def check_update_version(path: str, new: str, installed: str, where: str, allow_downgrade: bool) -> bool:
+    """True when *new* differs from *installed*; a step back is refused unless the person asked for it."""
+    old_key, new_key = _version_key(installed), _version_key(new)
+    if new_key is None:
+        raise update_not_a_release(path, f"its madtea.py reports no release version ({new})")
+    if old_key is None or new_key > old_key:
+        return True
+    if new_key == old_key and new == installed:
+        return False
+    if not allow_downgrade:
+        raise Refusal("DOWNGRADE", f"{path} holds madtea {new}, older than the {installed} installed at {where}; "
+                      "nothing was replaced.", target=path,
+                      user_action=f"To go back to {new} on purpose, run madtea update --from {path} --allow-downgrade.")
+    return True
+
+
+def update_tool_missing(path: str) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", f"Verifying {path} needs ssh-keygen (OpenSSH 8.1 or later), which is not "
+                   "on PATH; nothing was replaced.", target=path,
+                   user_action="Install OpenSSH's ssh-keygen and run the update again.")
+
+
+def update_replace_failed(where: str, detail: str) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", f"Replacing madtea's files at {where} failed ({detail}); the files that "
+                   "were there before are in place again.", target=where,
+                   user_action=f"Make {where} writable for this user (and close other running madtea processes "
+                   "on Windows), then run the update again.")
+
+
+def update_no_source() -> Refusal:
+    return Refusal("BAD_ARGUMENT", "madtea update needs to know which forge repository publishes madtea's releases; "
+                   "nothing was fetched.", target="madtea update",
+                   user_action="Run madtea update --repo https://HOST/OWNER/REPO once; it is remembered in madtea's "
+                   "config as update_from.")

@@ -4008,6 +4008,359 @@ CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP c
 CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent's harness).", lambda p: None)
 
 
+# --- update (copy installs) ---
+#
+# ``madtea update`` is for people who installed madtea by copying files (the
+# four modules, or the single .pyz). It verifies a release file against the
+# release key pinned on first use, then replaces the installed files in place,
+# each with one os.replace. Files pip (or git) manages are never touched.
+
+RELEASE_NAMESPACE = "madtea-release"  # the ssh-keygen -Y namespace releases are signed under
+_MODULES = ("madtea.py", "guard.py", "forge.py", "gitops.py")
+_MAX_RELEASE = 64 << 20
+
+
+def release_key_file() -> Path:
+    """The pinned release key, as an ssh allowed-signers file beside madtea's config."""
+    return _forge().config_path().parent / "release-signers"
+
+
+def _ssh_signer(sig: bytes) -> str:
+    """The public key (one OpenSSH line) inside an armored ``ssh-keygen -Y sign`` signature."""
+    import base64
+    import binascii
+
+    text = sig.decode("ascii", errors="replace")
+    body = text.partition("-----BEGIN SSH SIGNATURE-----")[2].partition("-----END SSH SIGNATURE-----")[0]
+    try:
+        blob = base64.b64decode("".join(body.split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("it is not an ssh signature") from None
+    if blob[:6] != b"SSHSIG" or len(blob) < 14:
+        raise ValueError("it is not an ssh signature")
+    size = int.from_bytes(blob[10:14], "big")
+    key = blob[14:14 + size]
+    kind = key[4:4 + int.from_bytes(key[:4], "big")] if len(key) > 4 else b""
+    if len(key) != size or not kind:
+        raise ValueError("its public key is cut short")
+    return f"{kind.decode('ascii', errors='replace')} {base64.b64encode(key).decode('ascii')}"
+
+
+def key_fingerprint(key_line: str) -> str:
+    """``SHA256:…`` of an OpenSSH public key line, as ``ssh-keygen -l`` prints it."""
+    import base64
+    import hashlib
+
+    blob = base64.b64decode(key_line.split()[1])
+    return "SHA256:" + base64.b64encode(hashlib.sha256(blob).digest()).decode("ascii").rstrip("=")
+
+
+def _pinned_key() -> str | None:
+    try:
+        text = release_key_file().read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 4 and words[0] == RELEASE_NAMESPACE and not line.startswith("#"):
+            return f"{words[2]} {words[3]}"
+    return None
+
+
+def _signers_line(key_line: str) -> str:
+    return f'{RELEASE_NAMESPACE} namespaces="{RELEASE_NAMESPACE}" {key_line}\n'
+
+
+def _pin_key(key_line: str) -> None:
+    path = release_key_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _replace_files({path: _signers_line(key_line).encode("ascii")})
+
+
+def _ssh_verify(artifact: Path, data: bytes, sig: Path, key_line: str) -> str | None:
+    """None when *sig* is a good signature of *data* (read from *artifact*) by *key_line*; else ssh-keygen's reason."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="madtea-verify-") as temp:
+        signers = os.path.join(temp, "allowed_signers")
+        with open(signers, "w", encoding="ascii") as handle:
+            handle.write(_signers_line(key_line))
+        try:
+            proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", signers, "-I", RELEASE_NAMESPACE,
+                                   "-n", RELEASE_NAMESPACE, "-s", str(sig)], input=data, capture_output=True,
+                                  timeout=60)
+        except FileNotFoundError:
+            raise guard.update_tool_missing(str(artifact)) from None
+    if proc.returncode == 0:
+        return None
+    lines = (proc.stderr or proc.stdout).decode("utf-8", errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"ssh-keygen exited with {proc.returncode}"
+
+
+def _release_files(path: Path, data: bytes) -> tuple[str, dict[str, bytes]]:
+    """("zipapp" or "archive", the four modules by name) of a release file's *data*; refuses anything else."""
+    import io
+    import zipfile
+
+    kind = {".pyz": "zipapp", ".zip": "archive"}.get(path.suffix.lower())
+    if kind is None:
+        raise guard.update_not_a_release(str(path), "its name ends in neither .pyz nor .zip")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            names = {}
+            for name in archive.namelist():
+                parts = name.split("/")
+                if parts[-1] in _MODULES and len(parts) == (1 if kind == "zipapp" else 2):
+                    names[parts[-1]] = name
+            missing = [m for m in _MODULES if m not in names]
+            if missing:
+                raise guard.update_not_a_release(str(path), f"it holds no {', '.join(missing)}")
+            return kind, {m: archive.read(names[m]) for m in _MODULES}
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise guard.update_not_a_release(str(path), f"it cannot be read as a zip file ({exc})") from None
+
+
+def _stamped_version(source: bytes) -> str:
+    import re
+
+    match = re.search(rb'^__version__ = "([^"\n]*)"', source, re.M)
+    return match[1].decode("ascii", errors="replace") if match else "none"
+
+
+def installed_copy() -> tuple[str, Path]:
+    """How this madtea runs: ("zipapp", the .pyz file) or ("modules", the folder of the four modules)."""
+    from pathlib import Path
+    archive = getattr(globals().get("__loader__"), "archive", None)
+    if archive:
+        return "zipapp", Path(archive)
+    return "modules", Path(_HERE)
+
+
+def _package_record(folder: Path) -> tuple[str | None, str | None]:
+    """(installer, RECORD path) when a package manager lists madtea.py in *folder* as one of its files."""
+    for info in sorted(folder.glob("*.dist-info")):
+        record = info / "RECORD"
+        try:
+            rows = record.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        if any(row.split(",", 1)[0] == "madtea.py" for row in rows):
+            try:
+                installer = (info / "INSTALLER").read_text(encoding="utf-8").strip() or None
+            except OSError:
+                installer = None
+            return installer, str(record)
+    return None, None
+
+
+def _check_install(kind: str, where: Path) -> None:
+    if kind == "zipapp":
+        return  # one file, copied by a person: nothing else manages it
+    installer, record = _package_record(where)
+    repo = gitops.fs_find_repo(where)
+    guard.check_update_install(str(where), managed_by=installer, record=record,
+                               checkout=str(repo.top) if repo else None)
+
+
+def _read_release(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_MAX_RELEASE + 1)
+    except FileNotFoundError:
+        raise guard.update_not_a_release(str(path), "there is no such file") from None
+    except OSError as exc:
+        raise guard.update_not_a_release(str(path), f"it cannot be read ({exc.strerror or exc})") from None
+    if len(data) > _MAX_RELEASE:
+        raise guard.update_not_a_release(str(path), f"it is larger than {_MAX_RELEASE >> 20} MiB")
+    return data
+
+
+def _verified_release(path: Path, ask: Callable[[str], bool]) -> tuple[str, bytes, dict[str, bytes], str]:
+    """(kind, bytes, modules, signer) of a release file whose signature checks out against the pinned key.
+
+    The file is read once: what is verified is what gets installed.
+
+    The first time, the signer's fingerprint is shown and a person confirms it at a terminal
+    (*ask*); only then is it pinned. A changed key is refused, never re-pinned.
+    """
+    sig = path.with_name(path.name + ".sig")
+    data = _read_release(path)
+    kind, modules = _release_files(path, data)
+    try:
+        signature = sig.read_bytes()
+    except FileNotFoundError:
+        raise guard.update_no_signature(str(path), str(sig)) from None
+    except OSError as exc:
+        raise guard.update_bad_signature(str(path), str(sig), exc.strerror or str(exc)) from None
+    try:
+        key_line = _ssh_signer(signature)
+    except ValueError as exc:
+        raise guard.update_bad_signature(str(path), str(sig), str(exc)) from None
+    signer = key_fingerprint(key_line)
+    pinned = _pinned_key()
+    guard.check_update_signer(str(path), signer, key_fingerprint(pinned) if pinned else None,
+                              str(release_key_file()))
+    failure = _ssh_verify(path, data, sig, key_line)
+    if failure:
+        raise guard.update_bad_signature(str(path), str(sig), failure)
+    if pinned is None:
+        if not sys.stdin.isatty():
+            raise guard.update_trust_needs_terminal(str(path), signer)
+        if not ask(signer):
+            raise guard.update_not_trusted(str(path), signer)
+        _pin_key(key_line)
+    return kind, data, modules, signer
+
+
+def _ask_trust(signer: str) -> bool:
+    sys.stderr.write(f"No madtea release key is trusted on this machine yet. This release is signed by\n"
+                     f"  {signer}\nCompare it with the fingerprint madtea's maintainers publish. "
+                     "Type yes to trust this key for every later update: ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() == "yes"
+
+
+def update_from_file(path: Path, *, allow_downgrade: bool = False,
+                     ask: Callable[[str], bool] = _ask_trust) -> str:
+    """Verify the release file *path* and replace this copy install with it; the sentence to report."""
+    kind, where = installed_copy()
+    _check_install(kind, where)
+    new_kind, data, modules, signer = _verified_release(path, ask)
+    if kind == "zipapp" and new_kind != "zipapp":
+        raise guard.update_wrong_kind(str(path), str(where))
+    new = _stamped_version(modules["madtea.py"])
+    if not guard.check_update_version(str(path), new, __version__, str(where), allow_downgrade):
+        return f"madtea {new} is already installed at {where}; nothing was replaced."
+    files = {where: data} if kind == "zipapp" else {where / m: modules[m] for m in _MODULES}
+    try:
+        _replace_files(files)
+    except OSError as exc:
+        raise guard.update_replace_failed(str(where), f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    if kind == "modules":
+        _drop_bytecode(where)
+    shown = where if kind == "zipapp" else f"{where} ({', '.join(_MODULES)})"
+    return f"Updated madtea {__version__} → {new} at {shown}, verified against the release key {signer}."
+
+
+def _drop_bytecode(folder: Path) -> None:
+    """Remove the replaced modules' cached bytecode: a release whose files keep their sizes could
+    otherwise run from the old cache when replaced within the same second."""
+    for name in _MODULES:
+        for cached in (folder / "__pycache__").glob(f"{name[:-3]}.*.pyc"):
+            try:
+                cached.unlink()
+            except OSError:
+                pass
+
+
+def _sync_file(fd: int, platform: str) -> None:
+    if platform == "darwin":
+        import fcntl  # macOS: fsync leaves data in the drive's cache; F_FULLFSYNC flushes it
+
+        try:
+            fcntl.fcntl(fd, getattr(fcntl, "F_FULLFSYNC", 51))
+            return
+        except OSError:
+            pass
+    os.fsync(fd)
+
+
+def _sync_dir(folder: Path, platform: str) -> None:
+    """Make a rename durable; Windows cannot open a directory for that, and its renames need no such step."""
+    if platform == "win32":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _stage_file(target: Path, data: bytes, platform: str) -> Path:
+    """*data* in a new file beside *target*, with *target*'s permissions, synced to disk."""
+    import stat
+
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    temp = target.with_name(f".{target.name}.{os.getpid()}.update")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(temp, flags, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        _sync_file(fd, platform)
+    except BaseException:
+        os.close(fd)
+        os.unlink(temp)
+        raise
+    os.close(fd)
+    if platform != "win32":
+        os.chmod(temp, mode)  # the umask may have narrowed the mode os.open gave it
+    return temp
+
+
+def _replace_files(files: Mapping[Path, bytes], platform: str = sys.platform) -> None:
+    """Replace each file with its new bytes, each by one os.replace.
+
+    All new files are written and synced first, so a full disk replaces
+    nothing; if a replace then fails, the ones already replaced get their
+    old bytes back.
+    """
+    old = {target: target.read_bytes() if target.exists() else None for target in files}
+    staged: dict[Path, Path] = {}
+    try:
+        for target, data in files.items():
+            staged[target] = _stage_file(target, data, platform)
+        done: list[Path] = []
+        try:
+            for target, temp in staged.items():
+                os.replace(temp, target)
+                done.append(target)
+        except OSError:
+            for target in reversed(done):
+                before = old[target]
+                if before is None:
+                    target.unlink()
+                else:
+                    os.replace(_stage_file(target, before, platform), target)
+            raise
+    finally:
+        for temp in staged.values():
+            if os.path.lexists(temp):
+                os.unlink(temp)
+    for folder in dict.fromkeys(target.parent for target in files):
+        _sync_dir(folder, platform)
+
+
+def _update_cli(parser: Any) -> None:
+    from pathlib import Path
+
+    parser.add_argument("--from", dest="source", metavar="FILE", type=Path,
+                        help="A release's madtea-X.Y.Z.pyz or madtea-X.Y.Z.zip, with its .sig beside it "
+                        "(for machines without a network).")
+    parser.add_argument("--allow-downgrade", action="store_true",
+                        help="Install the release even when it is older than the installed madtea.")
+
+    def run_update(ns: Any) -> int:
+        try:
+            if ns.source is None:
+                raise guard.update_no_source()
+            print(update_from_file(ns.source.absolute(), allow_downgrade=ns.allow_downgrade))
+        except guard.Refusal as refusal:
+            _stderr(render_text(refusal_result(refusal), "cli"), "31")
+            return 1
+        return 0
+    parser.set_defaults(_run=run_update)
+
+
+CLI_EXTRAS["update"] = ("Verify a signed release and replace this copy-installed madtea with it (for people).",
+                        _update_cli)
+
+
 # --- hook ---
 #
 # ``madtea hook`` runs before every shell command the agent's harness executes,

@@ -146,7 +146,7 @@ def test_the_zipapp_runs_help_version_and_hook_on_python_alone(tmp_path: Path) -
     run = dict(capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert subprocess.run([*bare, "--version"], stdin=subprocess.DEVNULL, **run).stdout == "madtea 0.1.0\n"
     helped = subprocess.run([*bare, "--help"], stdin=subprocess.DEVNULL, **run)
-    assert helped.returncode == 0 and "issue" in helped.stdout
+    assert helped.returncode == 0 and "update" in helped.stdout
     event = ('{"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": "%s", '
              '"tool_input": {"command": "git reset --hard"}}' % tmp_path)
     hooked = subprocess.run([*bare, "hook"], input=event, **run)

@@ -1,0 +1,314 @@
+"""`madtea update` on copy installs: signed releases verified against a pinned key, replaced atomically."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import guard
+import madtea
+from release_env import change, keypair, release_tool, source_repo, tag
+from topologies import run_git
+
+rel = release_tool()
+
+
+@dataclass
+class Releases:
+    key: Path
+    other_key: Path
+    old: Path          # v0.1.0's artifacts, signed with key
+    new: Path          # v0.2.0's artifacts, signed with key
+    fingerprint: str
+    other_fingerprint: str
+
+
+def _build(repo: Path, out: Path, key: Path) -> Path:
+    rel.build(rel.plan(repo), out, key, copies_only=True)
+    return out
+
+
+@pytest.fixture
+def releases(tmp_path: Path) -> Releases:
+    repo = source_repo(tmp_path / "src")
+    key = keypair(tmp_path / "key")
+    other = keypair(tmp_path / "other-key", "someone else")
+    old = _build(repo, tmp_path / "v0.1.0", key)
+    tag(repo, "v0.1.0")
+    change(repo, "feat!: a new surface")
+    new = _build(repo, tmp_path / "v0.2.0", key)
+    return Releases(key, other, old, new, rel.fingerprint(rel.public_key(key)),
+                    rel.fingerprint(rel.public_key(other)))
+
+
+def _copy_install(archive: Path, into: Path) -> Path:
+    """The air-gapped install: the archive's four modules unpacked into a folder."""
+    with zipfile.ZipFile(archive) as z:
+        for name in z.namelist():
+            (into / Path(name).name).parent.mkdir(parents=True, exist_ok=True)
+            (into / Path(name).name).write_bytes(z.read(name))
+    return into / "madtea.py"
+
+
+def _pin(key: Path) -> Path:
+    pin = madtea.release_key_file()
+    pin.parent.mkdir(parents=True, exist_ok=True)
+    pin.write_text(f'madtea-release namespaces="madtea-release" {rel.public_key(key)}\n', encoding="utf-8")
+    return pin
+
+
+def _names(folder: Path) -> list[str]:
+    """The folder's entries but Python's bytecode cache: no temporary file is ever left behind."""
+    return sorted(p.name for p in folder.iterdir() if p.name != "__pycache__")
+
+
+def _state(folder: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _madtea(entry: Path, *args: str, tty_input: str | None = None) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-I", str(entry), *args]
+    if tty_input is None:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                              cwd=entry.parent)
+    import pty
+
+    main, child = pty.openpty()
+    os.write(main, tty_input.encode())
+    try:
+        return subprocess.run(argv, stdin=child, capture_output=True, text=True, timeout=60, cwd=entry.parent)
+    finally:
+        os.close(main)
+        os.close(child)
+
+
+def test_a_copy_install_updates_itself_from_the_archive_and_reports_the_new_version(releases, tmp_path) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    assert _madtea(entry, "--version").stdout == "madtea 0.1.0\n"
+    _pin(releases.key)
+    done = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.zip"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"Updated madtea 0.1.0 → 0.2.0 at {entry.parent} (madtea.py, guard.py, forge.py, "
+                           f"gitops.py), verified against the release key {releases.fingerprint}.\n")
+    assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n"
+    assert _names(entry.parent) == ["README.md", "forge.py", "gitops.py", "guard.py", "madtea.py"]
+    again = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"))
+    assert again.returncode == 0
+    assert again.stdout == f"madtea 0.2.0 is already installed at {entry.parent}; nothing was replaced.\n"
+
+
+def test_a_single_file_install_is_replaced_by_the_new_pyz_keeping_its_mode(releases, tmp_path) -> None:
+    (tmp_path / "bin").mkdir()
+    entry = tmp_path / "bin" / "madtea.pyz"
+    shutil.copy(releases.old / "madtea-0.1.0.pyz", entry)
+    entry.chmod(0o750)
+    _pin(releases.key)
+    archive = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.zip"))
+    assert archive.returncode == 1 and archive.stderr.startswith("BAD_ARGUMENT:")
+    assert "only a .pyz release replaces" in archive.stderr
+    done = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Updated madtea 0.1.0 → 0.2.0 at {entry}, verified")
+    assert entry.read_bytes() == (releases.new / "madtea-0.2.0.pyz").read_bytes()
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o750
+    assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n"
+    assert _names(entry.parent) == ["madtea.pyz"]
+
+
+def test_first_use_shows_the_fingerprint_and_pins_only_what_a_person_confirms(releases, tmp_path) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    before = _state(entry.parent)
+    new = str(releases.new / "madtea-0.2.0.zip")
+    blind = _madtea(entry, "update", "--from", new)
+    assert blind.returncode == 1 and blind.stderr.startswith("USER_ACTION_REQUIRED:")
+    assert f"trusting {releases.fingerprint}" in blind.stderr and "needs a person at a terminal" in blind.stderr
+    assert "nothing was pinned or replaced" in blind.stderr
+    declined = _madtea(entry, "update", "--from", new, tty_input="no\n")
+    assert declined.returncode == 1 and releases.fingerprint in declined.stderr
+    assert "was not trusted; nothing was pinned or replaced" in declined.stderr
+    assert not madtea.release_key_file().exists() and _state(entry.parent) == before
+    trusted = _madtea(entry, "update", "--from", new, tty_input="yes\n")
+    assert trusted.returncode == 0, trusted.stderr
+    assert f"This release is signed by\n  {releases.fingerprint}\n" in trusted.stderr
+    assert madtea.release_key_file().read_text(encoding="utf-8").split()[2:] == rel.public_key(releases.key).split()[:2]
+    assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n"
+
+
+@pytest.mark.parametrize("case", ["tampered", "wrong signature", "changed key", "no signature", "not a release"])
+def test_an_untrustworthy_file_is_refused_and_nothing_is_replaced(releases, tmp_path, case) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    pin = _pin(releases.key)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    target = bad / "madtea-0.2.0.zip"
+    shutil.copy(releases.new / "madtea-0.2.0.zip", target)
+    shutil.copy(releases.new / "madtea-0.2.0.zip.sig", bad / "madtea-0.2.0.zip.sig")
+    if case == "tampered":
+        with zipfile.ZipFile(target, "a") as z:  # still a valid release archive, one more file in it
+            z.writestr("madtea-0.2.0/extra.py", "import os\n")
+    elif case == "wrong signature":
+        shutil.copy(releases.new / "madtea-0.2.0.pyz.sig", bad / "madtea-0.2.0.zip.sig")
+    elif case == "changed key":
+        (bad / "madtea-0.2.0.zip.sig").unlink()
+        rel.sign(releases.other_key, target)
+    elif case == "no signature":
+        (bad / "madtea-0.2.0.zip.sig").unlink()
+    else:
+        target.write_bytes(b"not a zip at all")
+    before = _state(entry.parent)
+    refused = _madtea(entry, "update", "--from", str(target))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "nothing was replaced" in refused.stderr
+    assert _state(entry.parent) == before
+    assert pin.read_text(encoding="utf-8").split()[2:4] == rel.public_key(releases.key).split()[:2]
+    expected = {
+        "tampered": ("BAD_SIGNATURE:", "does not match", "the file changed after it was signed"),
+        "wrong signature": ("BAD_SIGNATURE:", "does not match", "SHA256SUMS"),
+        "changed key": ("BAD_SIGNATURE:", f"signed by the key {releases.other_fingerprint}",
+                        f"this machine trusts {releases.fingerprint}"),
+        "no signature": ("BAD_SIGNATURE:", "madtea-0.2.0.zip.sig is missing", "put it beside madtea-0.2.0.zip"),
+        "not a release": ("BAD_ARGUMENT:", "is not a madtea release file", "cannot be read as a zip"),
+    }[case]
+    assert refused.stderr.startswith(expected[0]), refused.stderr
+    assert all(part in refused.stderr for part in expected[1:]), refused.stderr
+    assert refused.stderr.count("Only a person can continue: ") == 1
+    if case == "changed key":
+        assert f"a person deletes {pin} and runs the update again" in refused.stderr
+
+
+def test_a_downgrade_is_refused_unless_asked_for(releases, tmp_path) -> None:
+    entry = _copy_install(releases.new / "madtea-0.2.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    before = _state(entry.parent)
+    old = str(releases.old / "madtea-0.1.0.zip")
+    refused = _madtea(entry, "update", "--from", old)
+    assert refused.returncode == 1 and refused.stderr.startswith("DOWNGRADE:")
+    assert f"holds madtea 0.1.0, older than the 0.2.0 installed at {entry.parent}; nothing was replaced." in refused.stderr
+    assert f"madtea update --from {old} --allow-downgrade" in refused.stderr
+    assert _state(entry.parent) == before
+    done = _madtea(entry, "update", "--from", old, "--allow-downgrade")
+    assert done.returncode == 0 and "0.2.0 → 0.1.0" in done.stdout
+    assert _madtea(entry, "--version").stdout == "madtea 0.1.0\n"
+
+
+def test_files_pip_manages_are_never_replaced(releases, tmp_path) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "site-packages")
+    info = entry.parent / "madtea-0.1.0.dist-info"
+    info.mkdir()
+    (info / "RECORD").write_text("madtea.py,sha256=x,1\nguard.py,sha256=y,1\n", encoding="utf-8")
+    (info / "INSTALLER").write_text("pip\n", encoding="utf-8")
+    _pin(releases.key)
+    before = _state(entry.parent)
+    refused = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.zip"))
+    assert refused.returncode == 1 and refused.stderr.startswith("USER_ACTION_REQUIRED:")
+    assert f"was installed by pip, which lists its files in {info / 'RECORD'}" in refused.stderr
+    assert "Update it with python -m pip install --upgrade madtea" in refused.stderr
+    assert _state(entry.parent) == before
+
+
+def test_a_git_checkout_is_left_to_git(releases, tmp_path) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "checkout")
+    run_git(entry.parent, "init", "-q", "-b", "main")
+    _pin(releases.key)
+    before = _state(entry.parent)
+    refused = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.zip"))
+    assert refused.returncode == 1 and "runs from the git checkout" in refused.stderr
+    assert f"git -C {entry.parent} pull" in refused.stderr
+    assert _state(entry.parent) == before
+
+
+def test_update_without_a_file_says_what_it_needs(tmp_path) -> None:
+    refused = subprocess.run([sys.executable, "-m", "madtea", "update"], capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(Path(madtea.__file__).parent)))
+    assert refused.returncode == 1 and refused.stderr.startswith("BAD_ARGUMENT:")
+
+
+@pytest.mark.parametrize("command", ["madtea update", "madtea update --from /tmp/madtea-0.2.0.pyz",
+                                     "python3 madtea-0.2.0.pyz update", "./madtea.pyz update --allow-downgrade",
+                                     "python3 -m madtea update"])
+def test_the_hook_steers_an_agents_update_to_the_user(tmp_path, command) -> None:
+    decision = guard.classify_command(command, str(tmp_path), lambda path: None, madtea._hook_cli_ops())
+    assert decision.kind == "deny"
+    assert "ask the user to run madtea update themselves" in decision.text
+
+
+# --------------------------------------------------------------------------- platforms, simulated
+
+def _recording(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    calls: list[str] = []
+    real_fsync, real_chmod = os.fsync, os.chmod
+
+    def fsync(fd: int) -> None:
+        calls.append("dir fsync" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file fsync")
+        real_fsync(fd)
+
+    def chmod(path: object, mode: int, **kwargs: object) -> None:
+        calls.append("chmod")
+        real_chmod(path, mode, **kwargs)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "chmod", chmod)
+    return calls
+
+
+@pytest.mark.parametrize("platform, expected", [
+    ("linux", ["file fsync", "chmod", "file fsync", "chmod", "dir fsync"]),
+    ("win32", ["file fsync", "file fsync"]),                 # no directory handle to sync, no POSIX modes
+    ("darwin", ["F_FULLFSYNC", "chmod", "F_FULLFSYNC", "chmod", "dir fsync"]),
+])
+def test_replacement_on_each_platform(tmp_path, monkeypatch, platform, expected) -> None:
+    import fcntl
+
+    a, b = tmp_path / "madtea.py", tmp_path / "guard.py"
+    a.write_text("old a\n")
+    b.write_text("old b\n")
+    a.chmod(0o755)
+    calls = _recording(monkeypatch)
+    monkeypatch.setattr(fcntl, "fcntl", lambda fd, op, *a: calls.append("F_FULLFSYNC") or 0, raising=True)
+    madtea._replace_files({a: b"new a\n", b: b"new b\n"}, platform=platform)
+    assert (a.read_bytes(), b.read_bytes()) == (b"new a\n", b"new b\n")
+    assert stat.S_IMODE(a.stat().st_mode) == 0o755
+    assert calls == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["guard.py", "madtea.py"]
+
+
+def test_a_replace_that_fails_midway_puts_the_old_files_back(tmp_path, monkeypatch) -> None:
+    files = {tmp_path / name: f"old {name}\n".encode() for name in ("madtea.py", "guard.py", "forge.py")}
+    for path, data in files.items():
+        path.write_bytes(data)
+    real_replace = os.replace
+    count = {"n": 0}
+
+    def flaky(src: object, dst: object) -> None:
+        count["n"] += 1
+        if count["n"] == 2:  # Windows refuses to replace a file another process holds open
+            raise PermissionError(13, "The process cannot access the file because it is being used")
+        real_replace(src, dst)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(PermissionError):
+        madtea._replace_files({path: b"new\n" for path in files}, platform="win32")
+    assert {path: path.read_bytes() for path in files} == files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["forge.py", "guard.py", "madtea.py"]
+
+
+def test_a_zipapp_knows_it_is_one_file(tmp_path, monkeypatch) -> None:
+    class Loader:
+        archive = str(tmp_path / "madtea.pyz")
+    monkeypatch.setitem(madtea.__dict__, "__loader__", Loader())
+    assert madtea.installed_copy() == ("zipapp", tmp_path / "madtea.pyz")
+    monkeypatch.setitem(madtea.__dict__, "__loader__", None)
+    assert madtea.installed_copy() == ("modules", Path(madtea._HERE))
+
+
+def test_the_pin_lives_in_the_config_folder_on_every_platform(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert madtea.release_key_file() == tmp_path / "cfg" / "madtea" / "release-signers"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert madtea.release_key_file() == Path.home() / ".config" / "madtea" / "release-signers"
