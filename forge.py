@@ -1044,6 +1044,42 @@ class Client:
         """A non-JSON answer (a diff, a log) as text."""
         return self.send("GET", path, params, accept="text/plain, */*").text()
 
+    def asset_url(self, asset: Mapping[str, Any]) -> str:
+        """Where to fetch a release asset (an Attachment object) from: this forge's own ``/attachments/<uuid>``.
+
+        The forge builds ``browser_download_url`` from its ROOT_URL, which may name it by another address
+        than the one madtea reaches it at (a proxy, a configured api_url); the uuid is the same either way.
+        An external asset keeps its own address, which :meth:`download` refuses unless it is on this origin.
+        """
+        uuid = str(asset.get("uuid") or "")
+        if (re.fullmatch(r"[0-9A-Fa-f-]{8,64}", uuid) and asset.get("type", "attachment") == "attachment"
+                and self.api_base.endswith("/api/v1")):
+            return self.api_base[:-len("/api/v1")] + "/attachments/" + uuid
+        return str(asset.get("browser_download_url") or "")
+
+    def download(self, url: str, *, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+        """The bytes at *url*, an absolute address on this forge's own origin (a release asset's download link).
+
+        An address on any other origin is refused before anything is sent, and redirects stay on the origin,
+        so the token goes nowhere else.
+        """
+        home = _origin(self.api_base)
+        parts = _split_checked(url)
+        if _origin(url) != home:
+            raise ForgeError("OUT_OF_SCOPE", f"The download address {_display_url(url)} is not on the forge "
+                             f"{self.host} that listed it, so nothing was fetched.", None, "GET", parts.path,
+                             host=self.host)
+        root = f"{home[0]}://{parts.netloc.rsplit('@', 1)[-1]}/"
+        resp = request("GET", url, headers={"Accept": "application/octet-stream", "User-Agent": self._agent},
+                       token=self._token.reveal() if self._token else None, timeout=self._timeout,
+                       deadline=time.monotonic() + self._total, ca_file=self.ca_file, retries=self._retries,
+                       sleep=self._sleep, scope=root, on_send=self._count, max_bytes=max_bytes, host=self.host,
+                       path=parts.path)
+        if not 200 <= resp.status < 300:
+            raise map_error(resp.status, resp.body, content_type=resp.content_type, method="GET", path=parts.path,
+                            host=self.host, attempts=resp.attempts, token_sent=self.has_token)
+        return resp.body
+
     def upload(self, path: str, filename: str, data: bytes, *, field: str = "attachment",
                params: Mapping[str, Any] | None = None, scope: str | None = None) -> Any:
         """POST one file as multipart/form-data (release assets); never retried, like every POST."""

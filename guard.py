@@ -2288,7 +2288,8 @@ def _hk_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
 
 __all__ += ["check_update_install", "update_not_a_release", "update_no_signature", "update_wrong_kind",
             "check_update_signer", "update_bad_signature", "update_trust_needs_terminal", "update_not_trusted",
-            "check_update_version", "update_tool_missing", "update_replace_failed", "update_no_source"]
+            "check_update_version", "update_tool_missing", "update_replace_failed", "update_no_source",
+            "update_bad_source", "update_release_lacks"]
 
 
 def check_update_install(where: str, *, managed_by: str | None, record: str | None, checkout: str | None) -> None:
@@ -2340,11 +2341,11 @@ def update_bad_signature(path: str, sig: str, detail: str) -> Refusal:
                    "the release's SHA256SUMS.")
 
 
-def update_trust_needs_terminal(path: str, signer: str) -> Refusal:
+def update_trust_needs_terminal(path: str, signer: str, again: str) -> Refusal:
     return Refusal("USER_ACTION_REQUIRED", f"No madtea release key is trusted on this machine yet, and trusting "
                    f"{signer}, which signed {path}, needs a person at a terminal; nothing was pinned or replaced.",
-                   target=path, user_action="Run the same madtea update at a terminal, compare the fingerprint it "
-                   "shows with the one madtea's maintainers publish, and type yes.")
+                   target=path, user_action=f"Run {again} at a terminal, compare the fingerprint it shows with "
+                   "the one madtea's maintainers publish, and type yes.")
 
 
 def update_not_trusted(path: str, signer: str) -> Refusal:
@@ -2361,7 +2362,8 @@ def _version_key(version: str) -> tuple[int, int, int, int] | None:
     return (int(match[1]), int(match[2]), int(match[3]), dev)
 
 
-def check_update_version(path: str, new: str, installed: str, where: str, allow_downgrade: bool) -> bool:
+def check_update_version(path: str, new: str, installed: str, where: str, allow_downgrade: bool,
+                         again: str) -> bool:
     """True when *new* differs from *installed*; a step back is refused unless the person asked for it."""
     old_key, new_key = _version_key(installed), _version_key(new)
     if new_key is None:
@@ -2373,7 +2375,7 @@ def check_update_version(path: str, new: str, installed: str, where: str, allow_
     if not allow_downgrade:
         raise Refusal("DOWNGRADE", f"{path} holds madtea {new}, older than the {installed} installed at {where}; "
                       "nothing was replaced.", target=path,
-                      user_action=f"To go back to {new} on purpose, run madtea update --from {path} --allow-downgrade.")
+                      user_action=f"To go back to {new} on purpose, run {again} --allow-downgrade.")
     return True
 
 
@@ -2390,8 +2392,20 @@ def update_replace_failed(where: str, detail: str) -> Refusal:
                    "on Windows), then run the update again.")
 
 
-def update_no_source() -> Refusal:
-    return Refusal("BAD_ARGUMENT", "madtea update needs to know which forge repository publishes madtea's releases; "
-                   "nothing was fetched.", target="madtea update",
-                   user_action="Run madtea update --repo https://HOST/OWNER/REPO once; it is remembered in madtea's "
-                   "config as update_from.")
+def update_no_source(config: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", "madtea update needs a release file (--from FILE) or the forge repository that "
+                   "publishes madtea's releases, and neither was given; nothing was fetched.", target="madtea update",
+                   user_action="Run madtea update --repo https://HOST/OWNER/REPO, naming the repository that publishes "
+                   f"madtea's releases (set \"update_from\" to that address in {config} to make it the default).")
+
+
+def update_bad_source(value: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"{value!r} is not the web address of a forge repository; nothing was fetched.",
+                   target=value, user_action="Pass the repository's address as it shows in a browser, such as "
+                   "https://codeberg.org/OWNER/REPO.")
+
+
+def update_release_lacks(repo: str, tag: str, name: str) -> Refusal:
+    return Refusal("NOT_FOUND_OR_NO_ACCESS", f"The latest release {tag} of {repo} has no {name} with its "
+                   f"{name}.sig beside it; nothing was fetched or replaced.", target=repo,
+                   user_action=f"Ask madtea's maintainers to attach {name} and {name}.sig to the release {tag}.")

@@ -4176,7 +4176,7 @@ def _read_release(path: Path) -> bytes:
     return data
 
 
-def _verified_release(path: Path, ask: Callable[[str], bool]) -> tuple[str, bytes, dict[str, bytes], str]:
+def _verified_release(path: Path, ask: Callable[[str], bool], again: str) -> tuple[str, bytes, dict[str, bytes], str]:
     """(kind, bytes, modules, signer) of a release file whose signature checks out against the pinned key.
 
     The file is read once: what is verified is what gets installed.
@@ -4206,7 +4206,7 @@ def _verified_release(path: Path, ask: Callable[[str], bool]) -> tuple[str, byte
         raise guard.update_bad_signature(str(path), str(sig), failure)
     if pinned is None:
         if not sys.stdin.isatty():
-            raise guard.update_trust_needs_terminal(str(path), signer)
+            raise guard.update_trust_needs_terminal(str(path), signer, again)
         if not ask(signer):
             raise guard.update_not_trusted(str(path), signer)
         _pin_key(key_line)
@@ -4221,16 +4221,20 @@ def _ask_trust(signer: str) -> bool:
     return sys.stdin.readline().strip().lower() == "yes"
 
 
-def update_from_file(path: Path, *, allow_downgrade: bool = False,
-                     ask: Callable[[str], bool] = _ask_trust) -> str:
-    """Verify the release file *path* and replace this copy install with it; the sentence to report."""
+def update_from_file(path: Path, *, allow_downgrade: bool = False, ask: Callable[[str], bool] = _ask_trust,
+                     again: str | None = None, fetched: str = "") -> str:
+    """Verify the release file *path* and replace this copy install with it; the sentence to report.
+
+    *again* is the command that repeats this update (for the ways on); *fetched* says where the file came from.
+    """
+    again = again or f"madtea update --from {path}"
     kind, where = installed_copy()
     _check_install(kind, where)
-    new_kind, data, modules, signer = _verified_release(path, ask)
+    new_kind, data, modules, signer = _verified_release(path, ask, again)
     if kind == "zipapp" and new_kind != "zipapp":
         raise guard.update_wrong_kind(str(path), str(where))
     new = _stamped_version(modules["madtea.py"])
-    if not guard.check_update_version(str(path), new, __version__, str(where), allow_downgrade):
+    if not guard.check_update_version(str(path), new, __version__, str(where), allow_downgrade, again):
         return f"madtea {new} is already installed at {where}; nothing was replaced."
     files = {where: data} if kind == "zipapp" else {where / m: modules[m] for m in _MODULES}
     try:
@@ -4240,7 +4244,48 @@ def update_from_file(path: Path, *, allow_downgrade: bool = False,
     if kind == "modules":
         _drop_bytecode(where)
     shown = where if kind == "zipapp" else f"{where} ({', '.join(_MODULES)})"
-    return f"Updated madtea {__version__} → {new} at {shown}, verified against the release key {signer}."
+    return f"Updated madtea {__version__} → {new} at {shown}{fetched}, verified against the release key {signer}."
+
+
+def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
+                      ask: Callable[[str], bool] = _ask_trust) -> str:
+    """Fetch the latest release from the forge repository that publishes madtea, then update from it.
+
+    The repository is *source* (its web address) or the config's ``update_from``. The forge is read through a
+    client confined to that repository, read-only, with that host's own credentials only (the launch scope's
+    rule for reading another repository).
+    """
+    import tempfile
+    from pathlib import Path
+
+    forge = _forge()
+    kind, where = installed_copy()
+    _check_install(kind, where)  # before any request: a pip install is refused without touching the network
+    value = source if source is not None else forge.load_config().get("update_from")
+    if not isinstance(value, str) or not value.strip():
+        raise guard.update_no_source(str(forge.config_path()))
+    origin = gitops.parse_remote_url(value)
+    if origin is None or origin.scheme not in ("https", "http"):
+        raise guard.update_bad_source(value)
+    target = forge_target(origin)
+    token, _ = forge.token_for(target.host, _launch_host(Context("cli", Path(os.getcwd()))))
+    client = forge.Client.from_target(target, token)
+    repo = forge.RepoClient(client, origin.owner, origin.repo, read_only=True)
+    latest = repo.get("releases/latest")
+    tag = str(latest.get("tag_name") or "") if isinstance(latest, dict) else ""
+    slug = f"{target.host}/{origin.owner}/{origin.repo}"
+    name = f"madtea-{tag[1:]}.{'pyz' if kind == 'zipapp' else 'zip'}"
+    assets = {a.get("name"): a for a in (latest.get("assets") or []) if isinstance(a, dict)} if tag else {}
+    urls = [client.asset_url(assets[n]) if n in assets else "" for n in (name, name + ".sig")]
+    if not all(isinstance(u, str) and u for u in urls):
+        raise guard.update_release_lacks(slug, tag or "(none)", name)
+    again = f"madtea update --repo {value}"
+    with tempfile.TemporaryDirectory(prefix="madtea-update-") as temp:
+        path = Path(temp) / name
+        for url, file in zip(urls, (path, path.with_name(name + ".sig"))):
+            file.write_bytes(client.download(str(url), max_bytes=_MAX_RELEASE))
+        return update_from_file(path, allow_downgrade=allow_downgrade, ask=ask, again=again,
+                                fetched=f" from {tag} of {slug}")
 
 
 def _drop_bytecode(folder: Path) -> None:
@@ -4342,16 +4387,24 @@ def _update_cli(parser: Any) -> None:
     parser.add_argument("--from", dest="source", metavar="FILE", type=Path,
                         help="A release's madtea-X.Y.Z.pyz or madtea-X.Y.Z.zip, with its .sig beside it "
                         "(for machines without a network).")
+    parser.add_argument("--repo", metavar="URL",
+                        help="Without --from: the web address of the forge repository that publishes madtea's "
+                        "releases (default: update_from in madtea's config).")
     parser.add_argument("--allow-downgrade", action="store_true",
                         help="Install the release even when it is older than the installed madtea.")
 
     def run_update(ns: Any) -> int:
         try:
-            if ns.source is None:
-                raise guard.update_no_source()
-            print(update_from_file(ns.source.absolute(), allow_downgrade=ns.allow_downgrade))
+            if ns.source is not None:
+                print(update_from_file(ns.source.absolute(), allow_downgrade=ns.allow_downgrade))
+            else:
+                print(update_from_forge(ns.repo, allow_downgrade=ns.allow_downgrade))
         except guard.Refusal as refusal:
             _stderr(render_text(refusal_result(refusal), "cli"), "31")
+            return 1
+        except Exception as exc:  # noqa: BLE001 - a forge's answer, said as one; anything else is a bug, said briefly
+            result = _forge_error(exc) or error_result("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
+            _stderr(render_text(result, "cli"), "31")
             return 1
         return 0
     parser.set_defaults(_run=run_update)

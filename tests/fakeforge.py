@@ -1742,6 +1742,8 @@ class FakeForge:
 
     def _route(self, method: str, raw_path: str, query_all: dict[str, list[str]], headers: Mapping[str, str],
                body: bytes, content_type: str, record: RecordedRequest) -> _Response:
+        if raw_path.startswith("/attachments/") and method in ("GET", "HEAD"):
+            return self._attachment(raw_path[len("/attachments/"):], headers, query_all)
         if not raw_path.startswith("/api/v1/"):
             return _plain_not_found()
         api_path = raw_path[len("/api/v1"):]
@@ -1772,6 +1774,24 @@ class FakeForge:
         if warning:
             response.headers["X-Gitea-Warning"] = warning
         return response
+
+    def _attachment(self, uuid_text: str, headers: Mapping[str, str],
+                    query_all: Mapping[str, list[str]]) -> _Response:
+        """A release asset's bytes at its browser_download_url (a web route, outside the API and its spec)."""
+        with self._lock:
+            for repo in self._repos.values():
+                for release in repo.releases.values():
+                    for asset in release.assets:
+                        if asset.uuid == uuid_text:
+                            if repo.private:
+                                try:
+                                    user = self._authenticate(headers, query_all)[0]
+                                except _Reply:
+                                    user = None
+                                if user is None or self._access(repo, user) <= 0:
+                                    return _plain_not_found()
+                            return _Response(200, asset.data, "application/octet-stream")
+        return _plain_not_found()
 
     # ------------------------------------------------------------------ auth, scopes, permissions
 

@@ -16,6 +16,7 @@ import pytest
 import guard
 import madtea
 from release_env import change, keypair, release_tool, source_repo, tag
+from remote_env import env  # noqa: F401  (a fixture)
 from topologies import run_git
 
 rel = release_tool()
@@ -225,12 +226,6 @@ def test_a_git_checkout_is_left_to_git(releases, tmp_path) -> None:
     assert _state(entry.parent) == before
 
 
-def test_update_without_a_file_says_what_it_needs(tmp_path) -> None:
-    refused = subprocess.run([sys.executable, "-m", "madtea", "update"], capture_output=True, text=True, timeout=60,
-                             stdin=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(Path(madtea.__file__).parent)))
-    assert refused.returncode == 1 and refused.stderr.startswith("BAD_ARGUMENT:")
-
-
 @pytest.mark.parametrize("command", ["madtea update", "madtea update --from /tmp/madtea-0.2.0.pyz",
                                      "python3 madtea-0.2.0.pyz update", "./madtea.pyz update --allow-downgrade",
                                      "python3 -m madtea update"])
@@ -238,6 +233,60 @@ def test_the_hook_steers_an_agents_update_to_the_user(tmp_path, command) -> None
     decision = guard.classify_command(command, str(tmp_path), lambda path: None, madtea._hook_cli_ops())
     assert decision.kind == "deny"
     assert "ask the user to run madtea update themselves" in decision.text
+
+
+# --------------------------------------------------------------------------- from the forge
+
+_PUBLISHED = ("madtea-0.2.0.zip", "madtea-0.2.0.zip.sig", "madtea-0.2.0.pyz", "madtea-0.2.0.pyz.sig", "SHA256SUMS",
+              "SHA256SUMS.sig")
+
+
+def test_update_fetches_the_latest_release_from_the_forge_that_publishes_it(releases, env, tmp_path) -> None:
+    env.ok("madt_releases", action="create", tag="v0.2.0", title="madtea 0.2.0")  # published as the README says
+    env.ok("madt_releases", action="upload", tag="v0.2.0", files=[str(releases.new / n) for n in _PUBLISHED])
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    web = env.forge.url + "/acme/web"
+    host = web.split("/")[2]
+    done = _madtea(entry, "update", "--repo", web)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"Updated madtea 0.1.0 → 0.2.0 at {entry.parent} (madtea.py, guard.py, forge.py, "
+                           f"gitops.py) from v0.2.0 of {host}/acme/web, verified against the release key "
+                           f"{releases.fingerprint}.\n")
+    assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n"
+    config = madtea.release_key_file().parent / "config.json"
+    config.write_text('{"update_from": "%s"}' % web, encoding="utf-8")
+    again = _madtea(entry, "update")
+    assert again.returncode == 0 and again.stdout.startswith("madtea 0.2.0 is already installed"), again.stderr
+
+
+def test_a_release_without_the_needed_file_is_said_plainly(releases, env, tmp_path) -> None:
+    env.ok("madt_releases", action="create", tag="v0.2.0", title="madtea 0.2.0")
+    env.ok("madt_releases", action="upload", tag="v0.2.0", files=[str(releases.new / "madtea-0.2.0.zip")])
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    before = _state(entry.parent)
+    refused = _madtea(entry, "update", "--repo", env.forge.url + "/acme/web")
+    assert refused.returncode == 1 and refused.stderr.startswith("NOT_FOUND_OR_NO_ACCESS:"), refused.stderr
+    assert "has no madtea-0.2.0.zip with its madtea-0.2.0.zip.sig beside it" in refused.stderr
+    assert _state(entry.parent) == before
+
+
+def test_update_without_a_file_or_a_repository_says_what_it_needs(tmp_path) -> None:
+    (tmp_path / "install").mkdir()
+    for name in ("madtea.py", "guard.py", "forge.py", "gitops.py"):
+        shutil.copy(Path(madtea.__file__).parent / name, tmp_path / "install" / name)
+    refused = _madtea(tmp_path / "install" / "madtea.py", "update")
+    assert refused.returncode == 1 and refused.stderr.startswith("BAD_ARGUMENT:")
+    assert "madtea update --repo https://HOST/OWNER/REPO" in refused.stderr
+
+
+def test_a_download_address_on_another_origin_is_refused_before_anything_is_sent() -> None:
+    import forge
+
+    client = forge.Client("http://127.0.0.1:9/api/v1", "127.0.0.1:9", "a-token-1234")
+    with pytest.raises(forge.ForgeError) as caught:
+        client.download("http://127.0.0.2:9/attachments/x")
+    assert caught.value.code == "OUT_OF_SCOPE" and client.requests_made == 0
 
 
 # --------------------------------------------------------------------------- platforms, simulated
