@@ -230,7 +230,7 @@ def test_a_git_checkout_is_left_to_git(releases, tmp_path) -> None:
                                      "python3 madtea-0.2.0.pyz update", "./madtea.pyz update --allow-downgrade",
                                      "python3 -m madtea update"])
 def test_the_hook_steers_an_agents_update_to_the_user(tmp_path, command) -> None:
-    decision = guard.classify_command(command, str(tmp_path), lambda path: None, madtea._hook_cli_ops())
+    decision = guard.classify_command(command, str(tmp_path), lambda path: None, madtea._hook_cli_ops)
     assert decision.kind == "deny"
     assert "ask the user to run madtea update themselves" in decision.text
 
