@@ -21,6 +21,7 @@ import datetime
 import hashlib
 import io
 import os
+import py_compile
 import re
 import shutil
 import subprocess
@@ -222,7 +223,13 @@ def _zipapp(stage: Path, target: Path, epoch: int) -> None:
         for name in MODULES:
             shutil.copy2(stage / name, source / name)
         (source / "__main__.py").write_text(_MAIN, encoding="utf-8")
-        os.utime(source / "__main__.py", (epoch, epoch))
+        for name in MODULES:
+            # zipimport cannot cache bytecode, so without it every start compiles the modules again (the hook
+            # runs before every shell command). One interpreter's bytecode fits: other versions read the source.
+            py_compile.compile(str(source / name), cfile=str(source / (name + "c")), dfile=name, doraise=True,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        for path in source.iterdir():
+            os.utime(path, (epoch, epoch))
         zipapp.create_archive(source, target, interpreter="/usr/bin/env python3", compressed=True)
     finally:
         shutil.rmtree(source)

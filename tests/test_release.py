@@ -142,6 +142,8 @@ def test_the_zipapp_runs_help_version_and_hook_on_python_alone(tmp_path: Path) -
     out = tmp_path / "out"
     assert dry_run(repo, out, None).returncode == 0
     pyz = out / "madtea-0.1.0.pyz"
+    with zipfile.ZipFile(pyz) as z:  # bytecode inside: zipimport cannot cache it, and the hook starts often
+        assert {"__main__.py", "madtea.py", "madtea.pyc", "guard.pyc", "forge.pyc", "gitops.pyc"} <= set(z.namelist())
     bare = [sys.executable, "-S", "-I", str(pyz)]
     run = dict(capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert subprocess.run([*bare, "--version"], stdin=subprocess.DEVNULL, **run).stdout == "madtea 0.1.0\n"
