@@ -18,9 +18,11 @@ package), in a 0600 plaintext file only with the user's consent; the
 credential tools run as time-limited subprocesses with the token on stdin.
 
 Limits, stated once: the forge has no idempotency keys, so a create's
-look-up is only as good as the caller's ``lookup``; urllib's timeout applies
-per blocking socket operation, so the overall deadline is checked between
-operations and can be overshot by at most one socket timeout.
+look-up is only as good as the caller's ``lookup``. A socket timeout bounds
+one blocking operation, not a trickled answer, so a watchdog thread ends any
+connection still open at its request's deadline (headers and body alike);
+only name resolution, the TCP connect and the TLS handshake are bounded by
+the socket timeout alone (never longer than the time left).
 """
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ __all__ = [
     "Created",
     "request",
     "request_count",
+    "end_requests",
+    "deadline_seconds",
     "map_error",
     "scrub",
     "sanitise_snippet",
@@ -76,9 +80,11 @@ __all__ = [
 import datetime as _dt
 import email.utils
 import functools
+import heapq
 import html
 import http.client
 import ipaddress
+import itertools
 import json as _json
 import os
 import random
@@ -117,6 +123,7 @@ ERROR_CODES = (
 PAGE_SIZE = 50  # Gitea's and Forgejo's default MAX_RESPONSE_ITEMS; larger asks are clamped silently.
 DEFAULT_TIMEOUT = 30.0  # seconds per blocking socket operation (connect, one read)
 DEFAULT_DEADLINE = 120.0  # seconds for one logical call, retries and redirects included
+DEADLINE_ENV = "MADTEA_FORGE_DEADLINE"  # seconds, overriding DEFAULT_DEADLINE for every client
 DEFAULT_RETRIES = 2  # so at most three attempts per idempotent call
 DEFAULT_USER_AGENT = "madtea"
 MAX_REDIRECTS = 5
@@ -434,13 +441,148 @@ class _ProxyHandler(urllib.request.ProxyHandler):
         return super().proxy_open(req, proxy, type)
 
 
-def _opener(scheme: str, ca_file: str | None, host: str) -> urllib.request.OpenerDirector:
+class _Watch:
+    """One request's connection, cut when its deadline passes or the process shuts down.
+
+    A socket timeout restarts with every byte, so a forge trickling its answer
+    would never trip it; cutting the socket ends a blocked read at once.
+    """
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        self.reason: str | None = None  # "deadline" or "shutdown" once cut
+        self.done = False
+        self._sock: socket.socket | None = None
+        self._lock = threading.Lock()
+
+    def arm(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sock = sock
+            late = self.reason is not None
+        if late:
+            _cut(sock)
+
+    def expire(self, reason: str) -> None:
+        with self._lock:
+            if self.done or self.reason is not None:
+                return
+            self.reason = reason
+            sock = self._sock
+        if sock is not None:
+            _cut(sock)
+
+    def finish(self) -> None:
+        with self._lock:
+            self.done = True
+            self._sock = None
+
+
+def _cut(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # wakes a blocked recv in the reading thread
+    except OSError:
+        pass  # already closed
+
+
+_WATCH_CV = threading.Condition()
+_WATCHES: list[tuple[float, int, _Watch]] = []  # a heap by deadline; finished entries are dropped lazily
+_WATCH_SEQ = itertools.count()
+_WATCHER: list[threading.Thread] = []
+_CLOSING = threading.Event()
+
+
+def _watch_until(deadline: float) -> _Watch:
+    watch = _Watch(deadline)
+    with _WATCH_CV:
+        heapq.heappush(_WATCHES, (deadline, next(_WATCH_SEQ), watch))
+        if not _WATCHER:
+            thread = threading.Thread(target=_watchdog, name="madtea-forge-deadlines", daemon=True)
+            _WATCHER.append(thread)
+            thread.start()
+        _WATCH_CV.notify()
+    return watch
+
+
+def _watchdog() -> None:
+    while True:
+        with _WATCH_CV:
+            while _WATCHES and _WATCHES[0][2].done:
+                heapq.heappop(_WATCHES)
+            if not _WATCHES:
+                _WATCH_CV.wait()
+                continue
+            wait = _WATCHES[0][0] - time.monotonic()
+            if wait > 0:
+                _WATCH_CV.wait(wait)
+                continue
+            watch = heapq.heappop(_WATCHES)[2]
+        watch.expire("deadline")
+
+
+def end_requests() -> None:
+    """Cut every open forge connection and refuse new ones: the process is shutting down."""
+    _CLOSING.set()
+    with _WATCH_CV:
+        pending = [entry[2] for entry in _WATCHES]
+    for watch in pending:
+        watch.expire("shutdown")
+
+
+def deadline_seconds() -> float:
+    """The overall time limit of one forge call: ``MADTEA_FORGE_DEADLINE`` seconds, else the default."""
+    try:
+        seconds = float(os.environ.get(DEADLINE_ENV, ""))
+    except ValueError:
+        return DEFAULT_DEADLINE
+    return seconds if 0 < seconds < 86400 else DEFAULT_DEADLINE
+
+
+class _WatchedHTTP(http.client.HTTPConnection):
+    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watch = watch
+
+    def connect(self) -> None:
+        super().connect()
+        self._watch.arm(self.sock)
+
+
+class _WatchedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, watch: _Watch, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._watch = watch
+
+    def connect(self) -> None:
+        super().connect()  # TCP and the TLS handshake; the TLS socket is the one to cut
+        self._watch.arm(self.sock)
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, watch: _Watch) -> None:
+        super().__init__()
+        self._watch = watch
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(functools.partial(_WatchedHTTP, watch=self._watch), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, context: ssl.SSLContext, watch: _Watch) -> None:
+        super().__init__(context=context)
+        self._watch = watch
+        self._tls = context
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(functools.partial(_WatchedHTTPS, watch=self._watch), req, context=self._tls)
+
+
+def _opener(scheme: str, ca_file: str | None, host: str, watch: _Watch) -> urllib.request.OpenerDirector:
     # Built by hand: no redirect handler (redirects are decided below), no
     # file:, ftp: or data: handlers.
     opener = urllib.request.OpenerDirector()
-    handlers: list[urllib.request.BaseHandler] = [_ProxyHandler(), urllib.request.HTTPHandler()]
+    handlers: list[urllib.request.BaseHandler] = [_ProxyHandler(), _HTTPHandler(watch)]
     if scheme == "https":
-        handlers.append(urllib.request.HTTPSHandler(context=_tls_for(ca_file, host)))
+        handlers.append(_HTTPSHandler(_tls_for(ca_file, host), watch))
     handlers += [urllib.request.HTTPDefaultErrorHandler(), urllib.request.HTTPErrorProcessor()]
     for handler in handlers:
         opener.add_handler(handler)
@@ -489,7 +631,26 @@ def _read_capped(resp: Any, deadline: float, max_bytes: int, host: str) -> bytes
 def _open_once(req: urllib.request.Request, scheme: str, ca_file: str | None, timeout: float,
                deadline: float, max_bytes: int, host: str,
                on_send: Callable[[str, str], None] | None) -> tuple[int, dict[str, str], bytes]:
-    opener = _opener(scheme, ca_file, host)  # a bad CA file fails here, before anything is sent
+    if _CLOSING.is_set():
+        raise _Transport("shutdown", "madtea is shutting down", False)
+    watch = _watch_until(deadline)
+    try:
+        answer = _open_watched(req, scheme, ca_file, timeout, deadline, max_bytes, host, on_send, watch)
+    except _Transport as failure:
+        if watch.reason is None:
+            raise
+        raise _Transport(watch.reason, f"the connection was ended ({watch.reason})", failure.sent) from None
+    finally:
+        watch.finish()
+    if watch.reason is not None:  # a body read to the connection's end looks whole when it was cut
+        raise _Transport(watch.reason, f"the connection was ended ({watch.reason})", True)
+    return answer
+
+
+def _open_watched(req: urllib.request.Request, scheme: str, ca_file: str | None, timeout: float,
+                  deadline: float, max_bytes: int, host: str, on_send: Callable[[str, str], None] | None,
+                  watch: _Watch) -> tuple[int, dict[str, str], bytes]:
+    opener = _opener(scheme, ca_file, host, watch)  # a bad CA file fails here, before anything is sent
     _bump()
     if on_send is not None:
         on_send(req.get_method(), req.full_url)
@@ -525,9 +686,14 @@ def _open_once(req: urllib.request.Request, scheme: str, ca_file: str | None, ti
 
 
 def _transport_error(failure: _Transport, method: str, host: str, path: str, timeout: float,
-                     attempts: int, out_of_time: bool) -> ForgeError:
+                     attempts: int, out_of_time: bool, limit: float) -> ForgeError:
     label = f"{method} {path}"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if failure.kind == "shutdown":
+        text = f"madtea stopped {label} to {host} because it is shutting down."
+        if method not in _IDEMPOTENT and failure.sent:
+            text += " The forge may or may not have applied it."
+        return ForgeError("FORGE_UNAVAILABLE", text, None, method, path, transient=True)
     if failure.kind == "tls":
         text = (f"The TLS connection to {host} failed ({failure.reason}); madtea never turns verification "
                 f"off, so give this host a ca_file in {config_path()} if it uses a private CA.")
@@ -541,7 +707,7 @@ def _transport_error(failure: _Transport, method: str, host: str, path: str, tim
     if failure.kind == "timeout" and not out_of_time:
         text = f"The forge at {host} did not answer {label} within {timeout:g} s{tries}."
     elif failure.kind in ("timeout", "deadline"):
-        text = f"The forge at {host} did not finish {label} within the overall time limit{tries}."
+        text = f"The forge at {host} did not finish {label} within the overall time limit ({round(limit, 1):g} s){tries}."
     else:
         text = f"The connection to {host} dropped during {label}{tries} ({failure.reason})."
     if method not in _IDEMPOTENT and failure.sent:
@@ -654,7 +820,8 @@ def request(
     """Send one HTTP request; the only place madtea opens a connection.
 
     *deadline* is an absolute ``time.monotonic()`` value (default: now +
-    ``DEFAULT_DEADLINE``); *timeout* bounds each socket operation. The token
+    :func:`deadline_seconds`), enforced across trickled headers and bodies;
+    *timeout* bounds each socket operation. The token
     goes only to *url*'s origin. Redirects: GET/HEAD follow (dropping the
     token once the chain leaves the origin); writes are re-sent, same method
     and body, only on 301/307/308 to the same origin; nothing follows https
@@ -675,7 +842,8 @@ def request(
         raise ForgeError("BAD_ARGUMENT", "Pass the token as token=, never as a header, so it cannot follow a redirect.")
     secret = _check_token(token, host) if token else None
     if deadline is None:
-        deadline = time.monotonic() + DEFAULT_DEADLINE
+        deadline = time.monotonic() + deadline_seconds()
+    limit = max(0.0, deadline - time.monotonic())
     idempotent = method in _IDEMPOTENT
     attempt = 0
     while True:
@@ -691,7 +859,7 @@ def request(
                     sleep(delay)
                     continue
             out_of_time = time.monotonic() >= deadline  # the socket timeout was the remaining budget
-            raise _transport_error(failure, method, host, path, timeout, attempt, out_of_time) from None
+            raise _transport_error(failure, method, host, path, timeout, attempt, out_of_time, limit) from None
         if idempotent and resp.status in _RETRY_STATUSES and attempt <= retries:
             waited = _retry_after(resp.header("retry-after"))
             delay = waited + random.random() * waited / 10 if waited is not None else _backoff(attempt)
@@ -953,7 +1121,7 @@ class Client:
         *,
         ca_file: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
-        total_timeout: float = DEFAULT_DEADLINE,
+        total_timeout: float | None = None,
         retries: int = DEFAULT_RETRIES,
         user_agent: str = DEFAULT_USER_AGENT,
         sleep: Callable[[float], None] = time.sleep,
@@ -963,7 +1131,7 @@ class Client:
         self.ca_file = ca_file
         self._token = _check_token(token, host) if token else None
         self._timeout = timeout
-        self._total = total_timeout
+        self._total = deadline_seconds() if total_timeout is None else total_timeout
         self._retries = retries
         self._agent = user_agent
         self._sleep = sleep

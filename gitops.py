@@ -26,6 +26,9 @@ __all__ = [
     "LocalChanges",
     "GitResult",
     "git",
+    "git_timeout",
+    "end_children",
+    "running_children",
     "call_count",
     "reject_option",
     "RemoteId",
@@ -105,8 +108,15 @@ _FIXED_ENV = {
 _SSH_BATCH = "ssh -o BatchMode=yes"
 _HEX_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
 
+DEFAULT_TIMEOUT = 120.0  # seconds of wall clock for one git child, its own children included
+TIMEOUT_ENV = "MADTEA_GIT_TIMEOUT"  # seconds, overriding DEFAULT_TIMEOUT
+
 _calls = 0
 _calls_lock = _thread.allocate_lock()
+# Every running git child by pid (its process group id too: each starts a new
+# session), so a shutting-down server can end them; they are outside its own group.
+_children: dict[int, object] = {}
+_closing: list[bool] = []  # non-empty once end_children ran: nothing more starts
 
 
 # --------------------------------------------------------------------------- value types
@@ -345,19 +355,23 @@ def git(
     check: bool = True,
     input: bytes | None = None,
     env: Mapping[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float | None = None,
 ) -> GitResult:
     """Run ``git *args`` in *cwd* and capture its output as bytes.
 
     Raises :class:`GitError` on a non-zero exit when *check* is true, and
-    :class:`GitTimeout` (whatever *check* says) when *timeout* runs out.
+    :class:`GitTimeout` (whatever *check* says) when *timeout* (default
+    :func:`git_timeout`) runs out. After :func:`end_children` nothing starts.
     """
     # Imported here, not at the top: the hook imports this module for its
     # filesystem helpers only and must not pay for subprocess on every event.
     import subprocess
 
     argv = ["git", *(os.fspath(a) for a in args)]
+    timeout = git_timeout() if timeout is None else timeout
     _count_call()
+    if _closing:
+        raise GitError(argv, -1, "not started: madtea is shutting down")
     try:
         proc = subprocess.Popen(
             argv,
@@ -373,7 +387,11 @@ def git(
         )
     except OSError as exc:  # git missing, or cwd gone
         raise GitError(argv, -1, str(exc)) from exc
+    with _calls_lock:
+        _children[proc.pid] = proc
     try:
+        if _closing:  # end_children ran between the check above and the registration
+            _kill_group(proc.pid)
         out, err = proc.communicate(input, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
@@ -382,10 +400,52 @@ def git(
     except BaseException:
         _kill_group(proc.pid)
         raise
+    finally:
+        with _calls_lock:
+            _children.pop(proc.pid, None)
+    if _closing and proc.returncode < 0:
+        raise GitError(argv, proc.returncode, "ended: madtea is shutting down")
     result = GitResult(proc.returncode, out, err)
     if check and proc.returncode != 0:
         raise GitError(argv, proc.returncode, _decode(err))
     return result
+
+
+def git_timeout() -> float:
+    """The wall-clock limit of one git child: ``MADTEA_GIT_TIMEOUT`` seconds, else the default."""
+    try:
+        seconds = float(os.environ.get(TIMEOUT_ENV, ""))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return seconds if 0 < seconds < 86400 else DEFAULT_TIMEOUT
+
+
+def running_children() -> list[int]:
+    """The pids (and process group ids) of the git children running now."""
+    with _calls_lock:
+        return list(_children)
+
+
+def end_children(grace: float = 1.0) -> int:
+    """End every running git child and its process group, and start no more; returns how many there were.
+
+    SIGTERM first, so git removes its lock files (an index.lock left behind
+    would block the next commit); whatever is still running after *grace*
+    seconds is killed.
+    """
+    import signal
+    import time
+
+    _closing.append(True)
+    groups = running_children()
+    for pid in groups:
+        _kill_group(pid, getattr(signal, "SIGTERM", 15))
+    give_up = time.monotonic() + grace
+    while running_children() and time.monotonic() < give_up:
+        time.sleep(0.02)
+    for pid in groups:  # the leaders that exited may have left children in their group
+        _kill_group(pid)
+    return len(groups)
 
 
 def call_count() -> int:
@@ -421,12 +481,12 @@ def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
     return env
 
 
-def _kill_group(pid: int) -> None:
+def _kill_group(pid: int, signo: int | None = None) -> None:
     import signal
 
     try:
         if hasattr(os, "killpg"):
-            os.killpg(pid, signal.SIGKILL)  # git's own children (ssh, helpers) too
+            os.killpg(pid, signo or signal.SIGKILL)  # git's own children (ssh, helpers) too
         else:  # Windows: no process groups; os.kill terminates the process
             os.kill(pid, signal.SIGTERM)
     except OSError:

@@ -3339,6 +3339,51 @@ async def _client_roots(ctx: Any) -> list[str] | None:
     return [str(root.uri) for root in listed.roots]
 
 
+# Worker threads per lane. Calls that wait on the network (the forge, or git
+# talking to a remote) and calls on local git have their own limits, and
+# neither uses the SDK's shared thread pool, which also reads stdin and writes
+# stdout: slow forge calls can fill their lane, never the protocol's.
+NETWORK_WORKERS = 32
+LOCAL_WORKERS = 8
+_REACHES_REMOTE = frozenset({"madt_push", "madt_pull", "madt_finish"})
+
+
+def _lane(tool: str) -> str:
+    ops = tool_ops(tool)
+    return "network" if tool in _REACHES_REMOTE or any(op.kind == "remote" for op in ops) else "local"
+
+
+class _InFlight:
+    """How many tool calls are running in worker threads, so a shutdown can wait for them, bounded."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._cv: Any = None  # made by the server before any call: the hook must not import threading
+
+    def start(self) -> None:
+        import threading
+
+        self._cv = self._cv or threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._cv:
+            self._count += 1
+
+    def __exit__(self, *_exc: Any) -> None:
+        with self._cv:
+            self._count -= 1
+            self._cv.notify_all()
+
+    def wait_idle(self, seconds: float) -> bool:
+        if self._cv is None:
+            return True
+        with self._cv:
+            return bool(self._cv.wait_for(lambda: self._count == 0, timeout=seconds))
+
+
+IN_FLIGHT = _InFlight()
+
+
 def build_server(launch_dir: Path | None = None) -> Any:
     """The MCP server: tools generated from the registry, raw arguments seen by the dispatcher."""
     from pathlib import Path
@@ -3350,14 +3395,23 @@ def build_server(launch_dir: Path | None = None) -> Any:
     tools = [types.Tool(name=name, description=tool_description(name), input_schema=tool_schema(name),
                         annotations=types.ToolAnnotations(**tool_annotations(name)))
              for name in tool_names()]
+    lanes = {"network": anyio.CapacityLimiter(NETWORK_WORKERS), "local": anyio.CapacityLimiter(LOCAL_WORKERS)}
+    IN_FLIGHT.start()
 
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=tools)
 
+    def work(name: str, raw: Mapping[str, Any], roots: list[str] | None) -> Result:
+        with IN_FLIGHT:
+            return run(name, raw, Context("mcp", launch, roots))
+
     async def call_tool(ctx: Any, params: Any) -> Any:
         raw = params.arguments or {}
         roots = await _client_roots(ctx) if _needs_roots(params.name, raw) else None
-        result = await anyio.to_thread.run_sync(lambda: run(params.name, raw, Context("mcp", launch, roots)))
+        # abandon_on_cancel: a client that hangs up does not wait for the thread; the
+        # shutdown ends its git children and forge connections instead.
+        result = await anyio.to_thread.run_sync(work, params.name, raw, roots, abandon_on_cancel=True,
+                                                limiter=lanes[_lane(params.name)])
         structured: dict[str, Any] = {"ok": not result.is_error}
         if result.error:
             structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
@@ -3386,13 +3440,50 @@ def serve_mcp() -> int:
         sys.stderr.write("madtea mcp needs the mcp package: pip install 'madtea[mcp]' (or pip install 'mcp>=2.3,<3').\n")
         return 1
     server = build_server()
+    sweep_token_files()
+    _on_shutdown_signals()
 
     async def serve() -> None:
         async with stdio_server() as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
-    anyio.run(serve)
+    try:
+        anyio.run(serve)
+    except Exception as exc:  # noqa: BLE001 - the server ends with one line, never a traceback
+        warn(f"the MCP server stopped: {type(exc).__name__}: {exc}")
+    _shut_down(SHUTDOWN_GRACE)  # stdin closed: the client hung up
     return 0
+
+
+SHUTDOWN_GRACE = 3.0  # seconds a hung-up client's calls may finish in; a signal ends them at once
+
+
+def _on_shutdown_signals() -> None:
+    import signal
+
+    def stop(signo: int, _frame: Any) -> None:
+        _shut_down(0.0)
+
+    for name in ("SIGTERM", "SIGINT", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), stop)
+
+
+def _shut_down(grace: float) -> None:
+    """Leave nothing behind, then exit: running calls get *grace* seconds, then their git children
+    (whole process groups) and forge connections are ended and every token file is deleted."""
+    try:
+        if grace > 0:
+            IN_FLIGHT.wait_idle(grace)
+        gitops.end_children()
+        if "forge" in sys.modules:
+            sys.modules["forge"].end_requests()
+        IN_FLIGHT.wait_idle(1.0)
+        drop_token_files()
+        sys.stderr.flush()
+    finally:
+        # Worker threads still blocked (the stdin reader among them) must not hold the exit.
+        os._exit(0)
 
 
 
@@ -3495,10 +3586,7 @@ class _Transport:
 
     def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
         if self._file:
-            try:
-                os.unlink(self._file)
-            except OSError:
-                pass
+            _drop_token_file(self._file)
         if isinstance(exc, gitops.GitError) and not isinstance(exc, gitops.PushRejected):
             if any(sign in exc.stderr for sign in _AUTH_FAILED):
                 host = self.host or "the origin's host"
@@ -3527,15 +3615,83 @@ def _env_config_count() -> int:
         return 0
 
 
-def _token_file(host: str, token: str) -> str:
+_TOKEN_FILES: set[str] = set()  # this process's live token files, deleted at shutdown whatever runs
+
+
+def _token_dirs() -> list[str]:
     import tempfile
 
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    folder = runtime if runtime and os.path.isabs(runtime) and os.path.isdir(runtime) else None
-    fd, path = tempfile.mkstemp(prefix="madtea-git-", suffix=".json", dir=folder)  # 0600, O_EXCL
+    usable = runtime and os.path.isabs(runtime) and os.path.isdir(runtime)
+    return [runtime, tempfile.gettempdir()] if usable else [tempfile.gettempdir()]
+
+
+def _token_file(host: str, token: str) -> str:
+    import tempfile
+
+    # The pid in the name lets a later sweep tell a dead process's file from a live one's.
+    fd, path = tempfile.mkstemp(prefix=f"madtea-git-{os.getpid()}-", suffix=".json",
+                                dir=_token_dirs()[0])  # 0600, O_EXCL
+    _TOKEN_FILES.add(path)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump({"host": host, "token": token}, handle)
     return path
+
+
+def _drop_token_file(path: str) -> None:
+    _TOKEN_FILES.discard(path)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def drop_token_files() -> None:
+    """Delete every token file this process made (a shutdown does not wait for the git calls using them)."""
+    for path in list(_TOKEN_FILES):
+        _drop_token_file(path)
+
+
+def sweep_token_files() -> int:
+    """Delete token files left by madtea processes that died without cleaning up; returns how many."""
+    import re
+    import time
+
+    swept = 0
+    stale_after = 2 * gitops.git_timeout()  # a file lives for one git child, which is bounded by this
+    for folder in _token_dirs():
+        try:
+            names = [n for n in os.listdir(folder) if n.startswith("madtea-git-") and n.endswith(".json")]
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if hasattr(os, "getuid") and st.st_uid != os.getuid():
+                continue
+            owner = re.match(r"madtea-git-(\d+)-", name)
+            if (owner and not _alive(int(owner.group(1)))) or time.time() - st.st_mtime > stale_after:
+                try:
+                    os.unlink(path)
+                    swept += 1
+                except OSError:
+                    pass
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid() or os.name == "nt":  # on Windows os.kill would end the process, not probe it
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive, whoever it is
+    return True
 
 
 def _launch_host(ctx: Context) -> str | None:

@@ -90,7 +90,7 @@ _LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
 _COLOR_RE = re.compile(r"^#?(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
 FAULT_KINDS = (
     "500", "502", "503", "429", "slow", "html", "truncated", "drop", "drop-after", "create-then-timeout",
-    "null-404",
+    "null-404", "trickle", "trickle-head",
 )
 _MISSING: Any = object()
 
@@ -829,7 +829,9 @@ class FakeForge:
         without answering), ``"create-then-timeout"`` (perform, then wait
         *seconds*, default 3, before answering: longer than a client timeout),
         ``"null-404"`` (a 404 whose body is JSON ``null``, as some Gitea
-        handlers answer with ``ctx.JSON(404, nil)``).
+        handlers answer with ``ctx.JSON(404, nil)``), ``"trickle"`` (perform,
+        send the headers, then the body one byte every *seconds*) and
+        ``"trickle-head"`` (the same from the status line on).
         """
         name = str(kind)
         if name not in FAULT_KINDS:
@@ -1690,7 +1692,8 @@ class FakeForge:
             if answered:
                 return early, None
         response = self._route(method, raw_path, query_all, headers, body, content_type, record)
-        if fault is not None and fault.kind in ("truncated", "drop-after", "create-then-timeout"):
+        if fault is not None and fault.kind in ("truncated", "drop-after", "create-then-timeout", "trickle",
+                                                "trickle-head"):
             return response, fault
         return response, None
 
@@ -3822,6 +3825,9 @@ class _Handler(BaseHTTPRequestHandler):
                 declared = len(payload)
         if fault is not None and fault.kind == "create-then-timeout":
             forge._stopping.wait(fault.seconds)
+        if fault is not None and fault.kind in ("trickle", "trickle-head"):
+            self._trickle(response, payload, fault)
+            return
         try:
             self.send_response(response.status)
             if response.content_type:
@@ -3836,6 +3842,29 @@ class _Handler(BaseHTTPRequestHandler):
                 self._drop()
         except OSError:
             self.close_connection = True
+
+    def _trickle(self, response: _Response, payload: bytes, fault: Fault) -> None:
+        """Answer one byte at a time, *fault.seconds* apart, until done, the client leaves or the forge stops."""
+        forge = self.server.forge
+        self.close_connection = True
+        head = [f"HTTP/1.1 {response.status} {self.responses.get(response.status, ('',))[0]}"]
+        if response.content_type:
+            head.append(f"Content-Type: {response.content_type}")
+        head += [f"{name}: {value}" for name, value in response.headers.items()]
+        head += [f"Content-Length: {len(payload)}", "Connection: close", "", ""]
+        raw = "\r\n".join(head).encode("latin-1")
+        slow = raw + payload if fault.kind == "trickle-head" else payload
+        try:
+            if fault.kind == "trickle":
+                self.wfile.write(raw)
+                self.wfile.flush()
+            for index in range(len(slow)):
+                if forge._stopping.wait(fault.seconds):
+                    return
+                self.wfile.write(slow[index:index + 1])
+                self.wfile.flush()
+        except OSError:
+            pass  # the client gave up
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
 

@@ -1,0 +1,99 @@
+"""Calls that never outlive their deadline: trickled forge answers, slow git children, and a busy server.
+
+The deadline is configured short for each test (``MADTEA_FORGE_DEADLINE``); every
+assertion is about what the caller sees and whether an answer came, never about
+how long something took.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import forge
+import madtea
+from remote_env import Env, env  # noqa: F401 - fixtures
+
+
+@pytest.fixture
+def short_deadline(monkeypatch: pytest.MonkeyPatch) -> float:
+    monkeypatch.setenv(forge.DEADLINE_ENV, "1.5")
+    return 1.5
+
+
+@pytest.mark.parametrize("kind", ["trickle", "trickle-head"])
+def test_a_trickled_answer_ends_at_the_deadline(env: Env, short_deadline: float, kind: str) -> None:
+    env.forge.create_issue("acme", "web", "Slow", "x" * 400)
+    # 400 bytes at one every 0.2 s would take 80 s; the deadline is 1.5 s.
+    env.forge.inject(kind, method="GET", path_contains="/issues/1", seconds=0.2)
+    done = threading.Event()
+    box: list[madtea.Result] = []
+
+    def call() -> None:
+        box.append(env.call("madt_issues", action="view", number=1))
+        done.set()
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    assert done.wait(20), "the call outlived its deadline"
+    result = box[0]
+    assert result.is_error and result.error["code"] == "FORGE_UNAVAILABLE", result.text
+    assert "within the overall time limit (1.5 s)" in result.text
+    assert env.forge.host in result.text and "Traceback" not in result.text
+
+
+def test_a_trickled_write_says_it_may_have_applied(env: Env, short_deadline: float) -> None:
+    env.forge.create_issue("acme", "web", "Slow", "body")
+    env.forge.inject("trickle", method="POST", path_contains="/comments", seconds=0.3)
+    done = threading.Event()
+    box: list[madtea.Result] = []
+
+    def call() -> None:
+        box.append(env.call("madt_issues", action="comment", number=1, body="hello"))
+        done.set()
+
+    threading.Thread(target=call, daemon=True).start()
+    assert done.wait(20), "the call outlived its deadline"
+    result = box[0]
+    assert result.is_error and result.error["code"] == "FORGE_UNAVAILABLE", result.text
+    assert "overall time limit" in result.text and "Traceback" not in result.text
+
+
+def test_the_deadline_setting_falls_back_when_unusable(monkeypatch: pytest.MonkeyPatch) -> None:
+    for value in ("", "soon", "-1", "0", "1e9"):
+        monkeypatch.setenv(forge.DEADLINE_ENV, value)
+        assert forge.deadline_seconds() == forge.DEFAULT_DEADLINE
+    monkeypatch.setenv(forge.DEADLINE_ENV, "7")
+    assert forge.deadline_seconds() == 7.0
+
+
+@pytest.mark.anyio
+async def test_status_answers_while_slow_forge_calls_fill_every_worker(env: Env) -> None:
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp.client import Client
+
+    calls = madtea.NETWORK_WORKERS + 13  # more than the lane holds, and more than the SDK's 40 threads
+    env.forge.create_issue("acme", "web", "Slow", "body")
+    env.forge.inject("slow", calls, method="GET", path_contains="/issues/1", seconds=60)
+    server = madtea.build_server(env.clone)
+    finished: list[bool] = []
+
+    async def slow(client: Client) -> None:
+        await client.call_tool("madt_issues", {"action": "view", "number": 1})
+        finished.append(True)
+
+    async with Client(server, mode="legacy") as client:
+        async with anyio.create_task_group() as group:
+            for _ in range(calls):
+                group.start_soon(slow, client)
+            for _ in range(400):  # until the lane is full at the forge (bounded)
+                if len(env.forge.find_requests("GET", "/issues/1")) >= madtea.NETWORK_WORKERS:
+                    break
+                await anyio.sleep(0.05)
+            with anyio.fail_after(30):
+                status = await client.call_tool("madt_status", {})
+            assert not status.is_error and "working tree clean" in status.content[0].text
+            assert not finished, "the slow calls were meant to be still pending"
+            group.cancel_scope.cancel()
