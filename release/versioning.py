@@ -64,12 +64,12 @@ def describe(root: Path) -> str:
             if count == 0 and not dirty:
                 return f"{x}.{y}.{z}"
             return f"{x}.{y}.{z + 1}.dev{count}+g{sha}" + (".dirty" if dirty else "")
-    sha = _git(root, "rev-parse", "--short=12", "HEAD")
-    count = _git(root, "rev-list", "--count", "HEAD")
-    if not sha or not count:
+    head = _git(root, "rev-parse", "--short=12", "HEAD")
+    commits = _git(root, "rev-list", "--count", "HEAD")
+    if not head or not commits:
         return UNKNOWN
-    dirty = _git(root, "status", "--porcelain", "--untracked-files=no")
-    return f"0.0.0.dev{count}+g{sha}" + (".dirty" if dirty else "")
+    changed = _git(root, "status", "--porcelain", "--untracked-files=no")
+    return f"0.0.0.dev{commits}+g{head}" + (".dirty" if changed else "")
 
 
 def stamp(source: str, version: str) -> str:

@@ -228,7 +228,7 @@ def test_a_git_checkout_is_left_to_git(releases, tmp_path) -> None:
 
 @pytest.mark.parametrize("command", ["madtea update", "madtea update --from /tmp/madtea-0.2.0.pyz",
                                      "python3 madtea-0.2.0.pyz update", "./madtea.pyz update --allow-downgrade",
-                                     "python3 -m madtea update"])
+                                     "python3 -m madtea update", "python.exe C:/tools/madtea-0.2.0.pyz update"])
 def test_the_hook_steers_an_agents_update_to_the_user(tmp_path, command) -> None:
     decision = guard.classify_command(command, str(tmp_path), lambda path: None, madtea._hook_cli_ops)
     assert decision.kind == "deny"
