@@ -43,6 +43,9 @@ __all__ = [
     "status",
     "default_branch",
     "fs_branches",
+    "fs_checked_out",
+    "blob_ids",
+    "carry_files",
     "Commit",
     "PushResult",
     "PullResult",
@@ -1001,6 +1004,27 @@ def fs_branches(common_dir: str | os.PathLike[str]) -> frozenset[str]:
     return frozenset(names)
 
 
+def fs_checked_out(common_dir: str | os.PathLike[str]) -> frozenset[str]:
+    """Branches that a worktree of the repository (the main one or a linked one) has checked out, from files."""
+    common = os.fspath(common_dir)
+    heads = [os.path.join(common, "HEAD")]
+    try:
+        heads += [os.path.join(common, "worktrees", name, "HEAD") for name in os.listdir(os.path.join(common,
+                                                                                                    "worktrees"))]
+    except OSError:
+        pass
+    out = set()
+    for head in heads:
+        try:
+            with open(head, encoding="utf-8", errors="replace") as fh:
+                text = fh.read(4096).strip()
+        except OSError:
+            continue
+        if text.startswith("ref: refs/heads/"):
+            out.add(text[len("ref: refs/heads/"):])
+    return frozenset(out)
+
+
 def _fs_ref_exists(common: Path, ref: str) -> bool:
     if (common / ref).is_file():
         return True
@@ -1441,6 +1465,57 @@ def worktree_add(repo: Repo, path: str | os.PathLike[str], commit_ish: str | Non
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=commit_ish or "HEAD",
                        branch=new_branch, path=target)
     return Path(os.path.realpath(target))
+
+
+def blob_ids(repo: Repo, rev: str, paths: Sequence[str]) -> dict[str, str]:
+    """path -> blob id of every file at or under *paths* in *rev* (a path missing there is absent)."""
+    reject_option(rev, "rev")
+    out = git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev, "--", *paths, cwd=repo.top).stdout
+    ids = {}
+    for rec in out.split(b"\0"):
+        meta, _, name = rec.partition(b"\t")
+        if name:
+            ids[os.fsdecode(name)] = meta.split()[2].decode("ascii")
+    return ids
+
+
+def carry_files(src: Repo, dst_top: str | os.PathLike[str], paths: Sequence[str]) -> list[str]:
+    """Copy the current content of *paths* (files, or every file under a directory) from *src*'s working
+    tree into the work tree at *dst_top*; a tracked file that is gone from *src* is removed there too.
+    *src* is only read. Returns the relative paths written or removed."""
+    import shutil
+
+    done = []
+    tracked = set(blob_ids(src, "HEAD", paths)) if head_sha(src) else set()
+    for rel in paths:
+        for name in _files_under(src.top, rel):
+            here, there = os.path.join(src.top, name), os.path.join(dst_top, name)
+            if os.path.lexists(here):
+                os.makedirs(os.path.dirname(there), exist_ok=True)
+                if os.path.islink(here):
+                    if os.path.lexists(there):
+                        os.unlink(there)
+                    os.symlink(os.readlink(here), there)
+                else:
+                    shutil.copy2(here, there)
+                done.append(name)
+        for name in sorted(t for t in tracked if t == rel or t.startswith(rel.rstrip("/") + "/")):
+            there = os.path.join(dst_top, name)
+            if not os.path.lexists(os.path.join(src.top, name)) and os.path.lexists(there):
+                os.unlink(there)
+                done.append(name)
+    return done
+
+
+def _files_under(top: str | os.PathLike[str], rel: str) -> list[str]:
+    source = os.path.join(top, rel)
+    if not os.path.isdir(source) or os.path.islink(source):
+        return [rel]
+    out = []
+    for folder, dirs, names in os.walk(source):
+        dirs[:] = [d for d in dirs if d != ".git"]  # a nested repository's store is never carried
+        out += [os.path.relpath(os.path.join(folder, name), top) for name in names]
+    return out
 
 
 def worktree_remove(repo: Repo, path: str | os.PathLike[str]) -> None:

@@ -386,6 +386,7 @@ class RepoState:
     conflicted: tuple[str, ...] = ()
     unborn: bool = False                # HEAD names a branch with no commit yet
     branches: frozenset[str] | None = None  # local branch names; None: not gathered
+    checked_out: frozenset[str] | None = None  # branches some worktree of the repo has checked out
 
 
 class _Guarded:
@@ -492,21 +493,52 @@ def _suggested_branch(t: Target) -> str:
     return "work/" + slug(title) if isinstance(title, str) and title else "work/contribution"
 
 
-def contribution_flow(t: Target) -> tuple[Call, ...]:
-    """The sanctioned way to work in someone else's repository: a worktree, then finish by branch.
+def worktree_home(top: Path) -> Path:
+    """Where new worktrees of *top* go: beside it, but never inside another repository's working tree
+    (a nested child's parent folder is its umbrella's work tree)."""
+    home = top.parent
+    for _ in range(32):
+        outer = gitops.fs_find_repo(home)
+        if outer is None:
+            return home
+        home = outer.top.parent
+    return home
 
-    A switch to an existing branch gets a worktree that checks that branch out, unless the main
-    checkout already has it (git checks a branch out in one worktree only).
+
+def contribution_flow(t: Target) -> tuple[Call, ...]:
+    """The sanctioned way to work in someone else's repository: a worktree of one's own, the declared
+    files' current content carried into it and committed there, then a finish by branch.
+
+    A switch to an existing branch gets a worktree that checks that branch out, unless a checkout
+    already has it (git checks a branch out in one worktree only): then a new branch starts there.
+    Every proposed branch and path is free.
     """
-    existing = _arg_ref(t, "branch") if t.tool == "madt_switch" else None
-    if existing and existing != (t.state.branch if t.state else None):
+    state = t.state
+    existing = _arg_ref(t, "branch") if t.tool in ("madt_switch", "madt_pull") else None
+    busy = state.checked_out if state and state.checked_out is not None else frozenset(
+        b for b in ((state.branch if state else None),) if b)
+    known = state.branches if state and state.branches is not None else None
+    if existing and existing not in busy and (known is None or existing in known):
         branch, add = existing, {"commit_ish": existing}
     else:
-        branch = _suggested_branch(t)
-        add = {"b": branch}
-    path = str(t.target.top.parent / f"{t.target.top.name}-{slug(branch)}")
-    return (call("madt_worktrees", action="add", dir=str(t.target.top), path=path, **add),
-            call("madt_finish", dir=str(t.target.top), branch=branch))
+        branch = fresh_branch(t, _suggested_branch(t))
+        base = existing if existing and (known is None or existing in known) else \
+            state.default_branch if state and known and state.default_branch in known else None
+        add = {"b": branch, "commit_ish": base}
+    top = str(t.target.top)
+    path = fresh_path(worktree_home(t.target.top) / f"{t.target.top.name}-{slug(branch)}")
+    files = t.args.get("files") if t.tool in ("madt_add", "madt_commit", "madt_finish") else None
+    files = list(files) if isinstance(files, list) and files else None
+    title = t.args.get("title") if isinstance(t.args.get("title"), str) and t.args.get("title") else None
+    steps = [call("madt_worktrees", action="add", dir=top, path=path, carry=files, **add)]
+    if files:
+        steps.append(call("madt_commit", dir=path, files=files, title=title or placeholder("the commit title"),
+                          body=t.args.get("body")))
+    finish = {k: v for k, v in t.args.items() if k in ("body", "style", "delete_branch", "closes", "close_linked",
+                                                       "no_close")} if t.tool == "madt_finish" else {}
+    steps.append(call("madt_finish", dir=top, branch=branch, title=title or placeholder("the pull request title"),
+                      **finish))
+    return tuple(steps)
 
 
 _PRIMARY_IMMUTABLE = {"madt_commit", "madt_add", "madt_switch", "madt_pull", "madt_prune"}
@@ -549,6 +581,12 @@ def check_foreign(t: Target) -> None:
                       f"{t.target.describe()} is {whose}; its working tree belongs to its owner, so "
                       f"{t.where} does not change it. Work in a worktree of your own and finish by branch.",
                       target=t.target.describe(), next=contribution_flow(t))
+    if not primary and t.tool in ("madt_switch", "madt_pull") and t.state and t.state.dirty_tracked:
+        raise Refusal("DIRTY_TREE",
+                      f"{t.target.describe()} is {whose} and has modified or staged tracked files; a "
+                      f"{'switch' if t.tool == 'madt_switch' else 'pull'} there would carry or mix in its "
+                      f"owner's unfinished work, so nothing was changed.",
+                      target=t.target.describe(), next=contribution_flow(t))
     if not primary and t.tool == "madt_prune":
         raise Refusal("FOREIGN_TARGET",
                       f"{t.target.describe()} is {whose}; pruning its branches is its owner's housekeeping.",
@@ -569,10 +607,10 @@ _BLANKET = {"", ".", "./"}
 _BLANKET_WORDS = {"*", ":/", ":", "-A", "--all", "-a", "-u"}
 
 
-def declared_files(t: Target) -> list[str]:
-    """The files a call stages, as paths relative to the target's top; never a blanket."""
+def declared_files(t: Target, files: Sequence[str] | None = None) -> list[str]:
+    """The files a call stages (or *files*), as paths relative to the target's top; never a blanket."""
     from pathlib import Path
-    files = t.args.get("files") or []
+    files = files if files is not None else t.args.get("files") or []
     if not files:
         raise Refusal("UNDECLARED_FILES",
                       f"{t.where} on {t.target.describe()} needs files: the exact paths to stage. "
@@ -796,6 +834,16 @@ def _not_a_commit(t: Target, exc: gitops.NotACommit) -> Refusal:
     what = "origin has no branch" if t.tool == "madt_pull" else "nothing in " + where + " is called"
     return Refusal("NOT_A_COMMIT", f"{t.where}: {what} {ref}; nothing was changed.", target=where,
                    next=(t.retry(**{key: placeholder("a branch, tag or commit that exists")}),))
+
+
+def carry_conflict(t: Target, base: str, paths: Sequence[str]) -> Refusal:
+    shown = ", ".join(paths[:5]) + (" …" if len(paths) > 5 else "")
+    return Refusal("USER_ACTION_REQUIRED",
+                   f"{shown} in {t.target.describe()} differ between its HEAD and {base}, so their current "
+                   f"content cannot be carried onto {base} without undoing changes; no worktree was added.",
+                   target=t.target.describe(),
+                   user_action=f"Ask the user how the changes to {shown} should be brought onto {base}: they "
+                               f"were made against a different version of those files.")
 
 
 def check_local(t: Target) -> None:

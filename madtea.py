@@ -475,16 +475,35 @@ def _worktree_path(inv: Invocation) -> str:
     return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
 
 
+CARRY = Param("carry", "strs", "Copy these files' current content from the checkout at dir into the new "
+              "worktree (add only), to commit there; that checkout is read, never changed.")
+
+
 @operation("madt_worktrees", "add", cli=("worktree", "add"), kind="local", mutating=True,
-           summary="Add a linked worktree at path, checking out commit_ish, or a new branch b.", params=_WT_PARAMS)
+           summary="Add a linked worktree at path, checking out commit_ish, or a new branch b.",
+           params=_WT_PARAMS + (CARRY,))
 def worktree_add_op(inv: Invocation) -> Result:
     path = _worktree_path(inv)
     commit_ish = _ref_arg(inv, "commit_ish")
     new_branch = _ref_arg(inv, "b")
-    gitops.worktree_add(_grepo(inv), path, commit_ish, new_branch)
+    repo = _grepo(inv)
+    carry = guard.declared_files(inv.target, inv.args["carry"]) if inv.args.get("carry") else []
+    if carry and commit_ish and gitops.head_sha(repo) != gitops.head_sha(repo, commit_ish):
+        # The files' changes were made against this checkout's HEAD; copied onto another base they
+        # would also undo whatever that base changed in them.
+        theirs, base = gitops.blob_ids(repo, "HEAD", carry), gitops.blob_ids(repo, commit_ish, carry)
+        differ = sorted(p for p in set(theirs) | set(base) if theirs.get(p) != base.get(p))
+        if differ:
+            raise guard.carry_conflict(inv.target, commit_ish, differ)
+    gitops.worktree_add(repo, path, commit_ish, new_branch)
     what = f"new branch {new_branch}" if new_branch else (commit_ish or "a detached HEAD")
-    return Result(f"Added worktree {path} on {what} for {inv.identity()}.",
-                  {"path": path, "branch": new_branch or commit_ish})
+    text = f"Added worktree {path} on {what}" + (f" from {commit_ish}" if new_branch and commit_ish else "")
+    text += f" for {inv.identity()}."
+    carried = gitops.carry_files(repo, path, carry) if carry else []
+    if carry:
+        text += f" Copied the current content of {_files_list(carried)} from {inv.repo.top} into it." if carried \
+            else f" The carried paths have no content in {inv.repo.top}; nothing was copied."
+    return Result(text, {"path": path, "branch": new_branch or commit_ish, "carried": carried})
 
 
 @operation("madt_worktrees", "remove", cli=("worktree", "remove"), kind="local", mutating=True, destructive=True,
@@ -2960,7 +2979,8 @@ def _state(repo: guard.RepoFacts) -> guard.RepoState:
     st = gitops.status(grepo)
     return guard.RepoState(st.branch, gitops.default_branch(grepo), st.operation, st.dirty_tracked,
                            tuple(st.conflicted), unborn=st.head is None and st.branch is not None,
-                           branches=gitops.fs_branches(repo.common_dir))
+                           branches=gitops.fs_branches(repo.common_dir),
+                           checked_out=gitops.fs_checked_out(repo.common_dir))
 
 
 def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:

@@ -189,3 +189,74 @@ def test_the_default_branch_chain_works_from_an_unborn_repo(tmp_path: Path, herm
     assert run_git(repo, "branch", "--show-current") != "main"
     assert run_git(repo, "show", "--name-only", "--format=", "HEAD") == "a.py"
     assert done.data["files"] == ["a.py"]
+
+
+# --------------------------------------------------------------------------- working in another repository
+
+@pytest.fixture
+def lib(clone: Path, fake_forge: FakeForge, tmp_path: Path) -> Path:
+    """acme/lib's main checkout, owned by someone else: an edit of theirs and one of the caller's own."""
+    fake_forge.add_repo("acme", "lib")
+    primary = clone_of(fake_forge, tmp_path / "lib", repo="lib")
+    write_files(primary, {"README.md": "the owner's unfinished edit\n", "new.py": "print('mine')\n"})
+    return primary
+
+
+def test_the_foreign_primary_chain_commits_the_declared_files_and_merges(clone: Path, lib: Path,
+                                                                         fake_forge: FakeForge) -> None:
+    before = snapshot([clone, lib])
+    result = refused("FOREIGN_PRIMARY", "madt_commit", clone, dir=str(lib), files=["new.py"], title="Add new")
+    steps = result.error["next"]
+    assert [s["tool"] for s in steps] == ["madt_worktrees", "madt_commit", "madt_finish"]
+    path = Path(steps[0]["args"]["path"])
+    assert not path.exists() and not str(path).startswith(str(lib) + "/")
+    assert steps[0]["args"]["b"] not in branches(lib)
+    run_steps(steps, clone)
+    merged = fake_forge.branch_sha("acme", "lib", "main")
+    assert fake_forge.git("acme", "lib", "show", f"{merged}:new.py") == "print('mine')"
+    assert "README.md" not in fake_forge.git("acme", "lib", "diff", "--name-only", f"{merged}~1", merged)
+    after = snapshot([clone, lib])
+    assert after[clone] == before[clone]
+    for part in ("head", "index", "status", "content"):  # the owner's checkout is untouched
+        assert getattr(after[lib], part) == getattr(before[lib], part), part
+    # The same call again proposes another branch and path, never the ones now taken.
+    again = refused("FOREIGN_PRIMARY", "madt_commit", clone, dir=str(lib), files=["new.py"], title="Add new")
+    assert again.error["next"][0]["args"]["b"] != steps[0]["args"]["b"]
+    assert not Path(again.error["next"][0]["args"]["path"]).exists()
+
+
+def test_carrying_files_onto_a_base_where_they_differ_asks_a_person(clone: Path, lib: Path) -> None:
+    run_git(lib, "switch", "-q", "-c", "owners-branch")
+    commit_files(lib, {"new.py": "print('owner version')\n"}, "owner's version")
+    write_files(lib, {"new.py": "print('mine')\n"})
+    result = refused("FOREIGN_PRIMARY", "madt_commit", clone, dir=str(lib), files=["new.py"], title="Add new")
+    first = result.error["next"][0]
+    assert first["args"]["commit_ish"] == "main"  # new work starts at the default branch, not the owner's
+    before = snapshot([lib])
+    done = refused("USER_ACTION_REQUIRED", first["tool"], clone, **first["args"])
+    assert "new.py" in done.text and done.error["user_action"]
+    assert not Path(first["args"]["path"]).exists()
+    assert_only_changed(before, snapshot([lib]), set())
+
+
+def test_a_nested_repos_worktree_is_proposed_outside_the_umbrella(tmp_path: Path, hermetic_seal: Path) -> None:
+    from topologies import make_repo
+    home = make_repo(tmp_path / "home", origin="https://forge.example.test/acme/home.git")
+    top = make_repo(tmp_path / "umbrella", origin="https://forge.example.test/acme/umbrella.git")
+    child = make_repo(top / "child", origin="https://forge.example.test/acme/child.git")
+    write_files(child, {"c.py": "c\n"})
+    result = refused("FOREIGN_PRIMARY", "madt_commit", home, dir=str(child), files=["c.py"], title="C")
+    path = Path(result.error["next"][0]["args"]["path"])
+    assert not str(path).startswith(str(top) + "/"), path
+
+
+def test_a_switch_of_a_dirty_foreign_worktree_is_refused(foreign_repo: ForeignRepo) -> None:
+    f = foreign_repo
+    run_git(f.foreign, "branch", "other")
+    write_files(f.foreign_worktree, {"README.md": "owner's edit in their worktree\n", "staged.txt": "s\n"})
+    run_git(f.foreign_worktree, "add", "staged.txt")
+    before = snapshot(f.repos)
+    for tool, args in (("madt_switch", {"branch": "other"}), ("madt_pull", {})):
+        result = refused("DIRTY_TREE", tool, f.home, dir=str(f.foreign_worktree), **args)
+        assert result.error["next"][0]["tool"] == "madt_worktrees"
+    assert_only_changed(before, snapshot(f.repos), set())

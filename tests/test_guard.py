@@ -198,11 +198,17 @@ def test_foreign_primary_is_immutable_and_forwards_to_the_worktree_flow(tool, ar
     r = refused(foreign(tool, args))
     assert r.code == "FOREIGN_PRIMARY"
     assert "acme/lib @ /x/lib" in r.message
-    add, finish = r.next
+    add, *commit, finish = r.next
     assert add["tool"] == "madt_worktrees" and add["args"]["action"] == "add" and add["args"]["dir"] == "/x/lib"
+    # declared files are carried into the new worktree and committed there, never in the owner's checkout
+    if "files" in args:
+        assert add["args"]["carry"] == args["files"]
+        assert commit == [{"tool": "madt_commit", "args": {"dir": add["args"]["path"], "files": args["files"],
+                                                           "title": args.get("title", "<the commit title>")}}]
     # a switch names an existing branch: its worktree checks it out rather than creating it with b
     branch = add["args"]["commit_ish"] if tool == "madt_switch" else add["args"]["b"]
-    assert finish == {"tool": "madt_finish", "args": {"dir": "/x/lib", "branch": branch}}
+    assert finish == {"tool": "madt_finish", "args": {"dir": "/x/lib", "branch": branch,
+                                                      "title": args.get("title", "<the pull request title>")}}
 
 
 def test_foreign_worktree_remove_is_immutable() -> None:
@@ -229,8 +235,9 @@ def test_finish_on_a_foreign_target_takes_only_the_branch_form() -> None:
     linked = refused(foreign("madt_finish", {"title": "t", "files": ["a"]}, at=FOREIGN_WT))
     assert linked.next[-1]["args"]["branch"] == "feat/x"
     primary = refused(foreign("madt_finish", {"title": "t", "files": ["a"]}, at=FOREIGN))
-    add, finish = primary.next
+    add, commit, finish = primary.next
     assert add["args"]["action"] == "add" and finish["args"]["branch"] == add["args"]["b"] != "feat/x"
+    assert commit["args"]["dir"] == add["args"]["path"] and add["args"]["carry"] == ["a"]
 
 
 def test_push_on_a_foreign_target_must_name_the_branch() -> None:

@@ -101,7 +101,7 @@ def test_design_parameter_names_of_local_tools() -> None:
         (op,) = madtea.tool_ops(tool)
         assert set(op.specs) == names | {"dir"}, tool
     worktrees = set().union(*(op.specs for op in madtea.tool_ops("madt_worktrees")))
-    assert worktrees == {"path", "commit_ish", "b", "dir"}
+    assert worktrees == {"path", "commit_ish", "b", "carry", "dir"}
 
 
 def test_cli_renders_style_as_gh_flags() -> None:

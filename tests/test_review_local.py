@@ -174,9 +174,10 @@ def test_a_switch_on_a_foreign_primary_forwards_to_a_worktree_of_that_existing_b
     assert r.code == "FOREIGN_PRIMARY"
     add, finish = r.next
     assert add["args"] == {"action": "add", "dir": "/x/lib", "path": "/x/lib-release", "commit_ish": "release"}
-    assert finish["args"] == {"dir": "/x/lib", "branch": "release"}
+    assert finish["args"] == {"dir": "/x/lib", "branch": "release", "title": "<the pull request title>"}
     current = _refusal(_target("madt_switch", {"branch": "main", "dir": "/x/lib"}, primary, branch="main"))
-    assert current.next[0]["args"]["b"] == "work/contribution" and "commit_ish" not in current.next[0]["args"]
+    # main is checked out there: a new branch starts from it instead
+    assert current.next[0]["args"]["b"] == "work/contribution" and current.next[0]["args"]["commit_ish"] == "main"
     pull = _refusal(_target("madt_pull", {"branch": "main", "dir": "/x/lib"}, primary, branch="main"))
     assert pull.next[0]["args"]["b"] == "work/contribution"
     assert pull.next[1]["args"]["branch"] == "work/contribution"
