@@ -33,6 +33,7 @@ import zipfile
 from pathlib import Path
 from typing import Sequence
 
+sys.dont_write_bytecode = True  # a dry run writes nothing outside its temporary folder, not even bytecode caches
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import versioning  # noqa: E402
@@ -334,8 +335,8 @@ def _report(p: Plan, built: Built | None) -> str:
                                                           c.type == kind and not c.breaking))
               for kind, title in GROUPS}
     summary = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
-    since = p.last_tag or "the first commit"
-    lines = [f"Release {p.tag} after {since}: {len(p.commits)} commits ({summary}).", ""]
+    since = f"after {p.last_tag}" if p.last_tag else "(the first release)"
+    lines = [f"Release {p.tag} {since}: {len(p.commits)} commits ({summary}).", ""]
     if built is None:
         return "\n".join(lines)
     lines += [built.notes.read_text(encoding="utf-8"), f"Artifacts in {built.out}:"]
