@@ -73,6 +73,7 @@ __all__ = [
     "git_version",
     "record",
     "replace",
+    "regex",
 ]
 
 import _thread
@@ -88,39 +89,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
-
-# Variables that let the caller's environment choose a different repository,
-# index or object store than the one ``cwd`` names.
-_REPO_SELECTING = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
-_FIXED_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",  # a prompt would hang: stdin is closed or is the MCP protocol
-    "GIT_EDITOR": "true",
-    "GIT_SEQUENCE_EDITOR": "true",
-    "GIT_LITERAL_PATHSPECS": "1",  # a declared file named "*.py" or ":(top)" means that file only
-    "LC_ALL": "C",  # stderr is matched against git's English messages
-}
-_SSH_BATCH = "ssh -o BatchMode=yes"
-_HEX_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
-
-DEFAULT_TIMEOUT = 120.0  # seconds of wall clock for one git child, its own children included
-TIMEOUT_ENV = "MADTEA_GIT_TIMEOUT"  # seconds, overriding DEFAULT_TIMEOUT
-
-_calls = 0
-_calls_lock = _thread.allocate_lock()
-# Every running git child by pid (its process group id too: each starts a new
-# session), so a shutting-down server can end them; they are outside its own group.
-_children: dict[int, object] = {}
-_closing: list[bool] = []  # non-empty once end_children ran: nothing more starts
-
 
 # --------------------------------------------------------------------------- value types
 
@@ -155,7 +123,9 @@ def _record(cls: type | None = None, /, *, frozen: bool = False) -> Any:
             if isinstance(default, _Factory):
                 delattr(cls, name)
         cls._record_fields = tuple(names)  # type: ignore[attr-defined]
+        cls._record_names = frozenset(names)  # type: ignore[attr-defined]
         cls._record_defaults = defaults  # type: ignore[attr-defined]
+        cls._record_plain = {n: d for n, d in defaults.items() if not isinstance(d, _Factory)}  # type: ignore[attr-defined]
         cls.__init__ = _record_init  # type: ignore[misc]
         cls.__repr__ = _record_repr  # type: ignore[assignment]
         cls.__eq__ = _record_eq  # type: ignore[assignment]
@@ -173,18 +143,20 @@ def _record_init(self: Any, *args: Any, **kwargs: Any) -> None:
     names = cls._record_fields
     if len(args) > len(names):
         raise TypeError(f"{cls.__name__}() takes {len(names)} arguments but {len(args)} were given")
-    values = dict(zip(names, args))
-    for name, value in kwargs.items():
-        if name in values or name not in names:
-            raise TypeError(f"{cls.__name__}() got an unexpected or repeated argument {name!r}")
-        values[name] = value
+    values = dict(cls._record_plain)
+    values.update(zip(names, args))
+    if kwargs:
+        wrong = (kwargs.keys() - cls._record_names) | (kwargs.keys() & set(names[:len(args)]))
+        if wrong:
+            raise TypeError(f"{cls.__name__}() got an unexpected or repeated argument {sorted(wrong)[0]!r}")
+        values.update(kwargs)
     if len(values) < len(names):
         for name in names:
             if name not in values:
-                if name not in cls._record_defaults:
+                default = cls._record_defaults.get(name)
+                if not isinstance(default, _Factory):
                     raise TypeError(f"{cls.__name__}() missing argument {name!r}")
-                default = cls._record_defaults[name]
-                values[name] = default.make() if isinstance(default, _Factory) else default
+                values[name] = default.make()
     self.__dict__.update(values)
 
 
@@ -210,6 +182,18 @@ def _record_frozen(self: Any, name: str, *value: Any) -> None:
     raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
 
 
+class _Regex:
+    """A regular expression compiled on first use (``re`` keeps it): the hook compiles only what it matches."""
+
+    __slots__ = ("pattern", "flags")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern, self.flags = pattern, flags
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re.compile(self.pattern, self.flags), name)
+
+
 def _replace(obj: Any, /, **changes: Any) -> Any:
     """A copy of a record with some fields changed, as ``dataclasses.replace``."""
     return type(obj)(**{n: obj.__dict__[n] for n in obj._record_fields} | changes)
@@ -217,8 +201,42 @@ def _replace(obj: Any, /, **changes: Any) -> Any:
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as record, field, replace
+    from re import compile as regex
 else:
-    record, field, replace = _record, _field, _replace
+    record, field, replace, regex = _record, _field, _replace, _Regex
+
+
+# Variables that let the caller's environment choose a different repository,
+# index or object store than the one ``cwd`` names.
+_REPO_SELECTING = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+_FIXED_ENV = {
+    "GIT_TERMINAL_PROMPT": "0",  # a prompt would hang: stdin is closed or is the MCP protocol
+    "GIT_EDITOR": "true",
+    "GIT_SEQUENCE_EDITOR": "true",
+    "GIT_LITERAL_PATHSPECS": "1",  # a declared file named "*.py" or ":(top)" means that file only
+    "LC_ALL": "C",  # stderr is matched against git's English messages
+}
+_SSH_BATCH = "ssh -o BatchMode=yes"
+_HEX_SHA = regex(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+DEFAULT_TIMEOUT = 120.0  # seconds of wall clock for one git child, its own children included
+TIMEOUT_ENV = "MADTEA_GIT_TIMEOUT"  # seconds, overriding DEFAULT_TIMEOUT
+
+_calls = 0
+_calls_lock = _thread.allocate_lock()
+# Every running git child by pid (its process group id too: each starts a new
+# session), so a shutting-down server can end them; they are outside its own group.
+_children: dict[int, object] = {}
+_closing: list[bool] = []  # non-empty once end_children ran: nothing more starts
 
 
 # --------------------------------------------------------------------------- errors
@@ -311,8 +329,8 @@ class LocalChanges(GitError):
         self.paths = tuple(line.strip() for line in stderr.splitlines() if line.startswith("\t") and line.strip())
 
 
-_CHECKED_OUT = re.compile(r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'")
-_NO_COMMIT = re.compile(r"invalid reference|not a valid object name|bad revision|unknown revision|"
+_CHECKED_OUT = regex(r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'")
+_NO_COMMIT = regex(r"invalid reference|not a valid object name|bad revision|unknown revision|"
                         r"couldn't find remote ref|is not a commit|needed a single revision")
 
 
@@ -500,7 +518,7 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+_USERINFO = regex(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
 
 
 def _scrub(text: str) -> str:
@@ -562,12 +580,12 @@ class RemoteId:
 
 
 _SCHEMES = {"https": "https", "http": "http", "ssh": "ssh", "git+ssh": "ssh", "ssh+git": "ssh"}
-_HOSTNAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_IPV6 = re.compile(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[A-Za-z0-9._-]+)?")
-_PORT = re.compile(r"[0-9]{1,5}")
-_NAME = re.compile(r"[A-Za-z0-9._-]+")
+_HOSTNAME = regex(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_IPV6 = regex(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[A-Za-z0-9._-]+)?")
+_PORT = regex(r"[0-9]{1,5}")
+_NAME = regex(r"[A-Za-z0-9._-]+")
 # scp-style is git's rule: a colon before the first slash; brackets allow IPv6.
-_SCP = re.compile(r"(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)", re.DOTALL)
+_SCP = regex(r"(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)", re.DOTALL)
 
 
 def parse_remote_url(url: str) -> RemoteId | None:

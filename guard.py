@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import gitops
-from gitops import record
+from gitops import record, regex
 
 # The hook imports this module before every shell command: pathlib and typing
 # are for type checkers here, and Path is imported where a rule builds one.
@@ -60,7 +60,7 @@ class Refusal(Exception):
 
 
 # An agent step disguised as words for a person: "Call madt_x again ...".
-_AGENT_STEP = re.compile(r"\bmadt_[a-z_]+|^(?:Or )?[Cc]all\b")
+_AGENT_STEP = regex(r"\bmadt_[a-z_]+|^(?:Or )?[Cc]all\b")
 
 
 def way_on_problem(next: Sequence[Call], choices: Sequence[Sequence[Call]], user_action: str | None) -> str | None:
@@ -1097,8 +1097,8 @@ class _HkState:
         self.piped: list[str | None] | None = None  # what the previous part of a pipeline writes, when literal
 
 
-_HK_ASSIGN = _hk_re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_HK_VARNAME = _hk_re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
+_HK_ASSIGN = regex(r"[A-Za-z_][A-Za-z0-9_]*=")
+_HK_VARNAME = regex(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 _HK_ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a", "0": "\0"}
 
 
@@ -1442,7 +1442,7 @@ _HK_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "whi
                           "time", "[[", "]]", "function", "coproc", "esac"})
 _HK_NOT_A_COMMAND = frozenset({"for", "select", "case", "in"})
 _HK_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
-_HK_PYTHONS = _hk_re.compile(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$")
+_HK_PYTHONS = regex(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$")
 
 
 class _HkCtx:
@@ -1642,7 +1642,7 @@ def _hk_madtea_args(words: list[_HkWord]) -> list[_HkWord] | None:
     return None
 
 
-_HK_MADTEA_PYZ = re.compile(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
+_HK_MADTEA_PYZ = regex(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
 
 
 # --------------------------------------------------------------------------- rendering
@@ -1686,9 +1686,9 @@ _HK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--nam
 _HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit", "--show-current-patch", "--edit-todo"})
 _HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
 # user:secret@, or a bare token as the user name (Gitea takes one there: 40 hex digits, or a known prefix)
-_HK_CRED_URL = _hk_re.compile(r"\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
+_HK_CRED_URL = regex(r"\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
                               r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@", _hk_re.I)
-_HK_SHA = _hk_re.compile(r"[0-9a-f]{7,40}")
+_HK_SHA = regex(r"[0-9a-f]{7,40}")
 _HK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 
 

@@ -7,7 +7,6 @@ hook`` steers an agent's raw ``git`` commands before they run.
 """
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import json
 import os
@@ -19,13 +18,23 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 # pathlib, typing and dataclasses stay out of it (see gitops.record).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Any
 
 # python -m puts the caller's cwd first on sys.path, and a user's repository
 # may hold its own guard.py or forge.py: load our siblings from our own folder.
 _HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path[:] = [_HERE] + [p for p in sys.path if os.path.realpath(p or os.curdir) != _HERE]
+
+
+def _is_here(entry: str, here: os.stat_result = os.stat(_HERE)) -> bool:
+    try:
+        return os.path.samestat(os.stat(entry or os.curdir), here)
+    except OSError:
+        return False
+
+
+sys.path[:] = [_HERE] + [p for p in sys.path if not _is_here(p)]
 
 import gitops  # noqa: E402  (after the path fix above)
 import guard  # noqa: E402
@@ -1158,8 +1167,13 @@ def _lock_folder() -> str | None:
         return None
 
 
-@contextlib.contextmanager
-def body_lock(key: str) -> Iterator[bool]:
+def body_lock(key: str) -> AbstractContextManager[bool]:
+    """``with body_lock(key) as held:`` (contextlib is imported here: the hook's path has no use for it)."""
+    import contextlib
+    return contextlib.contextmanager(_body_lock)(key)
+
+
+def _body_lock(key: str) -> Iterator[bool]:
     """Hold the edit lock of one body, in this process and for this user's other madtea processes.
 
     Waits at most ``BODY_LOCK_WAIT``: a holder that died never blocks (the OS drops its lock, or
@@ -4804,6 +4818,9 @@ def caller_cwd_signal(max_age: float = 600) -> str | None:
 
 _HOOK_RECORD_MAX = 16384  # a record is a few hundred bytes; anything larger is not one
 _HOOK_RECORD_STALE = 86400.0  # records of agents gone for a day are swept when a new agent writes
+# An unchanged record is rewritten at most this often, so its time may lag the last command by this
+# much: well inside the minutes the server trusts a record for.
+_HOOK_RECORD_KEEP = 30.0
 
 
 def _hook_read_record(path: str) -> dict[str, Any] | None:
@@ -4858,6 +4875,10 @@ def _hook_record_signal(cwd: str) -> None:
     record = {"pid": agent[0], "start": agent[1], "time": _hook_time.time(), "cwd": cwd,
               "top": repo[0] if repo else None, "common_dir": repo[2] if repo else None}
     final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
+    previous = _hook_read_record(final)
+    if previous is not None and all(previous.get(k) == record[k] for k in ("pid", "start", "cwd", "top", "common_dir")) \
+            and isinstance(previous.get("time"), (int, float)) and 0 <= record["time"] - previous["time"] < _HOOK_RECORD_KEEP:
+        return  # the same place, recorded moments ago: reading it is cheaper than writing it again
     if not os.path.lexists(final):
         _hook_sweep(folder)  # once per agent process: the folder does not grow without bound
     tmp = os.path.join(folder, f".{agent[0]}-{agent[1]}.{os.getpid()}.tmp")
@@ -4942,7 +4963,18 @@ def main(argv: list[str] | None = None) -> int:
     """The one entry point: ``madtea hook``, ``madtea mcp`` or a CLI command."""
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["hook"]:
-        return hook_main()
+        code = hook_main()
+        if argv is None:
+            # Run as a program, the hook ends here: tearing down the interpreter costs
+            # more than the decision did, and there is nothing to release (its one
+            # file write is already renamed into place).
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError):
+                    pass
+            os._exit(code)
+        return code
     if args[:1] == ["mcp"]:
         return serve_mcp()
     if args == ["--version"]:  # as the parser's own --version, without building the parser

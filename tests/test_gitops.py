@@ -1062,3 +1062,49 @@ def test_unpushed_when_the_upstream_branch_is_gone(remote):
     run_git(remote.work, "push", "-q", "-u", "origin", "topic")
     run_git(remote.work, "push", "-q", "origin", "--delete", "topic")
     assert gitops.unpushed(remote.repo, "topic") == 1
+
+
+# --------------------------------------------------------------------------- value types
+
+@gitops.record(frozen=True)
+class _Point:
+    x: int
+    y: int = 0
+
+
+@gitops.record
+class _Box:
+    size: int
+    items: list[int] = gitops.field(default_factory=list)
+
+
+def test_a_record_takes_arguments_and_defaults_as_a_dataclass_does():
+    p = _Point(1, y=2)
+    assert (p.x, p.y) == (1, 2) and _Point(1).y == 0
+    assert _Point(1) == _Point(x=1, y=0) and _Point(1) != _Point(2) and hash(_Point(1)) == hash(_Point(x=1))
+    assert repr(_Point(1, 2)) == "_Point(x=1, y=2)" and repr(_Box(1)) == "_Box(size=1, items=[])"
+    assert _Box(1).items is not _Box(1).items  # a factory default is made per instance
+    assert gitops.replace(p, y=5) == _Point(1, 5) and p.y == 2
+    for bad in (lambda: _Point(), lambda: _Point(1, 2, 3), lambda: _Point(1, x=2), lambda: _Point(1, z=3)):
+        with pytest.raises(TypeError):
+            bad()
+
+
+def test_a_frozen_record_refuses_assignment_and_a_mutable_one_is_unhashable():
+    p = _Point(1)
+    with pytest.raises(AttributeError):
+        p.x = 2  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del p.y  # type: ignore[misc]
+    box = _Box(3)
+    box.items.append(1)
+    box.size = 4
+    assert box == _Box(4, [1])
+    with pytest.raises(TypeError):
+        hash(box)
+
+
+def test_a_lazy_regex_compiles_on_first_use_and_matches_as_re_does():
+    pattern = gitops.regex(r"[a-z]+(\d)", 0)
+    assert pattern.fullmatch("ab1").group(1) == "1" and pattern.search("x ab2").group(0) == "ab2"
+    assert pattern.sub("-", "a1 b2") == "- -" and pattern.pattern == r"[a-z]+(\d)"

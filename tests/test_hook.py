@@ -590,6 +590,25 @@ def test_signal_stale_records_are_swept(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert sorted(p.name for p in folder.iterdir()) == ["2-2.json", "4242-777.json"]
 
 
+def test_an_unchanged_fresh_record_is_not_written_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                         sandbox: dict[str, str]) -> None:
+    folder = _fake_agent(monkeypatch)
+    record = folder / "4242-777.json"
+    madtea._hook_record_signal(sandbox["A"])
+    first = json.loads(record.read_text())
+    writes: list[str] = []
+    monkeypatch.setattr(os, "replace", lambda src, dst, _real=os.replace: writes.append(dst) or _real(src, dst))
+    madtea._hook_record_signal(sandbox["A"])
+    assert writes == [] and json.loads(record.read_text()) == first
+    madtea._hook_record_signal(sandbox["B"])  # the shell moved: written at once
+    assert writes == [str(record)] and json.loads(record.read_text())["cwd"] == sandbox["B"]
+    aged = {**json.loads(record.read_text()), "time": time.time() - madtea._HOOK_RECORD_KEEP - 1}
+    record.write_text(json.dumps(aged))
+    madtea._hook_record_signal(sandbox["B"])  # the same place, but no longer moments ago
+    assert len(writes) == 2 and json.loads(record.read_text())["time"] > aged["time"] + 1
+    assert madtea.caller_cwd_signal() == sandbox["B"]
+
+
 # --------------------------------------------------------------------------- the shipped wiring
 
 def _json(rel: str) -> dict:
