@@ -54,6 +54,8 @@ class Refusal(Exception):
         self.code = code
         self.message = message
         self.target = target
+        if len(choices) == 1 and not next:
+            next, choices = choices[0], ()  # one alternative is no choice: it is the way on
         self.next = tuple(next)
         self.choices = tuple(tuple(choice) for choice in choices)
         self.user_action = user_action
@@ -72,6 +74,8 @@ def way_on_problem(next: Sequence[Call], choices: Sequence[Sequence[Call]], user
         return "every choice is at least one step"
     if len(choices) == 1:
         return "a single choice is a next"
+    if any(key.startswith("allow_") and value is True for step in next for key, value in step.get("args", {}).items()):
+        return "an override is only ever a choice, never a step of next"
     if user_action and _AGENT_STEP.search(user_action):
         return f"user_action is for a person, not an agent step: {user_action!r}"
     return None
@@ -120,6 +124,26 @@ if TYPE_CHECKING:
         type: str          # str | int | bool | strs | number | numbers | enum | json
         required: bool
         choices: tuple[str, ...]
+        minimum: int       # the least whole number an "int" parameter takes
+
+
+# The largest identifier or count either surface takes: the forge's own integers are 64-bit.
+MAX_NUMBER = 2**63 - 1
+_DIGITS = re.compile(r"#?([0-9]{1,19})")
+
+
+def _whole(value: Any) -> int | None:
+    """An integer, or a string of ASCII digits (``"12"``, ``"#12"``); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        negative = text.startswith("-")
+        match = _DIGITS.fullmatch(text[1:] if negative else text)
+        return None if match is None else (-1 if negative else 1) * int(match.group(1))
+    return None
 
 
 # A short, closed table of reflex words. No open-ended alias matching: a
@@ -145,24 +169,17 @@ def did_you_mean(name: str, known: Iterable[str]) -> str | None:
 
 
 def _liberal_numbers(value: Any) -> list[int] | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return [value]
     if isinstance(value, str):
-        value = [p for p in re.split(r"[\s,]+", value.strip().lstrip("#")) if p]
-    if isinstance(value, (list, tuple)):
-        out = []
-        for item in value:
-            if isinstance(item, bool):
-                return None
-            if isinstance(item, str) and item.strip().lstrip("#").isdigit():
-                item = int(item.strip().lstrip("#"))
-            if not isinstance(item, int) or item < 1:
-                return None
-            out.append(item)
-        return out
-    return None
+        value = [p for p in re.split(r"[\s,]+", value.strip()) if p]
+    if not isinstance(value, (list, tuple)):
+        value = [value]
+    out = []
+    for item in value:
+        number = _whole(item)
+        if number is None or not 1 <= number <= MAX_NUMBER:
+            return None
+        out.append(number)
+    return out
 
 
 def _where(tool: str, action: str | None) -> str:
@@ -170,50 +187,59 @@ def _where(tool: str, action: str | None) -> str:
     return f"{tool} action={action}" if action else tool
 
 
-def _bad(tool: str, action: str | None, name: str, expected: str, value: Any) -> Refusal:
+def _shown(value: Any, limit: int = 80) -> str:
+    """A caller's value as a refusal quotes it: JSON, cut to *limit* characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _bad(tool: str, action: str | None, name: str, expected: str, value: Any,
+         raw: Mapping[str, Any] | None = None, values: Sequence[Any] = ()) -> Refusal:
+    """A value of the wrong shape: the same call with it set right (each allowed value, when there are few)."""
     where = _where(tool, action)
-    shown = json.dumps(value, ensure_ascii=False, default=str)[:80]
-    return Refusal("BAD_ARGUMENT", f"{where}: {name} must be {expected}, not {shown}.",
-                   target=where, user_action=f"Call {where} again with {name} set to {expected}.")
+    others = {k: v for k, v in (raw or {}).items() if k != "action"}
+    retry = [call(tool, **_with_action(action, others | {name: v})) for v in values] or \
+        [call(tool, **_with_action(action, others | {name: placeholder(expected)}))]
+    return Refusal("BAD_ARGUMENT", f"{where}: {name} must be {expected}, not {_shown(value)}.", target=where,
+                   next=retry if len(retry) == 1 else (), choices=[(c,) for c in retry] if len(retry) > 1 else ())
 
 
-def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any) -> Any:
+def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Mapping[str, Any] | None = None) -> Any:
     kind = spec.type
     if kind in ("str", "enum"):
         if isinstance(value, int) and not isinstance(value, bool) and kind == "str":
             value = str(value)
         if not isinstance(value, str):
-            raise _bad(tool, action, spec.name, "a string", value)
+            raise _bad(tool, action, spec.name, "a string", value, raw)
         if "\x00" in value:
-            raise _bad(tool, action, spec.name, "free of NUL bytes", value)
+            raise _bad(tool, action, spec.name, "a string free of NUL bytes", value, raw)
         if kind == "enum" and value not in spec.choices:
-            raise _bad(tool, action, spec.name, "one of " + ", ".join(spec.choices), value)
+            raise _bad(tool, action, spec.name, "one of " + ", ".join(spec.choices), value, raw, spec.choices)
         return value
     if kind == "bool":
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true"
-        raise _bad(tool, action, spec.name, "true or false", value)
+        raise _bad(tool, action, spec.name, "true or false", value, raw, (True, False))
     if kind == "int":
-        numbers = _liberal_numbers(value)
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            return value
-        if numbers is None or len(numbers) != 1:
-            raise _bad(tool, action, spec.name, "a whole number", value)
-        return numbers[0]
+        number = _whole(value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value)
+        low = getattr(spec, "minimum", 0)
+        if number is None or not low <= number <= MAX_NUMBER:
+            raise _bad(tool, action, spec.name, f"a whole number of at least {low} (and below 2^63)", value, raw)
+        return number
     if kind in ("number", "numbers"):
         numbers = _liberal_numbers(value)
         if not numbers:
-            raise _bad(tool, action, spec.name, "an issue or PR number such as 12", value)
+            raise _bad(tool, action, spec.name, "an issue or PR number such as 12", value, raw)
         return numbers
     if kind == "strs":
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise _bad(tool, action, spec.name, "a list of strings", value)
+            raise _bad(tool, action, spec.name, "a list of strings", value, raw)
         if any("\x00" in v for v in value):
-            raise _bad(tool, action, spec.name, "free of NUL bytes", value)
+            raise _bad(tool, action, spec.name, "a list of strings free of NUL bytes", value, raw)
         return list(value)
     return value  # json: any shape, checked by its handler
 
@@ -237,29 +263,35 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
             guess = did_you_mean(name, specs)
             hint = f" Did you mean {guess}?" if guess else ""
             known = ", ".join(sorted(specs)) or "none"
-            corrected = {(guess if key == name else key): v for key, v in raw.items() if key != "action"}
+            corrected = {(guess if key == name else key): v for key, v in raw.items()
+                         if key != "action" and (guess or key != name)}
             raise Refusal("UNKNOWN_PARAMETER",
-                          f"{where} has no parameter {name!r}.{hint} Its parameters are: {known}.",
-                          target=where, next=(call(tool, **_with_action(action, corrected)),) if guess else (),
-                          user_action=None if guess else f"Call {tool} again using only: {known}.")
+                          f"{where} has no parameter {name[:60]!r}.{hint} Its parameters are: {known}.",
+                          target=where, next=(call(tool, **_with_action(action, corrected)),))
         if value is None:
             continue
-        out[spec.name] = _coerce(tool, action, spec, value)
+        out[spec.name] = _coerce(tool, action, spec, value, raw)
     if "number" in specs and "number" in out and isinstance(out["number"], list):
         numbers = out["number"]
         if len(numbers) != 1:
-            other = f" Use {tool} action={batch_action} for several." if batch_action else ""
+            other = f" {tool} action={batch_action} takes several." if batch_action else " Make one call for each."
+            given = {k: v for k, v in out.items() if k != "number"}
+            steps = [call(tool, **_with_action(batch_action, given | {"numbers": numbers}))] if batch_action else \
+                [call(tool, **_with_action(action, given | {"number": n})) for n in numbers]
             raise Refusal("BAD_ARGUMENT",
                           f"{where} acts on one number, but {len(numbers)} were given "
-                          f"({', '.join(map(str, numbers))}).{other}",
-                          target=where,
-                          next=tuple(call(tool, **_with_action(action, {"number": n})) for n in numbers[:1]))
+                          f"({', '.join(map(str, numbers[:10]))}{' …' if len(numbers) > 10 else ''}).{other}",
+                          target=where, next=steps if numbers else (call(tool, **_with_action(
+                              action, given | {"number": placeholder("number")})),))
         out["number"] = numbers[0]
-    for name, spec in specs.items():
-        blank = isinstance(out.get(name), str) and not out[name].strip()
-        if spec.required and (name not in out or blank):
-            raise Refusal("BAD_ARGUMENT", f"{where} needs {name}" + (", and it is blank." if blank else "."),
-                          target=where, user_action=f"Call {tool} again with {name} set.")
+    missing = [name for name, spec in specs.items() if spec.required and
+               (name not in out or isinstance(out[name], str) and not out[name].strip())]
+    if missing:
+        name = missing[0]
+        blank = name in out
+        fill = {n: placeholder(n) for n in missing}
+        raise Refusal("BAD_ARGUMENT", f"{where} needs {', '.join(missing)}" + (", and it is blank." if blank else "."),
+                      target=where, next=(call(tool, **_with_action(action, out | fill)),))
     return out
 
 
@@ -267,11 +299,13 @@ def _with_action(action: str | None, args: dict[str, Any]) -> dict[str, Any]:
     return ({"action": action} if action else {}) | {k: v for k, v in args.items() if k}
 
 
-def check_not_option(value: str, name: str, where: str) -> str:
+def check_not_option(value: str, name: str, where: str, args: Mapping[str, Any] | None = None) -> str:
     """Values that start with '-' are never handed to git, where they would read as options."""
     if value.startswith("-"):
-        raise Refusal("BAD_ARGUMENT", f"{where}: {name} {value!r} starts with '-', which git would read as an option.",
-                      target=where, user_action=f"Call {where.split()[0]} again with a {name} that does not start with '-'.")
+        tool, _, action = where.partition(" action=")
+        retry = dict(args or {}) | {name: placeholder(f"a {name} that does not start with '-'")}
+        raise Refusal("BAD_ARGUMENT", f"{where}: {name} {value[:60]!r} starts with '-', which git would read "
+                      "as an option.", target=where, next=(call(tool, **_with_action(action or None, retry)),))
     return value
 
 
@@ -284,25 +318,28 @@ def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action
     from pathlib import Path
     what = "a git repository" if name == "dir" else "the worktree"
     stripped = raw.strip()
+
+    def again(value: str | None) -> Call:
+        return call(tool, **_with_action(action, {k: v for k, v in (args or {}).items() if k != name}
+                                         | {name: value}))
+    absolute = placeholder(f"the absolute path of {what}")
     if not stripped:
         raise Refusal("BAD_ARGUMENT", f"{tool}: {name} is empty; it must be the absolute path of {what}.",
-                      target=tool, next=(), user_action=f"Call {tool} again with {name} set to an absolute path"
-                      + (", or without dir." if name == "dir" else "."))
+                      target=tool, choices=((again(absolute),), (again(None),)) if name == "dir" else (),
+                      next=() if name == "dir" else (again(absolute),))
     if stripped != raw:
-        retry = (call(tool, **_with_action(action, dict(args) | {name: stripped})),) if args is not None else ()
-        raise Refusal("BAD_ARGUMENT", f"{tool}: {name} {raw!r} has leading or trailing white space.",
-                      target=tool, next=retry,
-                      user_action=None if retry else f"Call {tool} again with {name} set to {stripped!r}.")
+        raise Refusal("BAD_ARGUMENT", f"{tool}: {name} {raw[:60]!r} has leading or trailing white space.",
+                      target=tool, next=(again(stripped),))
     if not Path(raw).is_absolute():
-        raise Refusal("BAD_ARGUMENT", f"{tool}: {name} {raw!r} is relative; the server cannot know what it is "
-                      f"relative to.", target=tool,
-                      user_action=f"Call {tool} again with {name} set to the absolute path of {what}.")
+        raise Refusal("BAD_ARGUMENT", f"{tool}: {name} {raw[:60]!r} is relative; the server cannot know what "
+                      f"it is relative to.", target=tool, next=(again(absolute),))
     return Path(raw)
 
 
-def not_a_repo(tool: str, path: str) -> Refusal:
+def not_a_repo(tool: str, path: str, args: Mapping[str, Any] | None = None, action: str | None = None) -> Refusal:
+    retry = {k: v for k, v in (args or {}).items() if k != "dir"} | {"dir": placeholder("the absolute path of a git repository")}
     return Refusal("BAD_ARGUMENT", f"{tool}: {path} is not inside a git repository.", target=path,
-                   user_action=f"Call {tool} again with dir set to the absolute path of a git repository.")
+                   next=(call(tool, **_with_action(action, retry)),))
 
 
 # --------------------------------------------------------------------------- facts
@@ -445,7 +482,7 @@ def check_signals(t: Target) -> None:
         raise Refusal("WRONG_REPO",
                       f"This call would land on {t.target.describe()}, the server's launch repo, but "
                       f"{signal.source} points at {signal.describe()}. Name the repository you mean "
-                      f"with {key}=.", target=t.target.describe(), next=tuple(steps))
+                      f"with {key}=.", target=t.target.describe(), choices=tuple((step,) for step in steps))
 
 
 def _identity(repo: RepoFacts, key: str) -> str:
@@ -466,7 +503,7 @@ def check_workspace(t: Target) -> None:
                   f"({names}), so a call without dir= cannot tell which one you mean. Pass dir= with the "
                   f"absolute path of the repository to change.",
                   target=t.target.describe(),
-                  next=(t.retry(dir=str(t.target.top)),) + tuple(t.retry(dir=str(p)) for p in t.nested[:5]))
+                  choices=((t.retry(dir=str(t.target.top)),),) + tuple((t.retry(dir=str(p)),) for p in t.nested[:5]))
 
 
 # --------------------------------------------------------------------------- the foreign-target contract
@@ -556,8 +593,8 @@ def check_foreign(t: Target) -> None:
         # The branch= form commits nothing: declared files are committed first, in a worktree
         # (a main checkout's own refusal forwards to one); every other argument carries over.
         files, title = t.args.get("files"), t.args.get("title")
-        commit = (call("madt_commit", dir=top, files=files, title=title, body=t.args.get("body")),) \
-            if files and title else ()
+        commit = (call("madt_commit", dir=top, files=files, title=title or placeholder("the commit subject"),
+                       body=t.args.get("body")),) if files else ()
         raise Refusal("FOREIGN_TARGET",
                       f"{t.target.describe()} is {whose}, so madt_finish takes only the branch= form, "
                       f"which commits, switches and pulls nothing there"
@@ -565,16 +602,13 @@ def check_foreign(t: Target) -> None:
                       target=t.target.describe(),
                       # On a main checkout the current branch is its owner's: never offer to merge it.
                       next=contribution_flow(t) if primary else commit + (t.retry(dir=top, branch=branch,
-                                                                                  files=None),),
-                      user_action="Commit the declared files with madt_commit (files and title) before finishing."
-                      if files and not title and not primary else None)
+                                                                                  files=None),))
     if t.tool == "madt_push" and not t.args.get("branch"):
         branch = t.state.branch if t.state and t.state.branch else None
         raise Refusal("FOREIGN_TARGET",
                       f"{t.target.describe()} is {whose}, so madt_push must name the branch to push.",
                       target=t.target.describe(),
-                      next=(t.retry(branch=branch),) if branch else (),
-                      user_action=None if branch else "Call madt_push again with branch set to the branch to push.")
+                      next=(t.retry(branch=branch or placeholder("the branch to push")),))
     if primary and (t.tool in _PRIMARY_IMMUTABLE or (t.tool, t.action) == ("madt_worktrees", "remove")
                     or (t.tool == "madt_branch_create" and t.args.get("checkout"))):
         raise Refusal("FOREIGN_PRIMARY",
@@ -615,8 +649,7 @@ def declared_files(t: Target, files: Sequence[str] | None = None) -> list[str]:
         raise Refusal("UNDECLARED_FILES",
                       f"{t.where} on {t.target.describe()} needs files: the exact paths to stage. "
                       f"There is no stage-everything mode. {DO_NOT_SWEEP}",
-                      target=t.target.describe(),
-                      user_action=f"Call {t.tool} again with files set to the paths you changed (madt_status lists them).")
+                      target=t.target.describe(), next=_declare(t))
     out = []
     for raw in files:
         path = Path(raw) if Path(raw).is_absolute() else t.target.top / raw
@@ -625,7 +658,7 @@ def declared_files(t: Target, files: Sequence[str] | None = None) -> list[str]:
         except ValueError:
             raise Refusal("BAD_ARGUMENT", f"{t.where}: {raw!r} is outside {t.target.describe()}.",
                           target=t.target.describe(),
-                          user_action=f"Call {t.tool} again with files inside {t.target.top}.") from None
+                          next=(t.retry(files=[placeholder(f"each changed file inside {t.target.top}")]),)) from None
         if ".git" in (part.casefold() for part in rel.parts):
             raise Refusal("BAD_ARGUMENT",
                           f"{t.where}: {raw!r} is inside the .git directory of {t.target.describe()}, which is "
@@ -637,10 +670,15 @@ def declared_files(t: Target, files: Sequence[str] | None = None) -> list[str]:
             raise Refusal("UNDECLARED_FILES",
                           f"{t.where}: {raw!r} would stage the whole of {t.target.describe()}. "
                           f"Name the files (or a sub-directory) instead. {DO_NOT_SWEEP}",
-                          target=t.target.describe(),
-                          user_action=f"Call {t.tool} again with files set to the paths you changed (madt_status lists them).")
+                          target=t.target.describe(), next=_declare(t))
         out.append(rel.as_posix())
     return out
+
+
+def _declare(t: Target) -> tuple[Call, ...]:
+    """List the changed files, then make the same call naming them."""
+    return (call("madt_status", dir=str(t.target.top) if t.explicit else None),
+            t.retry(files=[placeholder("each changed file")]))
 
 
 def _normpath(path: Path) -> str:
@@ -713,11 +751,11 @@ def check_default_branch(t: Target) -> None:
         steps = (call("madt_branch_create", dir=dir_arg, name=new, checkout=True), t.retry())
         where = f"{t.target.describe()} is on its default branch {branch}"
     if t.tool == "madt_commit":
-        steps = steps + (t.retry(allow_default_branch=True),)
-        why = "committing onto it is almost always a mistake"
-    else:
-        why = "there is no feature branch to merge"
-    raise Refusal("DEFAULT_BRANCH", f"{where}; {why}. Create a branch first.",
+        # Only the caller knows whether this commit is the rare one meant for the default branch.
+        raise Refusal("DEFAULT_BRANCH", f"{where}; committing onto it is almost always a mistake. "
+                      "Create a branch first.", target=t.target.describe(),
+                      choices=(steps, (t.retry(allow_default_branch=True),)))
+    raise Refusal("DEFAULT_BRANCH", f"{where}; there is no feature branch to merge. Create a branch first.",
                   target=t.target.describe(), next=steps)
 
 
@@ -911,14 +949,14 @@ def check_remote(c: RemoteCall) -> None:
                           f"This call would reach {c.target}, the launch repo's origin, but {signal.source} "
                           f"points at {_signal_names(signal)}. Name the repository with owner_repo=.",
                           target=c.target,
-                          next=(c.retry(owner_repo=_signal_names(signal)), c.retry(owner_repo=c.target)))
+                          choices=((c.retry(owner_repo=_signal_names(signal)),), (c.retry(owner_repo=c.target),)))
         if c.nested_hosts:
             others = ", ".join(f"{name} at {path}" for name, path in c.nested_hosts[:5])
             raise Refusal("MULTI_REPO_WORKSPACE",
                           f"The launch repo holds repositories on other forge hosts ({others}), so a call "
                           f"without owner_repo cannot tell which forge you mean.", target=c.target,
-                          next=(c.retry(owner_repo=c.target),) +
-                          tuple(c.retry(owner_repo=name) for name, _ in c.nested_hosts[:5]))
+                          choices=((c.retry(owner_repo=c.target),),) +
+                          tuple((c.retry(owner_repo=name),) for name, _ in c.nested_hosts[:5]))
     launch_host = c.launch_host
     if launch_host and c.target_host != launch_host and c.mutating and (c.tool, c.action) not in _CROSS_HOST_WRITES:
         raise Refusal("OUT_OF_SCOPE",

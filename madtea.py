@@ -123,6 +123,7 @@ class Param:
     cli_only: bool = False        # a CLI convenience with no MCP twin
     enum_flags: bool = False      # CLI shape: one --<choice> flag per choice (gh's --merge|--squash|--rebase)
     default_true: bool = False    # a boolean that is on unless turned off (CLI: --x / --no-x)
+    minimum: int = 0              # the least whole number an "int" parameter takes, on both surfaces
 
 
 @record(frozen=True)
@@ -185,25 +186,33 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
     ops = tool_ops(tool, surface)
     if not ops:
         raise guard.Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
-                            user_action="Use one of the madt_* tools the server lists.")
+                            user_action="Use one of the madtea tools the server lists.")
+    others = {k: v for k, v in (raw or {}).items() if k != "action"}
     if len(ops) == 1 and ops[0].action is None:
         if action is not None:
             raise guard.Refusal("UNKNOWN_PARAMETER", f"{tool} takes no action parameter.", target=tool,
-                                user_action=f"Call {tool} again without action.")
+                                next=(guard.call(tool, **others),))
         return ops[0]
     by_action = {op.action: op for op in ops}
-    if action in by_action:
+    if isinstance(action, str) and action in by_action:
         return by_action[action]
-    choices = ", ".join(str(a) for a in by_action)
+    names = [str(a) for a in by_action]
+    every = tuple((guard.call(tool, action=op.action, **{n: guard.placeholder(n) for n, spec in op.specs.items()
+                                                          if spec.required}
+                                             | {k: v for k, v in others.items() if k in op.specs}),) for op in ops)
     if action is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{tool} needs action: one of {choices}.", target=tool,
-                            user_action=f"Call {tool} again with action set to one of: {choices}.")
-    guess = guard.did_you_mean(str(action), [str(a) for a in by_action])
-    others = {k: v for k, v in (raw or {}).items() if k != "action"}
-    return_next = (guard.call(tool, action=guess, **others),) if guess else ()
-    raise guard.Refusal("BAD_ARGUMENT", f"{tool} has no action {action!r}; its actions are: {choices}.",
-                        target=tool, next=return_next,
-                        user_action=None if guess else f"Call {tool} again with action set to one of: {choices}.")
+        raise guard.Refusal("BAD_ARGUMENT", f"{tool} needs action: one of {', '.join(names)}.", target=tool,
+                            choices=every)
+    if not isinstance(action, str):
+        only = action[0] if isinstance(action, list) and len(action) == 1 and action[0] in names else None
+        shown = json.dumps(action, ensure_ascii=False, default=str)[:80]
+        raise guard.Refusal("BAD_ARGUMENT", f"{tool}: action must be one name such as {names[0]!r}, not {shown}.",
+                            target=tool, next=(guard.call(tool, action=only, **others),) if only else (),
+                            choices=() if only else every)
+    guess = guard.did_you_mean(action, names)
+    raise guard.Refusal("BAD_ARGUMENT", f"{tool} has no action {action[:80]!r}; its actions are: {', '.join(names)}.",
+                        target=tool, next=(guard.call(tool, action=guess, **others),) if guess else (),
+                        choices=() if guess else every)
 
 
 
@@ -229,7 +238,7 @@ def _files_list(files: Sequence[str]) -> str:
 
 def _ref_arg(inv: Invocation, name: str) -> str | None:
     value = inv.args.get(name)
-    return guard.check_not_option(value, name, inv.op.where) if value else None
+    return guard.check_not_option(value, name, inv.op.where, inv.args) if value else None
 
 
 @operation("madt_status", cli=("status",), kind="local", mutating=False, idempotent=True,
@@ -258,7 +267,7 @@ def status_op(inv: Invocation) -> Result:
            summary="Show recent commits of a branch or ref (read-only).",
            params=(Param("ref", description="The branch, tag or commit to start from (default: HEAD).",
                          positional=True),
-                   Param("limit", "int", "How many commits to show (default 20, at most 200).", short="n")))
+                   Param("limit", "int", "How many commits to show (default 20, at most 200).", short="n", minimum=1)))
 def log_op(inv: Invocation) -> Result:
     ref = _ref_arg(inv, "ref") or "HEAD"
     limit = max(1, min(int(inv.args.get("limit") or 20), 200))
@@ -304,10 +313,10 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
                         f"{inv.op.where}: force_with_lease must be the full sha origin/{branch} is expected to be "
                         f"at, not {lease!r}; a lease on a name or a short sha is not an exact expectation.",
                         target=inv.repo.describe(),
-                        next=(inv.target.retry(force_with_lease=full),) if full else (),
-                        user_action=None if full else
-                        f"Call madt_push again with force_with_lease set to the full sha of origin/{branch} "
-                        f"that you based your work on (madt_log ref=origin/{branch} lists full shas).")
+                        next=(inv.target.retry(force_with_lease=full),) if full else (
+                            guard.call("madt_log", dir=str(inv.repo.top), ref=f"origin/{branch}"),
+                            inv.target.retry(force_with_lease=guard.placeholder(
+                                f"the full sha of origin/{branch} that you based your work on"))))
 
 
 @operation("madt_push", cli=("push",), kind="local", mutating=True,
@@ -321,7 +330,7 @@ def push_op(inv: Invocation) -> Result:
     branch = _ref_arg(inv, "branch") or inv.state.branch
     if branch is None:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch to push.",
-                            target=inv.repo.describe(), user_action="Call madt_push again with branch set.")
+                            target=inv.repo.describe(), next=(inv.again(branch=guard.placeholder("the branch to push")),))
     lease = _lease_arg(inv, branch)
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
@@ -338,8 +347,8 @@ def push_op(inv: Invocation) -> Result:
         if exc.kind != "non-fast-forward":
             raise guard.Refusal("BAD_ARGUMENT", f"origin refused {branch} ({exc.reason}); nothing was pushed.",
                                 target=inv.repo.describe(),
-                                user_action="Read origin's reason above; if a server rule refused the push, ask "
-                                            "the user how they want it handled.") from None
+                                user_action="Ask the user how they want origin's rule handled; madtea pushed "
+                                            "nothing.") from None
         st = gitops.status(_grepo(inv))
         # Only a branch with nothing of its own to push can catch up by fast-forward; a diverged
         # one needs a person to choose between merging the remote commits and replacing them.
@@ -364,7 +373,9 @@ def pull_op(inv: Invocation) -> Result:
     branch = _ref_arg(inv, "branch") or inv.state.branch
     if branch is None:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; switch to a branch first.",
-                            target=inv.repo.describe(), user_action="Call madt_switch with the branch to pull into.")
+                            target=inv.repo.describe(),
+                            next=(guard.call("madt_switch", dir=str(inv.repo.top),
+                                             branch=guard.placeholder("the branch to pull into")), inv.again()))
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
         pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
     old, new = pulled.before, pulled.after or ""
@@ -436,7 +447,8 @@ def branch_delete_op(inv: Invocation) -> Result:
     if checked_out:
         raise guard.Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out[0].path}; a checked-out "
                             f"branch is never deleted.", target=inv.repo.describe(),
-                            user_action="Switch that checkout to another branch first, or leave the branch.")
+                            next=(guard.call("madt_switch", dir=checked_out[0].path,
+                                             branch=guard.placeholder("another branch")), inv.again()))
     proof = _contained(inv, sha)
     default = inv.state.default_branch
     if proof is None:
@@ -480,7 +492,8 @@ def _worktree_path(inv: Invocation) -> str:
     raw = inv.args.get("path")
     if not raw:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where} needs path: the worktree's absolute path.",
-                            target=inv.repo.describe(), user_action=f"Call {inv.op.tool} again with path set.")
+                            target=inv.repo.describe(),
+                            next=(inv.again(path=guard.placeholder("the worktree's absolute path")),))
     return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
 
 
@@ -536,11 +549,17 @@ def worktree_remove_op(inv: Invocation) -> Result:
             what = "uncommitted changes" if (st.staged or st.modified or st.untracked or st.conflicted) else \
                 f"{unsaved} unpushed commit{plural}" if st.branch else \
                 f"{unsaved} commit{plural} on a detached HEAD that no branch, tag or remote holds"
-            save = "madt_commit, madt_push" if st.branch else "madt_branch_create with checkout, then madt_push"
-            raise guard.Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them.",
-                                target=path, next=(guard.call("madt_status", dir=path),),
-                                user_action=f"Commit and push that work ({save}), or ask the user "
-                                "whether it may be discarded.")
+            branch = st.branch or guard.placeholder("a new branch")
+            save = [guard.call("madt_status", dir=path)]
+            if not st.branch:
+                save.append(guard.call("madt_branch_create", dir=path, name=branch, checkout=True))
+            if st.staged or st.modified or st.untracked or st.conflicted:
+                save.append(guard.call("madt_commit", dir=path, files=[guard.placeholder("each changed file")],
+                                       title=guard.placeholder("title")))
+            save.append(guard.call("madt_push", dir=path, branch=branch))
+            raise guard.Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them, "
+                                "so save it first (only a person may decide to discard it).",
+                                target=path, next=(*save, inv.again()))
     gitops.worktree_remove(_grepo(inv), path)
     return Result(closing(f"Removed worktree {path} of {inv.identity()}; its branch "
                           f"{tree.branch or '(detached)'} is kept"), {"path": path})
@@ -650,11 +669,12 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         path = guard.check_dir(inv.args["dir"], inv.op.tool, inv.args, inv.op.action)
         found_repo = gitops.discover(path) if path.exists() else None
         if found_repo is None:
-            raise guard.not_a_repo(inv.op.tool, str(path))
+            raise guard.not_a_repo(inv.op.tool, str(path), inv.args, inv.op.action)
         facts = repo_facts(found_repo)
         if facts.origin is None:
             raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {facts.top} {origin_problem(facts)}.",
-                                target=str(facts.top), user_action="Call again with owner_repo instead of dir.")
+                                target=str(facts.top),
+                                next=(inv.again(dir=None, owner_repo=guard.placeholder("owner/repo")),))
         return RemoteTarget(forge_target(facts.origin), facts.origin.owner, facts.origin.repo, True, launch,
                             launch_host)
     if owner_repo:
@@ -662,13 +682,13 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         if host is None and launch_forge is None:
             raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: owner_repo {owner_repo!r} names no host and the "
                                 f"launch repo has no forge origin to take it from.", target=inv.op.where,
-                                user_action="Call again with owner_repo as host/owner/repo.")
+                                next=(inv.again(owner_repo=guard.placeholder("host/owner/repo")),))
         target = _explicit_forge(host, launch_forge) if host else launch_forge
         return RemoteTarget(target, owner, repo, explicit, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
         where = f"{launch.top} {origin_problem(launch)}" if launch else f"{inv.ctx.launch_dir} is not a git repository"
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {where}, so there is no repository to default to.",
-                            target=inv.op.where, user_action=f"Call {inv.op.tool} again with owner_repo=owner/repo.")
+                            target=inv.op.where, next=(inv.again(owner_repo=guard.placeholder("owner/repo")),))
     return RemoteTarget(launch_forge, launch.origin.owner, launch.origin.repo, False, launch, launch_host)
 
 
@@ -920,8 +940,8 @@ NUMBERS = Param("numbers", "numbers", "One or more issue or pull request numbers
                 positional=True)
 STATE = Param("state", "enum", "Which to list: open (default), closed or all.", choices=("open", "closed", "all"),
               short="s")
-LIMIT = Param("limit", "int", "How many to return at most (default 30).", short="L")
-PAGE = Param("page", "int", "Start at this page of results (1-based).")
+LIMIT = Param("limit", "int", "How many to return at most (default 30).", short="L", minimum=1)
+PAGE = Param("page", "int", "Start at this page of results (1-based).", minimum=1)
 LABELS = Param("label", "strs", "Label names (not ids); an unknown name is an error.", short="l")
 ASSIGNEES = Param("assignee", "strs", "Usernames to assign.", short="a")
 MILESTONE = Param("milestone", description="Milestone title (or its id).", short="m")
@@ -960,7 +980,7 @@ def with_fields(inv: Invocation, rows: list[dict[str, Any]], items: Sequence[Map
         known = ", ".join(sorted(set().union(*(item.keys() for item in items))))
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: the forge's answer has no field "
                             f"{', '.join(unknown)}; its fields are: {known}.", target=inv.op.where,
-                            user_action="Call again with fields taken from that list.")
+                            next=(inv.again(fields=[n for n in names if n not in unknown] or None),))
     lines = []
     for row, item in zip(rows, items):
         extra = {n: _cleaned(item.get(n)) for n in names if n not in row}  # a field shown already stays as shown
@@ -1003,9 +1023,8 @@ def label_ids(inv: Invocation, names: Sequence[str]) -> list[int]:
         known = ", ".join(sorted(str(l["name"]) for l in labels)) or "none"
         raise guard.Refusal("BAD_ARGUMENT", f"{api(inv).target.slug} has no label {', '.join(missing)}; its "
                             f"labels are: {known}.", target=api(inv).target.slug,
-                            next=(guard.call("madt_labels", action="create", owner_repo=api(inv).target.slug,
-                                             name=missing[0], color="#ededed"),),
-                            user_action="Or call again with one of the existing labels.")
+                            next=(*(guard.call("madt_labels", action="create", owner_repo=api(inv).target.slug,
+                                               name=name, color="#ededed") for name in missing), inv.again()))
     return [by_name[n.casefold()] for n in names]
 
 
@@ -1030,13 +1049,14 @@ def _body_sha(body: str | None) -> str:
     return hashlib.sha256((body or "").encode("utf-8")).hexdigest()[:12]
 
 
-def _checklist(body: str, item: str, ticked: bool) -> str:
+def _checklist(body: str, item: str, ticked: bool, view_call: dict[str, Any]) -> str:
     import re
-    pattern = re.compile(r"^(\s*[-*+] \[)[ xX](\] " + re.escape(item) + r"\s*)$", re.M)
+    # Blanks within a line only: a \s* at each line start could run across every following line (quadratic).
+    pattern = re.compile(r"^([ \t]*[-*+] \[)[ xX](\] " + re.escape(item) + r"[ \t\r]*)$", re.M)
     found = pattern.findall(body)
     if len(found) != 1:
-        raise guard.Refusal("BAD_ARGUMENT", f"The body has {len(found)} checklist items with the text {item!r}; "
-                            f"exactly one is needed.", user_action="Call view, then name the item's exact text.")
+        raise guard.Refusal("BAD_ARGUMENT", f"The body has {len(found)} checklist items with the text "
+                            f"{item[:80]!r}; exactly one is needed.", next=(view_call,))
     return pattern.sub(lambda m: m.group(1) + ("x" if ticked else " ") + m.group(2), body)
 
 
@@ -1062,9 +1082,9 @@ def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, A
                                 "exactly once.", next=(view_call,))
         edited = edited.replace(a["replace_old"], a.get("replace_new") or "")
     if a.get("check"):
-        edited = _checklist(edited, a["check"], True)
+        edited = _checklist(edited, a["check"], True, view_call)
     if a.get("uncheck"):
-        edited = _checklist(edited, a["uncheck"], False)
+        edited = _checklist(edited, a["uncheck"], False, view_call)
     if a.get("append"):
         edited = edited.rstrip("\n") + ("\n\n" if edited.strip() else "") + a["append"]
     return edited if edited != body or any(k in a for k in ("append", "replace_old", "check", "uncheck")) else None
@@ -1415,7 +1435,7 @@ def issue_create_op(inv: Invocation) -> Result:
                    Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
                    Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
                    MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
-                   Param("comment_id", "int", "Edit this comment's body instead of the issue's.")))
+                   Param("comment_id", "int", "Edit this comment's body instead of the issue's.", minimum=1)))
 def issue_edit_op(inv: Invocation) -> Result:
     return _edit(inv, "issue")
 
@@ -1464,7 +1484,7 @@ def _edit(inv: Invocation, kind: str) -> Result:
         done.append(f"removed label {name}")
     if not done:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: nothing to change was given.", target=f"#{number}",
-                            user_action="Call edit again with title, body, append, labels, assignees or milestone.")
+                            next=(inv.again(title=guard.placeholder("the new title")),))
     item = api(inv).get("issues", number)
     return Result(f"Edited #{number} in {api(inv).target.slug}: " + "; ".join(done) + f"\n{item.get('html_url')}",
                   issue_row(item))
@@ -1655,7 +1675,7 @@ def pr_create_op(inv: Invocation) -> Result:
         head = st.branch if st else None
     if not head:
         raise guard.Refusal("BAD_ARGUMENT", "madt_pr action=create needs head: the branch with the changes.",
-                            target=remote.target.slug, user_action="Call again with head set to the branch name.")
+                            target=remote.target.slug, next=(inv.again(head=guard.placeholder("the branch name")),))
     base = a.get("base") or remote.get().get("default_branch") or "main"
     payload = _create_payload(inv) | {"head": head, "base": base}
     if a.get("draft") and not payload["title"].startswith(_WIP):
@@ -1673,7 +1693,7 @@ def pr_create_op(inv: Invocation) -> Result:
                    Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
                    Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
                    MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
-                   Param("comment_id", "int", "Edit this comment's body instead of the pull request's.")))
+                   Param("comment_id", "int", "Edit this comment's body instead of the pull request's.", minimum=1)))
 def pr_edit_op(inv: Invocation) -> Result:
     return _edit(inv, "pr")
 
@@ -2064,7 +2084,7 @@ def release_upload_op(inv: Invocation) -> Result:
         path = Path(raw)
         if not path.is_absolute() or not path.is_file():
             raise guard.Refusal("BAD_ARGUMENT", f"{raw!r} is not the absolute path of a file.", target=raw,
-                                user_action="Call upload again with absolute paths of existing files.")
+                                next=(inv.again(files=[guard.placeholder("the absolute path of each file")]),))
         asset = api(inv).scoped.upload(("releases", r["id"], "assets"), path.name, path.read_bytes(),
                                        params={"name": path.name})
         names.append(f"{asset.get('name')} ({asset.get('size')} bytes)")
@@ -2147,7 +2167,8 @@ def repo_edit_op(inv: Invocation) -> Result:
               if v is not None}
     if not fields:
         raise guard.Refusal("BAD_ARGUMENT", "madt_repo action=edit: nothing to change was given.",
-                            target=api(inv).target.slug, user_action="Call edit again with a field to change.")
+                            target=api(inv).target.slug,
+                            next=(inv.again(description=guard.placeholder("the new description")),))
     made = api(inv).patch(json=fields)
     return Result(f"Edited {api(inv).target.slug}: " + ", ".join(sorted(fields)) + ".", _repo_row(made))
 
@@ -2211,7 +2232,7 @@ def notification_list_op(inv: Invocation) -> Result:
 
 @operation("madt_notifications", "read", cli=("notification", "read"), kind="remote", mutating=True,
            idempotent=True, summary="Mark one notification (id) or all of them as read.",
-           params=(Param("id", "int", "The notification to mark read; leave out to mark all read.", positional=True),))
+           params=(Param("id", "int", "The notification to mark read; leave out to mark all read.", positional=True, minimum=1),))
 def notification_read_op(inv: Invocation) -> Result:
     api(inv)._check_root()
     if inv.args.get("id"):
@@ -2320,7 +2341,7 @@ def actions_runs_op(inv: Invocation) -> Result:
 
 @operation("madt_actions", "jobs", cli=("actions", "jobs"), kind="remote", mutating=False, idempotent=True,
            summary="List the jobs of a workflow run.",
-           params=(Param("run_id", "int", "The run whose jobs to list.", required=True, positional=True),))
+           params=(Param("run_id", "int", "The run whose jobs to list.", required=True, positional=True, minimum=1),))
 def actions_jobs_op(inv: Invocation) -> Result:
     jobs = _actions(inv, "runs", inv.args["run_id"], "jobs", listing="jobs") or []
     rows = [{"id": j.get("id"), "name": clean_line(j.get("name")), "status": j.get("status"),
@@ -2339,7 +2360,7 @@ def actions_workflows_op(inv: Invocation) -> Result:
 
 @operation("madt_actions", "logs", cli=("actions", "logs"), kind="remote", mutating=False, idempotent=True,
            summary="Show a job's log (bounded; continue with offset).",
-           params=(Param("job_id", "int", "The job whose log to show.", required=True, positional=True), OFFSET))
+           params=(Param("job_id", "int", "The job whose log to show.", required=True, positional=True, minimum=1), OFFSET))
 def actions_logs_op(inv: Invocation) -> Result:
     remote = api(inv)
     _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
@@ -2423,12 +2444,13 @@ def _api_call_path(raw: Any) -> tuple[list[str], dict[str, list[str]]]:
     if "#" in text or "\\" in path or any(ord(ch) < 33 or ord(ch) == 127 for ch in text):
         raise guard.Refusal("BAD_ARGUMENT", f"The API path {text[:120]!r} must be a plain path (no spaces, control "
                             f"characters, backslashes or '#').", target="madt_api_call",
-                            user_action="Call madt_api_call again with a path such as /repos/owner/repo/issues.")
+                            next=(guard.call("madt_api_call", path=guard.placeholder("a plain path such as "
+                                                                                   "/repos/owner/repo/issues")),))
     segments = [unquote(s) for s in path.split("/") if s]
     if any(s in (".", "..") or "/" in s or "\\" in s for s in segments):
         raise guard.Refusal("OUT_OF_SCOPE", f"The API path {text[:120]!r} has '.', '..' or encoded '/' segments; "
                             f"madtea does not send paths that could leave where they point.", target=text[:120],
-                            user_action="Call madt_api_call again with the path written out plainly.")
+                            next=(guard.call("madt_api_call", path=guard.placeholder("the path written out plainly")),))
     params: dict[str, list[str]] = {}
     for key, value in parse_qsl(query, keep_blank_values=True):
         params.setdefault(key, []).append(value)
@@ -2456,10 +2478,7 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
         args |= {k: v for k, v in body.items() if k in op.specs and isinstance(v, (str, int, bool))}
     missing = [name for name, p in op.specs.items() if p.required and name not in args]
     why = f"{method} {path} is what {tool} action={action} does, with its safety checks; use it instead."
-    if missing:
-        return guard.Refusal("BAD_ARGUMENT", why, target=path,
-                             user_action=f"Call {tool} action={action} owner_repo={owner_repo} with "
-                                         f"{', '.join(missing)} set.")
+    args |= {name: guard.placeholder(name) for name in missing}
     return guard.Refusal("BAD_ARGUMENT", why, target=path, next=(guard.call(tool, action=action, **args),))
 
 
@@ -2566,7 +2585,7 @@ def _web(inv: Invocation, *segments: Any) -> str:
     return "/".join([api(inv).web_base, api(inv).target.owner, api(inv).target.repo, *map(str, segments)])
 
 
-_deletable("madt_issues", "issue", "issue", replace(NUMBER, type="int"),
+_deletable("madt_issues", "issue", "issue", replace(NUMBER, type="int", minimum=1),
            lambda inv: ("issues", inv.args["number"]), lambda inv: _web(inv, "issues", inv.args.get("number", "")))
 _deletable("madt_labels", "label", "label", LABEL_NAME,
            lambda inv: ("labels", label_ids(inv, [inv.args["name"]])[0]), lambda inv: _web(inv, "labels"))
@@ -2592,7 +2611,7 @@ def tag_delete_op(inv: Invocation) -> Result:
 @operation("madt_issues", "delete_comment", cli=("issue", "delete-comment"), kind="remote", mutating=True,
            destructive=True, cli_only=True,
            summary="Delete a comment (people only: confirmed by typing its id at a terminal).",
-           params=(Param("comment_id", "int", "The comment to delete.", required=True, positional=True),))
+           params=(Param("comment_id", "int", "The comment to delete.", required=True, positional=True, minimum=1),))
 def comment_delete_op(inv: Invocation) -> Result:
     label = f"comment {inv.args['comment_id']} in {api(inv).target.slug}"
     _confirm_at_terminal(label, str(inv.args["comment_id"]))
@@ -2743,9 +2762,19 @@ def finish_op(inv: Invocation) -> Result:
             text = (f"{failed.text}\n{done}\nNothing was merged. Read the new commits, bring them into your "
                     f"branch, then resume: the merge happens only once your branch and the forge's head agree.")
         failed.text = text
-        failed.error["next"] = steps_next + list(failed.error.get("next") or [])
+        if failed.error.get("user_action") and failed.error["code"] in _PERSON_FIRST:
+            # A person acts first; the resume call is in the text for after that.
+            failed.text += "\nOnce that is done, resume with: " + guard.render_call(resume)
+        else:
+            failed.error |= {"next": steps_next + list(failed.error.get("next") or []), "choices": [],
+                             "user_action": None}
         failed.data = {"completed": steps.done} | steps.facts
         return failed
+
+
+# Failures a person resolves before a resumed finish can succeed; after any other, resuming is the way on.
+_PERSON_FIRST = {"AUTH_MISSING", "SCOPE_MISSING", "MERGE_BLOCKED", "MERGE_CONFLICT", "USER_ACTION_REQUIRED",
+                 "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "LEASE_REJECTED", "NOT_CONTAINED"}
 
 
 def _head_moved_steps(inv: Invocation, steps: _Steps, resume: dict[str, Any]) -> list[dict[str, Any]]:
@@ -2766,7 +2795,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     if branch is None:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch.",
                             target=inv.repo.describe(),
-                            user_action="Call madt_finish again with branch set to the branch to finish.")
+                            next=(inv.again(branch=guard.placeholder("the branch to finish")),))
     if branch_form and a.get("files"):
         raise guard.Refusal("BAD_ARGUMENT", "The branch= form commits nothing, so it takes no files; commit them "
                             "in the branch's own checkout first.", target=inv.repo.describe(),
@@ -2790,7 +2819,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             if not (title or "").strip():
                 raise guard.Refusal("BAD_ARGUMENT", "madt_finish needs title to commit the declared files.",
                                     target=inv.repo.describe(),
-                                    user_action="Call madt_finish again with title set to the commit subject.")
+                                    next=(inv.again(title=guard.placeholder("the commit subject")),))
             body = strip_closing(a.get("body")) if no_close else a.get("body")
             sha = gitops.commit(repo, files, title, body)
             steps.add(f"Committed {sha[:9]} on {branch} ({_files_list(files)})", commit=sha)
@@ -2885,14 +2914,16 @@ def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: 
     return Result(f"{inv.identity()}\n{text}", {"completed": steps.done} | steps.facts)
 
 
-def run_error(exc: BaseException) -> Result:
-    """An exception as the coded result the dispatcher would have made of it."""
+def run_error(exc: BaseException, inv: Invocation | None = None) -> Result:
+    """An exception as its coded result: the one mapping from error types to codes and ways on."""
     if isinstance(exc, guard.Refusal):
         return refusal_result(exc)
     if isinstance(exc, gitops.GitError):
-        return error_result("GIT_ERROR", f"git failed: {exc}")
-    return _forge_error(exc) or error_result("INTERNAL_ERROR", f"madtea hit an internal error "
-                                             f"({type(exc).__name__}: {exc}).")
+        return error_result("GIT_ERROR", f"git failed: {exc}", user_action="Read git's message above; "
+                            "madtea stopped at that step and changed nothing after it.")
+    return _forge_error(exc, inv) or error_result(
+        "INTERNAL_ERROR", f"madtea hit an internal error ({type(exc).__name__}: {exc}).",
+        user_action="Report this to the madtea maintainers with the call you made.")
 
 
 # --- dispatcher ---
@@ -2925,6 +2956,10 @@ class Invocation:
     def state(self) -> guard.RepoState:
         assert self.target is not None and self.target.state is not None
         return self.target.state
+
+    def again(self, **changes: Any) -> dict[str, Any]:
+        """This call as a step, with *changes* (a None value leaves that argument out)."""
+        return guard.call(self.op.tool, **guard._with_action(self.op.action, self.args | changes))
 
     def identity(self) -> str:
         """``owner/repo @ /abs/path (branch)``: every mutation says where it landed."""
@@ -3003,7 +3038,7 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
         path = guard.check_dir(args["dir"], op.tool, args, op.action)
         repo = gitops.discover(path) if path.exists() else None
         if repo is None:
-            raise guard.not_a_repo(op.tool, str(path))
+            raise guard.not_a_repo(op.tool, str(path), args, op.action)
         target = repo_facts(repo)
         explicit = True
     else:
@@ -3012,7 +3047,8 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
                                 f"{op.where}: the server was launched outside any git repository "
                                 f"({ctx.launch_dir}), so there is no repository to act on without dir=.",
                                 target=str(ctx.launch_dir),
-                                user_action=f"Call {op.tool} again with dir set to the absolute path of the repository.")
+                                next=(guard.call(op.tool, **guard._with_action(op.action, args | {
+                                    "dir": guard.placeholder("the absolute path of the repository")})),))
         target, explicit = launch, False
     if args.get("files"):
         # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
@@ -3031,18 +3067,8 @@ def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     token = _NOTES.set(notes)
     try:
         result = _run(tool, raw, ctx)
-    except guard.Refusal as refusal:
-        result = refusal_result(refusal)
-    except gitops.GitError as exc:
-        result = error_result("GIT_ERROR", f"git failed: {exc}", user_action="Read git's message above; "
-                              "madtea stopped at that step and changed nothing after it.")
     except Exception as exc:  # noqa: BLE001 - the boundary: no traceback reaches a caller
-        forge_error = _forge_error(exc)
-        if forge_error is None:
-            result = error_result("INTERNAL_ERROR", f"madtea hit an internal error ({type(exc).__name__}: {exc}).",
-                                  user_action="Report this to the madtea maintainers with the call you made.")
-        else:
-            result = forge_error
+        result = run_error(exc)
     finally:
         _NOTES.reset(token)
     result.notes = notes + result.notes
@@ -3052,7 +3078,7 @@ def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
 def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     if not isinstance(raw, Mapping):
         raise guard.Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool,
-                            user_action=f"Call {tool} again with named arguments.")
+                            next=(guard.call(tool),))
     action = raw.get("action")
     if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
             any(op.tool == tool and op.cli_only for op in REGISTRY):
@@ -3067,8 +3093,15 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
         api(invocation)  # resolves the forge target and runs its guard before the handler
     try:
         return op.handler(invocation)
+    except guard.Refusal:
+        raise
     except gitops.GitError as exc:
         raise _git_refusal(invocation, exc) or exc from None
+    except Exception as exc:  # noqa: BLE001 - a forge answer's way on names this call's own steps
+        answered = _forge_error(exc, invocation)
+        if answered is None:
+            raise
+        return answered
 
 
 def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
@@ -3079,9 +3112,9 @@ def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
 _FORGE_NEXT = {
     "AUTH_MISSING": "Ask the user to log in for this host with `madtea auth login`.",
     "SCOPE_MISSING": "Ask the user for a token with the scope the forge names.",
-    "HEAD_MOVED": "Read the pull request again (madt_pr action=view) and look at the new commits before merging.",
-    "MERGE_CONFLICT": "Bring the branch up to date with its base (madt_pr action=update_branch), or resolve the "
-                      "conflict in a checkout of the branch, then merge again.",
+    "HEAD_MOVED": "Ask the user to look at the pull request's new commits before it is merged.",
+    "MERGE_CONFLICT": "Ask the user to bring the branch up to date with its base, or to resolve the conflict in a "
+                      "checkout of the branch; then it can be merged.",
     "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
                      "rule), ask them.",
     "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
@@ -3090,13 +3123,20 @@ _FORGE_NEXT = {
 }
 
 
-def _forge_error(exc: Exception) -> Result | None:
+def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | None:
     """A forge answer as a coded result; None when *exc* is not one."""
     forge = sys.modules.get("forge")
     if forge is None or not isinstance(exc, getattr(forge, "ForgeError", ())):
         return None
     code = getattr(exc, "code", "FORGE_UNAVAILABLE")
     user_action = _FORGE_NEXT.get(code)
+    if inv is not None and (inv.op.tool, inv.op.action) == ("madt_pr", "merge") and inv.args.get("number") and \
+            code in ("HEAD_MOVED", "MERGE_CONFLICT"):
+        pr = {"owner_repo": inv.args.get("owner_repo"), "number": inv.args["number"]}
+        steps = (guard.call("madt_pr", action="view", **pr),
+                 inv.again(match_head_commit=guard.placeholder("the head sha the view shows"))) \
+            if code == "HEAD_MOVED" else (guard.call("madt_pr", action="update_branch", **pr), inv.again())
+        return error_result(code, str(exc), getattr(exc, "host", None), next=steps)
     host = getattr(exc, "host", None)
     if code == "AUTH_MISSING" and host:
         user_action = (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks "

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge, running_forge
 from topologies import run_git
@@ -42,7 +43,7 @@ class Env:
         result = self.call(tool, _dir, **args)
         assert result.is_error, result.text
         assert result.error["code"] == code, f"{result.error}\n{result.text}"
-        assert result.error["next"] or result.error["user_action"]
+        assert guard.way_on_problem(result.error["next"], result.error["choices"], result.error["user_action"]) is None
         assert "Traceback" not in result.text
         return result
 

@@ -170,13 +170,16 @@ def check_step(step: dict, classify, complete: bool = True) -> None:
         return
     op = madtea.find_op(step["tool"], step["args"].get("action"))
     specs = op.specs if complete else {k: gitops.replace(p, required=False) for k, p in op.specs.items()}
-    guard.check_arguments(op.tool, op.action, specs, step["args"], batch_action=op.batch)
+    args = {k: _filler(specs[k]) if guard.is_placeholder(v) and k in specs else v for k, v in step["args"].items()}
+    guard.check_arguments(op.tool, op.action, specs, args, batch_action=op.batch)
 
 
-def check_refusal(label: str, code: str, message: str, next_steps, user_action, classify) -> None:
+def check_refusal(label: str, code: str, message: str, next_steps, choices, user_action, classify) -> None:
+    """One refusal: a known code, exactly one way on, and every step of it a valid call or allowed command."""
     assert code in madtea_codes(), (label, code)
-    assert next_steps or user_action, f"dead end: {label}: {message}"
-    for step in next_steps:
+    problem = guard.way_on_problem(next_steps, choices, user_action)
+    assert problem is None, f"{label}: {message}: {problem}"
+    for step in [*next_steps, *(s for choice in choices for s in choice)]:
         check_step(step, classify)
     for text in (message, user_action or ""):
         assert not CLI_SUGGESTION.search(text), (label, text)
@@ -207,7 +210,8 @@ def test_every_rule_refusal_continues_the_chain(classify) -> None:
         count += 1
         seen.add(refusal.code)
         try:
-            check_refusal(label, refusal.code, refusal.message, refusal.next, refusal.user_action, classify)
+            check_refusal(label, refusal.code, refusal.message, refusal.next, refusal.choices,
+                          refusal.user_action, classify)
         except guard.Refusal as broken:
             raise AssertionError(f"{label}: {refusal.message} -> next {refusal.next}: {broken.message}") from None
     assert count > 500
@@ -220,8 +224,8 @@ def test_every_runtime_refusal_continues_the_chain(classify, tmp_path: Path) -> 
     for label, result in runtime_refusals(tmp_path / "rt"):
         assert result.error, (label, result.text)
         codes.add(result.error["code"])
-        check_refusal(label, result.error["code"], result.text, result.error["next"], result.error["user_action"],
-                      classify)
+        check_refusal(label, result.error["code"], result.text, result.error["next"], result.error["choices"],
+                      result.error["user_action"], classify)
     assert {"NOT_CONTAINED", "UNSAVED_WORK", "USER_ACTION_REQUIRED", "BAD_ARGUMENT", "DIRTY_TREE"} <= codes
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 import pytest
 
+import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from topologies import assert_only_changed, make_repo, run_git, snapshot, write_files
@@ -355,7 +356,7 @@ def test_a_nested_workspace_fails_closed(work: Work, tmp_path: Path) -> None:
     work.forge.clear_requests()
     result = work.finish(title="Add a", files=["a.py"])
     assert result.error["code"] == "MULTI_REPO_WORKSPACE"
-    dirs = {call["args"].get("dir") for call in result.error["next"]}
+    dirs = {call["args"].get("dir") for [call] in result.error["choices"]}
     assert {str(work.clone), str(nested)} <= dirs
     assert snapshot([work.clone, nested]) == before
     assert not work.forge.requests and not work.pulls()

@@ -90,7 +90,8 @@ def test_unknown_parameter_refused_with_bounded_did_you_mean(wrong, meant) -> No
         assert f"Did you mean {meant}?" in r.message
         assert r.next == ({"tool": "madt_commit", "args": {meant: "x", "files": ["a"]}},)
     else:
-        assert "Did you mean" not in r.message and r.user_action
+        assert "Did you mean" not in r.message
+        assert r.next == ({"tool": "madt_commit", "args": {"files": ["a"]}},)  # the same call, without it
 
 
 def test_no_open_ended_alias_guessing() -> None:
@@ -133,8 +134,8 @@ def test_disagreeing_signal_refuses_naming_both_repos() -> None:
                        signals=(guard.Signal("the client's workspace root", repo=API),)))
     assert r.code == "WRONG_REPO"
     assert "acme/web @ /w/web" in r.message and "acme/api @ /w/api" in r.message
-    assert {"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/api"}} in r.next
-    assert {"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/web"}} in r.next
+    assert not r.next and r.choices == (({"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/api"}},),
+                                        ({"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/web"}},))
 
 
 def test_a_name_signal_refuses_too() -> None:
@@ -160,7 +161,7 @@ def test_nested_workspace_fails_closed_without_dir() -> None:
     r = refused(target("madt_push", {}, nested=nested))
     assert r.code == "MULTI_REPO_WORKSPACE"
     assert "/w/web/child-a" in r.message
-    dirs = [step["args"]["dir"] for step in r.next]
+    dirs = [step["args"]["dir"] for [step] in r.choices]
     assert dirs == ["/w/web", "/w/web/child-a", "/w/web/child-b"]
 
 
@@ -301,8 +302,11 @@ def test_bisect_rail_resets() -> None:
 def test_default_branch_refused_for_commit_with_a_per_call_override() -> None:
     r = refused(target("madt_commit", {"title": "Fix login", "files": ["a"]}, branch="main"))
     assert r.code == "DEFAULT_BRANCH"
-    assert r.next[0] == {"tool": "madt_branch_create", "args": {"name": "work/fix-login", "checkout": True}}
-    assert r.next[-1]["args"]["allow_default_branch"] is True
+    branch_first, override = r.choices  # the override is only ever a choice, never a step after others
+    assert branch_first[0] == {"tool": "madt_branch_create", "args": {"name": "work/fix-login", "checkout": True}}
+    assert branch_first[1] == {"tool": "madt_commit", "args": {"title": "Fix login", "files": ["a"]}}
+    assert override == ({"tool": "madt_commit", "args": {"title": "Fix login", "files": ["a"],
+                                                        "allow_default_branch": True}},)
     guard.check_local(target("madt_commit", {"title": "t", "files": ["a"], "allow_default_branch": True},
                              branch="main"))
 
@@ -312,14 +316,14 @@ def test_default_branch_refused_for_finish_without_override() -> None:
     assert r.code == "DEFAULT_BRANCH" and "no feature branch to merge" in r.message
 
 
-def test_every_refusal_has_next_or_user_action() -> None:
+def test_every_refusal_has_exactly_one_way_on() -> None:
     cases = [target("madt_commit", {"title": "t", "files": ["a"]}, branch="main"),
              target("madt_push", {}, nested=(Path("/w/web/c"),)),
              foreign("madt_pull", {}), foreign("madt_prune", {}, at=FOREIGN_WT),
              target("madt_commit", {"title": "t", "files": ["a"]}, operation="merge")]
     for t in cases:
         r = refused(t)
-        assert r.next or r.user_action, r.code
+        assert guard.way_on_problem(r.next, r.choices, r.user_action) is None, r.code
 
 
 # --------------------------------------------------------------------------- forge calls
@@ -336,7 +340,7 @@ def test_remote_wrong_repo_names_both_and_offers_owner_repo() -> None:
         guard.check_remote(remote(signals=(guard.Signal("MADTEA_CALLER_REPO", name="acme/api"),)))
     r = caught.value
     assert r.code == "WRONG_REPO" and "acme/api" in r.message and "forge.example.test/acme/web" in r.message
-    assert [s["args"]["owner_repo"] for s in r.next] == ["acme/api", "forge.example.test/acme/web"]
+    assert [s["args"]["owner_repo"] for [s] in r.choices] == ["acme/api", "forge.example.test/acme/web"]
 
 
 def test_remote_explicit_owner_repo_bypasses_signals() -> None:
@@ -347,7 +351,7 @@ def test_remote_refuses_to_guess_the_host_in_a_multi_host_workspace() -> None:
     with pytest.raises(guard.Refusal) as caught:
         guard.check_remote(remote(nested_hosts=(("git.other.test/team/tool", "/w/web/tool"),)))
     assert caught.value.code == "MULTI_REPO_WORKSPACE"
-    assert caught.value.next[1]["args"]["owner_repo"] == "git.other.test/team/tool"
+    assert caught.value.choices[1][0]["args"]["owner_repo"] == "git.other.test/team/tool"
 
 
 def test_launch_scope_refuses_writes_on_another_host_except_filing_an_issue() -> None:

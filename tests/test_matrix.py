@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import pytest
 
+import guard
 import madtea
 from topologies import make_repo, make_worktree, run_git, snapshot, assert_only_changed
 
@@ -221,7 +222,8 @@ def test_matrix(world_name: str, act: Action, tmp_path: Path, monkeypatch: pytes
             assert_only_changed(before, after, _family(world, target))
         else:
             assert code == want, label
-            assert result.error["next"] or result.error["user_action"], label
+            assert guard.way_on_problem(result.error["next"], result.error["choices"],
+                                        result.error["user_action"]) is None, label
             assert_only_changed(before, after, set())
             if want == "WRONG_REPO":
                 assert "acme/" + world.launch.name in result.text and "elsewhere" in result.text or \

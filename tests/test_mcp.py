@@ -88,7 +88,7 @@ async def test_refusal_never_suggests_the_cli_or_cd(single_repo) -> None:
     assert result.structured_content["code"] == "DEFAULT_BRANCH"
     text = result.content[0].text
     assert "madtea " not in text and "cd " not in text
-    assert "Next: madt_branch_create" in text
+    assert "Either: madt_branch_create" in text and "Or: madt_commit" in text
 
 
 async def test_commit_through_mcp_echoes_identity(tmp_path) -> None:
@@ -109,7 +109,8 @@ async def test_roots_mismatch_refuses_and_changes_nothing(tmp_path) -> None:
     assert result.structured_content["code"] == "WRONG_REPO"
     text = result.content[0].text
     assert "acme/web" in text and "acme/api" in text
-    dirs = [step["args"].get("dir") for step in result.structured_content["next"]]
+    assert "next" not in result.structured_content  # which repository is meant only the caller knows
+    dirs = [step["args"].get("dir") for [step] in result.structured_content["choices"]]
     assert str(api) in dirs and str(web) in dirs
     assert_only_changed(before, snapshot([web, api]), set())
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from topologies import make_repo, run_git
@@ -412,7 +413,9 @@ def test_pr_merge_refusals(prs: Env) -> None:
     old = e.forge.branch_sha("acme", "web", "feat-a")
     branch(e, "feat-a", {"more.txt": "more\n"})
     moved = e.refused("HEAD_MOVED", "madt_pr", action="merge", number=1, match_head_commit=old)
-    assert not e.issue(1).pull.merged and "madt_pr action=view" in moved.error["user_action"]
+    view, again = moved.error["next"]
+    assert not e.issue(1).pull.merged and view == {"tool": "madt_pr", "args": {"action": "view", "number": 1}}
+    assert again["args"]["action"] == "merge" and guard.is_placeholder(again["args"]["match_head_commit"])
     e.ok("madt_pr", action="ready", number=1, undo=True)
     wip = e.refused("MERGE_BLOCKED", "madt_pr", action="merge", number=1)
     assert "Work in progress" in wip.text and not e.issue(1).pull.merged
@@ -424,7 +427,7 @@ def test_pr_merge_refusals(prs: Env) -> None:
     e.forge.set_pull_status("acme", "web", 5, "mergeable")
     main = e.forge.branch_sha("acme", "web", "main")
     conflict = e.refused("MERGE_CONFLICT", "madt_pr", action="merge", number=5)
-    assert "update_branch" in conflict.error["user_action"]
+    assert [s["args"]["action"] for s in conflict.error["next"]] == ["update_branch", "merge"]
     assert e.forge.branch_sha("acme", "web", "main") == main and not e.issue(5).pull.merged
 
 
@@ -1006,9 +1009,9 @@ def test_a_nested_repo_on_another_host_needs_owner_repo(env: Env, other: Any) ->
     e = env
     make_repo(e.clone / "vendor-lib", origin=f"http://{other.host_name}/acme/web.git")
     refused = e.refused("MULTI_REPO_WORKSPACE", "madt_issues", action="list")
-    targets = [step["args"]["owner_repo"] for step in refused.error["next"]]
+    targets = [step["args"]["owner_repo"] for [step] in refused.error["choices"]]
     assert targets == [f"{e.forge.host}/acme/web", f"{other.host_name}/acme/web"]
-    assert all(step["args"]["action"] == "list" for step in refused.error["next"])
+    assert all(step["args"]["action"] == "list" for [step] in refused.error["choices"])
     assert e.ok("madt_issues", action="list", owner_repo="acme/web").data == []
     assert [r["title"] for r in e.ok("madt_issues", action="list", owner_repo=targets[1]).data] == ["Over there"]
     # The passthrough's path names owner/repo but not the host: it is guarded like any other call.
@@ -1023,7 +1026,7 @@ def test_a_caller_signal_that_disagrees_is_wrong_repo(env: Env, monkeypatch: pyt
     monkeypatch.setenv("MADTEA_CALLER_REPO", "acme/other")
     refused = e.refused("WRONG_REPO", "madt_issues", action="list")
     assert "acme/other" in refused.text
-    assert {s["args"]["owner_repo"] for s in refused.error["next"]} == {"acme/other", f"{e.forge.host}/acme/web"}
+    assert {s["args"]["owner_repo"] for [s] in refused.error["choices"]} == {"acme/other", f"{e.forge.host}/acme/web"}
     assert not e.forge.find_requests("GET", "/issues")
     e.ok("madt_issues", action="list", owner_repo="acme/web")
     monkeypatch.setenv("MADTEA_CALLER_REPO", "acme/web")
@@ -1031,8 +1034,8 @@ def test_a_caller_signal_that_disagrees_is_wrong_repo(env: Env, monkeypatch: pyt
     # The repository in a passthrough path is the guarded target.
     e.forge.add_repo("acme", "other")
     wrong = e.refused("WRONG_REPO", "madt_api_call", path="/repos/acme/other/issues")
-    assert {"tool": "madt_api_call", "args": {"path": "/repos/acme/other/issues",
-                                              "owner_repo": f"{e.forge.host}/acme/other"}} in wrong.error["next"]
+    assert [{"tool": "madt_api_call", "args": {"path": "/repos/acme/other/issues",
+                                               "owner_repo": f"{e.forge.host}/acme/other"}}] in wrong.error["choices"]
     assert e.ok("madt_api_call", path="/repos/acme/other/issues", owner_repo="acme/other").data == []
     assert e.ok("madt_api_call", path="/repos/acme/web/issues").data == []
 

@@ -87,7 +87,10 @@ def test_an_abbreviated_lease_is_answered_with_the_full_sha(tmp_path: Path, herm
     assert result.error["next"] == [{"tool": "madt_push",
                                      "args": {"branch": "main", "force_with_lease": full, "dir": str(repo)}}]
     named = _mcp("madt_push", {"branch": "main", "force_with_lease": "origin/main", "dir": str(repo)}, repo)
-    assert named.error and named.error["code"] == "BAD_ARGUMENT" and named.error["user_action"], named.text
+    assert named.error and named.error["code"] == "BAD_ARGUMENT", named.text
+    look, retry = named.error["next"]
+    assert look == {"tool": "madt_log", "args": {"dir": str(repo), "ref": "origin/main"}}
+    assert guard.is_placeholder(retry["args"]["force_with_lease"]) and not named.error["user_action"]
     assert "INTERNAL" not in named.text
 
 
@@ -115,7 +118,7 @@ def test_a_padded_or_relative_worktree_path_is_refused_naming_path_not_dir(tmp_p
                                      "args": {"action": "add", "path": wt, "b": "feat", "dir": str(repo)}}]
     relative = _mcp("madt_worktrees", {"action": "add", "path": "wt", "dir": str(repo)}, repo)
     assert relative.error and "path 'wt' is relative" in relative.text
-    assert "with path set to the absolute path of the worktree" in relative.error["user_action"]
+    assert relative.error["next"][0]["args"]["path"] == "<the absolute path of the worktree>"
 
 
 def test_the_cli_takes_relative_paths_from_the_shell_directory(tmp_path: Path, hermetic_seal: Path,
@@ -254,7 +257,8 @@ async def test_dir_null_is_no_dir_and_still_meets_the_roots_signal(tmp_path: Pat
 def test_a_value_of_the_wrong_shape_is_refused_with_a_way_on() -> None:
     result = madtea.run("madt_log", {"limit": "lots"}, madtea.Context("mcp", Path("/")))
     assert result.error and result.error["code"] == "BAD_ARGUMENT"
-    assert result.error["user_action"] == "Call madt_log again with limit set to a whole number."
+    assert result.error["next"] == [{"tool": "madt_log", "args": {"limit": "<a whole number of at least 1 (and below 2^63)>"}}]
+    assert not result.error["user_action"]
 
 
 def _pushed_clone(tmp_path: Path) -> tuple[Path, Path]:

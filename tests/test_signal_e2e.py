@@ -64,8 +64,8 @@ def test_agent_in_a_sibling_repo_is_refused_with_wrong_repo(tmp_path: Path) -> N
     assert out["error"] is True
     assert out["structured"]["code"] == "WRONG_REPO"
     assert "the agent's shell directory" in out["text"] and "acme/api" in out["text"]
-    assert {"tool": "madt_commit", "args": {"title": "t", "files": ["b.txt"], "dir": str(api)}} in \
-        out["structured"]["next"]
+    assert ({"tool": "madt_commit", "args": {"title": "t", "files": ["b.txt"], "dir": str(api)}},) in \
+        map(tuple, out["structured"]["choices"])
     assert_only_changed(before, snapshot([web, api]), set())
 
 
