@@ -829,9 +829,7 @@ def git_failure(t: Target, exc: gitops.GitError) -> Refusal | None:
         steps = [[t.retry(**{key: fresh})]] if fresh else []
         steps += [[existing]] if existing else []
         return Refusal("BRANCH_EXISTS", f"{where} already has a branch {exc.branch}; nothing was created.",
-                       target=where, next=steps[0] if len(steps) == 1 else (),
-                       choices=steps if len(steps) > 1 else (),
-                       user_action=None if steps else f"Pick a branch name {where} does not have yet.")
+                       target=where, choices=steps or [[t.retry(**{key: placeholder("a new branch name")})]])
     if isinstance(exc, gitops.PathExists):
         return Refusal("PATH_EXISTS", f"{exc.path} already exists, so no worktree was added there.", target=where,
                        next=(t.retry(path=fresh or placeholder("an absolute path that does not exist yet")),))

@@ -637,8 +637,10 @@ def parse_owner_repo(value: str, where: str) -> tuple[str | None, str, str]:
 
     text = value.strip().removesuffix(".git").strip("/")
     parts = text.split("/")
-    bad = guard.Refusal("BAD_ARGUMENT", f"{where}: owner_repo {value!r} is not owner/repo or host/owner/repo.",
-                        target=where, user_action="Call again with owner_repo such as acme/web.")
+    tool, _, action = where.partition(" action=")
+    bad = guard.Refusal("BAD_ARGUMENT", f"{where}: owner_repo {value[:80]!r} is not owner/repo or host/owner/repo.",
+                        target=where, next=(guard.call(tool, action=action or None,
+                                                       owner_repo=guard.placeholder("owner/repo, such as acme/web")),))
     if "://" in value or "@" in value or len(parts) not in (2, 3):
         raise bad
     if not all(re.fullmatch(_NAME, p) for p in parts[-2:]) or {parts[-1], parts[-2]} & {".", ".."}:
@@ -678,7 +680,11 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         return RemoteTarget(forge_target(facts.origin), facts.origin.owner, facts.origin.repo, True, launch,
                             launch_host)
     if owner_repo:
-        host, owner, repo = parse_owner_repo(owner_repo, inv.op.where)
+        try:
+            host, owner, repo = parse_owner_repo(owner_repo, inv.op.where)
+        except guard.Refusal as bad:  # the same call, every other argument kept
+            raise guard.Refusal(bad.code, bad.message, target=bad.target, next=(inv.again(
+                owner_repo=guard.placeholder("owner/repo, such as acme/web")),)) from None
         if host is None and launch_forge is None:
             raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: owner_repo {owner_repo!r} names no host and the "
                                 f"launch repo has no forge origin to take it from.", target=inv.op.where,
