@@ -129,7 +129,7 @@ if TYPE_CHECKING:
 
 # The largest identifier or count either surface takes: the forge's own integers are 64-bit.
 MAX_NUMBER = 2**63 - 1
-_DIGITS = re.compile(r"#?([0-9]{1,19})")
+_DIGITS = regex(r"#?([0-9]{1,19})")
 
 
 def _whole(value: Any) -> int | None:
