@@ -4081,6 +4081,7 @@ def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
     import importlib.util
 
     rows: list[tuple[str, str, str]] = []
+    rows.append(("ok", "madtea", f"{__version__}, {installed_description()}"))
     rows.append(("ok" if sys.version_info >= (3, 10) else "fail", "python", sys.version.split()[0]))
     git = shutil.which("git")
     version = gitops.git_version() if git else None
@@ -4388,6 +4389,20 @@ def _package_record(folder: Path) -> tuple[str | None, str | None]:
                 installer = None
             return installer, str(record)
     return None, None
+
+
+def installed_description() -> str:
+    """How this madtea is installed and so how it is updated, in a few words (for doctor)."""
+    kind, where = installed_copy()
+    if kind == "zipapp":
+        return f"the single file {where} (madtea update replaces it)"
+    installer, record = _package_record(where)
+    if record:
+        return f"installed by {installer or 'a package manager'} in {where} (update it with {installer or 'that tool'})"
+    repo = gitops.fs_find_repo(where)
+    if repo is not None:
+        return f"run from the git checkout {repo.top} (update it with git)"
+    return f"copied files in {where} (madtea update replaces them)"
 
 
 def _check_install(kind: str, where: Path) -> None:

@@ -100,6 +100,7 @@ def test_a_copy_install_updates_itself_from_the_archive_and_reports_the_new_vers
     assert done.stdout == (f"Updated madtea 0.1.0 → 0.2.0 at {entry.parent} (madtea.py, guard.py, forge.py, "
                            f"gitops.py), verified against the release key {releases.fingerprint}.\n")
     assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n"
+    assert f"0.2.0, copied files in {entry.parent} (madtea update replaces them)" in _madtea(entry, "doctor").stdout
     assert _names(entry.parent) == ["README.md", "forge.py", "gitops.py", "guard.py", "madtea.py"]
     again = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"))
     assert again.returncode == 0
@@ -121,6 +122,7 @@ def test_a_single_file_install_is_replaced_by_the_new_pyz_keeping_its_mode(relea
     assert entry.read_bytes() == (releases.new / "madtea-0.2.0.pyz").read_bytes()
     assert stat.S_IMODE(entry.stat().st_mode) == 0o750
     assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n"
+    assert f"0.2.0, the single file {entry} (madtea update replaces it)" in _madtea(entry, "doctor").stdout
     assert _names(entry.parent) == ["madtea.pyz"]
 
 
@@ -213,6 +215,7 @@ def test_files_pip_manages_are_never_replaced(releases, tmp_path) -> None:
     assert f"was installed by pip, which lists its files in {info / 'RECORD'}" in refused.stderr
     assert "Update it with python -m pip install --upgrade madtea" in refused.stderr
     assert _state(entry.parent) == before
+    assert f"0.1.0, installed by pip in {entry.parent} (update it with pip)" in _madtea(entry, "doctor").stdout
 
 
 def test_a_git_checkout_is_left_to_git(releases, tmp_path) -> None:
