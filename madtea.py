@@ -124,6 +124,7 @@ class Param:
     enum_flags: bool = False      # CLI shape: one --<choice> flag per choice (gh's --merge|--squash|--rebase)
     default_true: bool = False    # a boolean that is on unless turned off (CLI: --x / --no-x)
     minimum: int = 0              # the least whole number an "int" parameter takes, on both surfaces
+    cli_help: str | None = None   # the CLI's wording, where the description speaks of the MCP server
 
 
 @record(frozen=True)
@@ -153,10 +154,14 @@ class Op:
 
 
 DIR = Param("dir", description="Absolute path of the repository to act on (a checkout or linked worktree). "
-            "Leave it out to act on the server's launch repo.")
+            "Leave it out to act on the server's launch repo.",
+            cli_help="The repository to act on (a checkout or linked worktree). Leave it out to act on the "
+            "repository of the current directory.")
 OWNER_REPO = Param("owner_repo", flag="repo", short="R",
                    description="The repository on the forge, as owner/repo or host/owner/repo (not a URL). "
-                   "Leave it out to use the launch repo's origin.")
+                   "Leave it out to use the launch repo's origin.",
+                   cli_help="The repository on the forge, as owner/repo or host/owner/repo (not a URL). "
+                   "Leave it out to use the origin of the current directory's repository.")
 JSON_OUT = Param("json", "bool", "Print the structured result as JSON.", cli_only=True)
 
 REGISTRY: list[Op] = []
@@ -477,7 +482,7 @@ _WT_PARAMS = (Param("path", description="Absolute path of the worktree to add or
               Param("commit_ish", description="What the new worktree checks out (add only; default HEAD). "
                     "An existing branch is checked out; no branch is created unless b is given.", positional=True),
               Param("b", description="Create this new branch for the worktree (add only), like git's -b.",
-                    short="b"))
+                    short="b", flag="new-branch"))
 
 
 @operation("madt_worktrees", "list", cli=("worktree", "list"), kind="local", mutating=False, idempotent=True,
@@ -3171,9 +3176,9 @@ def _add_cli_param(parser: Any, p: Param) -> None:
         return
     if p.positional:
         nargs = "*" if many else "?"
-        parser.add_argument(p.name, nargs=nargs, help=p.description, metavar=p.name.upper())
+        parser.add_argument(p.name, nargs=nargs, help=p.cli_help or p.description, metavar=p.name.upper())
         return
-    kwargs: dict[str, Any] = {"dest": p.name, "help": p.description}
+    kwargs: dict[str, Any] = {"dest": p.name, "help": p.cli_help or p.description}
     if p.type == "bool":
         import argparse
         kwargs["action"] = argparse.BooleanOptionalAction if p.default_true else "store_true"
@@ -3205,10 +3210,48 @@ def build_parser() -> Any:
             sub = groups[head].add_parser(rest[0], help=op.summary, description=op.summary)
         for p in op.params:
             _add_cli_param(sub, p)
-        sub.set_defaults(_op=op)
+        sub.set_defaults(_op=op, _parser=sub)
     for name, (summary, fn) in CLI_EXTRAS.items():
-        fn(nouns.add_parser(name, help=summary, description=summary))
+        extra = nouns.add_parser(name, help=summary, description=summary)
+        extra.set_defaults(_parser=extra)
+        fn(extra)
     return parser
+
+
+def _cli_misspelt(parser: Any, args: Sequence[str]) -> tuple[Any, str] | None:
+    """(the parser to show, the error) for a command, verb or flag that does not exist, with a did-you-mean.
+
+    argparse alone answers a mistyped flag with the top-level usage and no hint;
+    this names the subcommand's own usage and the closest spelling.
+    """
+    import argparse
+    import difflib
+
+    current, words = parser, list(args)
+    while words and not words[0].startswith("-"):
+        subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            break
+        word = words.pop(0)
+        if word not in subs[0].choices:
+            close = difflib.get_close_matches(word, list(subs[0].choices), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; the choices are {', '.join(subs[0].choices)}"
+            return current, f"{word!r} is not a {current.prog} command{hint}"
+        current = subs[0].choices[word]
+    return None
+
+
+def _cli_unknown_flags(sub: Any, extras: Sequence[str]) -> str:
+    """The error for arguments a subcommand does not take, naming the closest flag it does."""
+    import difflib
+
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    for word in extras:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], list(sub._option_string_actions), n=1)
+            if close:
+                return f"{message}; did you mean {close[0]}?"
+    return message
 
 
 # CLI-only commands with no MCP twin (serving, hooks, diagnostics): name -> (summary, configure).
@@ -3263,8 +3306,17 @@ def render_text(result: Result, surface: str) -> str:
 
 def _cli_main(args: list[str]) -> int:
     from pathlib import Path
+    for stream in (sys.stdout, sys.stderr):  # a terminal that is not UTF-8 gets '?' for what it cannot show
+        if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
+            stream.reconfigure(errors="replace")
     parser = build_parser()
-    ns = parser.parse_args(args)
+    misspelt = _cli_misspelt(parser, args)
+    if misspelt:
+        misspelt[0].error(misspelt[1])
+    ns, extras = parser.parse_known_args(args)
+    if extras:
+        sub = getattr(ns, "_parser", parser)
+        sub.error(_cli_unknown_flags(sub, extras))
     op: Op | None = getattr(ns, "_op", None)
     if op is None:
         if getattr(ns, "_run", None):
@@ -4241,8 +4293,21 @@ def _doctor_cli(parser: Any) -> None:
 
 CLI_EXTRAS["doctor"] = ("Check Python, git, the mcp package, this repository, its forge and credentials (read-only).",
                         _doctor_cli)
-CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP client).", lambda p: None)
-CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent's harness).", lambda p: None)
+def _serving_cli(epilog: str, run: Callable[[], int]) -> Callable[[Any], None]:
+    def configure(parser: Any) -> None:
+        parser.epilog = epilog
+        parser.set_defaults(_run=lambda ns: run())
+    return configure
+
+
+CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP client).", _serving_cli(
+    "It speaks MCP on stdin and stdout, so there is nothing to type: an MCP client starts it in the repository "
+    "to work on, from a server entry whose command is madtea and whose args are [\"mcp\"]. Needs the mcp package "
+    "(pip install 'madtea[mcp]').", lambda: serve_mcp()))
+CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent's harness).", _serving_cli(
+    "It reads one pre-tool-use event as JSON on stdin, as Claude Code, Codex CLI and Gemini CLI send it, and "
+    "answers by exit status: 2 with the reason on stderr blocks the command, 0 lets it run (with a note where "
+    "the harness shows one). The README says how to wire it into each harness.", lambda: hook_main()))
 
 
 # --- update (copy installs) ---
@@ -4760,7 +4825,7 @@ def _hook_answer(harness: str, decision: guard.HookDecision) -> int:
         # Additional context only, never a permission decision: an "allow" here
         # would approve the command on the user's behalf.
         out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": decision.text}}
-        _hook_write(sys.stdout, json.dumps(out, ensure_ascii=False) + "\n")
+        _hook_write(sys.stdout, json.dumps(out) + "\n")
     return 0  # Gemini's BeforeTool takes no additional context: silence is the safe answer there
 
 
@@ -5023,7 +5088,9 @@ def _hook_proc_stat(pid: int) -> tuple[int, int, str] | None:
 def main(argv: list[str] | None = None) -> int:
     """The one entry point: ``madtea hook``, ``madtea mcp`` or a CLI command."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] == ["hook"]:
+    # A harness may pass the hook words of its own: only a request for help is not an event to
+    # answer (an argument error would exit 2, which every harness takes as a block).
+    if args[:1] == ["hook"] and not {"-h", "--help"} & set(args[1:]):
         code = hook_main()
         if argv is None:
             # Run as a program, the hook ends here: tearing down the interpreter costs
@@ -5036,13 +5103,19 @@ def main(argv: list[str] | None = None) -> int:
                     pass
             os._exit(code)
         return code
-    if args[:1] == ["mcp"]:
+    if args == ["mcp"]:
         return serve_mcp()
     if args == ["--version"]:  # as the parser's own --version, without building the parser
         sys.stdout.write(f"madtea {__version__}\n")
         return 0
     try:
-        return _cli_main(args)
+        try:
+            return _cli_main(args)
+        finally:
+            sys.stdout.flush()  # here, so a reader that went away (`| head`) is met below, not at exit
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 141  # as a command ended by SIGPIPE
     except KeyboardInterrupt:
         return 130
 

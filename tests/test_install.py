@@ -1,12 +1,15 @@
 """What a newcomer runs first: the README's commands, CI, the stdlib-only CLI, the copied-files install."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ("madtea.py", "guard.py", "forge.py", "gitops.py")
@@ -201,3 +204,74 @@ def test_doctor_reports_the_codex_hook_untrusted_until_trusted(tmp_path: Path) -
     assert _doctor_rows(tmp_path)["Codex hook"] == f"ok installed in {codex / 'hooks.json'} and trusted"
     (codex / "config.toml").write_text(config.replace('"SSH_AUTH_SOCK", ', ""), encoding="utf-8")
     assert _doctor_rows(tmp_path)["Codex server"].startswith("warn configured, but env_vars lacks SSH_AUTH_SOCK")
+
+
+# --------------------------------------------------------------------------- the CLI as newcomers meet it
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return _python("-m", "madtea", *args, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})))
+
+
+@pytest.mark.parametrize("command", ["mcp", "hook"])
+def test_help_of_the_stdin_commands_prints_help_without_reading_stdin(tmp_path: Path, command: str) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "madtea", command, "--help"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    try:
+        code = proc.wait(timeout=30)  # stdin stays open: a command reading it would never end
+    finally:
+        proc.kill()
+        out, err = proc.communicate()
+    assert code == 0, err
+    assert out.startswith(f"usage: madtea {command}") and "stdin" in out
+
+
+def test_hook_with_stray_words_still_answers_the_event(tmp_path: Path) -> None:
+    """An argument error would exit 2, which every harness takes as a block: the hook ignores stray words."""
+    event = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": str(tmp_path),
+                        "tool_input": {"command": "ls"}})
+    proc = subprocess.run([sys.executable, "-m", "madtea", "hook", "--verbose"], input=event, text=True,
+                          capture_output=True, cwd=tmp_path, timeout=60, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("args,usage,hint", [
+    (["issue", "list", "--lable", "bug"], "usage: madtea issue list", "did you mean --label?"),
+    (["commit", "--titel", "x", "a.txt"], "usage: madtea commit", "did you mean --title?"),
+    (["isue", "list"], "usage: madtea [", "did you mean 'issue'?"),
+    (["issue", "lsit"], "usage: madtea issue [", "did you mean 'list'?"),
+    (["mcp", "--hepl"], "usage: madtea mcp", "did you mean --help?"),
+])
+def test_a_misspelling_gets_its_subcommand_usage_and_a_did_you_mean(tmp_path: Path, args: list[str], usage: str,
+                                                                     hint: str) -> None:
+    out = _cli(*args, cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith(usage) and hint in out.stderr, out.stderr
+
+
+def test_cli_help_speaks_cli(tmp_path: Path) -> None:
+    commit = _cli("commit", "--help", cwd=tmp_path).stdout
+    assert "--dir DIR" in commit and "launch repo" not in commit and "current directory" in commit
+    assert "launch repo" not in _cli("issue", "list", "--help", cwd=tmp_path).stdout
+    worktree = _cli("worktree", "add", "--help", cwd=tmp_path).stdout
+    assert "--new-branch" in worktree and "--b " not in worktree
+
+
+def test_a_closed_pipe_ends_quietly(single_repo) -> None:
+    """`madtea status | head` with the reader gone: no BrokenPipeError traceback."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone before madtea writes
+    try:
+        proc = subprocess.run([sys.executable, "-m", "madtea", "status"], stdout=write, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, cwd=single_repo.repo, env=env, timeout=60)
+    finally:
+        os.close(write)
+    assert proc.returncode == 141
+    assert b"Traceback" not in proc.stderr and b"BrokenPipeError" not in proc.stderr, proc.stderr
+
+
+def test_a_terminal_that_is_not_utf8_gets_no_traceback(single_repo) -> None:
+    out = _cli("doctor", cwd=single_repo.repo, env={"PYTHONIOENCODING": "ascii"})  # its rows hold an arrow
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert "forge.example.test/acme/web ? forge API" in out.stdout
