@@ -38,6 +38,8 @@ __all__ = [
     "deadline_seconds",
     "map_error",
     "scrub",
+    "redact",
+    "known_tokens",
     "sanitise_snippet",
     "flavour_of",
     "repo_path",
@@ -183,13 +185,25 @@ def _remember_secret(value: str) -> None:
                 _SECRETS.append(_Secret(value))
 
 
-def scrub(text: str) -> str:
-    """Remove every known token, auth header value and ``user:pass@`` from *text*."""
+def known_tokens() -> list[str]:
+    """Every token value this process knows: each ``MADTEA_TOKEN*`` variable's and each one a store gave."""
+    values = {value.strip() for name, value in os.environ.items() if name.upper().startswith("MADTEA_TOKEN")}
     with _SECRETS_LOCK:
-        secrets = sorted((known.reveal() for known in _SECRETS), key=len, reverse=True)
-    for secret in secrets:
+        values.update(known.reveal() for known in _SECRETS)
+    return sorted((v for v in values if len(v) >= 8), key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    """*text* with every known token value replaced by ``***``; nothing else changes (forge content)."""
+    for secret in known_tokens():
         if secret in text:
             text = text.replace(secret, "***")
+    return text
+
+
+def scrub(text: str) -> str:
+    """Remove every known token, auth header value and ``user:pass@`` from *text*."""
+    text = redact(text)
     text = _URL_USERINFO.sub(r"\1***@", text)
     text = _AUTH_HEADER.sub(r"\1***", text)
     text = _AUTH_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
@@ -253,6 +267,7 @@ class ForgeError(Exception):
         self.path = scrub(path) if path else path
         self.transient = transient
         self.host = host  # the credential key of the forge that answered, when known
+        self.redirected_from: str | None = None  # the host whose redirect led to *host*, when it answered
 
     def __str__(self) -> str:
         return self.message
@@ -911,6 +926,7 @@ def map_error(
     attempts: int = 1,
     token_sent: bool = True,
     retry_after: str | None = None,
+    answered_by: str | None = None,
 ) -> ForgeError:
     """Turn a non-2xx answer into a :class:`ForgeError` with a stable code.
 
@@ -919,7 +935,9 @@ def map_error(
     read defensively and only a sanitised snippet reaches the message.
     An HTML body means something other than the API answered (a proxy, a
     login wall, a wrong API URL), so it is FORGE_UNAVAILABLE whatever the
-    status, except 401.
+    status, except 401. *answered_by* is the host a redirect led to, when it
+    is not *host*: a 401 or 403 from there is that host's, and no token of
+    *host* was offered to it.
     """
     label = f"{method} {path}"
     msg, parsed, is_json = _server_message(body, content_type)
@@ -930,6 +948,12 @@ def map_error(
         return ForgeError(code, text, status, method, path, transient=transient, host=host or None)
 
     raw = body[:65536].decode("utf-8", "replace")
+    if answered_by and status in (401, 403):
+        refused = ForgeError("AUTH_MISSING", f"{host} redirected {label} to {answered_by}, which answered {status}"
+                             f"{said}; madtea sends no token to another host, so none was offered there.",
+                             status, method, path, host=answered_by)
+        refused.redirected_from = host
+        return refused
     if raw.strip() and _looks_html(raw, content_type) and status != 401:
         # Gitea's API never answers with HTML: a proxy, a login wall or a
         # wrong API URL is in the way.
@@ -1188,9 +1212,11 @@ class Client:
             on_send=self._count, host=self.host, path=rel,
         )
         if not 200 <= resp.status < 300:
+            elsewhere = _origin(resp.url) != _origin(url)
             raise map_error(resp.status, resp.body, content_type=resp.content_type, method=resp.method,
                             path=rel, host=self.host, attempts=resp.attempts, token_sent=self.has_token,
-                            retry_after=resp.header("retry-after"))
+                            retry_after=resp.header("retry-after"),
+                            answered_by=urllib.parse.urlsplit(resp.url).netloc if elsewhere else None)
         return resp
 
     def get(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:

@@ -76,8 +76,9 @@ def notice(text: str) -> None:
 
 def _emit(severity: str, text: str) -> None:
     sink = _NOTES.get()
-    if sink is None:
-        sys.stderr.write(f"{severity}: {text}\n")
+    if sink is None:  # a call's notes are redacted with its result; this goes out as it is
+        forge = sys.modules.get("forge")
+        sys.stderr.write(f"{severity}: {forge.redact(text) if forge else text}\n")
     else:
         sink.append((severity, text))
 
@@ -3083,6 +3084,34 @@ def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     finally:
         _NOTES.reset(token)
     result.notes = notes + result.notes
+    return _redacted(result)
+
+
+def _redacted(result: Result) -> Result:
+    """*result* with every known token value replaced, in its text, data, error and notes alike.
+
+    Forge content is included: a token a forge echoes inside an issue body is
+    hidden like one in an error message.
+    """
+    if "forge" not in sys.modules and not any(k.upper().startswith("MADTEA_TOKEN") for k in os.environ):
+        return result  # no token is known to this process
+    forge = _forge()
+    if not forge.known_tokens():
+        return result
+
+    def scrubbed(value: Any) -> Any:
+        if isinstance(value, str):
+            return forge.redact(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(scrubbed(v) for v in value)
+        if isinstance(value, dict):
+            return {scrubbed(k): scrubbed(v) for k, v in value.items()}
+        return value
+
+    result.text = scrubbed(result.text)
+    result.data = scrubbed(result.data)
+    result.error = scrubbed(result.error)
+    result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
     return result
 
 
@@ -3149,7 +3178,11 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
             if code == "HEAD_MOVED" else (guard.call("madt_pr", action="update_branch", **pr), inv.again())
         return error_result(code, str(exc), getattr(exc, "host", None), next=steps)
     host = getattr(exc, "host", None)
-    if code == "AUTH_MISSING" and host:
+    source = getattr(exc, "redirected_from", None)
+    if code == "AUTH_MISSING" and host and source:
+        user_action = (f"Tell the user that {source} sends this request on to {host}, which wants its own "
+                       f"sign-in; madtea never sends a token to another host, so it cannot be read from here.")
+    elif code == "AUTH_MISSING" and host:
         user_action = (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks "
                        f"for a token and checks it with the forge), then call again.")
     where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)

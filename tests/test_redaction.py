@@ -1,0 +1,90 @@
+"""Token hygiene in what madtea shows: known token values never appear, whoever wrote them.
+
+A forge can echo a token back inside content (an issue body, a comment); madtea hides every
+token value it knows (the environment's and those a store gave it) on both surfaces. A 401
+or 403 names the host that answered it, not the one that redirected there.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+import forge
+import madtea
+from fakeforge import DEFAULT_TOKEN
+from remote_env import Env, env  # noqa: F401 - fixtures
+from test_forge import Reply, Server, Sleeps, serve  # noqa: F401 - the scripted-server fixture
+
+OTHER = "zq-other-host-token-0123456789"
+
+
+@pytest.fixture
+def leaky(env: Env, monkeypatch: pytest.MonkeyPatch) -> Env:
+    """Issue 1 whose body and comment carry the launch token and another host's environment token."""
+    monkeypatch.setenv("MADTEA_TOKEN_FORGE_EXAMPLE_TEST", OTHER)
+    env.forge.create_issue("acme", "web", "Leak", f"the token is {DEFAULT_TOKEN} and also {OTHER}.")
+    env.forge.create_comment("acme", "web", 1, f"echo: {DEFAULT_TOKEN}")
+    return env
+
+
+def test_forge_content_is_redacted_in_text_and_data(leaky: Env) -> None:
+    result = leaky.ok("madt_issues", action="view", number=1, comments=True)
+    shown = result.text + json.dumps(result.data)
+    assert DEFAULT_TOKEN not in shown and OTHER not in shown
+    assert "the token is *** and also ***." in result.text and "echo: ***" in result.text
+    listed = leaky.ok("madt_issues", action="list", fields=["body"])
+    assert DEFAULT_TOKEN not in listed.text + json.dumps(listed.data)
+
+
+def test_forge_content_is_redacted_on_the_cli(leaky: Env) -> None:
+    out = leaky.cli("issue", "view", "1", "--comments", "--json")
+    assert out.returncode == 0, out.stderr
+    assert DEFAULT_TOKEN not in out.stdout + out.stderr and OTHER not in out.stdout + out.stderr
+    assert "***" in out.stdout
+
+
+@pytest.mark.anyio
+async def test_forge_content_is_redacted_over_mcp(leaky: Env) -> None:
+    pytest.importorskip("mcp")
+    from mcp.client import Client
+
+    async with Client(madtea.build_server(leaky.clone), mode="legacy") as client:
+        result = await client.call_tool("madt_issues", {"action": "view", "number": 1, "comments": True})
+    shown = result.content[0].text + json.dumps(result.structured_content)
+    assert not result.is_error and DEFAULT_TOKEN not in shown and OTHER not in shown
+
+
+def test_a_token_a_store_gave_is_redacted(env: Env) -> None:
+    stored = "zq-stored-token-abcdef0123456789"
+    forge.store_token("forge.example.test", stored, insecure=True)
+    assert forge.token_for("forge.example.test")[0] == stored
+    env.forge.create_issue("acme", "web", "Stored", f"copy of {stored}")
+    result = env.ok("madt_issues", action="view", number=1)
+    assert stored not in result.text + json.dumps(result.data) and "copy of ***" in result.text
+
+
+def test_a_401_from_a_redirect_target_names_that_host(serve: Callable[..., Server]) -> None:  # noqa: F811
+    other = serve([Reply(401, {"message": "token is required"})])
+    home = serve([Reply(302, headers={"Location": f"{other.url}/download/1"})])
+    api = forge.Client(home.api, home.host, "CANARYf00dfeed0123456789abcdef0123456789", sleep=Sleeps())
+    with pytest.raises(forge.ForgeError) as caught:
+        api.get("/repos/acme/web/releases/assets/1")
+    error = caught.value
+    assert error.code == "AUTH_MISSING" and error.host == other.host and error.redirected_from == home.host
+    assert f"{home.host} redirected GET /repos/acme/web/releases/assets/1 to {other.host}, which answered 401" \
+        in error.message
+    result = madtea._forge_error(error)
+    assert result is not None and other.host in result.error["user_action"]
+    assert "auth login" not in result.error["user_action"]
+
+
+def test_a_401_from_the_host_itself_still_advises_login_there(serve: Callable[..., Server]) -> None:  # noqa: F811
+    home = serve([Reply(401, {"message": "token is required"})])
+    api = forge.Client(home.api, home.host, "CANARYf00dfeed0123456789abcdef0123456789", sleep=Sleeps())
+    with pytest.raises(forge.ForgeError) as caught:
+        api.get("/repos/acme/web")
+    assert caught.value.host == home.host and caught.value.redirected_from is None
+    result = madtea._forge_error(caught.value)
+    assert result is not None and f"auth login --hostname {home.host}" in result.error["user_action"]
