@@ -391,9 +391,11 @@ def _name_matches(name: str, repo: RepoFacts) -> bool:
     return want == repo.origin.slug.casefold()
 
 
-def signal_agrees(signal: Signal, repo: RepoFacts) -> bool:
+def signal_agrees(signal: Signal, repo: RepoFacts, *, work_tree: bool = True) -> bool:
+    """A path signal agrees with the same working tree (another worktree of the same repository is
+    somewhere else to land); with *work_tree* false, with any working tree of the same repository."""
     if signal.repo is not None:
-        return same_repo(signal.repo, repo)
+        return signal.repo.top == repo.top if work_tree else same_repo(signal.repo, repo)
     return signal.name is not None and _name_matches(signal.name, repo)
 
 
@@ -470,7 +472,7 @@ def check_signals(t: Target) -> None:
     if t.explicit or t.surface != "mcp":
         return
     for signal in t.signals:
-        if signal_agrees(signal, t.target):
+        if signal_agrees(signal, t.target, work_tree=not t.remote):
             continue
         key = "owner_repo" if t.remote else "dir"
         steps = []

@@ -260,3 +260,20 @@ def test_a_switch_of_a_dirty_foreign_worktree_is_refused(foreign_repo: ForeignRe
         result = refused("DIRTY_TREE", tool, f.home, dir=str(f.foreign_worktree), **args)
         assert result.error["next"][0]["tool"] == "madt_worktrees"
     assert_only_changed(before, snapshot(f.repos), set())
+
+
+# --------------------------------------------------------------------------- signals compare working trees
+
+def test_a_signal_naming_another_worktree_of_the_same_repo_is_wrong_repo(linked_worktree: Any,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    main, wt = linked_worktree.main, linked_worktree.worktree
+    write_files(wt, {"w.py": "w\n"})
+    monkeypatch.setenv("MADTEA_CALLER_REPO", str(wt))
+    before = snapshot([main, wt])
+    result = refused("WRONG_REPO", "madt_commit", main, files=["w.py"], title="W")
+    first = (result.error["choices"] or [result.error["next"]])[0]
+    assert first[0] == {"tool": "madt_commit", "args": {"files": ["w.py"], "title": "W", "dir": str(wt)}}
+    assert_only_changed(before, snapshot([main, wt]), set())
+    ok(first[0]["tool"], main, **first[0]["args"])
+    # dir= foreignness still compares repositories: the worktree is not foreign
+    assert run_git(wt, "log", "-1", "--format=%s") == "W"
