@@ -184,7 +184,8 @@ def test_the_default_branch_chain_works_from_an_unborn_repo(tmp_path: Path, herm
     repo = make_repo(tmp_path / "new", origin="https://forge.example.test/acme/new.git", commit=False)
     write_files(repo, {"a.py": "a\n"})
     result = refused("DEFAULT_BRANCH", "madt_commit", repo, files=["a.py"], title="First")
-    steps = [s for s in result.error["next"] if not s["args"].get("allow_default_branch")]  # the override is a choice
+    steps = (result.error["choices"] or [result.error["next"]])[0]  # the first choice; the override is the other
+    assert not any(s["args"].get("allow_default_branch") for s in steps)
     done = run_steps(steps, repo)
     assert run_git(repo, "branch", "--show-current") != "main"
     assert run_git(repo, "show", "--name-only", "--format=", "HEAD") == "a.py"

@@ -146,7 +146,7 @@ def test_a_name_signal_refuses_too() -> None:
 def test_a_signal_from_another_worktree_of_the_same_repo_disagrees() -> None:
     r = refused(target("madt_add", {"files": ["a"]}, signals=(guard.Signal("root", repo=WEB_WT),)))
     assert r.code == "WRONG_REPO"
-    assert r.next[0] == {"tool": "madt_add", "args": {"files": ["a"], "dir": str(WEB_WT.top)}}
+    assert r.choices[0] == ({"tool": "madt_add", "args": {"files": ["a"], "dir": str(WEB_WT.top)}},)
 
 
 @pytest.mark.parametrize("signal", [guard.Signal("root", repo=WEB),
