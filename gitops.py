@@ -590,6 +590,9 @@ _NAME = regex(r"[A-Za-z0-9._-]+")
 _SCP = regex(r"(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)", re.DOTALL)
 
 
+_SPACE_OR_CONTROL = regex(r"[\s\x00-\x1f]")  # \s is str.isspace's set
+
+
 def parse_remote_url(url: str) -> RemoteId | None:
     """Parse an https/http, ssh:// or scp-style remote URL; None for anything else.
 
@@ -597,7 +600,7 @@ def parse_remote_url(url: str) -> RemoteId | None:
     is not a plain forge name give None; callers treat None as "unknown".
     """
     url = url.strip()
-    if not url or any(c.isspace() or ord(c) < 32 for c in url):
+    if not url or _SPACE_OR_CONTROL.search(url):
         return None
     scheme, sep, rest = url.partition("://")
     if sep:
@@ -732,7 +735,8 @@ def fs_find(path: str | os.PathLike[str]) -> tuple[str, str, str] | None:
         dotgit = os.path.join(top, ".git")
         if os.path.isdir(dotgit):
             if _looks_like_git_dir(dotgit):
-                return _fs_repo(start, top, os.path.realpath(dotgit))
+                # top is real (start is, and so are its parents): only a symlinked .git needs resolving
+                return _fs_repo(start, top, os.path.realpath(dotgit) if os.path.islink(dotgit) else dotgit)
         elif os.path.isfile(dotgit):
             git_dir = _read_gitfile(dotgit)
             # git stops at a broken .git file instead of looking further up
@@ -834,12 +838,11 @@ def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
     No subprocess, no ``insteadOf`` rewriting and no ``include`` files: this is
     what the repo says its origin is. None when absent or the file is malformed.
     """
-    from pathlib import Path
-    values = _config_values(Path(common_dir) / "config", "remote", "origin", "url")
+    values = _config_values(os.path.join(common_dir, "config"), "remote", "origin", "url")
     return values[0] if values else None
 
 
-def _config_values(path: Path, section: str, subsection: str | None, key: str) -> list[str]:
+def _config_values(path: str | os.PathLike[str], section: str, subsection: str | None, key: str) -> list[str]:
     text = _read_text(path)
     if text is None:
         return []
@@ -873,6 +876,9 @@ def _parse_config(text: str) -> Iterator[tuple[str, str | None, str, str | None]
             raise ValueError(f"bad config line {parser.line}")
 
 
+_SPACE = regex(r"\s")
+
+
 class _ConfigParser:
     """A cursor over config text; a port of the relevant parts of git's config.c."""
 
@@ -891,13 +897,17 @@ class _ConfigParser:
         return c
 
     def skip_blank(self) -> str:
-        while self.peek() and self.peek().isspace():
-            self.take()
+        text, pos = self.text, self.pos
+        end = len(text)
+        while pos < end and text[pos].isspace():
+            pos += 1
+        self.line += text.count("\n", self.pos, pos)
+        self.pos = pos
         return self.peek()
 
     def skip_line(self) -> None:
-        while self.take() not in ("", "\n"):
-            pass
+        end = self.text.find("\n", self.pos)
+        self.pos, self.line = (len(self.text), self.line) if end < 0 else (end + 1, self.line + 1)
 
     def header(self) -> tuple[str, str | None]:
         self.take()  # "["
@@ -926,11 +936,14 @@ class _ConfigParser:
         return sub
 
     def entry(self) -> tuple[str, str | None]:
-        key = ""
-        while self.peek().isalnum() or self.peek() == "-":
-            key += self.take()
-        while self.peek() in (" ", "\t"):
-            self.take()
+        text, start, end = self.text, self.pos, len(self.text)
+        pos = start
+        while pos < end and (text[pos].isalnum() or text[pos] == "-"):
+            pos += 1
+        key = text[start:pos]
+        while pos < end and text[pos] in " \t":
+            pos += 1
+        self.pos = pos
         if self.peek() in ("", "\n"):
             return key.lower(), None
         if self.take() != "=":
@@ -940,6 +953,11 @@ class _ConfigParser:
     def value(self) -> str:
         # Unquoted whitespace runs become spaces and the ends are trimmed;
         # "#" and ";" start a comment outside quotes, as in git.
+        end = self.text.find("\n", self.pos)
+        rest = self.text[self.pos:] if end < 0 else self.text[self.pos:end]
+        if not any(c in rest for c in '\\"#;'):  # the common line: nothing to unquote or unescape
+            self.skip_line()
+            return _SPACE.sub(" ", rest.strip())  # as below: each inner white-space character is one space
         buf = ""
         quote = comment = False
         spaces = 0

@@ -708,8 +708,8 @@ def _nested_hosts(launch: guard.RepoFacts) -> tuple[tuple[str, str], ...]:
     """Nested repositories whose origin lives on another forge host: (host/owner/repo, path)."""
     out = []
     for path in gitops.nested_repos(launch.top):
-        repo = gitops.fs_find_repo(path)
-        url = gitops.read_origin(repo.common_dir) if repo else None
+        repo = gitops.fs_find(path)
+        url = gitops.read_origin(repo[2]) if repo else None
         origin = gitops.parse_remote_url(url) if url else None
         if origin and launch.origin and origin.host != launch.origin.host:
             out.append((origin.full, str(path)))
@@ -3028,8 +3028,8 @@ def urllib_path(uri: str) -> str | None:
 def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
     children = []
     for path in gitops.nested_repos(launch.top):
-        repo = gitops.fs_find_repo(path)
-        url = gitops.read_origin(repo.common_dir) if repo else None
+        repo = gitops.fs_find(path)  # the string form: a workspace may hold hundreds of these
+        url = gitops.read_origin(repo[2]) if repo else None
         children.append((path, gitops.parse_remote_url(url) if url else None))
     return tuple(guard.distinct_children(launch, children))
 

@@ -395,6 +395,7 @@ WEB = f"https://{HOST}/acme/web.git"
     f'# leading comment\n; another\n[remote "origin"]\n\tpushurl = x\n\turl = {WEB}\n',
     f'[remote "ori\\"gin"]\n\turl = nope\n[remote "origin"]\n\turl = {WEB}\n',
     f'\ufeff[remote "origin"]\n\turl = {WEB}\n',
+    f'[remote "origin"]\n\turl =  {WEB}\t\t x  \n',  # each inner white-space character becomes one space
 ])
 def test_read_origin_reads_what_git_reads(tmp_path, config):
     got = _origin_from(tmp_path, config)
