@@ -54,6 +54,8 @@ __all__ = [
     "commit",
     "log",
     "push",
+    "interrupted_pushes",
+    "remote_branch_sha",
     "fetch",
     "pull_ff",
     "branch_create",
@@ -1301,8 +1303,51 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
         options.append(f"--force-with-lease={ref}:{lease_sha}")
     # core.abbrev=no: the porcelain summary then carries full old..new shas.
     argv = ["-c", "core.abbrev=no", "push", *options, "--", remote, f"{ref}:{ref}"]
+    # The mark outlives a push that never ended by itself (a timeout, a shutdown,
+    # a killed process), which may or may not have reached the remote.
+    mark = _push_mark(repo, branch)
+    try:
+        with open(mark, "w", encoding="utf-8") as handle:
+            handle.write(f"{branch}\n{local}\n")
+    except OSError:
+        pass  # the push itself still runs; only the later report is lost
     result = git(*argv, cwd=repo.top, check=False, env=env)
+    try:
+        os.unlink(mark)
+    except OSError:
+        pass
     return _push_outcome(["git", *argv], result, remote, branch, ref, local)
+
+
+def _push_mark(repo: Repo, branch: str) -> str:
+    return os.path.join(os.fspath(repo.git_dir), "madtea-push-" + branch.encode("utf-8").hex())
+
+
+def interrupted_pushes(repo: Repo) -> list[tuple[str, str]]:
+    """(branch, sha it was pushing) for each push from this worktree that never finished, read from files."""
+    found = []
+    try:
+        names = sorted(n for n in os.listdir(os.fspath(repo.git_dir)) if n.startswith("madtea-push-"))
+    except OSError:
+        return []
+    for name in names:
+        lines = (_read_text(os.path.join(os.fspath(repo.git_dir), name)) or "").splitlines()
+        if len(lines) >= 2 and _HEX_SHA.fullmatch(lines[1]):
+            found.append((lines[0], lines[1]))
+    return found
+
+
+def remote_branch_sha(repo: Repo, branch: str, remote: str = "origin",
+                      env: Mapping[str, str] | None = None) -> str | None:
+    """The sha *remote* has for ``refs/heads/<branch>`` now (a fresh read), or None when it has no such branch."""
+    reject_option(branch, "branch")
+    reject_option(remote, "remote")
+    out = git("ls-remote", "--", remote, f"refs/heads/{branch}", cwd=repo.top, env=env).text
+    for line in out.splitlines():
+        sha, _, name = line.partition("\t")
+        if name == f"refs/heads/{branch}":
+            return sha
+    return None
 
 
 def _push_outcome(argv: list[str], result: GitResult, remote: str, branch: str, ref: str,

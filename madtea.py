@@ -263,10 +263,30 @@ def status_op(inv: Invocation) -> Result:
         lines.append("working tree clean")
     if op:
         lines.append(f"a {op} is in progress")
+    pushes = [_interrupted_push(inv, branch, sha) for branch, sha in gitops.interrupted_pushes(_grepo(inv))]
+    lines += [text for text, _ in pushes]
     data = {"repo": inv.repo.name, "path": str(inv.repo.top), "branch": st.branch, "head": st.head,
             "upstream": st.upstream, "ahead": st.ahead, "behind": st.behind, "staged": st.staged,
-            "modified": st.modified, "untracked": st.untracked, "conflicted": st.conflicted, "operation": op}
+            "modified": st.modified, "untracked": st.untracked, "conflicted": st.conflicted, "operation": op,
+            "interrupted_pushes": [fact for _, fact in pushes]}
     return Result("\n".join(lines), data)
+
+
+def _interrupted_push(inv: Invocation, branch: str, sha: str) -> tuple[str, dict[str, Any]]:
+    """What origin holds now for a push that never finished: a fresh read, since the local ref cannot tell."""
+    fact: dict[str, Any] = {"branch": branch, "sha": sha, "origin_sha": None, "landed": None}
+    head = f"a push of {branch} ({sha[:9]}) was interrupted before it finished"
+    again = f"madt_push branch={branch} again settles it (it sends only what origin lacks)"
+    try:
+        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            there = gitops.remote_branch_sha(_grepo(inv), branch, env=env)
+    except Exception as exc:  # noqa: BLE001 - status still answers; the read's failure is the news
+        return f"{head}; origin could not be read to see whether it landed ({exc}); {again}.", fact
+    fact.update(origin_sha=there, landed=there == sha)
+    if there == sha:
+        return f"{head}, but origin has it: origin's {branch} is at {sha[:9]}; {again}.", fact
+    now = f"at {there[:9]}" if there else "absent"
+    return f"{head} and did not land: origin's {branch} is {now}; {again}.", fact
 
 
 @operation("madt_log", cli=("log",), kind="local", mutating=False, idempotent=True,

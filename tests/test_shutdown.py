@@ -157,6 +157,29 @@ def test_a_push_in_flight_is_ended_with_nothing_left(env: Env, how: str) -> None
     assert env.forge.branch_sha("acme", "web", "feat/x") == pushed
     status = env.ok("madt_status")
     assert status.data["ahead"] == 1 and "1 ahead" in status.text
+    local = run_git(env.clone, "rev-parse", "HEAD")
+    assert f"a push of feat/x ({local[:9]}) was interrupted before it finished and did not land: origin's " \
+           f"feat/x is at {pushed[:9]}" in status.text
+    assert status.data["interrupted_pushes"] == [{"branch": "feat/x", "sha": local, "origin_sha": pushed,
+                                                  "landed": False}]
+    (env.forge.bare_path("acme", "web") / "hooks" / "pre-receive").unlink()
+    env.ok("madt_push")
+    settled = env.ok("madt_status")
+    assert settled.data["ahead"] == 0 and settled.data["interrupted_pushes"] == []
+
+
+def test_an_interrupted_push_that_landed_says_so(env: Env) -> None:
+    run_git(env.clone, "switch", "-q", "-c", "feat/y")
+    (env.clone / "c.txt").write_text("c\n")
+    run_git(env.clone, "add", "c.txt")
+    run_git(env.clone, "commit", "-q", "-m", "c")
+    sha = run_git(env.clone, "rev-parse", "HEAD")
+    # origin got the commit, but the push never ended by itself, so its mark stayed behind
+    run_git(env.clone, "push", "-q", "origin", "feat/y")
+    (env.clone / ".git" / ("madtea-push-" + b"feat/y".hex())).write_text(f"feat/y\n{sha}\n")
+    status = env.ok("madt_status")
+    assert f"a push of feat/y ({sha[:9]}) was interrupted before it finished, but origin has it" in status.text
+    assert status.data["interrupted_pushes"][0]["landed"] is True
 
 
 def test_a_trickled_forge_call_is_cut_at_a_signal(env: Env) -> None:
