@@ -874,6 +874,17 @@ def _not_a_commit(t: Target, exc: gitops.NotACommit) -> Refusal:
                    next=(t.retry(**{key: placeholder("a branch, tag or commit that exists")}),))
 
 
+def finish_needs_title(t: Target, newest_subject: str | None) -> Refusal:
+    """A pull request is opened under a title the caller chose; a branch name is never used silently."""
+    proposal = newest_subject.strip() if newest_subject and newest_subject.strip() else None
+    return Refusal("BAD_ARGUMENT",
+                   f"{t.where} would open a pull request for {t.target.describe()}, and a pull request needs "
+                   f"a title; nothing was pushed or opened."
+                   + (f" The branch's newest commit is titled {proposal!r}." if proposal else ""),
+                   target=t.target.describe(),
+                   next=(t.retry(title=proposal or placeholder("the pull request title")),))
+
+
 def carry_conflict(t: Target, base: str, paths: Sequence[str]) -> Refusal:
     shown = ", ".join(paths[:5]) + (" …" if len(paths) > 5 else "")
     return Refusal("USER_ACTION_REQUIRED",

@@ -2872,8 +2872,15 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             return _return_home(inv, steps, branch, default, merged, branch_form)
         # Pushed but with no PR yet (a resume after a failed PR create) still has work to land.
         if _contained(inv, f"refs/heads/{branch}"):
+            if not branch_form and a.get("files"):
+                # Declared files that were never committed anywhere are not a finished piece of work.
+                raise guard.git_failure(inv.target, gitops.NothingToCommit(
+                    ["git", "commit"], 1, "the declared files have no changes to commit"))
             return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
                           f"and no open pull request.", {"branch": branch, "completed": []})
+    if open_pr_now is None and not (a.get("title") or "").strip():
+        newest = gitops.log(repo, f"refs/heads/{branch}", 1)
+        raise guard.finish_needs_title(inv.target, newest[0].subject if newest else None)
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)

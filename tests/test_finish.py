@@ -262,7 +262,7 @@ def test_a_rebase_that_conflicts_is_merge_conflict(work: Work) -> None:
     write_files(w.clone, {"README.md": "# web\n"})
     run_git(w.clone, "commit", "-q", "-am", "change it back")
     main_before = w.forge.commit("acme", "web", "main", {"README.md": "theirs\n"}, "their readme")
-    result = w.finish(style="rebase")
+    result = w.finish(style="rebase", title="Change the readme and back")
     assert result.error["code"] == "MERGE_CONFLICT"
     assert_nothing_merged(w, main_before)
 

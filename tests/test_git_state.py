@@ -278,3 +278,22 @@ def test_a_signal_naming_another_worktree_of_the_same_repo_is_wrong_repo(linked_
     ok(first[0]["tool"], main, **first[0]["args"])
     # dir= foreignness still compares repositories: the worktree is not foreign
     assert run_git(wt, "log", "-1", "--format=%s") == "W"
+
+
+# --------------------------------------------------------------------------- finish needs a title and real work
+
+def test_a_finish_that_would_open_a_pull_request_needs_a_title(clone: Path, fake_forge: FakeForge) -> None:
+    run_git(clone, "switch", "-q", "-c", "feat")
+    commit_files(clone, {"a.py": "a\n"}, "Add a")
+    result = refused("BAD_ARGUMENT", "madt_finish", clone)
+    [step] = result.error["next"]
+    assert step["args"]["title"] == "Add a"  # proposed in the open, never used silently
+    assert fake_forge.branch_sha("acme", "web", "feat") is None  # nothing was pushed
+    ok(step["tool"], clone, **step["args"])
+    [pr] = [i for i in fake_forge.repo("acme", "web").issues.values() if i.pull is not None]
+    assert pr.title == "Add a" and pr.pull.merged
+
+
+def test_declared_files_that_were_never_committed_are_not_a_finished_success(clone: Path) -> None:
+    run_git(clone, "switch", "-q", "-c", "feat")
+    refused("NOTHING_TO_COMMIT", "madt_finish", clone, files=["README.md"], title="Nothing here")
