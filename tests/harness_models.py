@@ -2,8 +2,8 @@
 
 No model is reached: each turn of the main conversation is answered with the next scripted
 tool call, and every request the harness sends is kept, so a test reads exactly what the
-harness showed the model (tool results, hook reasons, notes). Only the Anthropic Messages
-API is spoken so far (Claude Code).
+harness showed the model (tool results, hook reasons, notes). Two dialects: the Anthropic
+Messages API (Claude Code) and the OpenAI Responses API (Codex CLI), both streamed as SSE.
 """
 from __future__ import annotations
 
@@ -26,9 +26,10 @@ def await_tool(name: str) -> dict[str, Any]:
 class ScriptedModel:
     """``with ScriptedModel(steps) as model:`` serves on ``model.url``; ``model.requests`` holds what came."""
 
-    def __init__(self, steps: list[dict[str, Any]], shell_tool: str = "Bash") -> None:
+    def __init__(self, steps: list[dict[str, Any]], dialect: str = "anthropic") -> None:
         self.steps = list(steps)
-        self.shell_tool = shell_tool
+        self.dialect = dialect
+        self.shell_tool = "Bash" if dialect == "anthropic" else "exec_command"
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -70,16 +71,17 @@ class ScriptedModel:
 
     def _reply(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
         """The next content block for a main-conversation turn, or None for a plain text answer."""
-        if not path.startswith("/v1/messages") or "count_tokens" in path:
+        if self.dialect == "anthropic" and (not path.startswith("/v1/messages") or "count_tokens" in path):
             return {"raw": {"input_tokens": 1}}
-        tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        tools = _tool_names(body)
         if self.shell_tool not in tools or not self.steps:
             return None  # a side request (a title, a summary) or the end of the script
         step = self.steps[0]
         if "await" in step:
             if step["await"] not in tools and self._waited < _WAIT_LIMIT:
                 self._waited += 1
-                return {"name": self.shell_tool, "input": {"command": "sleep 1", "description": "wait"}}
+                key = "command" if self.dialect == "anthropic" else "cmd"
+                return {"name": self.shell_tool, "input": {key: "sleep 1"}}
             self.steps.pop(0)
             if not self.steps:
                 return None
@@ -90,6 +92,8 @@ class ScriptedModel:
     def _send(self, handler: BaseHTTPRequestHandler, body: dict[str, Any], reply: dict[str, Any] | None) -> None:
         if reply is not None and "raw" in reply:
             return _json(handler, reply["raw"])
+        if self.dialect == "responses":
+            return self._send_response(handler, reply)
         if reply is None:
             block: dict[str, Any] = {"type": "text", "text": "done"}
             stop = "end_turn"
@@ -121,10 +125,34 @@ class ScriptedModel:
             handler.wfile.write(f"event: {kind}\ndata: {json.dumps(dict(data, type=kind))}\n\n".encode())
         handler.wfile.flush()
 
+    def _send_response(self, handler: BaseHTTPRequestHandler, reply: dict[str, Any] | None) -> None:
+        """One Responses API turn: a function call (namespaced for an MCP tool) or a closing message."""
+        rid = f"resp_{next(self._ids)}"
+        if reply is None:
+            item: dict[str, Any] = {"type": "message", "id": f"m_{next(self._ids)}", "role": "assistant",
+                                    "content": [{"type": "output_text", "text": "done"}]}
+        else:
+            item = {"type": "function_call", "id": f"fc_{next(self._ids)}", "call_id": f"call_{next(self._ids)}",
+                    "name": reply["name"], "arguments": json.dumps(reply["input"])}
+            if reply.get("namespace"):
+                item["namespace"] = reply["namespace"]
+        usage = {"input_tokens": 1, "input_tokens_details": None, "output_tokens": 1,
+                 "output_tokens_details": None, "total_tokens": 2}
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.end_headers()
+        for kind, data in (("response.created", {"response": {"id": rid}}),
+                           ("response.output_item.done", {"output_index": 0, "item": item}),
+                           ("response.completed", {"response": {"id": rid, "output": [item], "usage": usage}})):
+            handler.wfile.write(f"event: {kind}\ndata: {json.dumps(dict(data, type=kind))}\n\n".encode())
+        handler.wfile.flush()
+
     # ------------------------------------------------------------------ what the model was shown
 
     def exchanges(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """(tool call, its result) pairs, in order, from the longest conversation the harness sent."""
+        if self.dialect == "responses":
+            return self._response_exchanges()
         conversations = [r["body"].get("messages") or [] for r in self.requests if isinstance(r["body"], dict)]
         messages = max(conversations, key=len, default=[])
         calls: dict[str, dict[str, Any]] = {}
@@ -139,6 +167,41 @@ class ScriptedModel:
                 elif block.get("type") == "tool_result" and block.get("tool_use_id") in calls:
                     pairs.append((calls[block["tool_use_id"]], dict(block, text=_text(block, content))))
         return pairs
+
+
+    def _response_exchanges(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        inputs = [r["body"].get("input") or [] for r in self.requests if isinstance(r["body"], dict)]
+        items = max(inputs, key=len, default=[])
+        calls: dict[str, dict[str, Any]] = {}
+        pairs = []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call":
+                try:
+                    args = json.loads(item.get("arguments") or "{}")
+                except ValueError:
+                    args = {}
+                calls[item.get("call_id", "")] = {"name": item.get("name"), "input": args,
+                                                  "namespace": item.get("namespace")}
+            elif item.get("type") == "function_call_output" and item.get("call_id") in calls:
+                output = item.get("output")
+                pairs.append((calls[item["call_id"]], {"text": output if isinstance(output, str)
+                                                       else json.dumps(output)}))
+        return pairs
+
+
+def _tool_names(body: dict[str, Any]) -> set[str]:
+    """The tools a request offers; a namespace's tools as ``<namespace>:<tool>`` (Codex's MCP tools)."""
+    names: set[str] = set()
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict):
+            continue
+        names.add(str(tool.get("name")))
+        for inner in tool.get("tools") or [] if tool.get("type") == "namespace" else []:
+            if isinstance(inner, dict):
+                names.add(f"{tool.get('name')}:{inner.get('name')}")
+    return names
 
 
 def _text(result: dict[str, Any], siblings: list[Any]) -> str:

@@ -19,7 +19,7 @@ from harness_models import ScriptedModel, await_tool
 from topologies import make_repo
 
 ROOT = Path(__file__).resolve().parent.parent
-PINNED = {"claude": "@anthropic-ai/claude-code@2.1.197"}
+PINNED = {"claude": "@anthropic-ai/claude-code@2.1.197", "codex": "@openai/codex@0.171.0"}
 # Read when the module is imported, before each test's private home replaces the real one.
 HARNESS_BIN = Path(os.environ.get("MADTEA_HARNESS_BIN")
                    or Path.home() / ".cache" / "madtea-harnesses" / "node_modules" / ".bin")
@@ -124,3 +124,89 @@ def test_claude_code_without_madtea_on_path_wedges_nothing(tmp_path: Path) -> No
     assert not ls_result.get("is_error") and "x" in ls_result["text"].split()
     # the hook needs only python3 and the plugin's own folder: it still steers without madtea on PATH
     assert add_result.get("is_error") is True and 'madt_add files=["x"]' in add_result["text"]
+
+
+# --------------------------------------------------------------------------- Codex CLI
+
+def _codex_home(model: ScriptedModel) -> Path:
+    """~/.codex as the README sets it up (hooks.json copied, the server entry appended), plus the scripted provider."""
+    codex = Path(os.environ["HOME"]) / ".codex"
+    codex.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "integrations" / "codex-hooks.json", codex / "hooks.json")
+    provider = ('model = "scripted"\nmodel_provider = "scripted"\n[model_providers.scripted]\nname = "scripted"\n'
+                f'base_url = "{model.url}/v1"\nwire_api = "responses"\nenv_key = "SCRIPTED_KEY"\n\n')
+    (codex / "config.toml").write_text(provider + (ROOT / "integrations" / "codex-config.toml").read_text())
+    return codex
+
+
+def _run_codex(model: ScriptedModel, cwd: Path, path: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    codex = _codex_home(model)
+    env = {"HOME": os.environ["HOME"], "CODEX_HOME": str(codex), "PATH": path, "LANG": "C.UTF-8", "TZ": "UTC",
+           "SCRIPTED_KEY": "scripted", "MADTEA_TOKEN": TOKEN, "GIT_CONFIG_GLOBAL": os.environ["GIT_CONFIG_GLOBAL"],
+           "GIT_CONFIG_NOSYSTEM": "1", "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],
+           "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
+    return subprocess.run([str(_binary("codex")), "exec", "--json", "--skip-git-repo-check",
+                           "--dangerously-bypass-approvals-and-sandbox", *extra, "commit x"],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+
+
+def _shell(cmd: str) -> dict:
+    return {"name": "exec_command", "input": {"cmd": cmd}}
+
+
+def _codex_mcp(tool: str, **args: object) -> dict:
+    return {"name": tool, "namespace": "mcp__madtea", "input": args}
+
+
+def _node_path() -> str:
+    return str(Path(shutil.which("node") or "/usr/bin/node").parent)
+
+
+def test_codex_runs_the_trusted_hook_and_passes_the_server_its_variables(tmp_path: Path) -> None:
+    _binary("codex")
+    web, _ = _workspace(tmp_path)
+    path = f"{_madtea_bin(tmp_path)}:{_node_path()}:/usr/bin:/bin"
+    steps = [_shell("git add x && git commit -m y"), _shell("git status"), await_tool("mcp__madtea:madt_status"),
+             _codex_mcp("madt_status"), _codex_mcp("madt_whoami")]
+    with ScriptedModel(steps, dialect="responses") as model:
+        # the trust step is a person's (Codex's /hooks screen); the test stands in for it with Codex's own flag
+        proc = _run_codex(model, web, path, "--dangerously-bypass-hook-trust")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = [(call["name"], result["text"]) for call, result in model.exchanges()
+               if call["input"].get("cmd") != "sleep 1"]
+    assert [name for name, _ in results] == ["exec_command", "exec_command", "madt_status", "madt_whoami"], results
+    (_, blocked), (_, status), (_, mcp_status), (_, whoami) = results
+    assert "blocked by PreToolUse hook" in blocked, blocked
+    assert 'madt_add files=["x"]' in blocked, blocked
+    assert "Untracked files" in status, status
+    assert str(web) in mcp_status and '"ok":true' in mcp_status.replace(" ", ""), mcp_status
+    # the server entry's env_vars let the token through Codex's allow-list (never the token itself)
+    assert "the environment variable MADTEA_TOKEN" in whoami and TOKEN not in whoami, whoami
+    assert subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=web, capture_output=True,
+                          text=True).stdout == ""
+
+
+def test_codex_skips_an_untrusted_hook_and_doctor_says_so(tmp_path: Path) -> None:
+    _binary("codex")
+    web, _ = _workspace(tmp_path)
+    bin_dir = _madtea_bin(tmp_path)
+    with ScriptedModel([_shell("git add x")], dialect="responses") as model:
+        proc = _run_codex(model, web, f"{bin_dir}:{_node_path()}:/usr/bin:/bin")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # without the README's trust step Codex never runs the hook: the raw git add went through
+    assert subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=web, capture_output=True,
+                          text=True).stdout == "x\n"
+    doctor = subprocess.run([str(bin_dir / "madtea"), "doctor"], cwd=web, capture_output=True, text=True, timeout=60,
+                            env={"HOME": os.environ["HOME"], "PATH": f"{bin_dir}:/usr/bin:/bin"})
+    assert "not trusted, so Codex never runs it" in doctor.stdout, doctor.stdout
+
+
+def test_codex_without_madtea_on_path_wedges_nothing(tmp_path: Path) -> None:
+    _binary("codex")
+    web, _ = _workspace(tmp_path)
+    with ScriptedModel([_shell("ls"), _shell("git status")], dialect="responses") as model:
+        proc = _run_codex(model, web, f"{_node_path()}:/usr/bin:/bin", "--dangerously-bypass-hook-trust")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ls, status = (result["text"] for _, result in model.exchanges())
+    assert "x" in ls.split() and "blocked" not in ls, ls
+    assert "Untracked files" in status, status
