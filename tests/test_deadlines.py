@@ -97,3 +97,44 @@ async def test_status_answers_while_slow_forge_calls_fill_every_worker(env: Env)
             assert not status.is_error and "working tree clean" in status.content[0].text
             assert not finished, "the slow calls were meant to be still pending"
             group.cancel_scope.cancel()
+
+
+def test_a_git_child_ends_at_the_configured_timeout(single_repo, monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    import gitops
+
+    monkeypatch.setenv(gitops.TIMEOUT_ENV, "0.5")
+    marker = tmp_path / "outlived"
+    with pytest.raises(gitops.GitTimeout) as caught:
+        gitops.git("-c", f"alias.slow=!sleep 5 && touch {marker}", "slow", cwd=single_repo.repo)
+    assert "timed out after 0.5 s" in str(caught.value)
+    assert not marker.exists() and gitops.running_children() == []
+
+
+def test_ending_children_ends_their_process_groups_and_starts_no_more(single_repo, monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path) -> None:
+    import gitops
+
+    monkeypatch.setattr(gitops, "_closing", [])  # restored afterwards: the rest of the suite still runs git
+    marker = tmp_path / "outlived"
+    caught: list[BaseException] = []
+
+    def slow() -> None:
+        try:
+            gitops.git("-c", f"alias.slow=!sleep 3 && touch {marker}", "slow", cwd=single_repo.repo)
+        except gitops.GitError as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=slow, daemon=True)
+    worker.start()
+    for _ in range(400):
+        if gitops.running_children():
+            break
+        threading.Event().wait(0.01)
+    assert gitops.end_children() == 1
+    worker.join(10)
+    assert caught and "madtea is shutting down" in str(caught[0])
+    with pytest.raises(gitops.GitError, match="not started"):
+        gitops.git("status", cwd=single_repo.repo)
+    threading.Event().wait(3.5)
+    assert not marker.exists()
