@@ -4439,8 +4439,8 @@ def _pin_key(key_line: str) -> None:
     _replace_files({path: _signers_line(key_line).encode("ascii")})
 
 
-def _ssh_verify(artifact: Path, data: bytes, sig: Path, key_line: str) -> str | None:
-    """None when *sig* is a good signature of *data* (read from *artifact*) by *key_line*; else ssh-keygen's reason."""
+def _ssh_verify(artifact: str, data: bytes, sig: Path, key_line: str) -> str | None:
+    """None when *sig* is a good signature of *data* (the file *artifact*) by *key_line*; else ssh-keygen's reason."""
     import subprocess
     import tempfile
 
@@ -4453,21 +4453,21 @@ def _ssh_verify(artifact: Path, data: bytes, sig: Path, key_line: str) -> str | 
                                    "-n", RELEASE_NAMESPACE, "-s", str(sig)], input=data, capture_output=True,
                                   timeout=60)
         except FileNotFoundError:
-            raise guard.update_tool_missing(str(artifact)) from None
+            raise guard.update_tool_missing(artifact) from None
     if proc.returncode == 0:
         return None
     lines = (proc.stderr or proc.stdout).decode("utf-8", errors="replace").strip().splitlines()
     return lines[-1] if lines else f"ssh-keygen exited with {proc.returncode}"
 
 
-def _release_files(path: Path, data: bytes) -> tuple[str, dict[str, bytes]]:
+def _release_files(path: Path, data: bytes, shown: str) -> tuple[str, dict[str, bytes]]:
     """("zipapp" or "archive", the four modules by name) of a release file's *data*; refuses anything else."""
     import io
     import zipfile
 
     kind = {".pyz": "zipapp", ".zip": "archive"}.get(path.suffix.lower())
     if kind is None:
-        raise guard.update_not_a_release(str(path), "its name ends in neither .pyz nor .zip")
+        raise guard.update_not_a_release(shown, "its name ends in neither .pyz nor .zip")
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = {}
@@ -4477,10 +4477,10 @@ def _release_files(path: Path, data: bytes) -> tuple[str, dict[str, bytes]]:
                     names[parts[-1]] = name
             missing = [m for m in _MODULES if m not in names]
             if missing:
-                raise guard.update_not_a_release(str(path), f"it holds no {', '.join(missing)}")
+                raise guard.update_not_a_release(shown, f"it holds no {', '.join(missing)}")
             return kind, {m: archive.read(names[m]) for m in _MODULES}
     except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise guard.update_not_a_release(str(path), f"it cannot be read as a zip file ({exc})") from None
+        raise guard.update_not_a_release(shown, f"it cannot be read as a zip file ({exc})") from None
 
 
 def _stamped_version(source: bytes) -> str:
@@ -4539,52 +4539,54 @@ def _check_install(kind: str, where: Path) -> None:
                                checkout=str(repo.top) if repo else None)
 
 
-def _read_release(path: Path) -> bytes:
+def _read_release(path: Path, shown: str) -> bytes:
     try:
         with open(path, "rb") as handle:
             data = handle.read(_MAX_RELEASE + 1)
     except FileNotFoundError:
-        raise guard.update_not_a_release(str(path), "there is no such file") from None
+        raise guard.update_not_a_release(shown, "there is no such file") from None
     except OSError as exc:
-        raise guard.update_not_a_release(str(path), f"it cannot be read ({exc.strerror or exc})") from None
+        raise guard.update_not_a_release(shown, f"it cannot be read ({exc.strerror or exc})") from None
     if len(data) > _MAX_RELEASE:
-        raise guard.update_not_a_release(str(path), f"it is larger than {_MAX_RELEASE >> 20} MiB")
+        raise guard.update_not_a_release(shown, f"it is larger than {_MAX_RELEASE >> 20} MiB")
     return data
 
 
-def _verified_release(path: Path, ask: Callable[[str], bool], again: str) -> tuple[str, bytes, dict[str, bytes], str]:
+def _verified_release(path: Path, ask: Callable[[str], bool], again: str,
+                      labels: tuple[str, str]) -> tuple[str, bytes, dict[str, bytes], str]:
     """(kind, bytes, modules, signer) of a release file whose signature checks out against the pinned key.
 
     The file is read once: what is verified is what gets installed.
 
     The first time, the signer's fingerprint is shown and a person confirms it at a terminal
-    (*ask*); only then is it pinned. A changed key is refused, never re-pinned.
+    (*ask*); only then is it pinned. A changed key is refused, never re-pinned. Refusals name the
+    file and its signature by *labels* (a downloaded file by its origin, not its temporary path).
     """
+    shown, shown_sig = labels
     sig = path.with_name(path.name + ".sig")
-    data = _read_release(path)
-    kind, modules = _release_files(path, data)
+    data = _read_release(path, shown)
+    kind, modules = _release_files(path, data, shown)
     try:
         signature = sig.read_bytes()
     except FileNotFoundError:
-        raise guard.update_no_signature(str(path), str(sig)) from None
+        raise guard.update_no_signature(shown, shown_sig) from None
     except OSError as exc:
-        raise guard.update_bad_signature(str(path), str(sig), exc.strerror or str(exc)) from None
+        raise guard.update_bad_signature(shown, shown_sig, exc.strerror or str(exc)) from None
     try:
         key_line = _ssh_signer(signature)
     except ValueError as exc:
-        raise guard.update_bad_signature(str(path), str(sig), str(exc)) from None
+        raise guard.update_bad_signature(shown, shown_sig, str(exc)) from None
     signer = key_fingerprint(key_line)
     pinned = _pinned_key()
-    guard.check_update_signer(str(path), signer, key_fingerprint(pinned) if pinned else None,
-                              str(release_key_file()))
-    failure = _ssh_verify(path, data, sig, key_line)
+    guard.check_update_signer(shown, signer, key_fingerprint(pinned) if pinned else None, str(release_key_file()))
+    failure = _ssh_verify(shown, data, sig, key_line)
     if failure:
-        raise guard.update_bad_signature(str(path), str(sig), failure)
+        raise guard.update_bad_signature(shown, shown_sig, failure)
     if pinned is None:
         if not sys.stdin.isatty():
-            raise guard.update_trust_needs_terminal(str(path), signer, again)
+            raise guard.update_trust_needs_terminal(shown, signer, again)
         if not ask(signer):
-            raise guard.update_not_trusted(str(path), signer)
+            raise guard.update_not_trusted(shown, signer)
         _pin_key(key_line)
     return kind, data, modules, signer
 
@@ -4601,16 +4603,19 @@ def update_from_file(path: Path, *, allow_downgrade: bool = False, ask: Callable
                      again: str | None = None, fetched: str = "") -> str:
     """Verify the release file *path* and replace this copy install with it; the sentence to report.
 
-    *again* is the command that repeats this update (for the ways on); *fetched* says where the file came from.
+    *again* is the command that repeats this update (for the ways on); *fetched* says where a downloaded
+    file came from (" from vX.Y.Z of host/owner/repo"), and refusals then name it so.
     """
     again = again or f"madtea update --from {path}"
+    shown = f"{path.name}{fetched}" if fetched else str(path)
     kind, where = installed_copy()
     _check_install(kind, where)
-    new_kind, data, modules, signer = _verified_release(path, ask, again)
+    labels = (shown, f"{path.name}.sig{fetched}" if fetched else f"{path}.sig")
+    new_kind, data, modules, signer = _verified_release(path, ask, again, labels)
     if kind == "zipapp" and new_kind != "zipapp":
-        raise guard.update_wrong_kind(str(path), str(where))
+        raise guard.update_wrong_kind(shown, str(where))
     new = _stamped_version(modules["madtea.py"])
-    if not guard.check_update_version(str(path), new, __version__, str(where), allow_downgrade, again):
+    if not guard.check_update_version(shown, new, __version__, str(where), allow_downgrade, again):
         return f"madtea {new} is already installed at {where}; nothing was replaced."
     files = {where: data} if kind == "zipapp" else {where / m: modules[m] for m in _MODULES}
     try:
@@ -4650,7 +4655,10 @@ def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
     latest = repo.get("releases/latest")
     tag = str(latest.get("tag_name") or "") if isinstance(latest, dict) else ""
     slug = f"{target.host}/{origin.owner}/{origin.repo}"
-    name = f"madtea-{tag[1:]}.{'pyz' if kind == 'zipapp' else 'zip'}"
+    version = tag[1:] if tag.startswith("v") else tag
+    if version == __version__:
+        return f"madtea {version}, the latest release of {slug}, is already installed at {where}; nothing was replaced."
+    name = f"madtea-{version}.{'pyz' if kind == 'zipapp' else 'zip'}"
     assets = {a.get("name"): a for a in (latest.get("assets") or []) if isinstance(a, dict)} if tag else {}
     urls = [client.asset_url(assets[n]) if n in assets else "" for n in (name, name + ".sig")]
     if not all(isinstance(u, str) and u for u in urls):

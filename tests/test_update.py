@@ -260,7 +260,27 @@ def test_update_fetches_the_latest_release_from_the_forge_that_publishes_it(rele
     config = madtea.release_key_file().parent / "config.json"
     config.write_text('{"update_from": "%s"}' % web, encoding="utf-8")
     again = _madtea(entry, "update")
-    assert again.returncode == 0 and again.stdout.startswith("madtea 0.2.0 is already installed"), again.stderr
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == (f"madtea 0.2.0, the latest release of {host}/acme/web, is already installed at "
+                            f"{entry.parent}; nothing was replaced.\n")
+
+
+def test_a_downloaded_file_that_does_not_verify_is_named_by_where_it_came_from(releases, env, tmp_path) -> None:
+    env.ok("madt_releases", action="create", tag="v0.2.0", title="madtea 0.2.0")
+    shutil.copy(releases.new / "madtea-0.2.0.zip", tmp_path / "madtea-0.2.0.zip")
+    with zipfile.ZipFile(tmp_path / "madtea-0.2.0.zip", "a") as z:
+        z.writestr("madtea-0.2.0/extra.py", "import os\n")
+    env.ok("madt_releases", action="upload", tag="v0.2.0",
+           files=[str(tmp_path / "madtea-0.2.0.zip"), str(releases.new / "madtea-0.2.0.zip.sig")])
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    before = _state(entry.parent)
+    web = env.forge.url + "/acme/web"
+    refused = _madtea(entry, "update", "--repo", web)
+    assert refused.returncode == 1 and refused.stderr.startswith("BAD_SIGNATURE:"), refused.stderr
+    assert f"does not match madtea-0.2.0.zip from v0.2.0 of {web.split('/')[2]}/acme/web (" in refused.stderr
+    assert "/tmp" not in refused.stderr.split("does not match", 1)[1].split("(", 1)[0]
+    assert _state(entry.parent) == before
 
 
 def test_a_release_without_the_needed_file_is_said_plainly(releases, env, tmp_path) -> None:
