@@ -107,6 +107,19 @@ def test_a_copy_install_updates_itself_from_the_archive_and_reports_the_new_vers
     assert again.stdout == f"madtea 0.2.0 is already installed at {entry.parent}; nothing was replaced.\n"
 
 
+def test_a_folder_install_takes_its_modules_from_the_pyz_named_relative_to_the_shell(releases, tmp_path) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    proc = subprocess.run([sys.executable, "-I", str(entry), "update", "--from", "madtea-0.2.0.pyz"],
+                          cwd=releases.new, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Updated madtea 0.1.0 → 0.2.0 at {entry.parent} (madtea.py, guard.py")
+    with zipfile.ZipFile(releases.new / "madtea-0.2.0.pyz") as z:
+        assert all((entry.parent / m).read_bytes() == z.read(m) for m in ("madtea.py", "guard.py", "forge.py",
+                                                                           "gitops.py"))
+    assert _names(entry.parent) == ["README.md", "forge.py", "gitops.py", "guard.py", "madtea.py"]
+
+
 def test_a_single_file_install_is_replaced_by_the_new_pyz_keeping_its_mode(releases, tmp_path) -> None:
     (tmp_path / "bin").mkdir()
     entry = tmp_path / "bin" / "madtea.pyz"
