@@ -7,7 +7,8 @@ the user's credentials, hook records or git settings.
 """
 from __future__ import annotations
 
-__all__ = ["ROOT", "TESTS", "sandbox", "git", "make_repo", "JsonRpcPipe", "report", "median"]
+__all__ = ["ROOT", "TESTS", "sandbox", "git", "make_repo", "JsonRpcPipe", "report", "median", "install_copy",
+           "spawn", "spread", "report_spread"]
 
 import contextlib
 import json
@@ -27,6 +28,8 @@ for _path in (str(ROOT), str(TESTS)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+# The environment before sandbox() changes it: pip's own cache and index settings live there.
+_OUTER_ENV = dict(os.environ)
 # Variables that would point madtea or git somewhere other than the sandbox.
 _DROPPED_PREFIXES = ("GIT_", "MADTEA_", "GITEA_", "FORGEJO_", "TEA_", "CLAUDE", "CODEX", "GEMINI")
 
@@ -108,16 +111,24 @@ class JsonRpcPipe:
                                        "clientInfo": {"name": "madtea-bench", "version": "0"}})
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def close(self) -> None:
+    def close(self) -> float:
+        """Hang up and wait for the child (killed after 10 s); its CPU seconds (user + sys)."""
         assert self.proc.stdin is not None
         self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        deadline = time.monotonic() + 10
+        while True:
+            pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                _, status, usage = os.wait4(self.proc.pid, 0)
+                break
+            time.sleep(0.005)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        return usage.ru_utime + usage.ru_stime
 
     def _line(self) -> bytes:
         assert self.proc.stdout is not None
@@ -134,6 +145,79 @@ class JsonRpcPipe:
                 self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line
+
+
+def install_copy(base: Path, *, with_mcp: bool = False) -> Path:
+    """A virtual environment in *base* holding a non-editable ``pip install`` of this checkout; its bin folder.
+
+    The files a build reads are copied first, so the build leaves nothing in the checkout; pip builds
+    the wheel in its own isolated environment (setuptools from the package index or pip's cache) and
+    writes the console script and bytecode, exactly as a user's install does. With *with_mcp* the
+    running interpreter's ``mcp`` (and its dependencies) is made importable through a ``.pth`` file
+    rather than downloaded again. Under ``run_all.py`` the benchmarks share one install of each kind.
+    """
+    shared = _OUTER_ENV.get("MADTEA_BENCH_INSTALLS")  # set by run_all.py: one install per kind for the whole run
+    if shared:
+        base = Path(shared) / ("with-mcp" if with_mcp else "plain")
+        if (base / "venv" / "bin" / "madtea").exists():
+            return base / "venv" / "bin"
+        base.mkdir(parents=True, exist_ok=True)
+    source, venv = base / "source", base / "venv"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "madtea.py", "guard.py", "forge.py", "gitops.py"):
+        (source / name).write_bytes((ROOT / name).read_bytes())
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                           "--no-input", "--disable-pip-version-check", str(source)],
+                          env=_OUTER_ENV, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"pip install of the checkout failed:\n{proc.stdout}{proc.stderr}")
+    if with_mcp:
+        import mcp
+        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        Path(site, "bench-outer-packages.pth").write_text(str(Path(mcp.__file__).parent.parent) + "\n",
+                                                          encoding="utf-8")
+    return venv / "bin"
+
+
+def spawn(argv: Sequence[str], stdin: bytes = b"", *, cwd: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """Run one process to its end: (wall seconds, the child's CPU seconds (user + sys), exit status)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    except BrokenPipeError:
+        pass
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return wall, usage.ru_utime + usage.ru_stime, proc.returncode
+
+
+def spread(values: Sequence[float], unit: float = 1000.0) -> str:
+    """``min / median / max`` in milliseconds (with the default *unit*)."""
+    return " / ".join(f"{v * unit:.1f}" for v in (min(values), statistics.median(values), max(values)))
+
+
+def report_spread(name: str, what: str, walls: Sequence[float], cpus: Sequence[float], base_walls: Sequence[float],
+                  base_cpus: Sequence[float], target: float, baseline_what: str) -> bool:
+    """Print one command's wall and CPU spread, its median ratios to the baseline and the verdict on both."""
+    wall_ratio = statistics.median(walls) / statistics.median(base_walls)
+    cpu_ratio = statistics.median(cpus) / statistics.median(base_cpus)
+    ok = wall_ratio <= target and cpu_ratio <= target
+    print(f"{what}: wall {spread(walls)} ms, CPU {spread(cpus)} ms (min / median / max, {len(walls)} runs)")
+    print(f"    ratio to {baseline_what}: wall {wall_ratio:.2f}x, CPU {cpu_ratio:.2f}x (target <= {target:g}x): "
+          f"{'within target' if ok else 'OVER TARGET'}")
+    print("summary\t" + json.dumps({
+        "name": name, "what": what, "measured": f"{statistics.median(walls) * 1000:.1f} ms wall, {statistics.median(cpus) * 1000:.1f} ms CPU",
+        "baseline": f"{statistics.median(base_walls) * 1000:.1f} ms wall, {statistics.median(base_cpus) * 1000:.1f} ms CPU",
+        "ratio": f"{wall_ratio:.2f} wall, {cpu_ratio:.2f} CPU", "target": f"<= {target:g}x the baseline", "ok": ok}))
+    return ok
 
 
 def median(values: Sequence[float]) -> float:
@@ -156,7 +240,7 @@ def report(name: str, measured: float, baseline: float, target: float, unit: str
     print(f"baseline ({baseline_what}): {baseline:.6g} {unit}")
     print(f"ratio: {ratio:.3f} (measured / {ratio_of})")
     print(f"target: {target_text}: {'within target' if ok else 'OVER TARGET'}")
-    print("summary\t" + json.dumps({"name": name, "measured": f"{measured:.6g} {unit}",
+    print("summary\t" + json.dumps({"name": name, "what": what, "measured": f"{measured:.6g} {unit}",
                                      "baseline": f"{baseline:.6g} {unit}", "ratio": f"{ratio:.3f}",
                                      "target": target_text, "ok": ok}))
 
@@ -179,10 +263,16 @@ if __name__ == "__main__":
 
 
 def madtea_and_bare_servers(base: Path) -> tuple[Path, dict[str, str], list[str], list[str]]:
-    """A repo to launch in, the environment, and the two server commands compared: madtea's and a bare one."""
+    """A repo to launch in, the environment, and the two server commands compared: madtea's and a bare one.
+
+    madtea's is the installed console script (``madtea mcp``) of a copy installed into a temporary
+    virtual environment with the ``mcp`` extra available; the bare one runs from the same interpreter.
+    """
+    bin_dir = install_copy(base, with_mcp=True)
     repo = make_repo(base / "web", origin="https://forge.example.test/acme/web.git")
     modules = base / "modules"
     modules.mkdir()
     (modules / "bare_mcp.py").write_text(BARE_SERVER, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(modules)]))
-    return repo, env, [sys.executable, "-m", "madtea", "mcp"], [sys.executable, "-m", "bare_mcp"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(modules)
+    return repo, env, [str(bin_dir / "madtea"), "mcp"], [str(bin_dir / "python"), "-m", "bare_mcp"]

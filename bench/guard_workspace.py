@@ -9,7 +9,7 @@ same run. Also counts git subprocesses through ``gitops.call_count()``: the
 nested scan must read the children's files, never start git per child.
 Targets: at most 50 ms, no git subprocess per child.
 
-    python bench/guard_workspace.py [RUNS] [CHILDREN]      (default 30 runs, 200 children)
+    python bench/guard_workspace.py [RUNS] [CHILDREN]      (default 60 runs, 200 children)
 """
 from __future__ import annotations
 
@@ -58,12 +58,13 @@ def measure(top: Path, runs: int) -> tuple[float, int, str]:
         seconds, spawned, outcome = guard_check(top)
         times.append(seconds)
         counts.add(spawned)
+    print(f"{top.name}: {_common.spread(times)} ms (min / median / max, {runs} checks)")
     return _common.median(times), max(counts), outcome
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    runs = int(args[0]) if args else 30
+    runs = int(args[0]) if args else 60
     children = int(args[1]) if len(args) > 1 else 200
     with _common.sandbox() as base:
         started = time.perf_counter()

@@ -1,75 +1,73 @@
-"""How long the agent hook takes per event, against a bare interpreter start.
+"""The installed console script: ``madtea hook`` per event and ``madtea --version``, against a bare interpreter.
 
-Runs N ``madtea hook`` processes on a typical Claude Code event (``git status``
-in a fresh repository) and N ``python3 -c pass``, interleaved in the same run,
-and prints both medians and their ratio. The target is at most 2.5x. A
+Installs a non-editable copy of this checkout into a temporary virtual
+environment (``_common.install_copy``) and runs its ``madtea`` script, the file
+pip writes and a harness runs, on two Claude Code ``PreToolUse`` events in a
+fresh repository: ``git status`` (allowed, with a note) and ``git add x && git
+commit -m y`` (denied). The baseline is ``python -c pass`` from the same
+interpreter. Each round runs all four commands in turn, so load on a shared
+machine falls on all of them alike. Prints min / median / max of wall time and
+of the child's CPU time (user + sys), and the median ratios. Targets: hook at
+most 2.0x on wall and CPU for both events; ``--version`` at most 2.5x. A
 benchmark, not a test: nothing here asserts on time.
 
-    python bench/hook_bench.py [N]
+    python bench/hook_bench.py [ROUNDS]      (default 60)
 """
 from __future__ import annotations
 
 import json
 import os
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-TARGET = 2.5
+import _common
 
-
-def _repo(base: Path) -> Path:
-    repo = base / "repo"
-    repo.mkdir()
-    env = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
-    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
-    (repo / "a.py").write_text("print('a')\n")
-    return repo
+HOOK_TARGET = 2.0
+VERSION_TARGET = 2.5
 
 
-def _time(argv: list[str], data: bytes, env: dict[str, str], cwd: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd,
-                   check=False)
-    return time.perf_counter() - start
+def _event(repo: str, command: str) -> bytes:
+    return json.dumps({
+        "session_id": "bench", "transcript_path": "/dev/null", "cwd": repo, "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t",
+        "tool_input": {"command": command, "description": "run it"},
+    }).encode()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    n = int(args[0]) if args else 40
-    with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        repo = _repo(base)
-        runtime = base / "runtime"
-        runtime.mkdir(mode=0o700)
-        # An installed copy runs from compiled bytecode: let the warm-up runs write it (to a private
-        # cache folder, so the checkout stays untouched) even where PYTHONDONTWRITEBYTECODE is set.
-        env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_RUNTIME_DIR=str(runtime), HOME=str(base),
-                   PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        event = json.dumps({
-            "session_id": "bench", "transcript_path": os.devnull, "cwd": str(repo), "permission_mode": "default",
-            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t",
-            "tool_input": {"command": "git status", "description": "Show the working tree status"},
-        }).encode()
-        hook = [sys.executable, "-m", "madtea", "hook"]
-        bare = [sys.executable, "-c", "pass"]
-        for _ in range(3):  # warm the file cache for both
-            _time(hook, event, env, repo)
-            _time(bare, b"", env, repo)
-        hook_times, bare_times = [], []
-        for _ in range(n):
-            hook_times.append(_time(hook, event, env, repo))
-            bare_times.append(_time(bare, b"", env, repo))
-    h, b = statistics.median(hook_times), statistics.median(bare_times)
-    ratio = h / b
-    print(f"hook: median {h * 1000:.1f} ms over {n} events")
-    print(f"python3 -c pass: median {b * 1000:.1f} ms")
-    print(f"ratio {ratio:.2f}x (target <= {TARGET}x): {'within target' if ratio <= TARGET else 'OVER TARGET'}")
+    rounds = int(args[0]) if args else 60
+    with _common.sandbox() as base:
+        bin_dir = _common.install_copy(base)
+        repo = _common.make_repo(base / "repo")
+        (repo / "x").write_text("x\n", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        script = str(bin_dir / "madtea")
+        cases = {
+            "bare": ([str(bin_dir / "python"), "-c", "pass"], b"", 0),
+            "allow": ([script, "hook"], _event(str(repo), "git status"), 0),
+            "deny": ([script, "hook"], _event(str(repo), "git add x && git commit -m y"), 2),
+            "version": ([script, "--version"], b"", 0),
+        }
+        for name, (command, stdin, code) in cases.items():  # warm the file cache; check each does what it should
+            for _ in range(2):
+                _, _, status = _common.spawn(command, stdin, cwd=repo, env=env)
+                if status != code:
+                    raise SystemExit(f"{name}: exit {status}, expected {code}")
+        walls: dict[str, list[float]] = {name: [] for name in cases}
+        cpus: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, (command, stdin, _code) in cases.items():
+                wall, cpu, _status = _common.spawn(command, stdin, cwd=repo, env=env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+    bare = "python -c pass"
+    print(f"{bare}: wall {_common.spread(walls['bare'])} ms, CPU {_common.spread(cpus['bare'])} ms "
+          f"(min / median / max, {rounds} runs)")
+    for name, what, target in (("allow", "madtea hook, git status (allowed)", HOOK_TARGET),
+                               ("deny", "madtea hook, git add x && git commit -m y (denied)", HOOK_TARGET),
+                               ("version", "madtea --version", VERSION_TARGET)):
+        _common.report_spread(f"hook_{name}" if name != "version" else "version", what, walls[name], cpus[name],
+                              walls["bare"], cpus["bare"], target, bare)
     return 0
 
 

@@ -2,25 +2,32 @@
 
 Each ``bench/*.py`` except this file and ``_``-prefixed helpers runs in its
 own interpreter; its full output is shown, then one table of measured value,
-baseline, ratio and target per figure. Benchmarks that print a ``summary``
-line (the ``_common.report`` shape) fill the table directly; the hook
-benchmark's ``ratio ...x (target <= ...x)`` line is read as well. A
-benchmark that fails or prints neither shows as such. Nothing here asserts.
+baseline, ratio and target per figure, read from the ``summary`` lines the
+benchmarks print (the ``_common.report`` shapes). A benchmark that fails or
+prints none shows as such. The benchmarks that time console scripts share one
+temporary install of each kind for the run. Nothing here asserts.
 
-    python bench/run_all.py
+With ``--markdown`` the table is also printed as Markdown, headed by when and
+how it was made, for the README's performance section.
+
+    python bench/run_all.py [--markdown]
 """
 from __future__ import annotations
 
+import datetime
 import json
-import re
+import os
+import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TIMEOUT = 900  # seconds per benchmark: a hung child ends the run instead of blocking it
-_HOOK_RATIO = re.compile(r"ratio ([\d.]+)x \(target <= ([\d.]+)x\): (.*)")
+COLUMNS = ("name", "measured", "baseline", "ratio", "target", "ok")
 
 
 def benchmarks() -> list[Path]:
@@ -32,48 +39,60 @@ def rows_from(name: str, output: str) -> list[dict[str, str]]:
     for line in output.splitlines():
         if line.startswith("summary\t"):
             data = json.loads(line.split("\t", 1)[1])
-            rows.append({k: str(v) for k, v in data.items()} | {"ok": "yes" if data["ok"] else "NO"})
-    if rows:
-        return rows
-    lines = output.strip().splitlines()
-    for line in lines:
-        found = _HOOK_RATIO.search(line)
-        if found:
-            median = lambda text: text.split("median", 1)[-1].split(" over")[0].strip()  # noqa: E731
-            return [{"name": name, "measured": median(lines[0]), "baseline": median(lines[1]),
-                     "ratio": found.group(1), "target": f"<= {found.group(2)}x the baseline",
-                     "ok": "yes" if found.group(3).startswith("within") else "NO"}]
-    return [{"name": name, "measured": "?", "baseline": "?", "ratio": "?", "target": "?",
-             "ok": "no summary line"}]
+            rows.append({k: str(v) for k, v in data.items()} | {"ok": "yes" if data["ok"] else "OVER TARGET"})
+    return rows or [{"name": name, "measured": "?", "baseline": "?", "ratio": "?", "target": "?",
+                     "ok": "no summary line"}]
 
 
-def main() -> int:
-    table: list[dict[str, str]] = []
-    for script in benchmarks():
-        print(f"==> python bench/{script.name}", flush=True)
-        started = time.perf_counter()
-        try:
-            proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=TIMEOUT,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            print(f"    timed out after {TIMEOUT} s\n")
-            table.append({"name": script.stem, "measured": "-", "baseline": "-", "ratio": "-", "target": "-",
-                          "ok": "timed out"})
-            continue
-        print(proc.stdout.rstrip())
-        if proc.returncode != 0:
-            print(proc.stderr.rstrip())
-            table.append({"name": script.stem, "measured": "-", "baseline": "-", "ratio": "-", "target": "-",
-                          "ok": f"failed (exit {proc.returncode})"})
-        else:
-            table.extend(rows_from(script.stem, proc.stdout))
-        print(f"    ({time.perf_counter() - started:.1f} s)\n", flush=True)
-    columns = ("name", "measured", "baseline", "ratio", "target", "ok")
-    widths = {c: max(len(c), *(len(r.get(c, "")) for r in table)) for c in columns}
-    print("  ".join(c.ljust(widths[c]) for c in columns))
-    print("  ".join("-" * widths[c] for c in columns))
+def run(script: Path, env: dict[str, str]) -> list[dict[str, str]]:
+    print(f"==> python bench/{script.name}", flush=True)
+    started = time.perf_counter()
+    failed = {"name": script.stem, "measured": "-", "baseline": "-", "ratio": "-", "target": "-"}
+    try:
+        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=TIMEOUT,
+                              stdin=subprocess.DEVNULL, env=env)
+    except subprocess.TimeoutExpired:
+        print(f"    timed out after {TIMEOUT} s\n")
+        return [failed | {"ok": "timed out"}]
+    print(proc.stdout.rstrip())
+    print(f"    ({time.perf_counter() - started:.1f} s)\n", flush=True)
+    if proc.returncode != 0:
+        print(proc.stderr.rstrip())
+        return [failed | {"ok": f"failed (exit {proc.returncode})"}]
+    return rows_from(script.stem, proc.stdout)
+
+
+def markdown(table: list[dict[str, str]], started: datetime.datetime, seconds: float, load: str) -> str:
+    lines = [f"Made by one `python bench/run_all.py` run on {started:%Y-%m-%d %H:%M} UTC ({seconds / 60:.0f} min): "
+             f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {load} at the start; "
+             "each figure beside its baseline from the same run.", "",
+             "| what | measured | baseline | ratio | target | verdict |", "|---|---|---|---|---|---|"]
     for row in table:
-        print("  ".join(row.get(c, "").ljust(widths[c]) for c in columns))
+        cells = [row.get("what", row["name"]), row["measured"], row["baseline"], row["ratio"],
+                 row["target"].replace("<=", "≤"), "within target" if row["ok"] == "yes" else row["ok"]]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    started, clock = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
+    load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
+    installs = tempfile.mkdtemp(prefix="madtea-bench-installs-")
+    table: list[dict[str, str]] = []
+    try:
+        env = dict(os.environ, MADTEA_BENCH_INSTALLS=installs)
+        for script in benchmarks():
+            table.extend(run(script, env))
+    finally:
+        shutil.rmtree(installs, ignore_errors=True)
+    widths = {c: max(len(c), *(len(r.get(c, "")) for r in table)) for c in COLUMNS}
+    print("  ".join(c.ljust(widths[c]) for c in COLUMNS))
+    print("  ".join("-" * widths[c] for c in COLUMNS))
+    for row in table:
+        print("  ".join(row.get(c, "").ljust(widths[c]) for c in COLUMNS))
+    if "--markdown" in args:
+        print("\n" + markdown(table, started, time.perf_counter() - clock, load))
     return 0
 
 
