@@ -81,6 +81,7 @@ __all__ = [
 import _thread
 import os
 import re
+import time as _time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 # The hook imports this module before every shell command an agent runs:
@@ -840,8 +841,29 @@ def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
     No subprocess, no ``insteadOf`` rewriting and no ``include`` files: this is
     what the repo says its origin is. None when absent or the file is malformed.
     """
-    values = _config_values(os.path.join(common_dir, "config"), "remote", "origin", "url")
-    return values[0] if values else None
+    path = os.path.join(common_dir, "config")
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    # A long-running server checks the same nested repos before every mutating call: a config
+    # file whose identity, size and times are unchanged is not parsed again. As git does for its
+    # index, a file changed in the last seconds is not remembered: a rewrite within one tick of
+    # the file system's clock could keep every one of those.
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _ORIGINS.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    values = _config_values(path, "remote", "origin", "url")
+    origin = values[0] if values else None
+    if _time.time() - max(st.st_mtime, st.st_ctime) > 2:
+        if len(_ORIGINS) >= 4096:
+            _ORIGINS.clear()
+        _ORIGINS[path] = (key, origin)
+    return origin
+
+
+_ORIGINS: dict[str, tuple[tuple[int, ...], str | None]] = {}
 
 
 def _config_values(path: str | os.PathLike[str], section: str, subsection: str | None, key: str) -> list[str]:

@@ -5158,11 +5158,16 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
     # A harness may pass the hook words of its own: only a request for help is not an event to
     # answer (an argument error would exit 2, which every harness takes as a block).
-    if args[:1] == ["hook"] and not {"-h", "--help"} & set(args[1:]):
-        code = hook_main()
+    hook = args[:1] == ["hook"] and not {"-h", "--help"} & set(args[1:])
+    if hook or args == ["--version"]:
+        if hook:
+            code = hook_main()
+        else:  # as the parser's own --version, without building the parser
+            sys.stdout.write(f"madtea {__version__}\n")
+            code = 0
         if argv is None:
-            # Run as a program, the hook ends here: tearing down the interpreter costs
-            # more than the decision did, and there is nothing to release (its one
+            # Run as a program, these end here: tearing down the interpreter costs
+            # more than they did, and there is nothing to release (the hook's one
             # file write is already renamed into place).
             for stream in (sys.stdout, sys.stderr):
                 try:
@@ -5173,9 +5178,6 @@ def main(argv: list[str] | None = None) -> int:
         return code
     if args == ["mcp"]:
         return serve_mcp()
-    if args == ["--version"]:  # as the parser's own --version, without building the parser
-        sys.stdout.write(f"madtea {__version__}\n")
-        return 0
     try:
         try:
             return _cli_main(args)

@@ -403,6 +403,27 @@ def test_read_origin_reads_what_git_reads(tmp_path, config):
     assert got is not None and got.startswith(f"https://{HOST}/")
 
 
+def test_read_origin_remembers_an_unchanged_config_and_sees_every_change(tmp_path, monkeypatch):
+    config = tmp_path / "config"
+    other = WEB.replace("web", "wob")
+    config.write_text(f'[remote "origin"]\n\turl = {WEB}\n')
+    assert gitops.read_origin(tmp_path) == WEB
+    config.write_text(f'[remote "origin"]\n\turl = {other}\n')  # same size, same moment: read again
+    assert gitops.read_origin(tmp_path) == other
+    parsed: list[object] = []
+    monkeypatch.setattr(gitops, "_config_values", lambda *a, _real=gitops._config_values: parsed.append(a) or _real(*a))
+    later = time.time() + 60
+    monkeypatch.setattr(gitops, "_time", type("Clock", (), {"time": staticmethod(lambda: later)}))
+    assert gitops.read_origin(tmp_path) == other and len(parsed) == 1  # settled a minute ago: parsed once more
+    assert gitops.read_origin(tmp_path) == other and len(parsed) == 1  # then remembered
+    replaced = tmp_path / "config.new"
+    replaced.write_text(f'[remote "origin"]\n\turl = {WEB}\n')
+    os.replace(replaced, config)  # as git writes it: a new file in its place
+    assert gitops.read_origin(tmp_path) == WEB and len(parsed) == 2
+    config.unlink()
+    assert gitops.read_origin(tmp_path) is None
+
+
 @pytest.mark.parametrize("config", [
     f'[remote "Origin"]\n\turl = {WEB}\n',  # subsections are case-sensitive
     '[remote "origin"]\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n',
