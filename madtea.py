@@ -4495,7 +4495,7 @@ def installed_copy() -> tuple[str, Path]:
     from pathlib import Path
     archive = getattr(globals().get("__loader__"), "archive", None)
     if archive:
-        return "zipapp", Path(archive)
+        return "zipapp", Path(os.path.realpath(archive))  # through a symlink, the file it names is replaced
     return "modules", Path(_HERE)
 
 

@@ -157,6 +157,13 @@ def test_the_zipapp_runs_help_version_and_hook_on_python_alone(tmp_path: Path) -
     assert allowed.returncode == 0 and allowed.stderr == ""
 
 
+def test_two_builds_of_one_commit_give_the_same_files(tmp_path: Path) -> None:
+    repo = source_repo(tmp_path / "src")
+    assert dry_run(repo, tmp_path / "one", None).returncode == 0
+    assert dry_run(repo, tmp_path / "two", None).returncode == 0
+    assert (tmp_path / "one" / "SHA256SUMS").read_text() == (tmp_path / "two" / "SHA256SUMS").read_text()
+
+
 def test_nothing_releasable_is_said_plainly(tmp_path: Path) -> None:
     repo = source_repo(tmp_path / "src")
     tag(repo, "v0.3.0")

@@ -139,6 +139,20 @@ def test_a_single_file_install_is_replaced_by_the_new_pyz_keeping_its_mode(relea
     assert _names(entry.parent) == ["madtea.pyz"]
 
 
+def test_a_single_file_reached_through_a_symlink_is_replaced_where_it_lives(releases, tmp_path) -> None:
+    real = tmp_path / "opt" / "madtea.pyz"
+    real.parent.mkdir()
+    shutil.copy(releases.old / "madtea-0.1.0.pyz", real)
+    (tmp_path / "bin").mkdir()
+    link = tmp_path / "bin" / "madtea"
+    link.symlink_to(real)
+    _pin(releases.key)
+    done = _madtea(link, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Updated madtea 0.1.0 → 0.2.0 at {real}, verified")
+    assert link.is_symlink() and real.read_bytes() == (releases.new / "madtea-0.2.0.pyz").read_bytes()
+
+
 def test_first_use_shows_the_fingerprint_and_pins_only_what_a_person_confirms(releases, tmp_path) -> None:
     entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
     before = _state(entry.parent)
