@@ -268,6 +268,8 @@ class ForgeError(Exception):
         self.transient = transient
         self.host = host  # the credential key of the forge that answered, when known
         self.redirected_from: str | None = None  # the host whose redirect led to *host*, when it answered
+        # After a create that may have been applied: "unknown" (it may exist), "absent" (a look-up found none).
+        self.outcome: str | None = None
 
     def __str__(self) -> str:
         return self.message
@@ -1301,24 +1303,29 @@ class Client:
                     raise
                 error = failed
             if lookup is None:
-                raise ForgeError("FORGE_UNAVAILABLE", f"{error.message} It may or may not have been created; "
-                                 "look before creating it again.", error.status, error.method, error.path,
-                                 transient=error.transient)
+                raise self._create_failed(error, "unknown", " It may or may not have been created.")
             try:
                 found = lookup()
             except ForgeError as missed:
-                raise ForgeError("FORGE_UNAVAILABLE", f"{error.message} The look-up for what it may have created "
-                                 f"failed too ({missed.message}); look before creating it again.",
-                                 error.status, error.method, error.path, transient=True) from None
+                raise self._create_failed(error, "unknown", " The look-up for what it may have created failed "
+                                          f"too ({missed.message}).") from None
             if found is not None:
                 return Created(found, True)
             # A 2xx with an unreadable body did create it: never POST again.
             answered = error.status is not None and 200 <= error.status < 300
-            if answered or not error.transient or attempt > self._retries:
-                raise ForgeError("FORGE_UNAVAILABLE", f"{error.message} A look-up found nothing created, so it "
-                                 "is safe to try again later.", error.status, error.method, error.path,
-                                 transient=error.transient)
+            if answered:
+                raise self._create_failed(error, "unknown", " The forge answered that it was created, but a "
+                                          "look-up did not find it.")
+            if not error.transient or attempt > self._retries:
+                raise self._create_failed(error, "absent", " A look-up right after found nothing created.")
             self._sleep(_backoff(attempt))
+
+    @staticmethod
+    def _create_failed(error: ForgeError, outcome: str, known: str) -> ForgeError:
+        failed = ForgeError("FORGE_UNAVAILABLE", error.message + known, error.status, error.method, error.path,
+                            transient=error.transient, host=error.host)
+        failed.outcome = outcome
+        return failed
 
     def paginate(self, path: str, params: Mapping[str, Any] | None = None,
                  limit: int | None = None, *, scope: str | None = None) -> tuple[list[Any], int | None]:

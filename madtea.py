@@ -1429,24 +1429,113 @@ def _create_payload(inv: Invocation) -> dict[str, Any]:
     return payload
 
 
-def _find_created(inv: Invocation, endpoint: str, payload: Mapping[str, Any]) -> Callable[[], Any]:
-    """After a lost answer to a create: look for the object before creating it again.
+if TYPE_CHECKING:
+    # Run before a create; returns the look-up of the matching objects made since.
+    Since = Callable[[], Callable[[], list[dict[str, Any]]]]
 
-    It must be this create's object, not an older one of the same title (a weekly
-    report): the title and the body must both match. Two creates with the same
-    title and body by the same user cannot be told apart (the forge has no
-    idempotency key); the newest is taken.
+
+def made_since(listing: Callable[[], Any], same: Callable[[dict[str, Any]], bool], key: str = "id") -> Since:
+    """Run before a create: note the highest *key* there is; return the look-up of matching objects above it.
+
+    The forge numbers new objects upward, so an older twin (the same title and body filed
+    last week, or a second ``LGTM``) is at or below the mark and is never taken for this one.
     """
-    title, body = payload["title"], payload.get("body") or ""
+    def mark() -> Callable[[], list[dict[str, Any]]]:
+        forge = _forge()
+        try:
+            top = max((int(i.get(key) or 0) for i in listing() or []), default=0)
+        except forge.ForgeError as exc:  # the create's own answer will say more; only a lost one needs the mark
+            missed = exc.message
+
+            def unmarked() -> list[dict[str, Any]]:
+                raise forge.ForgeError("FORGE_UNAVAILABLE", f"the list to tell a new one from older ones could not "
+                                       f"be read before the request ({missed})")
+            return unmarked
+        return lambda: [i for i in listing() or [] if int(i.get(key) or 0) > top and same(i)]
+    return mark
+
+
+def _issues_since(inv: Invocation, payload: Mapping[str, Any]) -> Since:
+    """The issues made since the mark with this exact title and body, read newest first from the issue list.
+
+    Never through ``q=``: forges index new issues asynchronously, so search can miss one for a while.
+    """
+    remote = api(inv)
+
+    def same(i: Mapping[str, Any]) -> bool:
+        return not i.get("pull_request") and i.get("title") == payload["title"] and \
+            (i.get("body") or "") == (payload.get("body") or "")
+
+    def mark() -> Callable[[], list[dict[str, Any]]]:
+        newest = remote.get("issues", params={"state": "all", "limit": 1}) or []  # issues and PRs share numbers
+        top = max((int(i.get("number") or 0) for i in newest), default=0)
+
+        def made() -> list[dict[str, Any]]:
+            found: list[dict[str, Any]] = []
+            for page in range(1, 6):  # newest first, down to the mark: a busy repo may need more than a page
+                items = remote.get("issues", params={"state": "all", "type": "issues", "page": page,
+                                                     "limit": remote.forge.PAGE_SIZE}) or []
+                found += [i for i in items if int(i.get("number") or 0) > top and same(i)]
+                if not items or min(int(i.get("number") or 0) for i in items) <= top:
+                    break
+            return found
+        return made
+    return mark
+
+
+def this_call(inv: Invocation) -> dict[str, Any]:
+    """The call being run, as a step: what to send again once it is known that nothing was made."""
+    return guard.call(inv.op.tool, **({"action": inv.op.action} if inv.op.action else {}), **inv.args)
+
+
+def settle_lost(inv: Invocation, exc: Exception, what: str, look: dict[str, Any]) -> Exception:
+    """A create that failed after it may have been applied, as a result that says exactly what is known."""
+    outcome = getattr(exc, "outcome", None)
+    target = api(inv).target.slug
+    if outcome == "unknown":
+        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} Whether the {what} was made is unknown; look for it "
+                             f"before sending this again: {guard.render_call(look)}", target=target, next=(look,))
+    if outcome == "absent":
+        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} The {what} was not made; sending the same call again "
+                             "is safe.", target=target, next=(this_call(inv),))
+    return exc
+
+
+def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what: str, since: Since,
+                look: dict[str, Any]) -> dict[str, Any]:
+    """POST a new object at most once; after a lost answer, say whether it was made, and which one.
+
+    *since* runs before the POST (see :func:`made_since`). A look-up that finds two matches
+    made while the answer was lost cannot say which is this call's, and says so.
+    """
+    remote = api(inv)
+    lookup_since = since()
 
     def lookup() -> Any:
-        params = {"state": "all", "type": "issues" if endpoint == "issues" else "pulls", "q": title,
-                  "created_by": _me(inv)}
-        for item in api(inv).list("issues", params=params, limit=10):
-            if item.get("title") == title and (item.get("body") or "") == body:
-                return item
-        return None
-    return lookup
+        found = lookup_since()
+        if len(found) > 1:
+            names = ", ".join(_ident(i) for i in found)
+            raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
+                                          f"the answer was lost ({names})")
+        return found[0] if found else None
+    try:
+        made = remote.scoped.create(segments, dict(payload), lookup=lookup)
+    except remote.forge.ForgeError as exc:
+        raise settle_lost(inv, exc, what, look) from None
+    if made.recovered:
+        recovered(what, made.value)
+    return dict(made.value)
+
+
+def _ident(item: Mapping[str, Any]) -> str:
+    if item.get("number"):
+        return f"#{item['number']}"
+    return f"id {item['id']}" if item.get("id") else str(item.get("title") or item.get("tag_name"))
+
+
+def recovered(what: str, item: Mapping[str, Any]) -> None:
+    notice(f"the forge's answer was lost; a look-up found the {what} this call made ({_ident(item)}), so it "
+           "was made once and not sent again.")
 
 
 @operation("madt_issues", "create", cli=("issue", "create"), kind="remote", mutating=True,
@@ -1456,7 +1545,8 @@ def _find_created(inv: Invocation, endpoint: str, payload: Mapping[str, Any]) ->
                          "(absolute path) instead of owner_repo.")))
 def issue_create_op(inv: Invocation) -> Result:
     payload = _create_payload(inv)
-    item = api(inv).scoped.create("issues", payload, lookup=_find_created(inv, "issues", payload)).value
+    item = create_once(inv, "issues", payload, "issue", _issues_since(inv, payload),
+                       guard.call("madt_issues", action="list", owner_repo=api(inv).target.full, state="all"))
     return Result(f"Created issue #{item['number']} in {api(inv).target.slug}: {clean_line(item.get('title'))}\n"
                   f"{item.get('html_url')}", issue_row(item))
 
@@ -1528,9 +1618,18 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
         commented = False
         try:
             if inv.args.get("comment"):
-                api(inv).post("issues", number, "comments", json={"body": inv.args["comment"]})
+                post_comment(inv, number, inv.args["comment"])
                 commented = True
             item = api(inv).patch("issues", number, json={"state": state})
+        except guard.Refusal as exc:
+            if not lines:
+                raise
+            # Only the rest is sent again: the numbers before this one are done, comments included.
+            rest = inv.args["numbers"][inv.args["numbers"].index(number):]
+            steps = [dict(s, args=s["args"] | {"numbers": rest}) if s == this_call(inv) else s for s in exc.next]
+            raise guard.Refusal(exc.code, "\n".join(lines + [f"#{number} failed, and the rest were not tried: "
+                                                              f"{exc.message}"]), target=exc.target,
+                                next=steps) from None
         except api(inv).forge.ForgeError as exc:
             if not lines and not commented:
                 raise
@@ -1561,10 +1660,20 @@ def issue_reopen_op(inv: Invocation) -> Result:
     return _set_state(inv, "open", "issue")
 
 
+def post_comment(inv: Invocation, number: int, body: str) -> dict[str, Any]:
+    """Comment once: a lost answer is settled among the comments made since the request began."""
+    remote = api(inv)
+    return create_once(inv, ("issues", number, "comments"), {"body": body}, "comment",
+                       made_since(lambda: remote.get("issues", number, "comments"),
+                                  lambda c: (c.get("body") or "") == body),
+                       guard.call(inv.op.tool, action="view", owner_repo=remote.target.full, number=number,
+                                  comments=True))
+
+
 def _comment(inv: Invocation, noun: str) -> Result:
     number = _issue_number(inv)
     body = inv.args["body"]
-    made = api(inv).scoped.create(("issues", number, "comments"), {"body": body}).value
+    made = post_comment(inv, number, body)
     return Result(f"Commented on {noun} #{number} in {api(inv).target.slug} (comment {made.get('id')})\n"
                   f"{made.get('html_url')}", {"id": made.get("id"), "url": made.get("html_url")})
 
@@ -1678,7 +1787,10 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
     if existing:
         return existing, False
     try:
-        made = a.scoped.create("pulls", payload, lookup=lambda: find_open_pr(a, payload["head"], payload["base"])).value
+        created = a.scoped.create("pulls", payload, lookup=lambda: find_open_pr(a, payload["head"], payload["base"]))
+        if created.recovered:
+            recovered("pull request", created.value)
+        made = created.value
     except a.forge.ForgeError as exc:
         if getattr(exc, "status", None) == 409:
             again = find_open_pr(a, payload["head"], payload["base"])
@@ -1712,7 +1824,11 @@ def pr_create_op(inv: Invocation) -> Result:
     payload = _create_payload(inv) | {"head": head, "base": base}
     if a.get("draft") and not payload["title"].startswith(_WIP):
         payload["title"] = "WIP: " + payload["title"]
-    pr, created = open_pr(remote, payload)
+    try:
+        pr, created = open_pr(remote, payload)
+    except remote.forge.ForgeError as exc:
+        raise settle_lost(inv, exc, "pull request", guard.call("madt_pr", action="list", owner_repo=remote.target.full,
+                                                               state="all")) from None
     verb = "Opened" if created else "Reused the open"
     return Result(f"{verb} PR #{pr['number']} in {remote.target.slug}: {head} → {base}\n{pr.get('html_url')}",
                   issue_row(pr) | {"created": created, "head": head, "base": base})
@@ -1753,17 +1869,28 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str, delete_branch: b
     try:
         a.post("pulls", number, "merge", json=payload)
     except a.forge.ForgeError as exc:
-        # Forgejo answers 403 when the merge succeeded but the branch delete did not: the PR as
-        # the forge now shows it decides. A lost answer (no status) stays a failure to resume from.
-        if exc.status is None:
-            raise
+        # Forgejo answers 403 when the merge succeeded but the branch delete did not, and a lost
+        # answer says nothing: the PR as the forge now shows it decides.
         try:
             after = a.get("pulls", number)
         except a.forge.ForgeError:
+            if exc.status is None:
+                raise a.forge.ForgeError(exc.code, f"{exc.message} Reading PR #{number} back failed too, so whether "
+                                         "it was merged is unknown; read it before merging again.", exc.status,
+                                         exc.method, exc.path, transient=exc.transient, host=exc.host) from None
             raise exc from None
         if not after.get("merged"):
+            if exc.status is None:
+                raise a.forge.ForgeError(exc.code, f"{exc.message} A read right after shows PR #{number} not "
+                                         "merged; the forge never merges a pull request twice, so merging it "
+                                         "again is safe.", exc.status, exc.method, exc.path,
+                                         transient=exc.transient, host=exc.host) from None
             raise
-        warn(f"the forge merged PR #{number} but answered the merge with an error: {exc}")
+        if exc.status is None:
+            notice(f"the forge's answer to the merge was lost; a read-back shows PR #{number} merged at "
+                   f"{str(after.get('merge_commit_sha'))[:9]}, once.")
+        else:
+            warn(f"the forge merged PR #{number} but answered the merge with an error: {exc}")
         return after
     return a.get("pulls", number)
 
@@ -1842,7 +1969,12 @@ def pr_diff_op(inv: Invocation) -> Result:
 def pr_review_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     event = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}[inv.args["event"]]
-    review = api(inv).post("pulls", number, "reviews", json={"event": event, "body": inv.args.get("body", "")})
+    remote, body = api(inv), inv.args.get("body", "")
+    review = create_once(inv, ("pulls", number, "reviews"), {"event": event, "body": body}, "review",
+                         made_since(lambda: remote.list("pulls", number, "reviews", limit=1000),
+                                    lambda r: r.get("state") == event and (r.get("body") or "") == body),
+                         guard.call("madt_api_call", owner_repo=remote.target.full,
+                                    path=f"/repos/{remote.target.slug}/pulls/{number}/reviews"))
     return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.args['event']} (review {review.get('id')}).",
                   {"id": review.get("id"), "state": review.get("state")})
 
@@ -1938,8 +2070,11 @@ def label_create_op(inv: Invocation) -> Result:
     if existing:
         return Result(f"Label {existing[0]['name']} already exists in {api(inv).target.slug}; nothing created.",
                       _label_row(existing[0]))
-    made = api(inv).post("labels", json={"name": a["name"], "color": "#" + (a.get("color") or "ededed").lstrip("#"),
-                                         "description": a.get("description", "")})
+    made = create_once(inv, "labels", {"name": a["name"], "color": "#" + (a.get("color") or "ededed").lstrip("#"),
+                                       "description": a.get("description", "")}, "label",
+                       made_since(lambda: _all_labels(inv), lambda l: str(l.get("name")).casefold() ==
+                                  a["name"].casefold()),
+                       guard.call("madt_labels", action="list", owner_repo=api(inv).target.full))
     return Result(f"Created label {made['name']} (id {made['id']}) in {api(inv).target.slug}.", _label_row(made))
 
 
@@ -2005,7 +2140,11 @@ def _milestone_fields(inv: Invocation) -> dict[str, Any]:
 @operation("madt_milestones", "create", cli=("milestone", "create"), kind="remote", mutating=True,
            summary="Create a milestone.", params=(MILESTONE_TITLE, DESCRIPTION, DUE))
 def milestone_create_op(inv: Invocation) -> Result:
-    made = api(inv).post("milestones", json={"title": inv.args["title"]} | _milestone_fields(inv))
+    title = inv.args["title"]
+    made = create_once(inv, "milestones", {"title": title} | _milestone_fields(inv), "milestone",
+                       made_since(lambda: api(inv).list("milestones", params={"state": "all"}, limit=1000),
+                                  lambda m: m.get("title") == title),
+                       guard.call("madt_milestones", action="view", owner_repo=api(inv).target.full, title=title))
     return Result(f"Created milestone {made['title']} (id {made['id']}) in {api(inv).target.slug}.",
                   _milestone_row(made))
 
@@ -2088,7 +2227,10 @@ def _release_payload(inv: Invocation) -> dict[str, Any]:
 @operation("madt_releases", "create", cli=("release", "create"), kind="remote", mutating=True,
            summary="Create a release for a tag (creating the tag at target if needed).", params=(TAG, *RELEASE_FIELDS))
 def release_create_op(inv: Invocation) -> Result:
-    made = api(inv).post("releases", json={"tag_name": inv.args["tag"]} | _release_payload(inv))
+    tag = inv.args["tag"]
+    made = create_once(inv, "releases", {"tag_name": tag} | _release_payload(inv), "release",
+                       made_since(lambda: api(inv).list("releases", limit=100), lambda r: r.get("tag_name") == tag),
+                       guard.call("madt_releases", action="view", owner_repo=api(inv).target.full, tag=tag))
     state = "draft" if made.get("draft") else "published"
     text = f"Created {state} release {made.get('tag_name')} in {api(inv).target.slug}\n{made.get('html_url')}"
     if not made.get("draft"):
@@ -2307,11 +2449,30 @@ def wiki_view_op(inv: Invocation) -> Result:
                   + (f"\n{more}" if more else ""), {"title": clean_line(page.get("title")), "content": content})
 
 
+def _wiki_since(inv: Invocation, name: str) -> Since:
+    """A wiki page is unique by name: one that is there after a lost answer, and was not before, is this call's."""
+    def page() -> list[dict[str, Any]]:
+        try:
+            return [api(inv).get("wiki", "page", name)]
+        except api(inv).forge.ForgeError as exc:
+            if exc.code == "NOT_FOUND_OR_NO_ACCESS":
+                return []
+            raise
+
+    def mark() -> Callable[[], list[dict[str, Any]]]:
+        existed = bool(page())
+        return lambda: [] if existed else page()
+    return mark
+
+
 @operation("madt_wiki", "create", cli=("wiki", "create"), kind="remote", mutating=True,
            summary="Create a wiki page.", params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
 def wiki_create_op(inv: Invocation) -> Result:
-    page = api(inv).post("wiki", "new", json={"title": inv.args["page_name"], "content_base64": _b64(inv.args["content"]),
-                                              "message": inv.args.get("message", "")})
+    name = inv.args["page_name"]
+    page = create_once(inv, ("wiki", "new"), {"title": name, "content_base64": _b64(inv.args["content"]),
+                                               "message": inv.args.get("message", "")}, "wiki page",
+                       _wiki_since(inv, name), guard.call("madt_wiki", action="view", owner_repo=api(inv).target.full,
+                                                          page_name=name))
     return Result(f"Created wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
 
 
@@ -3185,7 +3346,8 @@ _FORGE_NEXT = {
     "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
                      "rule), ask them.",
     "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
-    "FORGE_UNAVAILABLE": "Try the same call again later; nothing that did not complete was applied twice.",
+    "FORGE_UNAVAILABLE": "Try the same call again later; if it was a write whose answer was lost, read the object "
+                         "first to see whether it landed.",
     "OUT_OF_SCOPE": "Ask the user to run madtea from a checkout of that repository's forge.",
 }
 

@@ -57,6 +57,7 @@ import socket
 import subprocess
 import tempfile
 import threading
+import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
@@ -697,6 +698,8 @@ class FakeForge:
         self._redirects: dict[tuple[str, str], str] = {}  # old "owner/name" -> new path prefix or URL
         self._comments: dict[int, Comment] = {}
         self._notifications: dict[int, Notification] = {}
+        self._index_lag = 0.0
+        self._unindexed: dict[int, float] = {}  # issue id -> when q= search first finds it (time.monotonic)
         if defaults:
             self.add_user(DEFAULT_USER, token=DEFAULT_TOKEN, full_name="Alice Example")
             self.add_user("bob", token="bob-token", full_name="Bob Example")
@@ -845,6 +848,11 @@ class FakeForge:
         with self._lock:
             self.faults.append(fault)
         return fault
+
+    def lag_search_index(self, seconds: float) -> None:
+        """Hide each issue made from now on from ``q=`` search for *seconds*, as a forge's asynchronous indexer does."""
+        with self._lock:
+            self._index_lag = seconds
 
     # ------------------------------------------------------------------ a small client for tests
 
@@ -1271,6 +1279,8 @@ class FakeForge:
         issue = Issue(self._next("issue"), repo.next_number, title, body, login, now, now)
         repo.issues[issue.number] = issue
         repo.next_number += 1
+        if self._index_lag:
+            self._unindexed[issue.id] = time.monotonic() + self._index_lag
         repo.updated = now
         return issue
 
@@ -2315,6 +2325,8 @@ class FakeForge:
                     continue
                 if query and query not in issue.title.lower() and query not in issue.body.lower():
                     continue
+                if query and self._unindexed.get(issue.id, 0.0) > time.monotonic():
+                    continue  # not in the search index yet
                 if people["created_by"] and issue.user.lower() != people["created_by"]:
                     continue
                 if people["assigned_by"] and people["assigned_by"] not in {a.lower() for a in issue.assignees}:

@@ -852,6 +852,16 @@ def test_redirect_to_another_host_is_observable(fake_forge: FakeForge) -> None:
 
 # =========================================================================== faults
 
+def test_search_index_lag_hides_new_issues_from_q_only(fake_forge: FakeForge) -> None:
+    fake_forge.create_issue("acme", "web", "Indexed already", "x")
+    fake_forge.lag_search_index(600)
+    fake_forge.create_issue("acme", "web", "Indexed later", "x")
+    _, _, found = call(fake_forge, "GET", "/repos/acme/web/issues", query={"q": "indexed", "state": "all"})
+    assert [i["title"] for i in found] == ["Indexed already"]
+    _, _, listed = call(fake_forge, "GET", "/repos/acme/web/issues", query={"state": "all"})
+    assert [i["title"] for i in listed] == ["Indexed later", "Indexed already"]
+
+
 def test_fault_server_errors(fake_forge: FakeForge) -> None:
     fake_forge.inject(500)
     status, _, body = call(fake_forge, "GET", REPO)

@@ -293,7 +293,7 @@ def test_a_conflict_the_forge_already_knows_is_refused_after_bounded_looks(work:
 
 # --------------------------------------------------------------------------- faults and the resume call
 
-FAULTS = ("create", "poll", "merge", "merge-dropped", "reread")
+FAULTS = ("create", "poll", "merge", "reread")
 
 
 @pytest.mark.parametrize("step", FAULTS)
@@ -308,8 +308,6 @@ def test_a_forge_failure_at_each_step_resumes_without_repeating(work: Work, monk
         w.forge.inject(500, method="GET", path_contains=f"/pulls/{number}")
     elif step == "merge":
         w.forge.inject(500, method="POST", path_contains="/merge")
-    elif step == "merge-dropped":  # performed, then the answer is lost
-        w.forge.inject("drop-after", method="POST", path_contains="/merge")
     else:  # the re-read right after a successful merge
         wrap(monkeypatch, "wait_mergeable",
              after=lambda: w.forge.inject(500, method="GET", path_contains=f"/pulls/{number}"))
@@ -336,6 +334,19 @@ def test_a_forge_failure_at_each_step_resumes_without_repeating(work: Work, monk
     assert w.local("rev-parse", "HEAD") == merge and w.local("branch", "--show-current") == "main"
     assert w.forge.issue("acme", "web", issue)["state"] == "closed"
     assert len(w.forge.find_requests("PATCH", f"/issues/{issue}")) == 1
+
+
+def test_a_merge_whose_answer_was_lost_is_read_back_and_finish_goes_on(work: Work) -> None:
+    """The forge merged, then the connection reset: the read-back shows the merge, so nothing is resumed or repeated."""
+    w = work
+    w.forge.inject("drop-after", method="POST", path_contains="/merge")
+    result = w.finish(title="Add a", files=["a.py"])
+    assert_ok(result)
+    assert result.text.endswith(CLOSING)
+    assert any("a read-back shows PR" in text and "merged" in text for _sev, text in result.notes)
+    [pr] = w.pulls()
+    assert pr.pull.merged and len(w.forge.find_requests("POST", "/merge")) == 1
+    assert w.local("rev-parse", "HEAD") == w.forge.branch_sha("acme", "web", "main")
 
 
 # --------------------------------------------------------------------------- refusals before anything happens

@@ -507,7 +507,7 @@ def test_create_without_lookup_and_non_transient_failures(serve: Callable[..., S
     server = serve([Reply(action="drop")])
     with pytest.raises(forge.ForgeError) as caught:
         client(server).create("/repos/acme/web/issues", {"title": "x"})
-    assert "may or may not have been created" in caught.value.message
+    assert "may or may not have been created" in caught.value.message and caught.value.outcome == "unknown"
     assert len(server.seen) == 1
 
     rejected = serve([Reply(422, {"message": "[Title]: Required"})])
@@ -525,6 +525,7 @@ def test_create_without_lookup_and_non_transient_failures(serve: Callable[..., S
     with pytest.raises(forge.ForgeError) as caught:
         client(failing).create("/repos/acme/web/issues", {"title": "x"}, lookup=lambda: None)
     assert "found nothing created" in caught.value.message and len(failing.seen) == 1
+    assert caught.value.outcome == "absent"
 
 
 # --------------------------------------------------------------------------- redirects

@@ -263,3 +263,195 @@ def test_a_stale_lock_file_without_os_locks_does_not_block(issue: Env, monkeypat
     result = e.ok("madt_issues", action="edit", number=1, append="mine")
     assert e.issue(1).body.endswith("mine") and not result.notes and not os.path.exists(path)
 
+
+
+# --------------------------------------------------------------------------- writes whose answer was lost
+
+def _branch(e: Env, name: str, start: str = "main") -> str:
+    return e.forge.commit("acme", "web", name, {f"{name}.txt": f"{name}\n"}, f"Add {name}", start=start)
+
+
+@pytest.fixture
+def pulls(env: Env) -> Env:
+    """PR #1 feat-a by alice and PR #2 feat-b by bob, both open into main."""
+    _branch(env, "feat-a")
+    _branch(env, "feat-b")
+    env.forge.create_pull("acme", "web", "feat-a", title="Add a", body="PR body")
+    env.forge.create_pull("acme", "web", "feat-b", title="Add b", user="bob")
+    return env
+
+
+def _lost(e: Env, path: str) -> None:
+    """The forge performs the next POST to *path* and resets the connection without answering."""
+    e.forge.inject("drop-after", method="POST", path_contains=path)
+
+
+def _made_once(result: madtea.Result) -> None:
+    assert any("made once and not sent again" in text for _sev, text in result.notes), result.notes
+
+
+def test_a_lost_issue_create_is_found_though_search_lags_and_a_twin_exists(env: Env, fast_client: list[float]) -> None:
+    """An older issue with the same title and body is not taken for the new one; search does not see the new one."""
+    e = env
+    e.forge.create_issue("acme", "web", "Weekly report", "All green")
+    e.forge.lag_search_index(600)
+    _lost(e, "/repos/acme/web/issues")
+    result = e.ok("madt_issues", action="create", title="Weekly report", body="All green")
+    assert [i.number for i in e.repo.issues.values() if i.title == "Weekly report"] == [1, 2]
+    assert result.data["number"] == 2 and "Created issue #2" in result.text
+    assert len(e.forge.find_requests("POST", "/repos/acme/web/issues")) == 1
+    assert not [r for r in e.forge.requests if r.query.get("q")]
+    _made_once(result)
+
+
+def test_a_lost_create_that_two_identical_creates_made_is_unknown(env: Env, fast_client: list[float],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A twin made after the mark, by another call, leaves two candidates: madtea says it cannot tell."""
+    e = env
+    real = madtea.Api.get
+
+    def get(self: Any, *segments: Any, params: Any = None) -> Any:
+        out = real(self, *segments, params=params)
+        if params and params.get("limit") == 1 and not e.repo.issues:
+            e.forge.create_issue("acme", "web", "Twin", "same")  # someone else, between the mark and the POST
+        return out
+
+    monkeypatch.setattr(madtea.Api, "get", get)
+    _lost(e, "/repos/acme/web/issues")
+    result = e.refused("FORGE_UNAVAILABLE", "madt_issues", action="create", title="Twin", body="same")
+    assert "2 matching issues were made while the answer was lost (#2, #1)" in result.text
+    assert "Whether the issue was made is unknown" in result.text
+    assert result.error["next"] == [{"tool": "madt_issues", "args": {
+        "action": "list", "owner_repo": f"{e.forge.host}/acme/web", "state": "all"}}]
+    assert len(e.repo.issues) == 2 and len(e.forge.find_requests("POST", "/repos/acme/web/issues")) == 1
+
+
+def test_a_lost_create_whose_look_up_fails_is_unknown_with_the_look_up_call(env: Env, fast_client: list[float],
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    e = env
+    real = madtea._all_labels
+    reads: list[int] = []
+
+    def labels(inv: Any) -> Any:
+        reads.append(1)
+        if len(reads) > 1:  # the mark before the POST passes; the look-up after it fails
+            e.forge.inject("500", 3, method="GET", path_contains="/repos/acme/web/labels")
+        return real(inv)
+
+    monkeypatch.setattr(madtea, "_all_labels", labels)
+    _lost(e, "/repos/acme/web/labels")
+    result = e.call("madt_labels", action="create", name="bug")
+    assert result.is_error and result.error["code"] == "FORGE_UNAVAILABLE"
+    assert "Whether the label was made is unknown" in result.text
+    assert result.error["next"][0]["args"]["action"] == "list" and "Try the same call" not in result.text
+    assert len(e.forge.find_requests("POST", "/repos/acme/web/labels")) == 1
+
+
+def test_a_lost_comment_is_found_and_an_identical_older_one_is_not_taken(env: Env, fast_client: list[float]) -> None:
+    e = env
+    e.forge.create_issue("acme", "web", "Tracking", "body")
+    older = e.forge.create_comment("acme", "web", 1, "LGTM", user="alice")
+    _lost(e, "/repos/acme/web/issues/1/comments")
+    result = e.ok("madt_issues", action="comment", number=1, body="LGTM")
+    bodies = [e.forge._comments[c].body for c in e.issue(1).comment_ids]
+    assert bodies == ["LGTM", "LGTM"] and result.data["id"] != older["id"]
+    assert result.data["id"] == e.issue(1).comment_ids[-1] and f"(comment {result.data['id']})" in result.text
+    assert len(e.forge.find_requests("POST", "/repos/acme/web/issues/1/comments")) == 1
+    _made_once(result)
+
+
+def test_a_lost_pr_comment_is_made_once(pulls: Env, fast_client: list[float]) -> None:
+    e = pulls
+    _lost(e, "/repos/acme/web/issues/1/comments")
+    result = e.ok("madt_pr", action="comment", number=1, body="Looks right")
+    assert [e.forge._comments[c].body for c in e.issue(1).comment_ids] == ["Looks right"]
+    _made_once(result)
+
+
+def test_a_lost_comment_in_a_batch_close_is_made_once_and_the_rest_go_on(env: Env, fast_client: list[float]) -> None:
+    e = env
+    for n in (1, 2):
+        e.forge.create_issue("acme", "web", f"Issue {n}", "body")
+    _lost(e, "/repos/acme/web/issues/2/comments")
+    result = e.ok("madt_issues", action="close", numbers=[1, 2], comment="Fixed in v2")
+    for n in (1, 2):
+        assert [e.forge._comments[c].body for c in e.issue(n).comment_ids] == ["Fixed in v2"]
+        assert e.issue(n).state == "closed"
+    _made_once(result)
+
+
+def test_a_comment_in_a_batch_that_was_not_made_resends_only_the_rest(env: Env, fast_client: list[float]) -> None:
+    e = env
+    for n in (1, 2, 3):
+        e.forge.create_issue("acme", "web", f"Issue {n}", "body")
+    e.forge.inject("500", method="POST", path_contains="/repos/acme/web/issues/2/comments")
+    result = e.refused("FORGE_UNAVAILABLE", "madt_issues", action="close", numbers=[1, 2, 3], comment="Done")
+    assert result.text.startswith("Closed issue #1 in acme/web with a comment\n#2 failed")
+    assert "The comment was not made; sending the same call again is safe." in result.text
+    assert result.error["next"] == [{"tool": "madt_issues", "args": {
+        "action": "close", "numbers": [2, 3], "comment": "Done"}}]
+
+
+@pytest.mark.parametrize("tool, args, path, count", [
+    ("madt_labels", {"action": "create", "name": "bug", "color": "#ee0701"}, "/repos/acme/web/labels",
+     lambda e: [l.name for l in e.repo.labels.values()].count("bug")),
+    ("madt_milestones", {"action": "create", "title": "v1"}, "/repos/acme/web/milestones",
+     lambda e: [m.title for m in e.repo.milestones.values()].count("v1")),
+    ("madt_releases", {"action": "create", "tag": "v1.0", "title": "One"}, "/repos/acme/web/releases",
+     lambda e: [r.tag_name for r in e.repo.releases.values()].count("v1.0")),
+    ("madt_wiki", {"action": "create", "page_name": "Home", "content": "Welcome"}, "/repos/acme/web/wiki/new",
+     lambda e: len(e.repo.wiki)),
+])
+def test_a_lost_create_of_each_kind_is_made_once(env: Env, fast_client: list[float], tool: str,
+                                                 args: dict[str, Any], path: str, count: Any) -> None:
+    e = env
+    _lost(e, path)
+    result = e.ok(tool, **args)
+    assert count(e) == 1 and len(e.forge.find_requests("POST", path)) == 1
+    _made_once(result)
+
+
+def test_a_lost_pr_create_is_made_once(env: Env, fast_client: list[float]) -> None:
+    e = env
+    _branch(e, "feat-x")
+    _lost(e, "/repos/acme/web/pulls")
+    result = e.ok("madt_pr", action="create", title="Add x", head="feat-x", base="main")
+    assert result.data["number"] == 1 and result.data["created"] is True
+    assert sum(1 for i in e.repo.issues.values() if i.pull is not None) == 1
+    _made_once(result)
+
+
+def test_a_lost_review_is_made_once(pulls: Env, fast_client: list[float]) -> None:
+    e = pulls
+    e.ok("madt_pr", action="review", number=2, event="comment", body="One nit")
+    _lost(e, "/repos/acme/web/pulls/2/reviews")
+    result = e.ok("madt_pr", action="review", number=2, event="comment", body="One nit")
+    reviews = e.issue(2).pull.reviews
+    assert [r.body for r in reviews] == ["One nit", "One nit"] and result.data["id"] == reviews[-1].id
+    _made_once(result)
+
+
+def test_a_lost_merge_answer_reads_the_merge_back(pulls: Env, fast_client: list[float]) -> None:
+    e = pulls
+    _lost(e, "/repos/acme/web/pulls/1/merge")
+    result = e.ok("madt_pr", action="merge", number=1)
+    assert e.issue(1).pull.merged and "Merged PR #1" in result.text
+    assert len(e.forge.find_requests("POST", "/repos/acme/web/pulls/1/merge")) == 1
+    assert any("a read-back shows PR #1 merged" in text for _sev, text in result.notes)
+
+
+def test_a_merge_that_was_not_made_says_so(pulls: Env, fast_client: list[float]) -> None:
+    e = pulls
+    e.forge.inject("drop", method="POST", path_contains="/repos/acme/web/pulls/1/merge")
+    result = e.refused("FORGE_UNAVAILABLE", "madt_pr", action="merge", number=1)
+    assert "A read right after shows PR #1 not merged" in result.text and not e.issue(1).pull.merged
+    assert "merging it again is safe" in result.text
+
+
+def test_a_lost_create_on_the_cli_says_it_was_made_once(env: Env) -> None:
+    e = env
+    _lost(e, "/repos/acme/web/issues")
+    out = e.cli("issue", "create", "--title", "From the shell", "--body", "x")
+    assert out.returncode == 0 and "Created issue #1" in out.stdout, out.stderr
+    assert "made once and not sent again" in out.stderr and "Traceback" not in out.stderr
+    assert len(e.repo.issues) == 1
