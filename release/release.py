@@ -23,6 +23,7 @@ import io
 import os
 import py_compile
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -399,10 +400,11 @@ def _release(ns: argparse.Namespace) -> int:
               f"a real run tags {p.head[:12]} as {p.tag} (annotated, with the changelog above).")
         return 0
     _git(root, "tag", "-a", "--cleanup=verbatim", p.tag, "-F", str(built.notes), p.head)
+    files = " ".join(shlex.quote(str(f)) for f in sorted(out.iterdir()) if f.name != built.notes.name)
     print(f"Tagged {p.head[:12]} as {p.tag}. Publish it:\n"
           f"  git push origin {p.tag}\n"
-          f"  madtea release create --tag {p.tag} --title 'madtea {p.version}' --body-file {built.notes}\n"
-          f"  then upload each file in {out} except CHANGELOG.md with madtea release upload.")
+          f"  madtea release create {p.tag} --title 'madtea {p.version}' --notes \"$(cat {shlex.quote(str(built.notes))})\"\n"
+          f"  madtea release upload {p.tag} {files}")
     return 0
 
 
