@@ -2,8 +2,9 @@
 
 No model is reached: each turn of the main conversation is answered with the next scripted
 tool call, and every request the harness sends is kept, so a test reads exactly what the
-harness showed the model (tool results, hook reasons, notes). Two dialects: the Anthropic
-Messages API (Claude Code) and the OpenAI Responses API (Codex CLI), both streamed as SSE.
+harness showed the model (tool results, hook reasons, notes). Three dialects, each streamed as
+SSE: the Anthropic Messages API (Claude Code), the OpenAI Responses API (Codex CLI) and the
+Gemini API (Gemini CLI).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class ScriptedModel:
     def __init__(self, steps: list[dict[str, Any]], dialect: str = "anthropic") -> None:
         self.steps = list(steps)
         self.dialect = dialect
-        self.shell_tool = "Bash" if dialect == "anthropic" else "exec_command"
+        self.shell_tool = {"anthropic": "Bash", "responses": "exec_command", "gemini": "run_shell_command"}[dialect]
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -80,8 +81,9 @@ class ScriptedModel:
         if "await" in step:
             if step["await"] not in tools and self._waited < _WAIT_LIMIT:
                 self._waited += 1
-                key = "command" if self.dialect == "anthropic" else "cmd"
-                return {"name": self.shell_tool, "input": {key: "sleep 1"}}
+                key = "cmd" if self.dialect == "responses" else "command"
+                # each wait differs: Gemini CLI ends a turn that repeats one call verbatim
+                return {"name": self.shell_tool, "input": {key: f"sleep 1; : wait {self._waited}"}}
             self.steps.pop(0)
             if not self.steps:
                 return None
@@ -94,6 +96,8 @@ class ScriptedModel:
             return _json(handler, reply["raw"])
         if self.dialect == "responses":
             return self._send_response(handler, reply)
+        if self.dialect == "gemini":
+            return self._send_gemini(handler, reply)
         if reply is None:
             block: dict[str, Any] = {"type": "text", "text": "done"}
             stop = "end_turn"
@@ -147,12 +151,34 @@ class ScriptedModel:
             handler.wfile.write(f"event: {kind}\ndata: {json.dumps(dict(data, type=kind))}\n\n".encode())
         handler.wfile.flush()
 
+    def _send_gemini(self, handler: BaseHTTPRequestHandler, reply: dict[str, Any] | None) -> None:
+        """One Gemini turn: a function call, or (for the main conversation's end and for side requests
+        such as the next-speaker check) a text that hands the turn back to the user."""
+        if reply is None:
+            part: dict[str, Any] = {"text": '{"next_speaker": "user", "reasoning": "done"}'}
+        else:
+            part = {"functionCall": {"name": reply["name"], "args": reply["input"]}}
+        data = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}}
+        path = handler.path
+        if ":countTokens" in path:
+            return _json(handler, {"totalTokens": 1})
+        if ":streamGenerateContent" not in path:
+            return _json(handler, data)
+        handler.send_response(200)
+        handler.send_header("content-type", "text/event-stream")
+        handler.end_headers()
+        handler.wfile.write(f"data: {json.dumps(data)}\r\n\r\n".encode())
+        handler.wfile.flush()
+
     # ------------------------------------------------------------------ what the model was shown
 
     def exchanges(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """(tool call, its result) pairs, in order, from the longest conversation the harness sent."""
         if self.dialect == "responses":
             return self._response_exchanges()
+        if self.dialect == "gemini":
+            return self._gemini_exchanges()
         conversations = [r["body"].get("messages") or [] for r in self.requests if isinstance(r["body"], dict)]
         messages = max(conversations, key=len, default=[])
         calls: dict[str, dict[str, Any]] = {}
@@ -191,12 +217,34 @@ class ScriptedModel:
         return pairs
 
 
+    def _gemini_exchanges(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        contents = [r["body"].get("contents") or [] for r in self.requests if isinstance(r["body"], dict)]
+        turns = max(contents, key=len, default=[])
+        waiting: list[dict[str, Any]] = []
+        pairs = []
+        for turn in turns if isinstance(turns, list) else []:
+            for part in turn.get("parts") or [] if isinstance(turn, dict) else []:
+                if not isinstance(part, dict):
+                    continue
+                if "functionCall" in part:
+                    waiting.append({"name": part["functionCall"].get("name"),
+                                    "input": part["functionCall"].get("args") or {}})
+                elif "functionResponse" in part:
+                    name = part["functionResponse"].get("name")
+                    call = next((c for c in waiting if c["name"] == name), None)
+                    if call is not None:
+                        waiting.remove(call)
+                        pairs.append((call, {"text": json.dumps(part["functionResponse"].get("response"))}))
+        return pairs
+
+
 def _tool_names(body: dict[str, Any]) -> set[str]:
     """The tools a request offers; a namespace's tools as ``<namespace>:<tool>`` (Codex's MCP tools)."""
     names: set[str] = set()
     for tool in body.get("tools") or []:
         if not isinstance(tool, dict):
             continue
+        names.update(str(d.get("name")) for d in tool.get("functionDeclarations") or [] if isinstance(d, dict))
         names.add(str(tool.get("name")))
         for inner in tool.get("tools") or [] if tool.get("type") == "namespace" else []:
             if isinstance(inner, dict):

@@ -1,4 +1,5 @@
-"""The real agent harnesses, run headless against a scripted model on 127.0.0.1, with madtea wired as shipped.
+"""The real agent harnesses (Claude Code, Codex CLI, Gemini CLI), run headless against a scripted model on
+127.0.0.1, with madtea wired as shipped.
 
 `.ci/run` installs the pinned releases from npm into a cache folder; without them these tests
 skip, saying so. No model is reached: the stand-in answers each turn with the next scripted tool
@@ -19,7 +20,8 @@ from harness_models import ScriptedModel, await_tool
 from topologies import make_repo
 
 ROOT = Path(__file__).resolve().parent.parent
-PINNED = {"claude": "@anthropic-ai/claude-code@2.1.197", "codex": "@openai/codex@0.171.0"}
+PINNED = {"claude": "@anthropic-ai/claude-code@2.1.197", "codex": "@openai/codex@0.171.0",
+          "gemini": "@google/gemini-cli@0.61.0"}
 # Read when the module is imported, before each test's private home replaces the real one.
 HARNESS_BIN = Path(os.environ.get("MADTEA_HARNESS_BIN")
                    or Path.home() / ".cache" / "madtea-harnesses" / "node_modules" / ".bin")
@@ -90,7 +92,7 @@ def test_claude_code_runs_the_hook_and_the_server_as_installed(tmp_path: Path) -
         proc = _run_claude(model, web, path, "--add-dir", str(api))
     assert claude.exists() and proc.returncode == 0, proc.stderr[-2000:]
     results = [(call["name"], call["input"], result) for call, result in model.exchanges()
-               if call["input"].get("command") != "sleep 1"]
+               if not str(call["input"].get("command")).startswith("sleep 1")]
     names = [name for name, _, _ in results]
     assert names == [s["name"] for s in steps if "name" in s], names
     blocked, status, mcp_status, whoami, cd, ls, add = (r for _, _, r in results)
@@ -173,7 +175,7 @@ def test_codex_runs_the_trusted_hook_and_passes_the_server_its_variables(tmp_pat
         proc = _run_codex(model, web, path, "--dangerously-bypass-hook-trust")
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = [(call["name"], result["text"]) for call, result in model.exchanges()
-               if call["input"].get("cmd") != "sleep 1"]
+               if not str(call["input"].get("cmd")).startswith("sleep 1")]
     assert [name for name, _ in results] == ["exec_command", "exec_command", "madt_status", "madt_whoami"], results
     (_, blocked), (_, status), (_, mcp_status), (_, whoami) = results
     assert "blocked by PreToolUse hook" in blocked, blocked
@@ -209,4 +211,79 @@ def test_codex_without_madtea_on_path_wedges_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     ls, status = (result["text"] for _, result in model.exchanges())
     assert "x" in ls.split() and "blocked" not in ls, ls
+    assert "Untracked files" in status, status
+
+
+# --------------------------------------------------------------------------- Gemini CLI
+
+def _gemini_env(path: str) -> dict[str, str]:
+    return {"HOME": os.environ["HOME"], "PATH": path, "LANG": "C.UTF-8", "TZ": "UTC", "GEMINI_CLI_NO_RELAUNCH": "true",
+            "MADTEA_TOKEN": TOKEN, "GIT_CONFIG_GLOBAL": os.environ["GIT_CONFIG_GLOBAL"], "GIT_CONFIG_NOSYSTEM": "1",
+            "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
+
+
+def _install_gemini_extension(path: str) -> None:
+    """The README's `gemini extensions install`, answering its trust question, with an API-key login."""
+    settings = Path(os.environ["HOME"]) / ".gemini"
+    settings.mkdir(exist_ok=True)
+    (settings / "settings.json").write_text(json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    proc = subprocess.run([str(_binary("gemini")), "extensions", "install", str(ROOT / "integrations" / "gemini"),
+                           "--consent"], input="y\n", env=_gemini_env(path), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _run_gemini(model: ScriptedModel, cwd: Path, path: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = dict(_gemini_env(path), GOOGLE_GEMINI_BASE_URL=model.url, GEMINI_API_KEY="scripted")
+    return subprocess.run([str(_binary("gemini")), "-p", "commit x", "-m", "gemini-2.5-flash", "--output-format",
+                           "json", "--yolo", "--skip-trust", *extra], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=240, stdin=subprocess.DEVNULL)
+
+
+def _gemini_shell(command: str, **extra: str) -> dict:
+    return {"name": "run_shell_command", "input": {"command": command, **extra}}
+
+
+def test_gemini_runs_the_extension_as_installed(tmp_path: Path) -> None:
+    _binary("gemini")
+    web, api = _workspace(tmp_path)
+    path = f"{_madtea_bin(tmp_path)}:{_node_path()}:/usr/bin:/bin"
+    _install_gemini_extension(path)
+    steps = [_gemini_shell("git add x && git commit -m y"), _gemini_shell("git status"),
+             await_tool("mcp_madtea_madt_status"),
+             {"name": "mcp_madtea_madt_status", "input": {}}, {"name": "mcp_madtea_madt_whoami", "input": {}},
+             _gemini_shell("ls", dir_path="../api"), {"name": "mcp_madtea_madt_add", "input": {"files": ["x"]}}]
+    with ScriptedModel(steps, dialect="gemini") as model:
+        proc = _run_gemini(model, web, path, "--include-directories", str(api))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = [(call["name"], result["text"]) for call, result in model.exchanges()
+               if not str(call["input"].get("command")).startswith("sleep 1")]
+    assert [name for name, _ in results] == [s["name"] for s in steps if "name" in s], results
+    (_, blocked), (_, status), (_, mcp_status), (_, whoami), (_, ls), (_, add) = results
+    assert "Tool execution blocked" in blocked and 'madt_add files=[\\"x\\"]' in blocked, blocked
+    assert "Untracked files" in status, status
+    assert str(web) in mcp_status and "error" not in json.loads(mcp_status), mcp_status
+    # the extension's env names MADTEA_TOKEN, which Gemini would otherwise hide from the server
+    assert "the environment variable MADTEA_TOKEN" in whoami and TOKEN not in whoami, whoami
+    # the shell ran in cwd/dir_path; the hook recorded it there, so the dir-less madt_add is refused
+    assert "error" not in json.loads(ls), ls
+    assert "WRONG_REPO" in add and str(api) in add, add
+    assert subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=web, capture_output=True,
+                          text=True).stdout == ""
+    doctor = subprocess.run([str(tmp_path / "madtea-bin" / "madtea"), "doctor"], cwd=web, capture_output=True,
+                            text=True, timeout=60, env={"HOME": os.environ["HOME"], "PATH": path})
+    assert "the madtea extension is installed in" in doctor.stdout, doctor.stdout
+
+
+def test_gemini_without_madtea_on_path_wedges_nothing(tmp_path: Path) -> None:
+    """Gemini blocks on any hook exit but 0 and 1: a missing madtea must still let every command run."""
+    _binary("gemini")
+    web, _ = _workspace(tmp_path)
+    path = f"{_node_path()}:/usr/bin:/bin"
+    _install_gemini_extension(path)
+    with ScriptedModel([_gemini_shell("ls"), _gemini_shell("git status")], dialect="gemini") as model:
+        proc = _run_gemini(model, web, path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ls, status = (result["text"] for _, result in model.exchanges())
+    assert "blocked" not in ls and "x" in ls, ls
     assert "Untracked files" in status, status
