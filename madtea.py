@@ -1275,6 +1275,11 @@ def _edit_shows(a: Mapping[str, Any], base: str, wrote: str, now: str) -> bool:
                if a.get(key))
 
 
+def _same_text(one: str, other: str) -> bool:
+    """Equal up to line endings and trailing white space, which a forge may normalise on save."""
+    return one.replace("\r\n", "\n").rstrip() == other.replace("\r\n", "\n").rstrip()
+
+
 def _what_edit(a: Mapping[str, Any]) -> str:
     names = [n for n in ("append", "replace_old", "check", "uncheck") if a.get(n) is not None]
     return "your " + " and ".join(n.replace("replace_old", "replacement") for n in names)
@@ -1315,13 +1320,13 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
                     host=exc.host) from None
             now = current.get("body") or ""
             size = f"{len(now)} characters, updated_at {current.get('updated_at')}"
-            if now == body:
+            if _same_text(now, body):
                 again = f" (written {attempt} times: the body changed under the earlier writes)" if attempt > 1 else ""
                 return current, f" Body updated and read back{again} ({size})."
             if "body" not in a and _edit_shows(a, base, body, now):
                 return current, (f" Body updated; the read-back shows {_what_edit(a)}, and also an edit made "
                                  f"meanwhile by another writer ({size}).")
-            if "body" in a and now != base:
+            if "body" in a and not _same_text(now, base):
                 raise guard.Refusal("STALE_BODY", "madtea wrote your body, but another edit replaced it before "
                                     f"it could be read back (it is now at updated_at {current.get('updated_at')}); "
                                     "your text is not the current body. Current version:\n"
@@ -1471,14 +1476,17 @@ def _issues_since(inv: Invocation, payload: Mapping[str, Any]) -> Since:
         top = max((int(i.get("number") or 0) for i in newest), default=0)
 
         def made() -> list[dict[str, Any]]:
-            found: list[dict[str, Any]] = []
+            found: dict[int, dict[str, Any]] = {}
+            seen: set[int] = set()
             for page in range(1, 6):  # newest first, down to the mark: a busy repo may need more than a page
                 items = remote.get("issues", params={"state": "all", "type": "issues", "page": page,
                                                      "limit": remote.forge.PAGE_SIZE}) or []
-                found += [i for i in items if int(i.get("number") or 0) > top and same(i)]
-                if not items or min(int(i.get("number") or 0) for i in items) <= top:
+                numbers = {int(i.get("number") or 0) for i in items}
+                found |= {int(i["number"]): i for i in items if int(i.get("number") or 0) > top and same(i)}
+                if not numbers - seen or min(numbers) <= top:  # the end, the mark, or a forge that ignores page=
                     break
-            return found
+                seen |= numbers
+            return list(found.values())
         return made
     return mark
 

@@ -455,3 +455,33 @@ def test_a_lost_create_on_the_cli_says_it_was_made_once(env: Env) -> None:
     assert out.returncode == 0 and "Created issue #1" in out.stdout, out.stderr
     assert "made once and not sent again" in out.stderr and "Traceback" not in out.stderr
     assert len(e.repo.issues) == 1
+
+
+def test_a_forge_that_trims_the_body_on_save_is_no_other_writer(issue: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    e = issue
+    real = madtea.Api.patch
+
+    def patch(self: Any, *segments: Any, json: Any = None) -> Any:
+        return real(self, *segments, json={"body": json["body"].rstrip() + "\r\n"} if json and "body" in json else json)
+
+    monkeypatch.setattr(madtea.Api, "patch", patch)
+    done = e.ok("madt_issues", action="edit", number=1, append="mine\n\n")
+    assert "Body updated and read back (" in done.text and "another writer" not in done.text
+    seen = e.ok("madt_issues", action="view", number=1).data
+    whole = e.ok("madt_issues", action="edit", number=1, body="Mine  ", updated_at=seen["updated_at"])
+    assert "Body updated and read back (" in whole.text
+
+
+def test_a_lost_create_on_a_forge_that_ignores_page_is_still_made_once(env: Env, fast_client: list[float],
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    e = env
+    real = madtea.Api.get
+
+    def get(self: Any, *segments: Any, params: Any = None) -> Any:
+        return real(self, *segments, params={k: v for k, v in (params or {}).items() if k != "page"} or None)
+
+    monkeypatch.setattr(madtea.Api, "get", get)
+    _lost(e, "/repos/acme/web/issues")
+    result = e.ok("madt_issues", action="create", title="Paged", body="x")
+    assert result.data["number"] == 1 and len(e.repo.issues) == 1
+    _made_once(result)
