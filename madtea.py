@@ -5008,7 +5008,7 @@ def hook_main() -> int:
         if harness == "unknown":
             return _hook_answer(harness, guard.hook_failure_decision(command, "the event was not one it knows"))
         try:
-            _hook_record_signal(run_dir or cwd)
+            _hook_record_signal(run_dir or cwd, _hook_session(raw))
         except Exception:  # the signal is a convenience; the decision must not depend on it
             pass
         decision = guard.classify_command(command, cwd, _hook_repo_facts, _hook_cli_ops, run_dir=run_dir)
@@ -5157,27 +5157,49 @@ def _hook_ref_kind(common: str, name: str) -> str | None:
 def caller_cwd_signal(max_age: float = 600) -> str | None:
     """The repo top the agent's shell was last in, as recorded by the hook for this server's agent.
 
-    The server walks its own process ancestry nearest-first and takes the first
-    record keyed to one of those processes (pid plus start time, so a reused pid
-    cannot match). None without /proc, without a record, or when the record is
-    older than *max_age* seconds or says the shell was not in a repository.
+    The server's agent is its nearest ancestor that is not a shell or launch wrapper, and only a
+    record keyed to that process (pid plus start time, so a reused pid cannot match) is read: a
+    record of a process further up belongs to whatever else that process runs. None without
+    /proc, without a record, when the record is older than *max_age* seconds, says the shell was
+    not in a repository, or was written by more than one agent session in that time (a process
+    hosting several sessions cannot tell this server which is its own).
     """
     if not os.path.isdir("/proc/self"):
         return None
     folder = _hook_runtime_dir(create=False)
-    if folder is None:
+    agent = _hook_agent(os.getpid())
+    if folder is None or agent is None:
         return None
-    for pid, start, _comm in _hook_ancestors(os.getpid()):
-        record = _hook_read_record(os.path.join(folder, f"{pid}-{start}.json"))
-        if record is None or record.get("pid") != pid or record.get("start") != start:
-            continue
-        when = record.get("time")
-        top = record.get("top")
-        if not isinstance(when, (int, float)) or not (-5 <= _hook_time.time() - when <= max_age) \
-                or not isinstance(top, str):
-            return None
-        return top
-    return None
+    pid, start = agent
+    record = _hook_read_record(os.path.join(folder, f"{pid}-{start}.json"))
+    if record is None or record.get("pid") != pid or record.get("start") != start:
+        return None
+    when, top, sessions = record.get("time"), record.get("top"), record.get("sessions")
+    if not isinstance(when, (int, float)) or not (-5 <= _hook_time.time() - when <= max_age) \
+            or not isinstance(top, str):
+        return None
+    if isinstance(sessions, list) and len({json.dumps(s) for s in sessions}) > 1:
+        return None
+    return top
+
+
+def _hook_agent(pid: int) -> tuple[int, int] | None:
+    """(pid, start) of *pid*'s nearest ancestor that is not a shell or launch wrapper: the agent
+    process that a hook and the server it started share as the key of the signal record."""
+    return next(((p, start) for p, start, comm in _hook_ancestors(pid) if comm not in _HOOK_WRAPPERS), None)
+
+
+_HOOK_SESSIONS_MAX = 8  # distinct sessions remembered per key; two already make the record no signal
+_HOOK_SESSION_WINDOW = 600.0  # a session that wrote a key this recently still shares it
+
+
+def _hook_session(raw: bytes) -> str | None:
+    """The event's agent session id, when the harness sends one (all three do)."""
+    try:
+        session = json.loads(raw.decode("utf-8", errors="replace")).get("session_id")
+    except (ValueError, AttributeError):
+        return None
+    return session[:200] if isinstance(session, str) and session else None
 
 
 _HOOK_RECORD_MAX = 16384  # a record is a few hundred bytes; anything larger is not one
@@ -5226,21 +5248,28 @@ def _hook_sweep(folder: str) -> None:
             pass
 
 
-def _hook_record_signal(cwd: str) -> None:
-    """Record the repo of the agent's shell cwd, keyed to the agent process, in one atomic write."""
+def _hook_record_signal(cwd: str, session: str | None = None) -> None:
+    """Record the repo of the agent's shell cwd, keyed to the agent process, in one atomic write.
+
+    The record also lists the sessions that wrote it lately: a key shared by several sessions
+    is then no signal for any of them."""
     if not os.path.isdir("/proc/self"):
         return  # no process ancestry to key on, so no signal
-    agent = next(((pid, start) for pid, start, comm in _hook_ancestors(os.getpid())
-                  if comm not in _HOOK_WRAPPERS), None)
+    agent = _hook_agent(os.getpid())
     folder = _hook_runtime_dir(create=True)
     if agent is None or folder is None:
         return
     repo = gitops.fs_find(cwd) if os.path.isdir(cwd) else None
     record = {"pid": agent[0], "start": agent[1], "time": _hook_time.time(), "cwd": cwd,
-              "top": repo[0] if repo else None, "common_dir": repo[2] if repo else None}
+              "top": repo[0] if repo else None, "common_dir": repo[2] if repo else None, "session": session}
     final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
     previous = _hook_read_record(final)
-    if previous is not None and all(previous.get(k) == record[k] for k in ("pid", "start", "cwd", "top", "common_dir")) \
+    lately = previous is not None and isinstance(previous.get("time"), (int, float)) \
+        and 0 <= record["time"] - previous["time"] <= _HOOK_SESSION_WINDOW
+    seen = previous.get("sessions") if lately and isinstance(previous.get("sessions"), list) else []
+    record["sessions"] = ([s for s in seen if s != session] + [session])[-_HOOK_SESSIONS_MAX:]
+    if previous is not None and all(previous.get(k) == record[k] for k in ("pid", "start", "cwd", "top", "common_dir",
+                                                                           "session", "sessions")) \
             and isinstance(previous.get("time"), (int, float)) and 0 <= record["time"] - previous["time"] < _HOOK_RECORD_KEEP:
         return  # the same place, recorded moments ago: reading it is cheaper than writing it again
     if not os.path.lexists(final):

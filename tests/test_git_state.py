@@ -297,3 +297,31 @@ def test_a_finish_that_would_open_a_pull_request_needs_a_title(clone: Path, fake
 def test_declared_files_that_were_never_committed_are_not_a_finished_success(clone: Path) -> None:
     run_git(clone, "switch", "-q", "-c", "feat")
     refused("NOTHING_TO_COMMIT", "madt_finish", clone, files=["README.md"], title="Nothing here")
+
+
+# --------------------------------------------------------------------------- the hook's record never crosses sessions
+
+def _as_process(monkeypatch: pytest.MonkeyPatch, ancestors: list[tuple[int, int, str]]) -> None:
+    monkeypatch.setattr(madtea.os.path, "isdir",
+                        lambda p, _real=madtea.os.path.isdir: True if p == "/proc/self" else _real(p))
+    monkeypatch.setattr(madtea, "_hook_ancestors", lambda _pid: ancestors)
+
+
+def test_a_record_of_a_process_above_the_servers_agent_is_no_signal(monkeypatch: pytest.MonkeyPatch,
+                                                                    single_repo: SingleRepo) -> None:
+    shared = (300, 30, "tmux: server")  # a long-lived process that many sessions run under
+    _as_process(monkeypatch, [(101, 11, "sh"), shared])  # a hook run by it
+    madtea._hook_record_signal(str(single_repo.repo), "session-a")
+    _as_process(monkeypatch, [(200, 20, "claude"), shared])  # another session's server, under its own agent
+    assert madtea.caller_cwd_signal() is None
+    _as_process(monkeypatch, [(101, 11, "sh"), shared])  # a server the shared process started itself
+    assert madtea.caller_cwd_signal() == str(single_repo.repo)
+
+
+def test_a_record_two_sessions_wrote_is_no_signal(monkeypatch: pytest.MonkeyPatch, single_repo: SingleRepo) -> None:
+    _as_process(monkeypatch, [(400, 40, "ide-host")])
+    madtea._hook_record_signal(str(single_repo.repo), "session-a")
+    madtea._hook_record_signal(str(single_repo.repo), "session-a")
+    assert madtea.caller_cwd_signal() == str(single_repo.repo)
+    madtea._hook_record_signal(str(single_repo.repo), "session-b")
+    assert madtea.caller_cwd_signal() is None  # which of the two is this server's cannot be told
