@@ -166,24 +166,29 @@ def _node_path() -> str:
 
 def test_codex_runs_the_trusted_hook_and_passes_the_server_its_variables(tmp_path: Path) -> None:
     _binary("codex")
-    web, _ = _workspace(tmp_path)
+    web, api = _workspace(tmp_path)
     path = f"{_madtea_bin(tmp_path)}:{_node_path()}:/usr/bin:/bin"
     steps = [_shell("git add x && git commit -m y"), _shell("git status"), await_tool("mcp__madtea:madt_status"),
-             _codex_mcp("madt_status"), _codex_mcp("madt_whoami")]
+             _codex_mcp("madt_status"), _codex_mcp("madt_whoami"),
+             {"name": "exec_command", "input": {"cmd": "ls", "workdir": str(api)}}, _codex_mcp("madt_add", files=["x"])]
     with ScriptedModel(steps, dialect="responses") as model:
         # the trust step is a person's (Codex's /hooks screen); the test stands in for it with Codex's own flag
         proc = _run_codex(model, web, path, "--dangerously-bypass-hook-trust")
     assert proc.returncode == 0, proc.stderr[-2000:]
     results = [(call["name"], result["text"]) for call, result in model.exchanges()
                if not str(call["input"].get("cmd")).startswith("sleep 1")]
-    assert [name for name, _ in results] == ["exec_command", "exec_command", "madt_status", "madt_whoami"], results
-    (_, blocked), (_, status), (_, mcp_status), (_, whoami) = results
+    assert [name for name, _ in results] == ["exec_command", "exec_command", "madt_status", "madt_whoami",
+                                             "exec_command", "madt_add"], results
+    (_, blocked), (_, status), (_, mcp_status), (_, whoami), (_, ls), (_, add) = results
     assert "blocked by PreToolUse hook" in blocked, blocked
     assert 'madt_add files=["x"]' in blocked, blocked
     assert "Untracked files" in status, status
     assert str(web) in mcp_status and '"ok":true' in mcp_status.replace(" ", ""), mcp_status
     # the server entry's env_vars let the token through Codex's allow-list (never the token itself)
     assert "the environment variable MADTEA_TOKEN" in whoami and TOKEN not in whoami, whoami
+    # Codex gives the hook the command's workdir as cwd: after a command in the sibling, a dir-less add is refused
+    assert "blocked" not in ls, ls
+    assert "WRONG_REPO" in add and str(api) in add, add
     assert subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=web, capture_output=True,
                           text=True).stdout == ""
 
@@ -287,3 +292,15 @@ def test_gemini_without_madtea_on_path_wedges_nothing(tmp_path: Path) -> None:
     ls, status = (result["text"] for _, result in model.exchanges())
     assert "blocked" not in ls and "x" in ls, ls
     assert "Untracked files" in status, status
+
+
+# --------------------------------------------------------------------------- the harnesses' own validators
+
+def test_the_harnesses_accept_the_shipped_manifests() -> None:
+    home = {"HOME": os.environ["HOME"], "PATH": f"{_node_path()}:/usr/bin:/bin", "GEMINI_CLI_NO_RELAUNCH": "true"}
+    claude = subprocess.run([str(_binary("claude")), "plugin", "validate", "--strict", str(ROOT)], env=home,
+                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert claude.returncode == 0 and "Validation passed" in claude.stdout + claude.stderr, claude.stdout
+    gemini = subprocess.run([str(_binary("gemini")), "extensions", "validate", str(ROOT / "integrations" / "gemini")],
+                            env=home, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert gemini.returncode == 0 and "successfully validated" in gemini.stdout + gemini.stderr, gemini.stdout
