@@ -485,3 +485,19 @@ def test_a_lost_create_on_a_forge_that_ignores_page_is_still_made_once(env: Env,
     result = e.ok("madt_issues", action="create", title="Paged", body="x")
     assert result.data["number"] == 1 and len(e.repo.issues) == 1
     _made_once(result)
+
+
+@pytest.mark.anyio
+async def test_a_lost_comment_through_mcp_says_it_was_made_once(env: Env) -> None:
+    from mcp.client import Client
+
+    e = env
+    e.forge.create_issue("acme", "web", "Tracking", "body")
+    _lost(e, "/repos/acme/web/issues/1/comments")
+    async with Client(madtea.build_server(e.clone), mode="legacy") as client:
+        result = await client.call_tool("madt_issues", {"action": "comment", "number": 1, "body": "Once"})
+    assert result.is_error is False, result.content[0].text
+    text = result.content[0].text
+    assert "[notice] the forge's answer was lost" in text and "made once and not sent again" in text
+    assert "Commented on issue #1" in text
+    assert [e.forge._comments[c].body for c in e.issue(1).comment_ids] == ["Once"]
