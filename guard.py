@@ -895,6 +895,20 @@ def carry_conflict(t: Target, base: str, paths: Sequence[str]) -> Refusal:
                                f"were made against a different version of those files.")
 
 
+def check_detached(t: Target) -> None:
+    """A commit on a detached HEAD belongs to no branch: it can be neither pushed nor merged by name."""
+    if t.tool not in ("madt_commit", "madt_finish") or t.state is None or t.state.branch is not None \
+            or t.state.unborn or (t.tool == "madt_finish" and t.args.get("branch")):
+        return
+    new = fresh_branch(t, _suggested_branch(t))
+    raise Refusal("DETACHED_HEAD",
+                  f"{t.target.describe()} is on a detached HEAD, so {t.where} would leave its commit on no "
+                  f"branch. Create a branch there first; the working tree and what is staged stay as they are.",
+                  target=t.target.describe(),
+                  next=(call("madt_branch_create", dir=str(t.target.top) if t.explicit else None, name=new,
+                             checkout=True), t.retry()))
+
+
 def check_local(t: Target) -> None:
     """Every rule for a local-git call, in order; the first that fails refuses."""
     check_signals(t)
@@ -905,6 +919,7 @@ def check_local(t: Target) -> None:
     if t.tool in ("madt_add", "madt_commit") or (t.tool == "madt_finish" and t.args.get("files")
                                                  and not t.args.get("branch")):
         declared_files(t)  # a blanket is refused as such before any branch rule forwards it
+    check_detached(t)
     check_default_branch(t)
 
 

@@ -198,7 +198,7 @@ def madtea_codes() -> set[str]:
             "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "AUTH_MISSING", "SCOPE_MISSING", "FORGE_UNAVAILABLE",
             "NOT_SUPPORTED", "USER_ACTION_REQUIRED", "GIT_ERROR", "INTERNAL_ERROR", "CONFLICT",
             "NOTHING_TO_COMMIT", "BRANCH_EXISTS", "PATH_EXISTS", "NOT_A_COMMIT", "DIVERGED", "REF_MOVED",
-            "BRANCH_CHECKED_OUT"}
+            "BRANCH_CHECKED_OUT", "DETACHED_HEAD"}
 
 
 # --------------------------------------------------------------------------- the tests

@@ -325,3 +325,18 @@ def test_a_record_two_sessions_wrote_is_no_signal(monkeypatch: pytest.MonkeyPatc
     assert madtea.caller_cwd_signal() == str(single_repo.repo)
     madtea._hook_record_signal(str(single_repo.repo), "session-b")
     assert madtea.caller_cwd_signal() is None  # which of the two is this server's cannot be told
+
+
+def test_the_commit_and_finish_chains_work_from_a_detached_head(clone: Path, fake_forge: FakeForge) -> None:
+    run_git(clone, "switch", "-q", "--detach", "HEAD")
+    write_files(clone, {"d.py": "d\n"})
+    result = refused("DETACHED_HEAD", "madt_finish", clone, files=["d.py"], title="Add d")
+    run_steps(list(result.error["next"]), clone)
+    merged = fake_forge.branch_sha("acme", "web", "main")
+    assert fake_forge.git("acme", "web", "show", f"{merged}:d.py") == "d"
+    assert run_git(clone, "branch", "--show-current") == "main"
+    run_git(clone, "switch", "-q", "--detach", "HEAD")
+    write_files(clone, {"e.py": "e\n"})
+    result = refused("DETACHED_HEAD", "madt_commit", clone, files=["e.py"], title="Add e")
+    done = run_steps(list(result.error["next"]), clone)
+    assert done.data["branch"] == run_git(clone, "branch", "--show-current") != "main"
