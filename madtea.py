@@ -3499,8 +3499,12 @@ def cli_render(step: Mapping[str, Any]) -> str:
         return guard.render_call(step)
     words = ["madtea", *op.cli]
     specs = {p.name: p for p in op.params}
-    for key, value in args.items():
-        p = specs.get(key)
+    # Positionals first, in their declared order: argparse takes them in one run, and a list-valued
+    # option before them would swallow them.
+    order = [p.name for p in op.params if p.positional and p.name in args] + \
+        [k for k in args if not (k in specs and specs[k].positional)]
+    for key in order:
+        value, p = args[key], specs.get(key)
         if p is None:
             continue
         values = value if isinstance(value, list) else [value]

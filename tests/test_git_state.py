@@ -340,3 +340,22 @@ def test_the_commit_and_finish_chains_work_from_a_detached_head(clone: Path, fak
     result = refused("DETACHED_HEAD", "madt_commit", clone, files=["e.py"], title="Add e")
     done = run_steps(list(result.error["next"]), clone)
     assert done.data["branch"] == run_git(clone, "branch", "--show-current") != "main"
+
+
+def test_the_cli_renders_the_foreign_primary_steps_as_commands_that_parse(tmp_path: Path,
+                                                                          hermetic_seal: Path) -> None:
+    from topologies import make_repo
+    home = make_repo(tmp_path / "home", origin="https://forge.example.test/acme/home.git")
+    lib = make_repo(tmp_path / "lib", origin="https://forge.example.test/acme/lib.git")
+    write_files(lib, {"new.py": "mine\n"})
+    result = madtea.run("madt_commit", {"dir": str(lib), "files": ["new.py"], "title": "Add new"},
+                        madtea.Context("cli", home))
+    assert result.error["code"] == "FOREIGN_PRIMARY"
+    import shlex
+    parser = madtea.build_parser()
+    for step in result.error["next"]:
+        words = shlex.split(madtea.cli_render(step))
+        ns = parser.parse_args(words[1:])  # argparse exits on anything it cannot take
+        assert ns is not None
+    add = shlex.split(madtea.cli_render(result.error["next"][0]))
+    assert add[-1] != "main" or "--carry" not in add  # no positional after a list-valued option
