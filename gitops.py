@@ -91,6 +91,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from types import NotImplementedType
     from typing import Any
 
 # --------------------------------------------------------------------------- value types
@@ -118,9 +119,9 @@ def _record(cls: type | None = None, /, *, frozen: bool = False) -> Any:
     """
     def wrap(cls: type) -> type:
         base = next((b for b in cls.__mro__[1:] if "_record_fields" in b.__dict__), None)
-        names = list(base._record_fields) if base else []
+        names = list(base.__dict__["_record_fields"]) if base else []
         names += [n for n in cls.__dict__.get("__annotations__", {}) if n not in names]
-        defaults = dict(base._record_defaults) if base else {}
+        defaults = dict(base.__dict__["_record_defaults"]) if base else {}
         defaults.update({n: cls.__dict__[n] for n in names if n in cls.__dict__})
         for name, default in defaults.items():
             if isinstance(default, _Factory):
@@ -171,9 +172,9 @@ def _record_values(self: Any) -> tuple[Any, ...]:
     return tuple(self.__dict__[n] for n in self._record_fields)
 
 
-def _record_eq(self: Any, other: object) -> bool:
+def _record_eq(self: Any, other: object) -> bool | NotImplementedType:
     if other.__class__ is not self.__class__:
-        return NotImplemented
+        return NotImplemented  # type: ignore[no-any-return]  # typeshed derives NotImplementedType from Any
     return _record_values(self) == _record_values(other)
 
 
