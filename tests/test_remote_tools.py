@@ -296,7 +296,7 @@ def test_issue_cli(seeded: Env) -> None:
     assert out.returncode == 2 and "unrecognized arguments: 2" in out.stderr
     out = e.cli("issue", "create", "--title", "x", "--label", "nope")
     assert out.returncode == 1 and out.stderr.startswith("BAD_ARGUMENT:") and "Traceback" not in out.stderr
-    assert "Next: madtea label create --repo acme/web nope" in out.stderr
+    assert "Next: madtea label create nope --repo acme/web" in out.stderr
 
 
 # --------------------------------------------------------------------------- pull requests
