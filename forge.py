@@ -103,7 +103,9 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+_T = TypeVar("_T")
 
 # --------------------------------------------------------------------------- constants
 
@@ -751,7 +753,7 @@ def _retry_after(value: str | None) -> float | None:
 
 def _backoff(attempt: int) -> float:
     # "Equal jitter": half fixed, half random, so retries from many clients spread out.
-    base = min(8.0, 0.5 * 2 ** (attempt - 1))
+    base = min(8.0, 0.5 * 2.0 ** (attempt - 1))
     return base / 2 + random.random() * base / 2
 
 
@@ -1424,10 +1426,10 @@ def _confine(sub: str | Sequence[str | int], where: str) -> str:
             decoded.append(urllib.parse.unquote(piece))
     else:
         decoded = []
-        for piece in sub:
-            if isinstance(piece, bool) or not isinstance(piece, (str, int)):
+        for segment in sub:
+            if isinstance(segment, bool) or not isinstance(segment, (str, int)):
                 raise refuse("a segment is neither text nor a number")
-            text = str(piece)
+            text = str(segment)
             if text in ("", ".", ".."):
                 raise refuse("it has an empty, '.' or '..' segment")
             decoded.append(text)
@@ -1698,7 +1700,7 @@ def _tool_error(what: str, code: int, err: bytes) -> StoreFailure:
     return StoreFailure(f"{what} failed (exit {code}{': ' + detail if detail else ''})")
 
 
-def _time_limited(fn: Callable[[], Any], what: str) -> Any:
+def _time_limited(fn: Callable[[], _T], what: str) -> _T:
     """Run *fn* in a daemon thread and give up after STORE_TIMEOUT (a library call cannot be killed)."""
     box: dict[str, Any] = {}
 
@@ -1716,7 +1718,8 @@ def _time_limited(fn: Callable[[], Any], what: str) -> Any:
     if "error" in box:
         exc = box["error"]
         raise StoreFailure(f"{what} failed ({type(exc).__name__}: {sanitise_snippet(str(exc), limit=120)})")
-    return box.get("value")
+    value: _T = box["value"]
+    return value
 
 
 class _HangMemory:
@@ -1724,7 +1727,7 @@ class _HangMemory:
 
     hung = False
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
+    def _call(self, fn: Callable[[], _T]) -> _T:
         try:
             return fn()
         except StoreFailure as exc:
