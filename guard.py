@@ -32,7 +32,10 @@ __all__ = [
 
 # --- wrong-repo guard and rules ---
 
-Call = dict  # {"tool": "madt_x", "args": {...}}: a next step, as data
+if TYPE_CHECKING:
+    Call = dict[str, Any]  # {"tool": "madt_x", "args": {...}}: a next step, as data
+else:
+    Call = dict
 
 DO_NOT_SWEEP = "Do not retry with blanket staging; name the files."
 
@@ -263,7 +266,7 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
             guess = did_you_mean(name, specs)
             hint = f" Did you mean {guess}?" if guess else ""
             known = ", ".join(sorted(specs)) or "none"
-            corrected = {(guess if key == name else key): v for key, v in raw.items()
+            corrected = {(guess if guess and key == name else key): v for key, v in raw.items()
                          if key != "action" and (guess or key != name)}
             raise Refusal("UNKNOWN_PARAMETER",
                           f"{where} has no parameter {name[:60]!r}.{hint} Its parameters are: {known}.",
@@ -557,6 +560,7 @@ def contribution_flow(t: Target) -> tuple[Call, ...]:
     busy = state.checked_out if state and state.checked_out is not None else frozenset(
         b for b in ((state.branch if state else None),) if b)
     known = state.branches if state and state.branches is not None else None
+    add: dict[str, str | None]
     if existing and existing not in busy and (known is None or existing in known):
         branch, add = existing, {"commit_ish": existing}
     else:
@@ -606,11 +610,11 @@ def check_foreign(t: Target) -> None:
                       next=contribution_flow(t) if primary else commit + (t.retry(dir=top, branch=branch,
                                                                                   files=None),))
     if t.tool == "madt_push" and not t.args.get("branch"):
-        branch = t.state.branch if t.state and t.state.branch else None
+        current = t.state.branch if t.state and t.state.branch else None
         raise Refusal("FOREIGN_TARGET",
                       f"{t.target.describe()} is {whose}, so madt_push must name the branch to push.",
                       target=t.target.describe(),
-                      next=(t.retry(branch=branch or placeholder("the branch to push")),))
+                      next=(t.retry(branch=current or placeholder("the branch to push")),))
     if primary and (t.tool in _PRIMARY_IMMUTABLE or (t.tool, t.action) == ("madt_worktrees", "remove")
                     or (t.tool == "madt_branch_create" and t.args.get("checkout"))):
         raise Refusal("FOREIGN_PRIMARY",
@@ -1049,7 +1053,7 @@ class HookRepo:
     __slots__ = ("top", "git_dir", "common_dir", "prefix", "operation", "ref_kind")
 
     def __init__(self, top: str, git_dir: str, common_dir: str, prefix: str = "",
-                 operation: str | None = None, ref_kind: Any = None) -> None:
+                 operation: str | None = None, ref_kind: Callable[[str], str | None] | None = None) -> None:
         self.top = top
         self.git_dir = git_dir
         self.common_dir = common_dir
@@ -1932,7 +1936,7 @@ class _HkGit:
             return ("allow", "")
         if sub in _HK_CONTROL_VERBS and any(w.text in _HK_CONTROLS for w in self.args):
             return ("allow", "")
-        handler = getattr(self, "g_" + sub.replace("-", "_"), None)
+        handler: Callable[[], tuple[str, str]] | None = getattr(self, "g_" + sub.replace("-", "_"), None)
         if handler is None:
             return ("allow", "")  # a read, a harmless verb, or an alias: aliases are not expanded
         return handler()
@@ -2336,7 +2340,7 @@ def _hk_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any]
     pairs: list[tuple[str, Any]] = []
     if spec.get("action"):
         pairs.append(("action", spec["action"]))
-    pairs.extend(_hk_cli_registry_params(words[len(key):], spec.get("params") or []))
+    pairs.extend(_hk_cli_registry_params(words[len(key or ()):], spec.get("params") or []))
     return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
                     f"results and errors.\nUse: {_hk_call(spec['tool'], *pairs)}\n" + retry)
 
