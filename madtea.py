@@ -1285,56 +1285,84 @@ def _what_edit(a: Mapping[str, Any]) -> str:
     return "your " + " and ".join(n.replace("replace_old", "replacement") for n in names)
 
 
-def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, Any]) -> tuple[dict[str, Any], str]:
+def _fields_shown(item: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+    """Whether a read-back issue or pull request shows every field of an edit (title, milestone, assignees, base)."""
+    shown = {"title": item.get("title"), "milestone": (item.get("milestone") or {}).get("id") or 0,
+             "assignees": sorted(_login(u) for u in item.get("assignees") or []),
+             "base": (item.get("base") or {}).get("ref")}
+    return all(shown[k] == (sorted(v) if k == "assignees" else v) for k, v in fields.items())
+
+
+def _with(fields: Mapping[str, Any]) -> str:
+    """" with title, milestone" for the fields sent with a body edit; empty when there are none."""
+    return f" with {', '.join(sorted(fields))}" if fields else ""
+
+
+def _carried(item: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
+    """What the read-back shows of the fields a body write carried, for a result that must not overclaim."""
+    if not fields:
+        return ""
+    shown = "shows them set" if _fields_shown(item, fields) else "does not show them all set"
+    return f" madtea's writes also carried {', '.join(sorted(fields))}; the read-back {shown}."
+
+
+def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, Any],
+               fields: Mapping[str, Any] | None = None,
+               via: tuple[Any, ...] | None = None) -> tuple[dict[str, Any], str]:
     """Read, edit, write and read back under the body's edit lock; the note claims only what the read-back shows.
 
     A targeted edit that another writer's body replaced is applied again on that body, up
     to ``BODY_TRIES`` writes; a whole-body replacement that another edit replaced is
     ``STALE_BODY``. A write whose answer was lost is judged by the read-back alone.
+    *fields* travel in the same PATCH as the body (one write, so they land together or not
+    at all), sent to *via* when given (a pull request's base is set on its pulls path); the
+    lock stays keyed on *segments*, the body's own path.
     """
     a = inv.args
     target = api(inv).target
+    fields = dict(fields or {})
+    path = via or segments
     key = "/".join([target.host, target.owner.lower(), target.repo.lower(), *map(str, segments)])
     with body_lock(key) as locked:
         if not locked:
             notice(f"another madtea call kept this body's edit lock for over {BODY_LOCK_WAIT:g} s; madtea wrote "
                    "without waiting longer, and reports only what it reads back.")
-        current = api(inv).get(*segments)
+        current = api(inv).get(*path)
         for attempt in range(1, BODY_TRIES + 1):
             base = current.get("body") or ""
             body = new_body(inv, current, view_call)
             if body is None:
-                return current, ""
+                return (api(inv).patch(*path, json=fields) if fields else current), ""
             try:
-                api(inv).patch(*segments, json={"body": body})
+                api(inv).patch(*path, json={"body": body} | fields)
             except api(inv).forge.ForgeError as exc:
                 if exc.code != "FORGE_UNAVAILABLE":
                     raise
             try:
-                current = api(inv).get(*segments)
+                current = api(inv).get(*path)
             except api(inv).forge.ForgeError as exc:
                 raise api(inv).forge.ForgeError(
-                    exc.code, f"madtea sent the body edit but could not read the body back ({exc.message}); "
+                    exc.code, f"madtea sent the body edit{_with(fields)} but could not read the body back ({exc.message}); "
                     "whether it landed is unknown. Read it with " + guard.render_call(view_call) + " before "
                     "editing again.", exc.status, exc.method, exc.path, transient=exc.transient,
                     host=exc.host) from None
             now = current.get("body") or ""
             size = f"{len(now)} characters, updated_at {current.get('updated_at')}"
-            if _same_text(now, body):
+            if _same_text(now, body) and _fields_shown(current, fields):
                 again = f" (written {attempt} times: the body changed under the earlier writes)" if attempt > 1 else ""
                 return current, f" Body updated and read back{again} ({size})."
-            if "body" not in a and _edit_shows(a, base, body, now):
+            if "body" not in a and _edit_shows(a, base, body, now) and _fields_shown(current, fields):
                 return current, (f" Body updated; the read-back shows {_what_edit(a)}, and also an edit made "
                                  f"meanwhile by another writer ({size}).")
             if "body" in a and not _same_text(now, base):
                 raise guard.Refusal("STALE_BODY", "madtea wrote your body, but another edit replaced it before "
                                     f"it could be read back (it is now at updated_at {current.get('updated_at')}); "
-                                    "your text is not the current body. Current version:\n"
+                                    f"your text is not the current body.{_carried(current, fields)} Current version:\n"
                                     + fence(now, _login(current.get("user")), "current body"), next=(view_call,))
             # Another writer's body replaced ours, or our write did not land: edit the body as it is now.
     raise guard.Refusal("STALE_BODY", f"The body changed under each of madtea's {BODY_TRIES} writes of "
                         f"{_what_edit(a)}, and the read-back does not show it (the body is now at updated_at "
-                        f"{current.get('updated_at')}). Current version:\n"
+                        f"{current.get('updated_at')}).{_carried(current, fields)} Current version:\n"
                         + fence(current.get("body") or "", _login(current.get("user")), "current body"),
                         next=(view_call,))
 
@@ -1580,18 +1608,9 @@ def _edit(inv: Invocation, kind: str) -> Result:
     add_ids = label_ids(inv, a["add_label"]) if a.get("add_label") else []
     remove_ids = label_ids(inv, a["remove_label"]) if a.get("remove_label") else []
     milestone = milestone_id(inv, a["milestone"]) if a.get("milestone") else None
-    done: list[str] = []
-    if kind == "pr" and a.get("base"):
-        api(inv).patch("pulls", number, json={"base": a["base"]})
-        done.append(f"set base to {a['base']}")
-    if a.get("comment_id"):
-        _, note = write_body(inv, ("issues", "comments", a["comment_id"]), view_call)
-        done.append(f"comment {a['comment_id']}:{note}")
-    else:
-        _, note = write_body(inv, ("issues", number), view_call)
-        if note:
-            done.append(note.strip())
     fields: dict[str, Any] = {}
+    if kind == "pr" and a.get("base"):
+        fields["base"] = a["base"]
     if a.get("title"):
         fields["title"] = a["title"]
     if milestone is not None:
@@ -1603,15 +1622,38 @@ def _edit(inv: Invocation, kind: str) -> Result:
         names = [_login(u) for u in current.get("assignees") or []]
         names = [n for n in names if n not in (a.get("remove_assignee") or [])]
         fields["assignees"] = names + [n for n in a.get("add_assignee") or [] if n not in names]
-    if fields:
-        api(inv).patch("issues", number, json=fields)
-        done.append("set " + ", ".join(sorted(fields)))
-    if add_ids:
-        api(inv).post("issues", number, "labels", json={"labels": add_ids})
-        done.append("added labels " + ", ".join(a["add_label"]))
-    for label_id, name in zip(remove_ids, a.get("remove_label") or []):
-        api(inv).delete("issues", number, "labels", label_id)
-        done.append(f"removed label {name}")
+    # The body and the fields go in one PATCH, so they land together or not at all; a base is
+    # set on the pulls path, which takes the other fields too.
+    via = ("pulls", number) if "base" in fields else ("issues", number)
+    done: list[str] = []
+    try:
+        if a.get("comment_id"):
+            _, note = write_body(inv, ("issues", "comments", a["comment_id"]), view_call)
+            done.append(f"comment {a['comment_id']}:{note}")
+            if fields:
+                api(inv).patch(*via, json=fields)
+        else:
+            _, note = write_body(inv, ("issues", number), view_call, fields, via)
+            if note:
+                done.append(note.strip())
+        if "base" in fields:
+            done.append(f"set base to {a['base']}")
+        if fields.keys() - {"base"}:
+            done.append("set " + ", ".join(sorted(fields.keys() - {"base"})))
+        if add_ids:
+            api(inv).post("issues", number, "labels", json={"labels": add_ids})
+            done.append("added labels " + ", ".join(a["add_label"]))
+        for label_id, name in zip(remove_ids, a.get("remove_label") or []):
+            api(inv).delete("issues", number, "labels", label_id)
+            done.append(f"removed label {name}")
+    except api(inv).forge.ForgeError as exc:
+        if not done:
+            raise
+        # A later request failed: say what already landed, so nothing is repeated blindly.
+        raise api(inv).forge.ForgeError(
+            exc.code, f"#{number} was partly edited: " + "; ".join(done) + f"; then a request failed and the rest "
+            f"was not done: {exc.message}", exc.status, exc.method, exc.path, transient=exc.transient,
+            host=exc.host) from None
     if not done:
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: nothing to change was given.", target=f"#{number}",
                             next=(inv.again(title=guard.placeholder("the new title")),))

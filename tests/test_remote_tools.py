@@ -389,6 +389,21 @@ def test_pr_edit_close_reopen_ready(prs: Env) -> None:
     assert e.issue(1).title == "Add a, better" and "ready for review" in ready.text
 
 
+def test_pr_edit_with_a_base_is_one_write(prs: Env) -> None:
+    e = prs
+    e.forge.clear_requests()
+    e.ok("madt_pr", action="edit", number=1, title="Add a, again", base="dev", append="Also.")
+    assert e.issue(1).pull.base_branch == "dev" and e.issue(1).body.endswith("Also.")
+    patches = e.forge.find_requests("PATCH")
+    assert len(patches) == 1 and patches[0].path.endswith("/repos/acme/web/pulls/1")
+    # A stale whole-body replacement writes nothing: the base it came with is not set either.
+    seen = e.ok("madt_pr", action="view", number=1).data
+    e.forge.call("PATCH", "/repos/acme/web/issues/1", json_body={"body": "Edited by someone else"})
+    stale = e.refused("STALE_BODY", "madt_pr", action="edit", number=1, base="main", body="mine",
+                      updated_at=seen["updated_at"])
+    assert "nothing was written" in stale.text and e.issue(1).pull.base_branch == "dev"
+
+
 @pytest.mark.parametrize("style", STYLES)
 def test_pr_merge_each_style(prs: Env, style: str) -> None:
     e = prs

@@ -501,3 +501,40 @@ async def test_a_lost_comment_through_mcp_says_it_was_made_once(env: Env) -> Non
     assert "[notice] the forge's answer was lost" in text and "made once and not sent again" in text
     assert "Commented on issue #1" in text
     assert [e.forge._comments[c].body for c in e.issue(1).comment_ids] == ["Once"]
+
+
+# --------------------------------------------------------------------------- one write per edit
+
+def test_an_edit_sends_its_body_and_fields_in_one_patch(issue: Env) -> None:
+    e = issue
+    e.forge.create_milestone("acme", "web", "v1")
+    e.forge.clear_requests()
+    result = e.ok("madt_issues", action="edit", number=1, title="Tracking, renamed", milestone="v1",
+                  add_assignee=["alice"], append="one more")
+    issue_now = e.issue(1)
+    assert issue_now.title == "Tracking, renamed" and issue_now.body.endswith("one more")
+    assert issue_now.assignees == ["alice"] and e.repo.milestones[issue_now.milestone].title == "v1"
+    patches = e.forge.find_requests("PATCH")
+    assert len(patches) == 1 and patches[0].path.endswith("/repos/acme/web/issues/1")
+    assert "read back" in result.text and "set assignees, milestone, title" in result.text
+
+
+def test_a_failed_edit_write_changed_nothing_and_says_so(issue: Env, fast_client: list[float]) -> None:
+    e = issue
+    before = (e.issue(1).title, e.issue(1).body)
+    e.forge.inject("500", times=10, method="PATCH", path_contains="/repos/acme/web/issues/1")
+    result = e.call("madt_issues", action="edit", number=1, title="Renamed", append="mine")
+    assert result.is_error and (e.issue(1).title, e.issue(1).body) == before
+    assert "partly edited" not in result.text and "Body updated" not in result.text
+    assert len(e.forge.find_requests("PATCH", "/repos/acme/web/issues/1")) >= 1
+
+
+def test_a_request_failing_after_the_edit_write_says_what_landed(issue: Env, fast_client: list[float]) -> None:
+    e = issue
+    e.forge.create_label("acme", "web", "bug", "#ee0701")
+    e.forge.inject("500", times=10, method="POST", path_contains="/repos/acme/web/issues/1/labels")
+    result = e.call("madt_issues", action="edit", number=1, title="Renamed", append="mine", add_label=["bug"])
+    assert result.is_error and e.issue(1).title == "Renamed" and e.issue(1).body.endswith("mine")
+    assert "#1 was partly edited" in result.text and "set title" in result.text and "read back" in result.text
+    assert "added labels" not in result.text and "the rest was not done" in result.text
+    assert len(e.forge.find_requests("PATCH", "/repos/acme/web/issues/1")) == 1
