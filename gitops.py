@@ -1198,10 +1198,12 @@ def commit(repo: Repo, files: Sequence[str], title: str, body: str | None = None
     if not title.strip():
         raise ValueError("a commit needs a non-empty title")
     git("add", "--", *paths, cwd=repo.top)
-    message = [f"--message={title}"] + ([f"--message={body}"] if body and body.strip() else [])
-    result = git("commit", *message, "--", *paths, cwd=repo.top, check=False)
+    # The message goes on stdin: an argument is bounded by the system, a message is not.
+    message = title + (f"\n\n{body}" if body and body.strip() else "")
+    result = git("commit", "--file=-", "--", *paths, cwd=repo.top, check=False,
+                 input=message.encode("utf-8", "surrogateescape"))
     if result.returncode != 0:
-        argv = ["git", "commit", *message, "--", *paths]
+        argv = ["git", "commit", "--file=-", "--", *paths]
         out = _decode(result.stdout) + _decode(result.stderr)
         if result.returncode == 1 and "nothing" in out and "to commit" in out:
             raise NothingToCommit(argv, 1, "the declared files have no changes to commit")

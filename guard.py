@@ -191,9 +191,10 @@ def _where(tool: str, action: str | None) -> str:
 
 
 def _shown(value: Any, limit: int = 80) -> str:
-    """A caller's value as a refusal quotes it: JSON, cut to *limit* characters."""
+    """A caller's value as a refusal quotes it: JSON, cut to *limit* characters, lone surrogates escaped."""
     text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"
+    text = text if len(text) <= limit else text[:limit] + "…"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _bad(tool: str, action: str | None, name: str, expected: str, value: Any,
@@ -207,6 +208,30 @@ def _bad(tool: str, action: str | None, name: str, expected: str, value: Any,
                    next=retry if len(retry) == 1 else (), choices=[(c,) for c in retry] if len(retry) > 1 else ())
 
 
+# Free text goes to the forge as JSON or to git on stdin; every other string can become a command-line
+# argument or a path, which the system bounds (an argument of 128 KiB, a path of 4096 bytes).
+_FREE_TEXT = frozenset({"body", "content", "append", "replace_old", "replace_new", "notes", "description",
+                        "comment", "message", "title", "new_title", "q", "search", "check", "uncheck"})
+MAX_NAME = 4096
+MAX_NAMES = 256 * 1024  # all the strings of one list together
+
+
+def _text_problem(name: str, values: Sequence[str]) -> str | None:
+    """Why strings cannot be taken as they are (NUL, lone surrogates, too long); None when they can."""
+    for v in values:
+        if "\x00" in v:
+            return "free of NUL bytes"
+        try:
+            v.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            return "of valid Unicode text (no lone surrogates)"
+        if name not in _FREE_TEXT and len(v) > MAX_NAME:
+            return f"at most {MAX_NAME} characters long"
+    if name not in _FREE_TEXT and sum(map(len, values)) > MAX_NAMES:
+        return f"at most {MAX_NAMES} characters long altogether"
+    return None
+
+
 def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Mapping[str, Any] | None = None) -> Any:
     kind = spec.type
     if kind in ("str", "enum"):
@@ -214,8 +239,9 @@ def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Map
             value = str(value)
         if not isinstance(value, str):
             raise _bad(tool, action, spec.name, "a string", value, raw)
-        if "\x00" in value:
-            raise _bad(tool, action, spec.name, "a string free of NUL bytes", value, raw)
+        problem = _text_problem(spec.name, [value])
+        if problem:
+            raise _bad(tool, action, spec.name, "a string " + problem, value, raw)
         if kind == "enum" and value not in spec.choices:
             raise _bad(tool, action, spec.name, "one of " + ", ".join(spec.choices), value, raw, spec.choices)
         return value
@@ -241,8 +267,9 @@ def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Map
             value = [value]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise _bad(tool, action, spec.name, "a list of strings", value, raw)
-        if any("\x00" in v for v in value):
-            raise _bad(tool, action, spec.name, "a list of strings free of NUL bytes", value, raw)
+        problem = _text_problem(spec.name, value)
+        if problem:
+            raise _bad(tool, action, spec.name, "a list of strings " + problem, value, raw)
         return list(value)
     return value  # json: any shape, checked by its handler
 

@@ -2183,7 +2183,19 @@ def _milestone_fields(inv: Invocation) -> dict[str, Any]:
     if a.get("description") is not None:
         fields["description"] = a["description"]
     if a.get("due_date"):
-        fields["due_on"] = a["due_date"] + "T00:00:00Z" if len(a["due_date"]) == 10 else a["due_date"]
+        import datetime
+        import re
+        due = a["due_date"].strip()
+        try:
+            exact = re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))?", due)
+            datetime.datetime.fromisoformat(due.replace("Z", "+00:00")) if exact else None
+        except ValueError:
+            exact = None
+        if not exact:
+            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: due_date {due[:40]!r} is not a date such as "
+                                "2026-03-31.", target=inv.op.where,
+                                next=(inv.again(due_date=guard.placeholder("a date as YYYY-MM-DD")),))
+        fields["due_on"] = due + "T00:00:00Z" if len(due) == 10 else due
     return fields
 
 
@@ -2746,6 +2758,9 @@ def api_call_op(inv: Invocation) -> Result:
         raise guard.Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; "
                             f"deleting is a person's act.", target=path,
                             user_action=f"Ask the user to delete it themselves (DELETE {path} on {remote.target.host}).")
+    if method == "GET" and a.get("body") is not None:
+        raise guard.Refusal("BAD_ARGUMENT", f"GET {path[:120]} takes no body; a read sends none.", target=path[:120],
+                            next=(inv.again(body=None),))
     in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
     if method != "GET":
         # Matched case-folded on the decoded segments: a covered write is refused however it is spelt.
@@ -3169,7 +3184,9 @@ def run_error(exc: BaseException, inv: Invocation | None = None) -> Result:
     if isinstance(exc, guard.Refusal):
         return refusal_result(exc)
     if isinstance(exc, gitops.GitError):
-        return error_result("GIT_ERROR", f"git failed: {exc}", user_action="Read git's message above; "
+        said = str(exc)  # git echoes what it was given: a long value would come back whole
+        said = said if len(said) <= 4000 else said[:4000] + f"… ({len(said) - 4000} more characters)"
+        return error_result("GIT_ERROR", f"git failed: {said}", user_action="Read git's message above; "
                             "madtea stopped at that step and changed nothing after it.")
     return _forge_error(exc, inv) or error_result(
         "INTERNAL_ERROR", f"madtea hit an internal error ({type(exc).__name__}: {exc}).",

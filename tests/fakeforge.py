@@ -3306,6 +3306,8 @@ class FakeForge:
         tag = self._field(form, "tag_name", str, "")
         if not tag:
             raise self._binding("TagName")
+        if _git("check-ref-format", f"refs/tags/{tag}", git_dir=repo.bare, check=False).returncode != 0:
+            raise self._error(422, "Release tag name is not valid")  # Gitea's ErrInvalidTagName
         if any(r.tag_name == tag for r in repo.releases.values()):
             raise self._error(409, "Release is has no Tag")
         target = self._field(form, "target_commitish", str, "") or repo.default_branch
