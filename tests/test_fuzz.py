@@ -288,3 +288,55 @@ def test_the_cli_on_a_non_utf8_terminal_ends_without_a_traceback(sandbox: Path, 
                           capture_output=True, timeout=CALL_BOUND)
     stderr = done.stderr.decode("ascii", "replace")
     assert done.returncode in (0, 1, 2) and "Traceback" not in stderr, (done.returncode, stderr[-2000:])
+
+
+# --------------------------------------------------------------------------- the classes the lanes found
+
+ACTION_TOOLS = sorted({op.tool for op in OPS if op.action is not None})
+
+
+@pytest.mark.parametrize("action", [["list"], {"name": "list"}, 3, True, ""])
+def test_an_action_that_is_not_one_name_is_a_bad_argument_on_every_action_tool(action: Any) -> None:
+    assert len(ACTION_TOOLS) >= 11
+    for tool in ACTION_TOOLS:
+        result = madtea.run(tool, {"action": action}, madtea.Context("mcp", Path("/")))
+        assert result.error and result.error["code"] == "BAD_ARGUMENT", (tool, result.text)
+        assert guard.way_on_problem(result.error["next"], result.error["choices"], result.error["user_action"]) \
+            is None, (tool, result.error)
+    one = madtea.run("madt_worktrees", {"action": ["list"]}, madtea.Context("mcp", Path("/")))
+    assert one.error["next"] == [{"tool": "madt_worktrees", "args": {"action": "list"}}]
+
+
+@pytest.mark.parametrize("value", [-1, "-1", 0, 2**63, "99999999999999999999", "²", "1.5"])
+def test_a_number_out_of_range_is_refused_alike_on_both_surfaces(single_repo: Any, value: Any) -> None:
+    mcp = madtea.run("madt_log", {"limit": value}, madtea.Context("mcp", single_repo.repo))
+    cli = madtea.run("madt_log", {"limit": str(value)}, madtea.Context("cli", single_repo.repo))
+    for result in (mcp, cli):
+        assert result.error and result.error["code"] == "BAD_ARGUMENT", result.text
+        assert "at least 1" in result.text
+
+
+@pytest.mark.parametrize("args", [{"files": ["\ud800"]}, {"files": ["y" * 1_000_000]}, {"files": ["a.txt"] * 70_000}])
+def test_a_value_git_could_not_take_is_refused_before_git(single_repo: Any, args: dict[str, Any]) -> None:
+    result = madtea.run("madt_add", args, madtea.Context("mcp", single_repo.repo))
+    assert result.error and result.error["code"] == "BAD_ARGUMENT", result.text
+    result.text.encode("utf-8")
+
+
+def test_a_long_commit_message_goes_to_git_whole(single_repo: Any) -> None:
+    repo = single_repo.repo
+    import subprocess
+    subprocess.run(["git", "switch", "-q", "-c", "feat/long"], cwd=repo, check=True)
+    (repo / "long.txt").write_text("long\n", encoding="utf-8")
+    body = "b" * 300_000  # more than one command-line argument can hold
+    result = madtea.run("madt_commit", {"files": ["long.txt"], "title": "Long", "body": body},
+                        madtea.Context("mcp", repo))
+    assert not result.error, result.text
+    message = subprocess.run(["git", "log", "-1", "--format=%B"], cwd=repo, capture_output=True, text=True).stdout
+    assert message.strip() == "Long\n\n" + body
+
+
+def test_the_credential_scrubber_still_scrubs() -> None:
+    import gitops
+    assert gitops._scrub("fatal: https://me:tok@h/x and ssh://u@h:22/y") == \
+        "fatal: https://***@h/x and ssh://***@h:22/y"
