@@ -1134,7 +1134,38 @@ def _check_base_url(api_base: str) -> str:
     return api_base.rstrip("/")
 
 
-class Client:
+class _Verbs:
+    """The HTTP verbs, defined once over ``send``: parsed JSON back (``None`` for an empty body).
+
+    *where* is what the class's ``send`` takes: an API path for :class:`Client`, a
+    sub-path or segments inside the repository for :class:`RepoClient`.
+    """
+
+    def send(self, method: str, where: Any, params: Mapping[str, Any] | None = None, json: Any = None, *,
+             accept: str = "application/json") -> Response:
+        raise NotImplementedError
+
+    def get(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("GET", where, params, json).json()
+
+    def post(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("POST", where, params, json).json()
+
+    def patch(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("PATCH", where, params, json).json()
+
+    def put(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("PUT", where, params, json).json()
+
+    def delete(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("DELETE", where, params, json).json()
+
+    def get_text(self, where: Any = "", params: Mapping[str, Any] | None = None) -> str:
+        """A non-JSON answer (a diff, a log) as text."""
+        return self.send("GET", where, params, accept="text/plain, */*").text()
+
+
+class Client(_Verbs):
     """A Gitea/Forgejo API v1 client for one host; paths are relative to *api_base*.
 
     ``get/post/patch/put/delete`` return the parsed JSON (``None`` for an
@@ -1222,25 +1253,6 @@ class Client:
                             retry_after=resp.header("retry-after"),
                             answered_by=urllib.parse.urlsplit(resp.url).netloc if elsewhere else None)
         return resp
-
-    def get(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("GET", path, params, json).json()
-
-    def post(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("POST", path, params, json).json()
-
-    def patch(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("PATCH", path, params, json).json()
-
-    def put(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("PUT", path, params, json).json()
-
-    def delete(self, path: str, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("DELETE", path, params, json).json()
-
-    def get_text(self, path: str, params: Mapping[str, Any] | None = None) -> str:
-        """A non-JSON answer (a diff, a log) as text."""
-        return self.send("GET", path, params, accept="text/plain, */*").text()
 
     def asset_url(self, asset: Mapping[str, Any]) -> str:
         """Where to fetch a release asset (an Attachment object) from: this forge's own ``/attachments/<uuid>``.
@@ -1439,7 +1451,7 @@ def _confine(sub: str | Sequence[str | int], where: str) -> str:
     return "".join("/" + urllib.parse.quote(text, safe="") for text in decoded)
 
 
-class RepoClient:
+class RepoClient(_Verbs):
     """A client confined by construction to ``/repos/{owner}/{repo}`` and below.
 
     Every method takes a sub-path relative to the repository — a string
@@ -1481,27 +1493,6 @@ class RepoClient:
         if method.upper() not in ("GET", "HEAD"):
             self._write(method.upper())
         return self._client.send(method, self.path(sub), params, json, accept=accept, scope=self._prefix)
-
-    def get(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None) -> Any:
-        return self.send("GET", sub, params).json()
-
-    def post(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
-             json: Any = None) -> Any:
-        return self.send("POST", sub, params, json).json()
-
-    def patch(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
-              json: Any = None) -> Any:
-        return self.send("PATCH", sub, params, json).json()
-
-    def put(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
-            json: Any = None) -> Any:
-        return self.send("PUT", sub, params, json).json()
-
-    def delete(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None) -> Any:
-        return self.send("DELETE", sub, params).json()
-
-    def get_text(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None) -> str:
-        return self.send("GET", sub, params, accept="text/plain, */*").text()
 
     def upload(self, sub: str | Sequence[str | int], filename: str, data: bytes, *,
                params: Mapping[str, Any] | None = None) -> Any:
