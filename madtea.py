@@ -2817,43 +2817,66 @@ def _confirm_at_terminal(what: str, name: str) -> None:
                             target=what, user_action=f"Run the command again and type {name} exactly.")
 
 
-# Forge objects only a person deletes: tool -> (CLI noun, object words, name parameter, API path builder).
-_DELETABLE: dict[str, tuple[str, str, Param, Callable[[Invocation], tuple[Any, ...]]]] = {}
+def _delete(inv: Invocation, what: str, param: Param, path: Callable[[], tuple[Any, ...]]) -> Result:
+    """Delete one forge object once a person has typed its name at a terminal."""
+    remote = api(inv)
+    name = str(inv.args[param.name])
+    label = f"{what} {name} in {remote.target.slug}"
+    _confirm_at_terminal(label, name)
+    remote.delete(*path())
+    return Result(closing(f"Deleted {label}"), {"deleted": name})
 
 
-def _deletable(tool: str, noun: str, what: str, param: Param,
-               path: Callable[[Invocation], tuple[Any, ...]], web: Callable[[Invocation], str]) -> None:
-    """Declare a CLI-only deletion confirmed at a terminal, and the agent-side refusal that names it."""
-    _DELETABLE[tool] = (noun, what, param, web)
-
-    @operation(tool, "delete", cli=(noun, "delete"), kind="remote", mutating=True, destructive=True,
-               cli_only=True, summary=f"Delete {'an' if what[0] in 'aeiou' else 'a'} {what} (people only: "
-                                      f"confirmed by typing its name at a terminal).",
-               params=(param,))
-    def delete_op(inv: Invocation) -> Result:
-        remote = api(inv)
-        name = str(inv.args[param.name])
-        label = f"{what} {name} in {remote.target.slug}"
-        _confirm_at_terminal(label, name)
-        remote.delete(*path(inv))
-        return Result(closing(f"Deleted {label}"), {"deleted": name})
+def _delete_summary(what: str) -> str:
+    return (f"Delete {'an' if what[0] in 'aeiou' else 'a'} {what} (people only: confirmed by typing its name at a "
+            "terminal).")
 
 
 def _web(inv: Invocation, *segments: Any) -> str:
     return "/".join([api(inv).web_base, api(inv).target.owner, api(inv).target.repo, *map(str, segments)])
 
 
-_deletable("madt_issues", "issue", "issue", replace(NUMBER, type="int", minimum=1),
-           lambda inv: ("issues", inv.args["number"]), lambda inv: _web(inv, "issues", inv.args.get("number", "")))
-_deletable("madt_labels", "label", "label", LABEL_NAME,
-           lambda inv: ("labels", label_ids(inv, [inv.args["name"]])[0]), lambda inv: _web(inv, "labels"))
-_deletable("madt_milestones", "milestone", "milestone", MILESTONE_TITLE,
-           lambda inv: ("milestones", milestone_id(inv, inv.args["title"])), lambda inv: _web(inv, "milestones"))
-_deletable("madt_releases", "release", "release", TAG,
-           lambda inv: ("releases", "tags", inv.args["tag"]), lambda inv: _web(inv, "releases", "tag",
-                                                                              inv.args.get("tag", "")))
-_deletable("madt_wiki", "wiki", "wiki page", PAGE_NAME,
-           lambda inv: ("wiki", "page", inv.args["page_name"]), lambda inv: _web(inv, "wiki", inv.args.get("page_name", "")))
+ISSUE_NUMBER = replace(NUMBER, type="int", minimum=1)
+
+
+@operation("madt_issues", "delete", cli=("issue", "delete"), kind="remote", mutating=True, destructive=True,
+           cli_only=True, summary=_delete_summary("issue"), params=(ISSUE_NUMBER,))
+def issue_delete_op(inv: Invocation) -> Result:
+    return _delete(inv, "issue", ISSUE_NUMBER, lambda: ("issues", inv.args["number"]))
+
+
+@operation("madt_labels", "delete", cli=("label", "delete"), kind="remote", mutating=True, destructive=True,
+           cli_only=True, summary=_delete_summary("label"), params=(LABEL_NAME,))
+def label_delete_op(inv: Invocation) -> Result:
+    return _delete(inv, "label", LABEL_NAME, lambda: ("labels", label_ids(inv, [inv.args["name"]])[0]))
+
+
+@operation("madt_milestones", "delete", cli=("milestone", "delete"), kind="remote", mutating=True, destructive=True,
+           cli_only=True, summary=_delete_summary("milestone"), params=(MILESTONE_TITLE,))
+def milestone_delete_op(inv: Invocation) -> Result:
+    return _delete(inv, "milestone", MILESTONE_TITLE, lambda: ("milestones", milestone_id(inv, inv.args["title"])))
+
+
+@operation("madt_releases", "delete", cli=("release", "delete"), kind="remote", mutating=True, destructive=True,
+           cli_only=True, summary=_delete_summary("release"), params=(TAG,))
+def release_delete_op(inv: Invocation) -> Result:
+    return _delete(inv, "release", TAG, lambda: ("releases", "tags", inv.args["tag"]))
+
+
+@operation("madt_wiki", "delete", cli=("wiki", "delete"), kind="remote", mutating=True, destructive=True,
+           cli_only=True, summary=_delete_summary("wiki page"), params=(PAGE_NAME,))
+def wiki_delete_op(inv: Invocation) -> Result:
+    return _delete(inv, "wiki page", PAGE_NAME, lambda: ("wiki", "page", inv.args["page_name"]))
+
+
+# What an agent's refused deletion names: tool -> (the object's words, its web address).
+_DELETABLE: dict[str, tuple[str, Callable[[Invocation], str]]] = {
+    "madt_issues": ("issue", lambda inv: _web(inv, "issues", inv.args.get("number", ""))),
+    "madt_labels": ("label", lambda inv: _web(inv, "labels")),
+    "madt_milestones": ("milestone", lambda inv: _web(inv, "milestones")),
+    "madt_releases": ("release", lambda inv: _web(inv, "releases", "tag", inv.args.get("tag", ""))),
+    "madt_wiki": ("wiki page", lambda inv: _web(inv, "wiki", inv.args.get("page_name", ""))),
+}
 
 
 @operation("madt_repo", "delete_tag", cli=("repo", "delete-tag"), kind="remote", mutating=True, destructive=True,
@@ -2885,11 +2908,11 @@ def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Ref
     inv = Invocation(op, args, ctx)
     # The delete table is keyed by tool; a tool's other deletions (a comment, a tag) name their own object.
     tabled = tool in _DELETABLE and op.action == "delete"
-    noun = _DELETABLE[tool][1] if tabled else str(op.action).removeprefix("delete_")
+    noun = _DELETABLE[tool][0] if tabled else str(op.action).removeprefix("delete_")
     try:
         args = guard.check_arguments(op.tool, op.action, op.specs, args)
         inv = Invocation(op, args, ctx)
-        web = _DELETABLE[tool][3](inv) if tabled else _untabled_web(inv)
+        web = _DELETABLE[tool][1](inv) if tabled else _untabled_web(inv)
     except guard.Refusal:
         web = "its page on the forge"
     what = " ".join(str(v) for k, v in args.items() if k != "owner_repo") or "it"

@@ -151,3 +151,12 @@ def test_descriptions_name_the_reflex_word_they_are_not() -> None:
     assert "not `message`" in commit.specs["title"].description
     search = madtea.tool_ops("madt_search")[0]
     assert "not `query`" in search.specs["q"].description
+
+
+def test_every_operation_is_declared_where_a_grep_for_the_decorator_finds_it() -> None:
+    import inspect
+    hidden = [(op.tool, op.action) for op in madtea.REGISTRY
+              if "<locals>" in op.handler.__qualname__
+              or not inspect.getsource(op.handler).lstrip().startswith("@operation(")]
+    assert hidden == []
+    assert len(re.findall(r"^@operation\(", Path(madtea.__file__).read_text(), re.M)) == len(madtea.REGISTRY)
