@@ -98,7 +98,7 @@ def call(tool: str, **args: Any) -> Call:
     return {"tool": tool, "args": {k: v for k, v in args.items() if v is not None}}
 
 
-def render_call(step: Call) -> str:
+def render_call(step: Mapping[str, Any]) -> str:
     """``madt_commit dir="/x" files=["a.py"] title="fix"``: what a refusal names."""
     parts = [step["tool"]]
     for key, value in step["args"].items():
@@ -123,11 +123,17 @@ def render_way_on(next: Sequence[Call], choices: Sequence[Sequence[Call]], user_
 
 if TYPE_CHECKING:
     class ParamSpec(Protocol):
-        name: str
-        type: str          # str | int | bool | strs | number | numbers | enum | json
-        required: bool
-        choices: tuple[str, ...]
-        minimum: int       # the least whole number an "int" parameter takes
+        # Read-only, so a frozen record's fields satisfy them.
+        @property
+        def name(self) -> str: ...
+        @property
+        def type(self) -> str: ...             # str | int | bool | strs | number | numbers | enum | json
+        @property
+        def required(self) -> bool: ...
+        @property
+        def choices(self) -> tuple[str, ...]: ...
+        @property
+        def minimum(self) -> int: ...          # the least whole number an "int" parameter takes
 
 
 # The largest identifier or count either surface takes: the forge's own integers are 64-bit.

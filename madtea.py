@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 # pathlib, typing and dataclasses stay out of it (see gitops.record).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import builtins  # Api.list shadows the builtin inside Api
     from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Any
@@ -247,6 +248,13 @@ def _ref_arg(inv: Invocation, name: str) -> str | None:
     return guard.check_not_option(value, name, inv.op.where, inv.args) if value else None
 
 
+def _required_ref(inv: Invocation, name: str) -> str:
+    """A required ref argument: the registry has refused a missing or blank one already."""
+    value = _ref_arg(inv, name)
+    assert value is not None
+    return value
+
+
 @operation("madt_status", cli=("status",), kind="local", mutating=False, idempotent=True,
            summary="Show the repository, branch, upstream and working-tree changes (read-only).")
 def status_op(inv: Invocation) -> Result:
@@ -306,7 +314,7 @@ def log_op(inv: Invocation) -> Result:
 @operation("madt_add", cli=("add",), kind="local", mutating=True, idempotent=True,
            summary="Stage exactly the named files; nothing else is swept in.", params=(FILES,))
 def add_op(inv: Invocation) -> Result:
-    files = guard.declared_files(inv.target)
+    files = guard.declared_files(inv.local)
     gitops.add(_grepo(inv), files)
     return Result(f"Staged {_files_list(files)} in {inv.identity()}.", {"staged": files})
 
@@ -319,7 +327,7 @@ def add_op(inv: Invocation) -> Result:
                    Param("allow_default_branch", "bool",
                          "Commit even though the checkout is on its default branch (this call only).")))
 def commit_op(inv: Invocation) -> Result:
-    files = guard.declared_files(inv.target)
+    files = guard.declared_files(inv.local)
     sha = gitops.commit(_grepo(inv), files, inv.args["title"], inv.args.get("body"))
     return Result(f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({_files_list(files)}) "
                   f"in {inv.identity()}.", {"sha": sha, "files": files, "branch": inv.state.branch})
@@ -339,9 +347,9 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
                         f"{inv.op.where}: force_with_lease must be the full sha origin/{branch} is expected to be "
                         f"at, not {lease!r}; a lease on a name or a short sha is not an exact expectation.",
                         target=inv.repo.describe(),
-                        next=(inv.target.retry(force_with_lease=full),) if full else (
+                        next=(inv.local.retry(force_with_lease=full),) if full else (
                             guard.call("madt_log", dir=str(inv.repo.top), ref=f"origin/{branch}"),
-                            inv.target.retry(force_with_lease=guard.placeholder(
+                            inv.local.retry(force_with_lease=guard.placeholder(
                                 f"the full sha of origin/{branch} that you based your work on"))))
 
 
@@ -364,8 +372,8 @@ def push_op(inv: Invocation) -> Result:
                                  set_upstream=bool(inv.args.get("set_upstream")), env=env)
     except gitops.LeaseRejected as exc:
         raise guard.Refusal("LEASE_REJECTED",
-                            f"origin/{branch} is no longer at {lease[:9]}; someone pushed since you based your work "
-                            f"on it, so nothing was overwritten ({exc.stderr.strip()[:120]}).",
+                            f"origin/{branch} is no longer at {(lease or '')[:9]}; someone pushed since you based "
+                            f"your work on it, so nothing was overwritten ({exc.stderr.strip()[:120]}).",
                             target=inv.repo.describe(),
                             user_action=f"Ask the user: someone else's commits are on origin/{branch} now, and a "
                                         f"new lease would throw them away.") from None
@@ -416,7 +424,7 @@ def pull_op(inv: Invocation) -> Result:
                    Param("start_point", description="Where the branch starts (default: HEAD).", positional=True),
                    Param("checkout", "bool", "Switch to the new branch after creating it.", short="c")))
 def branch_create_op(inv: Invocation) -> Result:
-    name = _ref_arg(inv, "name")
+    name = _required_ref(inv, "name")
     start = _ref_arg(inv, "start_point") or "HEAD"
     if inv.state.unborn and start == "HEAD" and inv.args.get("checkout") and name not in (inv.state.branches or ()):
         # No commit yet: the new branch is where the first commit will go, like git switch -c.
@@ -436,7 +444,7 @@ def _proof_targets(inv: Invocation) -> list[str]:
     repo = _grepo(inv)
     default = inv.state.default_branch
     local = f"refs/heads/{default}"
-    candidates = [local, f"refs/remotes/origin/{default}"]
+    candidates: list[str | None] = [local, f"refs/remotes/origin/{default}"]
     if gitops.ref_exists(repo, local):
         candidates.append(gitops.upstream(repo, default))
     return [t for t in dict.fromkeys(candidates) if t and gitops.ref_exists(repo, t)]
@@ -461,7 +469,7 @@ _PROOFS = {"ancestor": "its tip is in {t}", "patch-id": "every commit's patch is
            summary="Delete a local branch whose work is proven to be in the default branch; there is no force form.",
            params=(Param("name", description="The branch to delete.", required=True, positional=True),))
 def branch_delete_op(inv: Invocation) -> Result:
-    name = _ref_arg(inv, "name")
+    name = _required_ref(inv, "name")
     repo = _grepo(inv)
     # The proof is made for this sha and the delete is a compare-and-swap on it: a branch
     # that moves in between, or a tag of the same name, cannot slip unproven work through.
@@ -493,7 +501,7 @@ def branch_delete_op(inv: Invocation) -> Result:
            summary="Switch the checkout to an existing branch.",
            params=(Param("branch", description="The branch to switch to.", required=True, positional=True),))
 def switch_op(inv: Invocation) -> Result:
-    branch = _ref_arg(inv, "branch")
+    branch = _required_ref(inv, "branch")
     gitops.switch(_grepo(inv), branch)  # overwriting uncommitted changes is refused by git, typed by guard
     was = inv.state.branch or "a detached HEAD"
     return Result(f"Switched {inv.repo.describe()} ({branch}) from {was} to {branch}.", {"branch": branch})
@@ -535,14 +543,14 @@ def worktree_add_op(inv: Invocation) -> Result:
     commit_ish = _ref_arg(inv, "commit_ish")
     new_branch = _ref_arg(inv, "b")
     repo = _grepo(inv)
-    carry = guard.declared_files(inv.target, inv.args["carry"]) if inv.args.get("carry") else []
+    carry = guard.declared_files(inv.local, inv.args["carry"]) if inv.args.get("carry") else []
     if carry and commit_ish and gitops.head_sha(repo) != gitops.head_sha(repo, commit_ish):
         # The files' changes were made against this checkout's HEAD; copied onto another base they
         # would also undo whatever that base changed in them.
         theirs, base = gitops.blob_ids(repo, "HEAD", carry), gitops.blob_ids(repo, commit_ish, carry)
         differ = sorted(p for p in set(theirs) | set(base) if theirs.get(p) != base.get(p))
         if differ:
-            raise guard.carry_conflict(inv.target, commit_ish, differ)
+            raise guard.carry_conflict(inv.local, commit_ish, differ)
     gitops.worktree_add(repo, path, commit_ish, new_branch)
     what = f"new branch {new_branch}" if new_branch else (commit_ish or "a detached HEAD")
     text = f"Added worktree {path} on {what}" + (f" from {commit_ish}" if new_branch and commit_ish else "")
@@ -605,7 +613,7 @@ def prune_op(inv: Invocation) -> Result:
             continue
         sha = gitops.head_sha(repo, f"refs/heads/{branch}")
         proof = _contained(inv, sha, targets) if sha else None
-        if proof is None:
+        if proof is None or sha is None:
             kept.append(branch)
             continue
         if not inv.args.get("dry_run"):
@@ -805,7 +813,7 @@ class Api:
         self._check_root()
         return self.client.get(path, params=params)
 
-    def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+    def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> builtins.list[Any]:
         self._check_root()
         return self.client.paginate(path, params=dict(params or {}), limit=limit)[0]
 
@@ -1430,7 +1438,8 @@ def _view(inv: Invocation, kind: str) -> Result:
                 break
             who = _login(c.get("user"))
             whole = clean(c.get("body"))
-            body, _end, tail = window(whole, 0, lambda end, cid=c.get("id"): guard.render_call(guard.call(
+            cid = c.get("id")
+            body, _end, tail = window(whole, 0, lambda end: guard.render_call(guard.call(
                 "madt_api_call", owner_repo=target.full, path=f"/repos/{target.slug}/issues/comments/{cid}")),
                 "comment")
             budget -= len(body)
@@ -1663,7 +1672,8 @@ def _edit(inv: Invocation, kind: str) -> Result:
 
 
 def _set_state(inv: Invocation, state: str, noun: str) -> Result:
-    lines, rows = [], []
+    lines: list[str] = []
+    rows: list[dict[str, Any]] = []
     for number in inv.args["numbers"]:
         commented = False
         try:
@@ -1908,7 +1918,7 @@ def pr_reopen_op(inv: Invocation) -> Result:
     return _set_state(inv, "open", "pull request")
 
 
-def merge_pr(a: Api, number: int, *, style: str, head_sha: str, delete_branch: bool, subject: str | None = None,
+def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_branch: bool, subject: str | None = None,
              body: str | None = None) -> dict[str, Any]:
     """Merge with a head check and an explicit branch-delete choice, then re-read the PR."""
     payload: dict[str, Any] = {"Do": style, "head_commit_id": head_sha, "delete_branch_after_merge": delete_branch}
@@ -3031,6 +3041,7 @@ def finish_op(inv: Invocation) -> Result:
         if not steps.done:
             raise exc from None
         failed = run_error(exc)
+        assert failed.error is not None
         done = "\n".join(f"done: {s}" for s in steps.done)
         resume = _finish_resume(inv, steps)
         text = (f"{failed.text}\n{done}\nNot done: the steps after that. Nothing done was undone; the local "
@@ -3084,7 +3095,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     if branch_form and not gitops.ref_exists(repo, f"refs/heads/{branch}"):
         raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {branch}.",
                             target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
-    foreign = inv.target.foreign
+    foreign = inv.local.foreign
     closes = list(a.get("closes") or [])
     no_close = a.get("no_close")
     if no_close is None:
@@ -3092,12 +3103,12 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     if a.get("close_linked") and not no_close:
         closes += [n for n in closing_refs(a.get("body")) if n not in closes]
     if not branch_form and a.get("files"):
-        files = guard.declared_files(inv.target)
+        files = guard.declared_files(inv.local)
         st = gitops.status(repo)
         changed = set(st.staged) | set(st.modified) | set(st.untracked)
         if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
-            title = a.get("title")
-            if not (title or "").strip():
+            title = a.get("title") or ""
+            if not title.strip():
                 raise guard.Refusal("BAD_ARGUMENT", "madt_finish needs title to commit the declared files.",
                                     target=inv.repo.describe(),
                                     next=(inv.again(title=guard.placeholder("the commit subject")),))
@@ -3123,13 +3134,15 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         if _contained(inv, f"refs/heads/{branch}"):
             if not branch_form and a.get("files"):
                 # Declared files that were never committed anywhere are not a finished piece of work.
-                raise guard.git_failure(inv.target, gitops.NothingToCommit(
+                refusal = guard.git_failure(inv.local, gitops.NothingToCommit(
                     ["git", "commit"], 1, "the declared files have no changes to commit"))
+                assert refusal is not None  # a rule foresees an empty commit
+                raise refusal
             return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
                           f"and no open pull request.", {"branch": branch, "completed": []})
     if open_pr_now is None and not (a.get("title") or "").strip():
         newest = gitops.log(repo, f"refs/heads/{branch}", 1)
-        raise guard.finish_needs_title(inv.target, newest[0].subject if newest else None)
+        raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
@@ -3146,7 +3159,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     forge_head = (pr.get("head") or {}).get("sha")
     if forge_head and forge_head != head_sha:
         raise remote.forge.ForgeError("HEAD_MOVED", f"PR #{pr['number']}'s head on the forge is {forge_head[:9]}, "
-                                      f"not the {head_sha[:9]} madtea pushed; nothing was merged.")
+                                      f"not the {(head_sha or '')[:9]} madtea pushed; nothing was merged.")
     style = a.get("style", "merge")
     message = strip_closing(a.get("body")) if no_close else None
     merged = merge_pr(remote, pr["number"], style=style, head_sha=head_sha,
@@ -3156,7 +3169,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         raise remote.forge.ForgeError("MERGE_BLOCKED", f"The forge accepted the merge of PR #{pr['number']} but "
                                       f"does not show it merged.")
     text = (f"Merged PR #{pr['number']} by {style} into {default} at {str(merged.get('merge_commit_sha'))[:9]} "
-            f"(head {head_sha[:9]}).")
+            f"(head {(head_sha or '')[:9]}).")
     if a.get("delete_branch", True):
         text += _branch_gone(remote, branch)
     steps.add(text, merge_commit=merged.get("merge_commit_sha"))
@@ -3236,6 +3249,12 @@ class Invocation:
     ctx: Context
     target: guard.Target | None = None   # local-git calls: the repository and its state
     remote: Any = None                   # forge calls: the connected Api, once resolved and guarded
+
+    @property
+    def local(self) -> guard.Target:
+        """The guarded target of a local-git call (resolved before its service runs)."""
+        assert self.target is not None
+        return self.target
 
     @property
     def repo(self) -> guard.RepoFacts:
@@ -3744,11 +3763,23 @@ def param_description(texts: Mapping[str, Sequence[str]]) -> str:
     return " ".join(f"[{', '.join(actions)}] {text}" for text, actions in texts.items())
 
 
-def tool_annotations(tool: str) -> dict[str, bool]:
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    class ToolHints(TypedDict, total=False):
+        """The MCP tool annotations madtea sets, by their keyword names."""
+
+        read_only_hint: bool
+        open_world_hint: bool
+        destructive_hint: bool
+        idempotent_hint: bool
+
+
+def tool_annotations(tool: str) -> ToolHints:
     """Truthful hints: read-only only if every action reads; destructive if any can overwrite or remove."""
     ops = tool_ops(tool)
     read_only = not any(op.mutating for op in ops)
-    hints = {"read_only_hint": read_only, "open_world_hint": any(op.kind == "remote" for op in ops)}
+    hints: ToolHints = {"read_only_hint": read_only, "open_world_hint": any(op.kind == "remote" for op in ops)}
     if not read_only:
         hints["destructive_hint"] = any(op.destructive for op in ops)
         hints["idempotent_hint"] = all(op.idempotent for op in ops)
@@ -4880,7 +4911,7 @@ def update_from_file(path: Path, *, allow_downgrade: bool = False, ask: Callable
         raise guard.update_replace_failed(str(where), f"{type(exc).__name__}: {exc.strerror or exc}") from None
     if kind == "modules":
         _drop_bytecode(where)
-    shown = where if kind == "zipapp" else f"{where} ({', '.join(_MODULES)})"
+    shown = str(where) if kind == "zipapp" else f"{where} ({', '.join(_MODULES)})"
     return f"Updated madtea {__version__} → {new} at {shown}{fetched}, verified against the release key {signer}."
 
 
@@ -5352,7 +5383,8 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
     previous = _hook_read_record(final)
     lately = previous is not None and isinstance(previous.get("time"), (int, float)) \
         and 0 <= record["time"] - previous["time"] <= _HOOK_SESSION_WINDOW
-    seen = previous.get("sessions") if lately and isinstance(previous.get("sessions"), list) else []
+    sessions = previous.get("sessions") if lately and previous is not None else None
+    seen = sessions if isinstance(sessions, list) else []
     record["sessions"] = ([s for s in seen if s != session] + [session])[-_HOOK_SESSIONS_MAX:]
     if previous is not None and all(previous.get(k) == record[k] for k in ("pid", "start", "cwd", "top", "common_dir",
                                                                            "session", "sessions")) \
