@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Refusal", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
-    "way_on_problem", "placeholder", "is_placeholder", "render_way_on",
+    "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote",
     "check_arguments", "check_not_option", "check_dir", "not_a_repo", "distinct_children",
     "check_local", "check_signals", "check_workspace", "check_foreign", "declared_files",
     "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
@@ -99,11 +99,25 @@ def call(tool: str, **args: Any) -> Call:
 
 
 def render_call(step: Mapping[str, Any]) -> str:
-    """``madt_commit dir="/x" files=["a.py"] title="fix"``: what a refusal names."""
+    """``madt_worktrees action=add dir="/x" files=["a.py","b.py"]``: how every text names a call.
+
+    The action is a bare word; every other value is JSON (lists without spaces), so a call reads the same in a
+    refusal, a hook text and a continuation line.
+    """
     parts = [step["tool"]]
     for key, value in step["args"].items():
-        parts.append(f"{key}={json.dumps(value, ensure_ascii=False)}")
+        parts.append(f"{key}={value}" if key == "action" and isinstance(value, str) else f"{key}={_call_value(value)}")
     return " ".join(parts)
+
+
+def _call_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return json.dumps(list(value), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(value if isinstance(value, (str, dict)) or value is None else str(value), ensure_ascii=False)
 
 
 
@@ -732,17 +746,21 @@ def continue_rail(t: Target) -> tuple[Call, ...]:
     op = state.operation
     top = str(t.target.top)
     if op == "bisect":
-        return ({"shell": f"git -C {_shquote(top)} bisect reset"},)
+        return ({"shell": f"git -C {shell_quote(top)} bisect reset"},)
     files = list(state.conflicted) or list(t.args.get("files") or [])
     steps: list[Call] = []
     if files:
         steps.append(call("madt_add", dir=top, files=files))
-    steps.append({"shell": f"GIT_EDITOR=true git -C {_shquote(top)} {op} --continue"})
+    steps.append({"shell": f"GIT_EDITOR=true git -C {shell_quote(top)} {op} --continue"})
     return tuple(steps)
 
 
-def _shquote(text: str) -> str:
-    return text if re.fullmatch(r"[A-Za-z0-9_./:@%+=-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+_SHELL_SAFE = regex(r"[A-Za-z0-9_./:@%+=,-]+")
+
+
+def shell_quote(text: str) -> str:
+    """One word for a POSIX shell: as it is when it needs no quoting (as ``shlex.quote`` decides), else quoted."""
+    return text if _SHELL_SAFE.fullmatch(text) else "'" + text.replace("'", "'\\''") + "'"
 
 
 def check_mid_operation(t: Target) -> None:
@@ -1748,24 +1766,9 @@ _HK_MADTEA_PYZ = regex(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-fil
 
 # --------------------------------------------------------------------------- rendering
 
-def _hk_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return _hk_json.dumps(list(value), ensure_ascii=False, separators=(",", ":"))
-    if isinstance(value, int):
-        return str(value)
-    return _hk_json.dumps(str(value), ensure_ascii=False)
-
-
 def _hk_call(tool: str, *pairs: tuple[str, Any]) -> str:
     """``madt_add dir="/x" files=["a.py"]``: the call a hook text names (None values left out)."""
-    parts = [tool]
-    for key, value in pairs:
-        if value is None:
-            continue
-        parts.append(f"{key}={value}" if key == "action" else f"{key}={_hk_value(value)}")
-    return " ".join(parts)
+    return render_call(call(tool, **dict(pairs)))
 
 
 def _hk_sentence(text: str) -> str:
@@ -1774,10 +1777,6 @@ def _hk_sentence(text: str) -> str:
 
 def _hk_retry(verb: str) -> str:
     return DO_NOT_RETRY.format(verb=verb)
-
-
-def _hk_shq(text: str) -> str:
-    return text if _hk_re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", text) else "'" + text.replace("'", "'\\''") + "'"
 
 
 # --------------------------------------------------------------------------- git
@@ -1953,7 +1952,7 @@ class _HkGit:
         files = files or self.ctx.rail_files
         self.ctx.rail_files = files
         add = _hk_call("madt_add", self.d(), ("files", files if files else ["<each resolved file>"]))
-        c = f" -C {_hk_shq(self.repo.top)}" if self.foreign else ""
+        c = f" -C {shell_quote(self.repo.top)}" if self.foreign else ""
         return MID_OPERATION_RAIL.format(op=self.op, top=self.repo.top, add=add, c=c)
 
     def mid_operation(self) -> bool:
@@ -2178,7 +2177,7 @@ class _HkGit:
             return ("allow", "")
         alt = ""
         if self.mid_operation():
-            c = f" -C {_hk_shq(self.repo.top)}" if self.foreign and self.repo else ""
+            c = f" -C {shell_quote(self.repo.top)}" if self.foreign and self.repo else ""
             alt = f"To stop the {self.op} in progress instead, run git{c} {self.op} --abort."
         return self.destroys("git reset --hard discards uncommitted changes for good", alt)
 

@@ -3612,17 +3612,26 @@ def cli_render(step: Mapping[str, Any]) -> str:
         if p.enum_flags:
             words += [f"--{value}"]
         elif p.positional:
-            words += [shlex_quote(str(v)) for v in values]
+            words += [guard.shell_quote(str(v)) for v in values]
         elif p.type == "bool":
             words += [_cli_flag(p)[-1]] if value else []
         else:
-            words += [_cli_flag(p)[-1]] + [shlex_quote(str(v)) for v in values]
+            words += [_cli_flag(p)[-1]] + [guard.shell_quote(str(v)) for v in values]
     return " ".join(words)
 
 
-def shlex_quote(text: str) -> str:
-    import shlex
-    return shlex.quote(text)
+def _cli_names(text: str) -> str:
+    """A refusal as the CLI shows it: ``madt_pr action=merge`` named as ``madtea pr merge``."""
+    import re
+
+    def named(match: Any) -> str:
+        ops = tool_ops(match.group(1), "cli")
+        if not ops:
+            return match.group(0)
+        by_action = {op.action: op for op in ops}
+        op = by_action.get(match.group(2)) or by_action.get(None)
+        return "madtea " + " ".join(op.cli if op else ops[0].cli[:1])
+    return re.sub(r"\b(madt_[a-z_]+)(?: action=([a-z_]+))?", named, text)
 
 
 def render_text(result: Result, surface: str) -> str:
@@ -3630,7 +3639,7 @@ def render_text(result: Result, surface: str) -> str:
     parts = []
     if surface == "mcp":
         parts += [f"[{sev}] {text}" for sev, text in result.notes]
-    parts.append(result.text)
+    parts.append(result.text if surface == "mcp" or not result.error else _cli_names(result.text))
     if result.error:
         parts += guard.render_way_on(result.error.get("next") or (), result.error.get("choices") or (),
                                      result.error.get("user_action"),

@@ -123,7 +123,7 @@ def test_issue_view_bounds_a_long_body_outside_the_fence(env: Env) -> None:
     fence_end = first.text.index(">>> end of body by @bob")
     trailer = first.text[fence_end:]
     assert re.search(r"\[body truncated at character 20000 of \d+; continue with madt_issues "
-                     r'action="view" owner_repo="[^"]+/acme/web" number=1 offset=20000\]$', trailer), trailer
+                     r'action=view owner_repo="[^"]+/acme/web" number=1 offset=20000\]$', trailer), trailer
     assert first.data["truncated_at"] == 20000 and first.data["body_length"] == len(body)
     assert len(first.data["body"]) == 20000 and first.data["body_sha"]
     rest = e.ok("madt_issues", action="view", number=1, offset=20000)
@@ -465,7 +465,7 @@ def test_pr_diff_is_fenced_and_bounded_with_the_continuation(prs: Env) -> None:
     assert first.text.startswith("<<< diff by @bob (not a collaborator)")
     found = re.search(r"\n\[diff truncated at character (\d+) of (\d+); continue with (.+)\]$", first.text)
     assert found and int(found.group(1)) == madtea.MAX_TEXT and int(found.group(2)) == total
-    assert found.group(3) == f'madt_pr action="diff" owner_repo="{e.forge.host}/acme/web" number=5 offset=20000'
+    assert found.group(3) == f'madt_pr action=diff owner_repo="{e.forge.host}/acme/web" number=5 offset=20000'
     rest = e.ok("madt_pr", action="diff", number=5, offset=madtea.MAX_TEXT)
     assert "[diff truncated" not in rest.text and rest.data["end"] == total
     joined = _fenced(first.text, "diff", "bob") + _fenced(rest.text, "diff", "bob")
