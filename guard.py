@@ -28,6 +28,8 @@ __all__ = [
     "check_arguments", "check_not_option", "check_dir", "not_a_repo", "distinct_children",
     "check_local", "check_signals", "check_workspace", "check_foreign", "declared_files",
     "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
+    "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope", "check_host_scope", "narrow_way_on",
+    "scope_entry_problems",
 ]
 
 # --- wrong-repo guard and rules ---
@@ -77,11 +79,16 @@ def way_on_problem(next: Sequence[Call], choices: Sequence[Sequence[Call]], user
         return "every choice is at least one step"
     if len(choices) == 1:
         return "a single choice is a next"
-    if any(key.startswith("allow_") and value is True for step in next for key, value in step.get("args", {}).items()):
+    if any(is_override(step) for step in next):
         return "an override is only ever a choice, never a step of next"
     if user_action and _AGENT_STEP.search(user_action):
         return f"user_action is for a person, not an agent step: {user_action!r}"
     return None
+
+
+def is_override(step: Call) -> bool:
+    """A step that turns a rule off for one call (``allow_default_branch=true``)."""
+    return any(key.startswith("allow_") and value is True for key, value in step.get("args", {}).items())
 
 
 def placeholder(what: str) -> str:
@@ -1046,6 +1053,187 @@ def check_remote(c: RemoteCall) -> None:
                       f"are allowed).", target=c.target,
                       user_action=f"Ask the user to run madtea from a checkout of a {c.target_host} repository "
                       f"for this change.")
+
+
+# --------------------------------------------------------------------------- the server's scope
+
+@record(frozen=True)
+class Scope:
+    """What the person who started the server allowed: reads only, some tools, some repositories.
+
+    Each ``*_by`` names the option that set the rule as the person wrote it
+    (``--read-only`` or ``MADTEA_READ_ONLY=1``), so a refusal names it too.
+    ``repos`` are ``host/owner/repo``, case-folded; empty means every repository.
+    """
+
+    read_only: bool = False
+    tools: tuple[str, ...] = ()          # entries ``tool`` or ``tool:action``; empty means every tool
+    exclude: tuple[str, ...] = ()
+    repos: tuple[str, ...] = ()
+    read_only_by: str = "--read-only"
+    tools_by: str = "--tools"
+    exclude_by: str = "--exclude-tools"
+    repos_by: str = "--repo"
+
+    @property
+    def active(self) -> bool:
+        return bool(self.read_only or self.tools or self.exclude or self.repos)
+
+    @property
+    def hosts(self) -> frozenset[str]:
+        return frozenset(r.rsplit("/", 2)[0] for r in self.repos)
+
+    def describe(self) -> str:
+        """The effective scope in one line, for whoami, doctor and the server's instructions."""
+        if not self.active:
+            return "unscoped: every tool and every repository the launch repo's forge allows"
+        parts = ["read-only (only reads are offered)"] if self.read_only else []
+        if self.tools:
+            parts.append("tools " + ", ".join(self.tools))
+        if self.exclude:
+            parts.append("excluding " + ", ".join(self.exclude))
+        if self.repos:
+            parts.append("repositories " + ", ".join(self.repos))
+        return "; ".join(parts)
+
+
+def _entry_matches(entry: str, tool: str, action: str | None) -> bool:
+    return entry == tool or (action is not None and entry == f"{tool}:{action}")
+
+
+def _narrowed_by(scope: Scope, tool: str, action: str | None) -> str | None:
+    """The option that leaves *tool*/*action* out of the server, or None when it is in."""
+    if scope.tools and not any(_entry_matches(e, tool, action) for e in scope.tools):
+        return scope.tools_by
+    if any(_entry_matches(e, tool, action) for e in scope.exclude):
+        return scope.exclude_by
+    return None
+
+
+def listed(scope: Scope, tool: str, action: str | None, *, writes: bool, reads_in_part: bool, reach: str) -> bool:
+    """Whether the server offers an operation at all: what tools/list and the action enums carry.
+
+    *writes* is the operation's kind; *reads_in_part* says some of its calls
+    only read (the passthrough's GET), so a read-only server keeps it for those.
+    *reach* "account" is an operation no repository list can confine.
+    """
+    if scope.read_only and writes and not reads_in_part:
+        return False
+    if scope.repos and reach == "account":
+        return False
+    return _narrowed_by(scope, tool, action) is None
+
+
+def _widen(option: str) -> str:
+    return f"Ask the user who started the server to widen its scope ({option}) if this is wanted."
+
+
+def check_scope(scope: Scope, tool: str, action: str | None, *, writes: bool, reach: str,
+                read_values: str | None = None) -> None:
+    """Refuse a call the server's scope leaves out, before anything runs.
+
+    *writes* is whether this call would change anything; *read_values* names
+    the argument values that would make it a read instead ("method GET").
+    """
+    where = _where(tool, action)
+    if scope.read_only and writes:
+        only = f"; only {read_values} is allowed" if read_values else ""
+        raise Refusal("READ_ONLY", f"{where} changes things, and this server was started read-only "
+                      f"({scope.read_only_by}){only}; nothing was done.", target=where,
+                      user_action=_widen(f"without {scope.read_only_by}"))
+    option = _narrowed_by(scope, tool, action)
+    if option is not None:
+        raise Refusal("OUT_OF_SCOPE", f"{where} is not among the tools this server offers ({option}); "
+                      f"nothing was done.", target=where, user_action=_widen(option))
+    if scope.repos and reach == "account":
+        raise Refusal("OUT_OF_SCOPE", f"{where} acts on the whole account, which cannot be confined to the "
+                      f"repositories this server is pinned to ({', '.join(scope.repos)}); nothing was sent.",
+                      target=where, user_action=_widen(scope.repos_by))
+
+
+def repo_in_scope(scope: Scope, repo: str | None) -> bool:
+    """Whether ``host/owner/repo`` is one the server may reach; None (no forge origin) never is."""
+    if not scope.repos:
+        return True
+    return repo is not None and repo.strip("/").casefold() in scope.repos
+
+
+def check_repo_scope(scope: Scope, where: str, repo: str | None, how: str) -> None:
+    """Default-deny on a repository list: *repo* (``host/owner/repo``, or None) must be listed.
+
+    *how* says where the repository came from ("owner_repo", "the launch
+    repo's origin", "the origin of /path", "the API path").
+    """
+    if repo_in_scope(scope, repo):
+        return
+    allowed = ", ".join(scope.repos)
+    if repo is None:
+        why = f"{where} targets {how}, which names no forge repository, so it is outside"
+    else:
+        why = f"{where} targets {repo} ({how}), which is not among"
+    raise Refusal("OUT_OF_SCOPE", f"{why} the repositories this server is pinned to ({allowed}); nothing was "
+                  f"run or sent.", target=repo or how,
+                  user_action=f"Ask the user who started the server to add {repo or 'that repository'} to its "
+                  f"repository list ({scope.repos_by}) if it should be reachable.")
+
+
+def check_host_scope(scope: Scope, where: str, host: str) -> None:
+    """A forge-wide read (search, notifications) goes only to a host of a listed repository."""
+    if not scope.repos or host.casefold() in scope.hosts:
+        return
+    raise Refusal("OUT_OF_SCOPE", f"{where} would ask {host}, which holds none of the repositories this server "
+                  f"is pinned to ({', '.join(scope.repos)}); nothing was sent.", target=host,
+                  user_action=f"Ask the user who started the server to add a {host} repository to its repository "
+                  f"list ({scope.repos_by}) if it should be reachable.")
+
+
+def narrow_way_on(scope: Scope, next: Sequence[Call], choices: Sequence[Sequence[Call]], user_action: str | None,
+                  allowed: Any) -> tuple[list[Call], list[list[Call]], str | None, str | None]:
+    """A refusal's way on, without any step the server's scope would refuse.
+
+    *allowed(step)* says whether a step is in scope. A plan (``next``) with a
+    refused step is no way on at all; a refused choice is dropped, and a single
+    choice left is the plan (unless it is an override, never a plan). With
+    nothing else left, the way on is the person who can widen the scope. The fourth value is a sentence for the refusal's text that
+    names what the scope refused (None when nothing was).
+    """
+    steps, options = list(next), [list(c) for c in choices]
+    refused = [s for s in steps + [s for c in options for s in c] if "tool" in s and not allowed(s)]
+    if not refused:
+        return steps, options, user_action, None
+    note = (f"The way on ({'; '.join(render_call(s) for s in refused[:3])}) is outside this server's scope "
+            f"({scope.describe()}).")
+    widen = "Ask the user who started the server to widen its scope if this is wanted; nothing more can be done here."
+    kept = [c for c in options if all(allowed(s) for s in c)]
+    if len(kept) == 1 and not any(is_override(s) for s in kept[0]):
+        return kept[0], [], None, note
+    if len(kept) > 1:
+        return [], kept, None, note
+    return [], [], widen, note
+
+
+def scope_entry_problems(entries: Iterable[str], option: str, actions: Mapping[str, Sequence[str | None]]) -> list[str]:
+    """Start-up errors for tool entries: each names the entry, why, and the closest real name.
+
+    *actions* maps each tool the server has to its actions (``[None]`` for a
+    tool without actions). A typo must not silently widen or narrow the surface.
+    """
+    known = [t for t in actions] + [f"{t}:{a}" for t, acts in actions.items() for a in acts if a]
+    problems = []
+    for entry in entries:
+        tool, colon, action = entry.partition(":")
+        if entry in known:
+            continue
+        guess = did_you_mean(entry, known) or did_you_mean(entry.lower(), known)
+        if colon and tool in actions and actions[tool] == [None]:
+            why = f"{tool} has no actions; name the tool alone"
+            guess = tool
+        elif colon and tool in actions:
+            why = f"{tool} has no action {action!r} (its actions: {', '.join(str(a) for a in actions[tool])})"
+        else:
+            why = "there is no such tool"
+        problems.append(f"{option}: {entry!r}: {why}." + (f" Did you mean {guess}?" if guess else ""))
+    return problems
 
 
 # --- hook classifier ---

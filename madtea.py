@@ -145,10 +145,21 @@ class Op:
     idempotent: bool = False
     batch: str | None = None      # the action that takes several numbers, if any
     cli_only: bool = False        # a person's act (deleting forge objects): not on the agent surface
+    reach: str = "repo"           # "repo": one repository; "forge": reads across the forge (results can be
+                                  # confined to a repository list); "account": the account itself (cannot be)
+    read_form: tuple[str, tuple[str, ...]] | None = None  # (param, values): a call with one of these (or
+                                  # without the param: the first is its default) only reads
 
     @property
     def specs(self) -> dict[str, Param]:
         return {p.name: p for p in self.params if not p.cli_only}
+
+    def writes(self, args: Mapping[str, Any]) -> bool:
+        """Whether this call would change anything: the operation's kind, unless its arguments make it a read."""
+        if not self.mutating or self.read_form is None:
+            return self.mutating
+        name, values = self.read_form
+        return args.get(name, values[0]) not in values
 
     @property
     def where(self) -> str:
@@ -172,13 +183,14 @@ TOOL_SUMMARIES: dict[str, str] = {}
 
 def operation(tool: str, action: str | None = None, *, cli: tuple[str, ...], summary: str,
               params: Sequence[Param] = (), kind: str, mutating: bool, destructive: bool = False,
-              idempotent: bool = False, batch: str | None = None,
-              cli_only: bool = False) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+              idempotent: bool = False, batch: str | None = None, cli_only: bool = False, reach: str = "repo",
+              read_form: tuple[str, tuple[str, ...]] | None = None
+              ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
     """Declare an operation; the decorated function is its service."""
     def register(handler: Callable[..., Result]) -> Callable[..., Result]:
         common = (DIR,) if kind == "local" else (OWNER_REPO,)
         REGISTRY.append(Op(tool, action, cli, summary, tuple(params) + common + (JSON_OUT,), handler,
-                           kind, mutating, destructive, idempotent, batch, cli_only))
+                           kind, mutating, destructive, idempotent, batch, cli_only, reach, read_form))
         return handler
     return register
 
@@ -188,8 +200,27 @@ def tool_ops(tool: str, surface: str = "mcp") -> list[Op]:
     return [op for op in REGISTRY if op.tool == tool and (surface == "cli" or not op.cli_only)]
 
 
-def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any] | None = None) -> Op:
-    """The operation a call names; a misspelt action is refused with the corrected call."""
+def scoped_ops(tool: str, scope: guard.Scope | None = None) -> list[Op]:
+    """A tool's operations on the agent surface that a server *scope* offers (all of them without one)."""
+    ops = tool_ops(tool)
+    if scope is None or not scope.active:
+        return ops
+    return [op for op in ops if guard.listed(scope, op.tool, op.action, writes=op.mutating,
+                                             reads_in_part=op.read_form is not None, reach=op.reach)]
+
+
+def check_op_scope(op: Op, raw: Mapping[str, Any], scope: guard.Scope) -> None:
+    """Refuse a call to an operation the server's scope leaves out (read-only, the tool lists)."""
+    read_values = f"{op.read_form[0]} {' or '.join(op.read_form[1])}" if op.read_form else None
+    guard.check_scope(scope, op.tool, op.action, writes=op.writes(raw), reach=op.reach, read_values=read_values)
+
+
+def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any] | None = None,
+            scope: guard.Scope | None = None) -> Op:
+    """The operation a call names; a misspelt action is refused with the corrected call.
+
+    With a server *scope*, the actions offered in a refusal are only those the scope lists.
+    """
     ops = tool_ops(tool, surface)
     if not ops:
         raise guard.Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
@@ -203,6 +234,11 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
     by_action = {op.action: op for op in ops}
     if isinstance(action, str) and action in by_action:
         return by_action[action]
+    if scope is not None and scope.active:
+        ops = scoped_ops(tool, scope)
+        if not ops:
+            check_op_scope(by_action[next(iter(by_action))], {}, scope)  # the whole tool is out of scope
+        by_action = {op.action: op for op in ops}
     names = [str(a) for a in by_action]
     every = tuple((guard.call(tool, action=op.action, **{n: guard.placeholder(n) for n, spec in op.specs.items()
                                                           if spec.required}
@@ -707,6 +743,9 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         if found_repo is None:
             raise guard.not_a_repo(inv.op.tool, str(path), inv.args, inv.op.action)
         facts = repo_facts(found_repo)
+        if inv.ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
+            guard.check_repo_scope(inv.ctx.scope, inv.op.where, _forge_repo(facts.origin),
+                                   f"the origin of {facts.top}")
         if facts.origin is None:
             raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {facts.top} {origin_problem(facts)}.",
                                 target=str(facts.top),
@@ -745,9 +784,9 @@ def _nested_hosts(launch: guard.RepoFacts) -> tuple[tuple[str, str], ...]:
 
 
 def _guard_remote(inv: Invocation, target: RemoteTarget) -> None:
-    mutating = inv.op.mutating and not (inv.op.tool == "madt_api_call" and inv.args.get("method", "GET") == "GET")
     facts = guard.RemoteCall(
-        tool=inv.op.tool, action=inv.op.action, args=inv.args, mutating=mutating, surface=inv.ctx.surface,
+        tool=inv.op.tool, action=inv.op.action, args=inv.args, mutating=inv.op.writes(inv.args),
+        surface=inv.ctx.surface,
         target=target.full, target_host=target.host, launch_host=target.launch_host, explicit=target.explicit,
         nested_hosts=_nested_hosts(target.launch) if (target.launch and not target.explicit
                                                       and inv.ctx.surface == "mcp") else (),
@@ -758,8 +797,10 @@ def _guard_remote(inv: Invocation, target: RemoteTarget) -> None:
 class Api:
     """The forge, as one remote call sees it: repo-relative helpers over the request funnel."""
 
-    def __init__(self, target: RemoteTarget, confined: bool, read_only: bool) -> None:
+    def __init__(self, target: RemoteTarget, confined: bool, read_only: bool,
+                 scope: guard.Scope | None = None) -> None:
         forge = _forge()
+        self.scope = scope or guard.Scope()
 
         self.forge = forge
         self.target = target
@@ -817,6 +858,17 @@ class Api:
         self._check_root()
         return self.client.paginate(path, params=dict(params or {}), limit=limit)[0]
 
+    def confine(self, items: Sequence[Any], repo_of: Callable[[Any], Any]) -> Sequence[Any]:
+        """A forge-wide answer kept to the server's repository list (all of it without one)."""
+        if not self.scope.repos:
+            return items
+        kept = [item for item in items if repo_of(item) and
+                guard.repo_in_scope(self.scope, f"{self.target.host}/{repo_of(item)}")]
+        if len(kept) < len(items):
+            notice(f"{len(items) - len(kept)} of {len(items)} results were left out: they belong to repositories "
+                   f"outside this server's list ({', '.join(self.scope.repos)}).")
+        return kept
+
     def flavour(self) -> str:
         """"gitea" or "forgejo"; on another host whose /version wants a token, "unknown" (none is sent there)."""
         try:
@@ -856,7 +908,7 @@ def api(inv: Invocation) -> Api:
         # confined to the target repository, and read-only but for filing an issue.
         cross_host = target.launch_host is not None and target.host != target.launch_host
         writes = (inv.op.tool, inv.op.action) == ("madt_issues", "create")
-        inv.remote = Api(target, confined=cross_host, read_only=cross_host and not writes)
+        inv.remote = Api(target, confined=cross_host, read_only=cross_host and not writes, scope=inv.ctx.scope)
     return inv.remote
 
 
@@ -2358,14 +2410,15 @@ def repo_view_op(inv: Invocation) -> Result:
     return Result(_repo_line(row) + f"\ndefault branch {row['default_branch']}\n{row['url']}", row)
 
 
-@operation("madt_repo", "list", cli=("repo", "list"), kind="remote", mutating=False, idempotent=True,
+@operation("madt_repo", "list", cli=("repo", "list"), kind="remote", mutating=False, idempotent=True, reach="forge",
            summary="List repositories of a user or organisation (default: yours).",
            params=(Param("owner", description="The user or organisation whose repositories to list.", positional=True),
                    LIMIT))
 def repo_list_op(inv: Invocation) -> Result:
     owner = inv.args.get("owner")
     path = f"/users/{_quote(owner)}/repos" if owner else "/user/repos"
-    rows = [_repo_row(r) for r in api(inv).root_list(path, limit=_limit(inv))]
+    found = api(inv).root_list(path, limit=_limit(inv))
+    rows = [_repo_row(r) for r in api(inv).confine(found, lambda r: r.get("full_name"))]
     return Result("\n".join(map(_repo_line, rows)) or "no repositories", rows)
 
 
@@ -2374,7 +2427,7 @@ def _quote(segment: str) -> str:
     return quote(segment, safe="")
 
 
-@operation("madt_repo", "create", cli=("repo", "create"), kind="remote", mutating=True,
+@operation("madt_repo", "create", cli=("repo", "create"), kind="remote", mutating=True, reach="account",
            summary="Create a repository for you or an organisation.",
            params=(Param("name", description="The new repository's name.", required=True, positional=True),
                    Param("org", description="Create it in this organisation instead of your account."),
@@ -2390,7 +2443,7 @@ def repo_create_op(inv: Invocation) -> Result:
     return Result(f"Created repository {made.get('full_name')}\n{made.get('html_url')}", _repo_row(made))
 
 
-@operation("madt_repo", "fork", cli=("repo", "fork"), kind="remote", mutating=True,
+@operation("madt_repo", "fork", cli=("repo", "fork"), kind="remote", mutating=True, reach="account",
            summary="Fork the repository into your account or an organisation.",
            params=(Param("org", description="Fork into this organisation."),
                    Param("fork_name", description="Name the fork differently.")))
@@ -2442,6 +2495,7 @@ Q = Param("q", description="The search words — not `query`.", required=True, p
 
 
 @operation("madt_search", "issues", cli=("search", "issues"), kind="remote", mutating=False, idempotent=True,
+           reach="forge",
            summary="Search issues and pull requests across the forge.",
            params=(Q, STATE, Param("type", "enum", "issues or pulls (default: both).", choices=("issues", "pulls")),
                    LIMIT))
@@ -2450,24 +2504,28 @@ def search_issues_op(inv: Invocation) -> Result:
     if inv.args.get("type"):
         params["type"] = inv.args["type"]
     items = api(inv).root_list("/repos/issues/search", params=params, limit=_limit(inv))
+    items = list(api(inv).confine(items, lambda i: (i.get("repository") or {}).get("full_name")))
     rows = [issue_row(i) | {"repo": (i.get("repository") or {}).get("full_name")} for i in items]
     return Result("\n".join(f"{r['repo']} {issue_line(r)}" for r in rows) or "no matches", rows)
 
 
 @operation("madt_search", "repos", cli=("search", "repos"), kind="remote", mutating=False, idempotent=True,
+           reach="forge",
            summary="Search repositories on the forge.", params=(Q, LIMIT))
 def search_repos_op(inv: Invocation) -> Result:
     found = api(inv).root_get("/repos/search", params={"q": inv.args["q"], "limit": min(_limit(inv), 50)})
-    rows = [_repo_row(r) for r in (found or {}).get("data") or []][:_limit(inv)]
+    found = api(inv).confine((found or {}).get("data") or [], lambda r: r.get("full_name"))
+    rows = [_repo_row(r) for r in found][:_limit(inv)]
     return Result("\n".join(map(_repo_line, rows)) or "no matches", rows)
 
 
 @operation("madt_notifications", "list", cli=("notification", "list"), kind="remote", mutating=False,
-           idempotent=True, summary="List your unread notifications (all=true includes read ones).",
+           idempotent=True, reach="forge", summary="List your unread notifications (all=true includes read ones).",
            params=(Param("all", "bool", "Include notifications already read."), LIMIT))
 def notification_list_op(inv: Invocation) -> Result:
     params = {"all": "true"} if inv.args.get("all") else {}
     items = api(inv).root_list("/notifications", params=params, limit=_limit(inv))
+    items = list(api(inv).confine(items, lambda n: (n.get("repository") or {}).get("full_name")))
     rows = [{"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
              "type": (n.get("subject") or {}).get("type"), "title": clean_line((n.get("subject") or {}).get("title")),
              "url": (n.get("subject") or {}).get("html_url"), "updated": (n.get("updated_at") or "")[:19]}
@@ -2477,7 +2535,7 @@ def notification_list_op(inv: Invocation) -> Result:
 
 
 @operation("madt_notifications", "read", cli=("notification", "read"), kind="remote", mutating=True,
-           idempotent=True, summary="Mark one notification (id) or all of them as read.",
+           idempotent=True, reach="account", summary="Mark one notification (id) or all of them as read.",
            params=(Param("id", "int", "The notification to mark read; leave out to mark all read.", positional=True, minimum=1),))
 def notification_read_op(inv: Invocation) -> Result:
     api(inv)._check_root()
@@ -2642,7 +2700,7 @@ def actions_logs_op(inv: Invocation) -> Result:
 
 # ----------------------------------------------------------------------------- whoami and the passthrough
 
-@operation("madt_whoami", cli=("whoami",), kind="remote", mutating=False, idempotent=True,
+@operation("madt_whoami", cli=("whoami",), kind="remote", mutating=False, idempotent=True, reach="forge",
            summary="Which forge, user and credential source a call from here would use (never the token).")
 def whoami_op(inv: Invocation) -> Result:
     remote = api(inv)
@@ -2667,6 +2725,9 @@ def whoami_op(inv: Invocation) -> Result:
     lines = [f"forge host {data['host']} ({data.get('forge', 'unknown version')}) at {data['api']}",
              f"user: {data['user'] or 'unknown'}; credential from {data['credential'] or 'nowhere (none found)'}",
              f"default repository: {data['repo']}" + (f" (launch repo {data['launch_repo']})" if data["launch_repo"] else "")]
+    if inv.ctx.surface == "mcp":
+        data["scope"] = inv.ctx.scope.describe()
+        lines.append(f"this server's scope: {data['scope']}")
     return Result("\n".join(lines), data)
 
 
@@ -2748,6 +2809,7 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
 
 
 @operation("madt_api_call", cli=("api",), kind="remote", mutating=True, destructive=True,
+           read_form=("method", ("GET",)),
            summary="Call any API v1 path (the escape hatch): GET anything; other methods only where no tool covers "
                    "the path; never DELETE.",
            params=(Param("path", description="The API path after /api/v1, e.g. /repos/acme/web/topics.", required=True,
@@ -2988,7 +3050,8 @@ def _finish_api(inv: Invocation) -> Api:
                           launch_forge.host if launch_forge else None)
     guard.check_remote(guard.RemoteCall(inv.op.tool, None, inv.args, True, inv.ctx.surface, remote.full, remote.host,
                                         remote.launch_host, True))
-    return Api(remote, confined=False, read_only=False)
+    guard.check_repo_scope(inv.ctx.scope, inv.op.where, remote.full, "finish's forge repository")
+    return Api(remote, confined=False, read_only=False, scope=inv.ctx.scope)
 
 
 def _merged_pr_for(a: Api, branch: str) -> dict[str, Any] | None:
@@ -3238,6 +3301,7 @@ class Context:
     surface: str                         # "mcp" or "cli"
     launch_dir: Path
     roots: list[str] | None = None       # the client's advertised roots; None when unknown
+    scope: guard.Scope = gitops.field(default_factory=guard.Scope)  # what the server was started to allow
 
 
 @record
@@ -3350,6 +3414,8 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
             raise guard.not_a_repo(op.tool, str(path), args, op.action)
         target = repo_facts(repo)
         explicit = True
+        if ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
+            guard.check_repo_scope(ctx.scope, op.where, _forge_repo(target.origin), f"the origin of {target.top}")
     else:
         if launch is None:
             raise guard.Refusal("BAD_ARGUMENT",
@@ -3370,6 +3436,105 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
                         state=state)
 
 
+# --------------------------------------------------------------------------- the server's repository list
+
+def _forge_of(origin: gitops.RemoteId | None) -> Any:
+    """An origin's forge (forge.ForgeTarget), or None when there is no origin or it maps to no forge."""
+    if origin is None:
+        return None
+    import forge
+    try:
+        return forge_target(origin)
+    except forge.ForgeError:
+        return None
+
+
+def _launch_forge(ctx: Context) -> Any:
+    launch = _launch_repo(ctx)
+    return _forge_of(launch.origin) if launch else None
+
+
+def _forge_repo(origin: gitops.RemoteId | None) -> str | None:
+    """``host/owner/repo`` of an origin's forge repository, the host being the forge's credential key."""
+    target = _forge_of(origin)
+    return f"{target.host}/{origin.slug}" if target and origin else None
+
+
+def _dir_repo(path: str) -> str | None:
+    """The forge repository of the checkout holding *path*, from its files alone (no git process)."""
+    repo = gitops.fs_find_repo(path)
+    url = gitops.read_origin(repo.common_dir) if repo else None
+    return _forge_repo(gitops.parse_remote_url(url) if url else None)
+
+
+def named_repo(host: str | None, owner: str, repo: str, launch_forge: Any) -> str | None:
+    """``host/owner/repo`` as a call names it; a bare owner/repo is on the launch repo's forge."""
+    if host:
+        return f"{_explicit_forge(host, launch_forge).host}/{owner}/{repo}"
+    return f"{launch_forge.host}/{owner}/{repo}" if launch_forge else None
+
+
+def _call_target(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[str | None, str]:
+    """The repository a call would reach and how it was named, from files alone (no git, no request)."""
+    if args.get("dir"):
+        return _dir_repo(str(args["dir"])), f"the origin of {args['dir']}"
+    if args.get("owner_repo"):
+        host, owner, repo = parse_owner_repo(str(args["owner_repo"]), op.where)
+        return named_repo(host, owner, repo, _launch_forge(ctx)), "owner_repo"
+    if op.tool == "madt_api_call":
+        segments, _query = _api_call_path(args.get("path"))
+        if len(segments) >= 3 and segments[0].lower() == "repos":
+            return named_repo(None, segments[1], segments[2], _launch_forge(ctx)), "the API path"
+    launch = _launch_repo(ctx)
+    return _forge_repo(launch.origin if launch else None), "the launch repo's origin"
+
+
+def check_repo_scope(op: Op, args: Mapping[str, Any], ctx: Context) -> None:
+    """Default-deny on the server's repository list, before any git process or forge request.
+
+    A forge-wide read without a named repository (search, notifications, whoami)
+    only has to go to a host of the list; its results are confined by its service.
+    """
+    scope = ctx.scope
+    repo, how = _call_target(op, args, ctx)
+    if op.reach == "forge" and how == "the launch repo's origin" and repo is not None:
+        guard.check_host_scope(scope, op.where, repo.rsplit("/", 2)[0])
+        return
+    guard.check_repo_scope(scope, op.where, repo, how)
+    if op.tool == "madt_api_call" and repo is not None:
+        segments, _query = _api_call_path(args.get("path"))
+        in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
+        path = f"{repo.rsplit('/', 2)[0]}/{segments[1]}/{segments[2]}" if in_repo else None
+        guard.check_repo_scope(scope, op.where, path, f"the API path {args.get('path')}")
+
+
+def _step_in_scope(step: Mapping[str, Any], ctx: Context) -> bool:
+    """Whether the server's scope would let a next step run; a step that cannot be vetted is not offered."""
+    if "tool" not in step:
+        return True
+    try:
+        args = {k: v for k, v in step.get("args", {}).items() if k != "action"}
+        op = find_op(step["tool"], step.get("args", {}).get("action"))
+        check_op_scope(op, args, ctx.scope)
+        if ctx.scope.repos:
+            check_repo_scope(op, args, ctx)
+    except Exception:  # noqa: BLE001 - fail closed: only steps proven in scope are offered
+        return False
+    return True
+
+
+def _narrow_error(error: dict[str, Any], ctx: Context) -> str | None:
+    """Keep a refusal's way on inside the server's scope: no step it offers is one the scope refuses.
+
+    Returns the sentence for the refusal's text naming what was left out, if anything was.
+    """
+    steps, choices, user_action, note = guard.narrow_way_on(
+        ctx.scope, error.get("next") or [], error.get("choices") or [], error.get("user_action"),
+        lambda step: _step_in_scope(step, ctx))
+    error["next"], error["choices"], error["user_action"] = steps, choices, user_action
+    return note
+
+
 def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     """Dispatch one call: find the operation, check its arguments, guard it, run it, report."""
     notes: list[tuple[str, str]] = []
@@ -3380,6 +3545,9 @@ def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
         result = run_error(exc)
     finally:
         _NOTES.reset(token)
+    if result.error and ctx.scope.active:
+        note = _narrow_error(result.error, ctx)
+        result.text = f"{result.text}\n{note}" if note else result.text
     result.notes = notes + result.notes
     return _redacted(result)
 
@@ -3420,8 +3588,12 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
             any(op.tool == tool and op.cli_only for op in REGISTRY):
         raise delete_refusal(tool, raw, ctx)
-    op = find_op(tool, action, ctx.surface, raw)
+    op = find_op(tool, action, ctx.surface, raw, ctx.scope)
+    if ctx.scope.active:
+        check_op_scope(op, raw, ctx.scope)
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
+    if ctx.scope.repos:
+        check_repo_scope(op, args, ctx)
     invocation = Invocation(op, args, ctx)
     if op.kind == "local":
         invocation.target = _resolve_local(op, args, ctx)
@@ -3723,6 +3895,24 @@ INSTRUCTIONS = (
     "result names the call to make next."
 )
 
+READ_ONLY_INSTRUCTIONS = (
+    "madtea works on Gitea and Forgejo repositories and their local checkouts. This server was started "
+    "read-only: its madt_* tools only read (status, logs, issues, pull requests, releases, the forge's API "
+    "by GET), and any change is refused. To read a repository other than the one this server was launched "
+    "in, pass dir= (local git: its absolute path) or owner_repo= (forge: owner/repo). When a call is "
+    "refused, its result says what to do next."
+)
+
+
+def server_instructions(scope: guard.Scope | None = None) -> str:
+    """The server's instructions: madtea's conventions, and the effective scope when it has one."""
+    if scope is None or not scope.active:
+        return INSTRUCTIONS
+    base = READ_ONLY_INSTRUCTIONS if scope.read_only else INSTRUCTIONS
+    return (f"{base}\nThis server's scope: {scope.describe()}. Calls outside it are refused; only the person "
+            f"who started the server can widen it.")
+
+
 _SCHEMA_TYPES: dict[str, dict[str, Any]] = {
     "str": {"type": "string"}, "enum": {"type": "string"}, "int": {"type": "integer"},
     "bool": {"type": "boolean"}, "strs": {"type": "array", "items": {"type": "string"}},
@@ -3731,18 +3921,29 @@ _SCHEMA_TYPES: dict[str, dict[str, Any]] = {
 }
 
 
-def tool_description(tool: str) -> str:
-    """The description an agent reads: the tool's summary, then one line per action."""
-    ops = tool_ops(tool)
+def tool_description(tool: str, scope: guard.Scope | None = None) -> str:
+    """The description an agent reads: the tool's summary, then one line per action (those a *scope* offers)."""
+    ops = scoped_ops(tool, scope)
+    narrowed = _read_form_narrowed(ops, scope)
     if len(ops) == 1 and ops[0].action is None:
-        return ops[0].summary
+        return ops[0].summary + (f" This server is read-only: {narrowed}." if narrowed else "")
     lines = [TOOL_SUMMARIES.get(tool, "")] + [f"- {op.action}: {op.summary}" for op in ops]
+    if len(ops) < len(tool_ops(tool)):
+        lines.append("This server's scope offers only the actions above.")
     return "\n".join(line for line in lines if line)
 
 
-def tool_schema(tool: str) -> dict[str, Any]:
-    """One input schema per tool: the action enum plus every action's parameters."""
-    ops = tool_ops(tool)
+def _read_form_narrowed(ops: Sequence[Op], scope: guard.Scope | None) -> str | None:
+    """On a read-only server, the one operation whose reads are a parameter's values: "method GET only"."""
+    if scope is None or not scope.read_only:
+        return None
+    forms = [op.read_form for op in ops if op.read_form and op.mutating]
+    return f"{forms[0][0]} {' or '.join(forms[0][1])} only" if forms else None
+
+
+def tool_schema(tool: str, scope: guard.Scope | None = None) -> dict[str, Any]:
+    """One input schema per tool: the action enum plus every action's parameters (those a *scope* offers)."""
+    ops = scoped_ops(tool, scope)
     props: dict[str, Any] = {}
     required: list[str] = []
     if ops[0].action is not None:
@@ -3762,6 +3963,12 @@ def tool_schema(tool: str) -> dict[str, Any]:
                 required.append(p.name)
     for name, texts in described.items():
         props[name]["description"] = param_description(texts)
+    if scope is not None and scope.read_only:
+        for op in ops:
+            if op.read_form and op.read_form[0] in props:  # a read-only server takes only the reading values
+                name, values = op.read_form
+                props[name]["enum"] = list(values)
+                props[name]["description"] = f"{' or '.join(values)} only: this server is read-only."
     return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
@@ -3784,10 +3991,15 @@ if TYPE_CHECKING:
         idempotent_hint: bool
 
 
-def tool_annotations(tool: str) -> ToolHints:
-    """Truthful hints: read-only only if every action reads; destructive if any can overwrite or remove."""
-    ops = tool_ops(tool)
-    read_only = not any(op.mutating for op in ops)
+def tool_annotations(tool: str, scope: guard.Scope | None = None) -> ToolHints:
+    """Truthful hints: read-only only if every action reads; destructive if any can overwrite or remove.
+
+    Under a *scope*, the hints describe the actions it offers; on a read-only
+    server an operation kept for its reads (the passthrough's GET) reads.
+    """
+    ops = scoped_ops(tool, scope)
+    reads_only = scope is not None and scope.read_only
+    read_only = not any(op.mutating and not (reads_only and op.read_form) for op in ops)
     hints: ToolHints = {"read_only_hint": read_only, "open_world_hint": any(op.kind == "remote" for op in ops)}
     if not read_only:
         hints["destructive_hint"] = any(op.destructive for op in ops)
@@ -3795,8 +4007,10 @@ def tool_annotations(tool: str) -> ToolHints:
     return hints
 
 
-def tool_names() -> list[str]:
-    return list(dict.fromkeys(op.tool for op in REGISTRY if not op.cli_only))
+def tool_names(scope: guard.Scope | None = None) -> list[str]:
+    """The agent surface's tools, in registry order; under a *scope*, those it offers any action of."""
+    names = list(dict.fromkeys(op.tool for op in REGISTRY if not op.cli_only))
+    return [name for name in names if scoped_ops(name, scope)] if scope is not None and scope.active else names
 
 
 def _needs_roots(tool: str, raw: Mapping[str, Any]) -> bool:
@@ -3872,17 +4086,19 @@ class _InFlight:
 IN_FLIGHT = _InFlight()
 
 
-def build_server(launch_dir: Path | None = None) -> Any:
-    """The MCP server: tools generated from the registry, raw arguments seen by the dispatcher."""
+def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = None) -> Any:
+    """The MCP server: tools generated from the registry (as far as *scope* offers them), raw arguments
+    seen by the dispatcher."""
     from pathlib import Path
     import anyio
     from mcp import types
     from mcp.server import Server
 
     launch = Path(launch_dir or os.getcwd())
-    tools = [types.Tool(name=name, description=tool_description(name), input_schema=tool_schema(name),
-                        annotations=types.ToolAnnotations(**tool_annotations(name)))
-             for name in tool_names()]
+    scope = scope or guard.Scope()
+    tools = [types.Tool(name=name, description=tool_description(name, scope), input_schema=tool_schema(name, scope),
+                        annotations=types.ToolAnnotations(**tool_annotations(name, scope)))
+             for name in tool_names(scope)]
     lanes = {"network": anyio.CapacityLimiter(NETWORK_WORKERS), "local": anyio.CapacityLimiter(LOCAL_WORKERS)}
     IN_FLIGHT.start()
 
@@ -3891,7 +4107,7 @@ def build_server(launch_dir: Path | None = None) -> Any:
 
     def work(name: str, raw: Mapping[str, Any], roots: list[str] | None) -> Result:
         with IN_FLIGHT:
-            return run(name, raw, Context("mcp", launch, roots))
+            return run(name, raw, Context("mcp", launch, roots, scope))
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         raw = params.arguments or {}
@@ -3908,12 +4124,99 @@ def build_server(launch_dir: Path | None = None) -> Any:
         return types.CallToolResult(content=[types.TextContent(type="text", text=render_text(result, "mcp"))],
                                     structured_content=structured, is_error=result.is_error)
 
-    return Server("madtea", version=__version__, instructions=INSTRUCTIONS,
+    return Server("madtea", version=__version__, instructions=server_instructions(scope),
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-def serve_mcp() -> int:
+# --------------------------------------------------------------------------- the server's scope, at start-up
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def scope_options(parser: Any) -> None:
+    """The options that narrow a server, shared by ``madtea mcp`` and ``madtea doctor``."""
+    parser.add_argument("--read-only", action="store_true", default=None,
+                        help="Offer and allow only reads (also MADTEA_READ_ONLY=1).")
+    parser.add_argument("--tools", action="append", metavar="T1,T2",
+                        help="Offer only these tools or tool:action entries (also MADTEA_TOOLS).")
+    parser.add_argument("--exclude-tools", action="append", metavar="T1,T2",
+                        help="Offer none of these tools or tool:action entries (also MADTEA_EXCLUDE_TOOLS).")
+    parser.add_argument("--repo", action="append", metavar="HOST/OWNER/REPO",
+                        help="Reach only these repositories (repeatable; OWNER/REPO is on the launch repo's "
+                             "forge; also MADTEA_REPOS).")
+
+
+def _entries(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(e.strip() for v in values for e in v.split(",") if e.strip()))
+
+
+def scope_from(ns: Any, environ: Mapping[str, str], launch_dir: Path) -> tuple[guard.Scope, list[str]]:
+    """The scope a server starts with, from its options and then the environment (options win),
+    and the problems that must stop it from starting."""
+    problems: list[str] = []
+    fields: dict[str, Any] = {}
+    for key, attr, option, env in (("tools", "tools", "--tools", "MADTEA_TOOLS"),
+                                   ("exclude", "exclude_tools", "--exclude-tools", "MADTEA_EXCLUDE_TOOLS"),
+                                   ("repos", "repo", "--repo", "MADTEA_REPOS")):
+        given = getattr(ns, attr, None)
+        if given:
+            fields[key], fields[f"{key}_by"] = _entries(given), option
+        elif environ.get(env, "").strip():
+            fields[key], fields[f"{key}_by"] = _entries([environ[env]]), env
+    flag = environ.get("MADTEA_READ_ONLY", "").strip().lower()
+    if ns.read_only:
+        fields["read_only"] = True
+    elif flag in _TRUE:
+        fields["read_only"], fields["read_only_by"] = True, "MADTEA_READ_ONLY=1"
+    elif flag not in _FALSE:
+        problems.append(f"MADTEA_READ_ONLY: {environ['MADTEA_READ_ONLY']!r} is neither 1 nor 0.")
+    actions = {name: [op.action for op in tool_ops(name)] for name in tool_names()}
+    for key in ("tools", "exclude"):
+        problems += guard.scope_entry_problems(fields.get(key, ()), fields.get(f"{key}_by", ""), actions)
+    if fields.get("repos"):
+        fields["repos"] = _scope_repos(fields["repos"], fields["repos_by"], launch_dir, problems)
+    return guard.Scope(**fields), problems
+
+
+def _scope_repos(entries: Sequence[str], option: str, launch_dir: Path, problems: list[str]) -> tuple[str, ...]:
+    """``host/owner/repo`` of each --repo entry, case-folded, the host spelt as the forge's credential key."""
+    launch_forge = _launch_forge(Context("mcp", launch_dir))
+    out = []
+    for entry in entries:
+        try:
+            host, owner, repo = parse_owner_repo(entry, option)
+        except guard.Refusal:
+            problems.append(f"{option}: {entry!r} is not HOST/OWNER/REPO or OWNER/REPO (a name, not a URL).")
+            continue
+        full = named_repo(host, owner, repo, launch_forge)
+        if full is None:
+            problems.append(f"{option}: {entry!r} names no host, and {launch_dir} has no forge origin to take one "
+                            f"from; write it as HOST/OWNER/REPO.")
+            continue
+        out.append(full.casefold())
+    return tuple(dict.fromkeys(out))
+
+
+def serve_mcp(args: Sequence[str] = ()) -> int:
     """``madtea mcp``: serve over stdio until the client hangs up."""
+    import argparse
+    from pathlib import Path
+
+    ns = argparse.Namespace(read_only=None, tools=None, exclude_tools=None, repo=None)
+    if args:  # the CLI's own parser: a misspelt option gets the same usage and did-you-mean as any command
+        parser, words = build_parser(), ["mcp", *args]
+        misspelt = _cli_misspelt(parser, words)
+        if misspelt:
+            misspelt[0].error(misspelt[1])
+        ns, extras = parser.parse_known_args(words)
+        if extras:
+            sub = getattr(ns, "_parser", parser)
+            sub.error(_cli_unknown_flags(sub, extras))
+    scope, problems = scope_from(ns, os.environ, Path(os.getcwd()))
+    if problems:
+        sys.stderr.write("madtea mcp did not start; its scope has problems:\n" +
+                         "".join(f"  {p}\n" for p in problems))
+        return 2
     if sys.stdin.isatty():
         sys.stderr.write(
             "madtea mcp is an MCP stdio server: an MCP client starts it and talks to it over stdin and "
@@ -3927,7 +4230,7 @@ def serve_mcp() -> int:
     except ImportError:
         sys.stderr.write("madtea mcp needs the mcp package: pip install 'madtea[mcp]' (or pip install 'mcp>=2.3,<3').\n")
         return 1
-    server = build_server()
+    server = build_server(scope=scope)
     sweep_token_files()
     _on_shutdown_signals()
 
@@ -4636,10 +4939,20 @@ def _read_small(path: Path) -> str:
         return ""
 
 
+def _doctor_scope(ns: Any, cwd: Path) -> list[tuple[str, str, str]]:
+    """The scope ``madtea mcp`` would start with here, given the same options and this environment."""
+    scope, problems = scope_from(ns, os.environ, cwd)
+    if problems:
+        return [("fail", "mcp scope", problem) for problem in problems]
+    return [("ok" if scope.active else "info", "mcp scope", scope.describe())]
+
+
 def _doctor_cli(parser: Any) -> None:
+    scope_options(parser)
+
     def run_doctor(ns: Any) -> int:
         from pathlib import Path
-        rows = doctor_report(Path(os.getcwd()))
+        rows = doctor_report(Path(os.getcwd())) + _doctor_scope(ns, Path(os.getcwd()))
         width = max(len(topic) for _, topic, _ in rows)
         for status, topic, detail in rows:
             print(f"{status:>4}  {topic:<{width}}  {detail}")
@@ -4656,10 +4969,19 @@ def _serving_cli(epilog: str, run: Callable[[], int]) -> Callable[[Any], None]:
     return configure
 
 
-CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP client).", _serving_cli(
+_MCP_HELP = _serving_cli(
     "It speaks MCP on stdin and stdout, so there is nothing to type: an MCP client starts it in the repository "
     "to work on, from a server entry whose command is madtea and whose args are [\"mcp\"]. Needs the mcp package "
-    "(pip install 'madtea[mcp]').", lambda: serve_mcp()))
+    "(pip install 'madtea[mcp]'). The options narrow what the agent may do; a flag replaces its environment "
+    "variable.", lambda: serve_mcp())
+
+
+def _mcp_cli(parser: Any) -> None:
+    scope_options(parser)
+    _MCP_HELP(parser)
+
+
+CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP client).", _mcp_cli)
 CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent's harness).", _serving_cli(
     "It reads one pre-tool-use event as JSON on stdin, as Claude Code, Codex CLI and Gemini CLI send it, and "
     "answers by exit status: 2 with the reason on stderr blocks the command, 0 lets it run (with a note where "
@@ -5502,8 +5824,8 @@ def main(argv: list[str] | None = None) -> int:
                     pass
             os._exit(code)
         return code
-    if args == ["mcp"]:
-        return serve_mcp()
+    if args[:1] == ["mcp"] and not {"-h", "--help"} & set(args[1:]):
+        return serve_mcp(args[1:])
     try:
         try:
             return _cli_main(args)

@@ -122,13 +122,14 @@ def argument_refusals() -> Iterator[tuple[str, guard.Refusal]]:
             yield f"dir={raw!r}", refusal
 
 
-def runtime_refusals(tmp: Path) -> Iterator[tuple[str, madtea.Result]]:
-    """The services' own refusals, from real repositories."""
+def runtime_refusals(tmp: Path, scope: guard.Scope | None = None) -> Iterator[tuple[str, madtea.Result]]:
+    """The services' own refusals, from real repositories (in a server started with *scope*, if given)."""
     repo = make_repo(tmp / "web", origin="https://forge.example.test/acme/web.git")
     run_git(repo, "switch", "-q", "-c", "unmerged")
     commit_files(repo, {"u.txt": "u\n"}, "unmerged work")
     run_git(repo, "switch", "-q", "main")
-    ctx = madtea.Context("mcp", repo)
+    scope = scope or guard.Scope()
+    ctx = madtea.Context("mcp", repo, scope=scope)
     yield "not contained", madtea.run("madt_branch_delete", {"name": "unmerged"}, ctx)
     yield "checked out", madtea.run("madt_branch_delete", {"name": "main"}, ctx)
     yield "no branch", madtea.run("madt_branch_delete", {"name": "nope"}, ctx)
@@ -146,7 +147,7 @@ def runtime_refusals(tmp: Path) -> Iterator[tuple[str, madtea.Result]]:
     yield "delete on MCP", madtea.run("madt_issues", {"action": "delete", "number": 3}, ctx)
     yield "api delete", madtea.run("madt_api_call", {"path": "/repos/acme/web/issues/3", "method": "DELETE"}, ctx)
     yield "api covered", madtea.run("madt_api_call", {"path": "/repos/acme/web/pulls/3/merge", "method": "POST"}, ctx)
-    yield "outside repo", madtea.run("madt_add", {"files": ["a"]}, madtea.Context("mcp", tmp))
+    yield "outside repo", madtea.run("madt_add", {"files": ["a"]}, madtea.Context("mcp", tmp, scope=scope))
     yield "not a repo dir", madtea.run("madt_status", {"dir": str(tmp)}, ctx)
 
 
@@ -198,7 +199,7 @@ def madtea_codes() -> set[str]:
             "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "AUTH_MISSING", "SCOPE_MISSING", "FORGE_UNAVAILABLE",
             "NOT_SUPPORTED", "USER_ACTION_REQUIRED", "GIT_ERROR", "INTERNAL_ERROR", "CONFLICT",
             "NOTHING_TO_COMMIT", "BRANCH_EXISTS", "PATH_EXISTS", "NOT_A_COMMIT", "DIVERGED", "REF_MOVED",
-            "BRANCH_CHECKED_OUT", "DETACHED_HEAD"}
+            "BRANCH_CHECKED_OUT", "DETACHED_HEAD", "READ_ONLY"}
 
 
 # --------------------------------------------------------------------------- the tests
@@ -271,3 +272,61 @@ def test_hook_denials_name_real_calls_and_no_blocked_form(classify, tmp_path: Pa
             checked += 1
         assert "permissionDecision" not in decision.text
     assert checked > 20
+
+
+# --------------------------------------------------------------------------- scoped servers
+
+SCOPES = {
+    "read-only": guard.Scope(read_only=True),
+    "tools": guard.Scope(tools=("madt_commit", "madt_add", "madt_status", "madt_issues:view", "madt_worktrees")),
+    "exclude": guard.Scope(exclude=("madt_branch_create", "madt_worktrees:add", "madt_issues:edit", "madt_pull")),
+    "repos": guard.Scope(repos=("forge.example.test/acme/web",)),
+    "all": guard.Scope(read_only=True, tools=("madt_issues", "madt_status", "madt_log"),
+                       repos=("forge.example.test/acme/api",)),
+}
+
+
+def _ways_on(error: dict) -> list[dict]:
+    return list(error.get("next") or []) + [s for choice in error.get("choices") or [] for s in choice]
+
+
+def assert_in_scope(label: str, step: dict, ctx: madtea.Context) -> None:
+    """What the dispatcher checks before anything runs: the step is an offered call on a listed repository."""
+    if "shell" in step:
+        return
+    args = {k: v for k, v in step["args"].items() if k != "action"}
+    try:
+        op = madtea.find_op(step["tool"], step["args"].get("action"), scope=ctx.scope)
+        madtea.check_op_scope(op, args, ctx.scope)
+        if ctx.scope.repos:
+            madtea.check_repo_scope(op, args, ctx)
+    except guard.Refusal as refusal:
+        raise AssertionError(f"{label}: the way on {step} is refused by the scope: {refusal.message}") from None
+
+
+@pytest.mark.parametrize("name", SCOPES)
+def test_no_refusal_in_a_scoped_server_points_outside_its_scope(classify, tmp_path: Path, name: str) -> None:
+    launch = make_repo(tmp_path / "web", origin="https://forge.example.test/acme/web.git")
+    ctx = madtea.Context("mcp", launch, scope=SCOPES[name])
+    narrowed = 0
+    seen: set[tuple[str, str]] = set()
+    for label, refusal in itertools.chain(local_refusals(), remote_refusals(), argument_refusals()):
+        if (refusal.code, refusal.message) in seen:
+            continue  # the same refusal from another grid point: same way on
+        seen.add((refusal.code, refusal.message))
+        error = {"code": refusal.code, "next": list(refusal.next), "choices": [list(c) for c in refusal.choices],
+                 "user_action": refusal.user_action}
+        before = _ways_on(error)
+        madtea._narrow_error(error, ctx)
+        narrowed += _ways_on(error) != before
+        check_refusal(label, error["code"], refusal.message, error["next"], error["choices"], error["user_action"],
+                      classify)
+        for step in _ways_on(error):
+            assert_in_scope(label, step, ctx)
+    assert narrowed > 0
+    for label, result in runtime_refusals(tmp_path / "rt", SCOPES[name]):
+        assert result.error, (label, result.text)
+        check_refusal(label, result.error["code"], result.text, result.error["next"], result.error["choices"],
+                      result.error["user_action"], classify)
+        for step in _ways_on(result.error):
+            assert_in_scope(label, step, madtea.Context("mcp", tmp_path / "rt" / "web", scope=SCOPES[name]))
