@@ -3,7 +3,7 @@
 Starts ``python -m madtea mcp`` over pipes (legacy handshake), asks for
 tools/list and counts the bytes of the JSON-RPC response as sent on the wire.
 The budget is 40 KB (about 10k tokens). For scale, the same is measured for a
-one-tool ``MCPServer`` in the same run.
+one-tool ``MCPServer`` in the same run, and for ``madtea mcp --read-only``.
 
     python bench/tools_list_size.py
 """
@@ -35,6 +35,7 @@ def main() -> int:
         repo, env, madtea_cmd, bare_cmd = _common.madtea_and_bare_servers(base)
         ours = tools_list(madtea_cmd, repo, env)
         bare = tools_list(bare_cmd, repo, env)
+        read_only = tools_list(madtea_cmd + ["--read-only"], repo, env)
     tools = json.loads(ours)["result"]["tools"]
     print(f"{'tool':<20} {'bytes':>7} {'schema':>7} {'desc':>6}  params")
     for tool in sorted(tools, key=_size, reverse=True):
@@ -44,6 +45,11 @@ def main() -> int:
     print(f"{len(tools)} tools; about {len(ours) // 4} tokens at 4 bytes a token")
     _common.report("tools_list_size", len(ours), len(bare), BUDGET, "bytes", what="tools/list response",
                    baseline_what="a one-tool MCPServer's tools/list, same run", ratio_of="target")
+    listed = json.loads(read_only)["result"]["tools"]
+    print(f"read-only: {len(listed)} tools; about {len(read_only) // 4} tokens")
+    _common.report("tools_list_size_read_only", len(read_only), len(ours), BUDGET, "bytes",
+                   what="tools/list response, madtea mcp --read-only",
+                   baseline_what="the full surface's tools/list, same run", ratio_of="target")
     return 0
 
 
