@@ -3721,6 +3721,18 @@ def build_parser() -> Any:
     return parser
 
 
+def _cli_parse(parser: Any, args: Sequence[str]) -> Any:
+    """Parse a command line; a misspelt or unknown word exits 2 with its usage and a did-you-mean."""
+    misspelt = _cli_misspelt(parser, args)
+    if misspelt:
+        misspelt[0].error(misspelt[1])
+    ns, extras = parser.parse_known_args(args)
+    if extras:
+        sub = getattr(ns, "_parser", parser)
+        sub.error(_cli_unknown_flags(sub, extras))
+    return ns
+
+
 def _cli_misspelt(parser: Any, args: Sequence[str]) -> tuple[Any, str] | None:
     """(the parser to show, the error) for a command, verb or flag that does not exist, with a did-you-mean.
 
@@ -3826,13 +3838,7 @@ def _cli_main(args: list[str]) -> int:
         if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
             stream.reconfigure(errors="replace")
     parser = build_parser()
-    misspelt = _cli_misspelt(parser, args)
-    if misspelt:
-        misspelt[0].error(misspelt[1])
-    ns, extras = parser.parse_known_args(args)
-    if extras:
-        sub = getattr(ns, "_parser", parser)
-        sub.error(_cli_unknown_flags(sub, extras))
+    ns = _cli_parse(parser, args)
     op: Op | None = getattr(ns, "_op", None)
     if op is None:
         if getattr(ns, "_run", None):
@@ -4204,14 +4210,7 @@ def serve_mcp(args: Sequence[str] = ()) -> int:
 
     ns = argparse.Namespace(read_only=None, tools=None, exclude_tools=None, repo=None)
     if args:  # the CLI's own parser: a misspelt option gets the same usage and did-you-mean as any command
-        parser, words = build_parser(), ["mcp", *args]
-        misspelt = _cli_misspelt(parser, words)
-        if misspelt:
-            misspelt[0].error(misspelt[1])
-        ns, extras = parser.parse_known_args(words)
-        if extras:
-            sub = getattr(ns, "_parser", parser)
-            sub.error(_cli_unknown_flags(sub, extras))
+        ns = _cli_parse(build_parser(), ["mcp", *args])
     scope, problems = scope_from(ns, os.environ, Path(os.getcwd()))
     if problems:
         sys.stderr.write("madtea mcp did not start; its scope has problems:\n" +
