@@ -163,7 +163,7 @@ _DIGITS = regex(r"#?([0-9]{1,19})")
 
 
 def _whole(value: Any) -> int | None:
-    """An integer, or a string of ASCII digits (``"12"``, ``"#12"``); None for anything else."""
+    """An integer, or a string of ASCII digits (``"7"``, ``"#7"``); None for anything else."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
