@@ -5140,6 +5140,8 @@ def installed_description() -> str:
         return f"the single file {where} (madtea update replaces it)"
     installer, record = _package_record(where)
     if record:
+        if installer == "pip" and "pipx" in where.parts:  # pipx installs through pip into a venv of its own
+            installer = "pipx"
         return f"installed by {installer or 'a package manager'} in {where} (update it with {installer or 'that tool'})"
     repo = gitops.fs_find_repo(where)
     if repo is not None:

@@ -406,6 +406,22 @@ def test_a_zipapp_knows_it_is_one_file(tmp_path, monkeypatch) -> None:
     assert madtea.installed_copy() == ("modules", Path(madtea._HERE))
 
 
+@pytest.mark.parametrize("folder, installer, says", [
+    ("pipx/venvs/madtea/lib/site-packages", "pip", "installed by pipx"),
+    ("venv/lib/site-packages", "pip", "installed by pip"),
+    ("uv/tools/madtea/lib/site-packages", "uv", "installed by uv"),
+])
+def test_doctor_names_the_tool_that_installed_madtea(tmp_path, monkeypatch, folder, installer, says) -> None:
+    site = tmp_path / folder
+    info = site / "madtea-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "RECORD").write_text("madtea.py,sha256=x,1\n")
+    (info / "INSTALLER").write_text(installer + "\n")
+    monkeypatch.setattr(madtea, "installed_copy", lambda: ("modules", site))
+    description = madtea.installed_description()
+    assert description.startswith(says + " in ") and description.endswith(f"(update it with {says.split()[-1]})")
+
+
 def test_the_pin_lives_in_the_config_folder_on_every_platform(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     assert madtea.release_key_file() == tmp_path / "cfg" / "madtea" / "release-signers"
