@@ -1245,7 +1245,6 @@ def scope_entry_problems(entries: Iterable[str], option: str, actions: Mapping[s
 # strings built at run time are out of reach, and ``bash -c``/``eval`` are only
 # followed when their text is literal: the guard in the MCP tools enforces.
 
-import json as _hk_json
 import os as _hk_os
 import re as _hk_re
 
