@@ -29,7 +29,7 @@ __all__ = [
     "check_local", "check_signals", "check_workspace", "check_foreign", "declared_files",
     "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
     "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope", "check_host_scope", "narrow_way_on",
-    "scope_entry_problems",
+    "scope_entry_problems", "RefWrite", "check_branch_rename", "protected_branch", "ref_exists", "no_such_ref",
 ]
 
 # --- wrong-repo guard and rules ---
@@ -1234,6 +1234,68 @@ def scope_entry_problems(entries: Iterable[str], option: str, actions: Mapping[s
             why = "there is no such tool"
         problems.append(f"{option}: {entry!r}: {why}." + (f" Did you mean {guess}?" if guess else ""))
     return problems
+
+
+# --------------------------------------------------------------------------- branches and tags on the forge
+
+@record(frozen=True)
+class RefWrite(_Guarded):
+    """A branch or tag write on the forge, with the facts read just before it."""
+
+    tool: str
+    action: str | None
+    args: Mapping[str, Any]
+    repo: str                     # owner/repo on the forge
+    default_branch: str = ""
+    protected: bool = False       # the branch has a protection rule
+    admin: bool = False           # the token's user administers the repository
+
+
+def check_branch_rename(w: RefWrite, name: str, new_name: str) -> None:
+    """The default branch is renamed only by a call that says so; the forge lets only an admin rename it
+    or a protected branch, so without one the refusal says who can."""
+    if name == w.default_branch and not w.admin:
+        raise Refusal("DEFAULT_BRANCH", f"{name} is the default branch of {w.repo}, and only a repository admin "
+                      f"may rename it; this token's user is not one, so nothing was renamed.", target=w.repo,
+                      user_action=f"Ask an admin of {w.repo} to rename {name} to {new_name} if the default "
+                                  f"branch should change its name.")
+    if name == w.default_branch and not w.args.get("allow_default_branch"):
+        # Only the caller knows whether the default branch itself should change its name, or a
+        # branch of that name should start from it.
+        raise Refusal("DEFAULT_BRANCH", f"{name} is the default branch of {w.repo}: clones, open pull requests "
+                      f"and workflows follow it, so madtea renames it only when the call says so; nothing was "
+                      f"renamed.", target=w.repo,
+                      choices=((call(w.tool, action="create_branch", owner_repo=w.args.get("owner_repo"),
+                                     name=new_name, start_point=name),),
+                               (w.retry(allow_default_branch=True),)))
+    if w.protected and not w.admin:
+        raise protected_branch(w, name)
+
+
+def protected_branch(w: RefWrite, name: str, said: str = "") -> Refusal:
+    """A branch protection rule stands in the way; *said* is the forge's own words, when it refused."""
+    why = f" (the forge said: {said})" if said else ""
+    return Refusal("PROTECTED_BRANCH", f"{name} in {w.repo} is protected by a branch rule, and only a repository "
+                   f"admin may rename it{why}; nothing was renamed.", target=f"{w.repo} branch {name}",
+                   user_action=f"Ask an admin of {w.repo} to rename {name}, or to change its protection rule, if "
+                               f"it should be renamed.")
+
+
+def ref_exists(w: RefWrite, kind: str, name: str, key: str) -> Refusal:
+    """A branch or tag to create (or rename to) that the forge already has."""
+    return Refusal("TAG_EXISTS" if kind == "tag" else "BRANCH_EXISTS",
+                   f"{w.repo} already has a {kind} {name}; nothing was changed.", target=w.repo,
+                   next=(w.retry(**{key: placeholder(f"a {kind} name {w.repo} does not have yet")}),))
+
+
+def no_such_ref(w: RefWrite, ref: str, key: str, branch: bool = False) -> Refusal:
+    """A branch, tag or commit named to start from (or a branch to rename) that the forge does not have."""
+    if branch:
+        return Refusal("NOT_A_COMMIT", f"{w.repo} has no branch {ref}; nothing was changed.", target=w.repo,
+                       next=(call(w.tool, action="branches", owner_repo=w.args.get("owner_repo")),
+                             w.retry(**{key: placeholder("a branch the list shows")})))
+    return Refusal("NOT_A_COMMIT", f"Nothing in {w.repo} is called {ref}; nothing was changed.", target=w.repo,
+                   next=(w.retry(**{key: placeholder("a branch, tag or commit that exists")}),))
 
 
 # --- hook classifier ---

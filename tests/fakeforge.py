@@ -356,6 +356,28 @@ class Notification:
 
 
 @dataclass
+class Team:
+    id: int
+    org: str
+    name: str
+    description: str = ""
+    permission: str = "read"
+    members: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Package:
+    id: int
+    owner: str
+    type: str
+    name: str
+    version: str
+    creator: str
+    created: int
+    repo_id: int | None = None
+
+
+@dataclass
 class Repo:
     id: int
     owner: str
@@ -380,6 +402,7 @@ class Repo:
     wiki: dict[str, WikiPage] = field(default_factory=dict)
     runs: dict[int, ActionRun] = field(default_factory=dict)
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    protected: set[str] = field(default_factory=set)  # branch protection rules, by exact branch name
 
     @property
     def full_name(self) -> str:
@@ -503,6 +526,11 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("GET", "/notifications/threads/{id}", "notification_get", scope="notification", token=True),
     _Route("PATCH", "/notifications/threads/{id}", "notification_read", scope="notification", token=True),
     _Route("GET", "/repos/search", "repos_search", scope="repository"),
+    _Route("GET", "/user/orgs", "user_orgs", scope="organization", token=True),
+    _Route("GET", "/users/search", "users_search", scope="user"),
+    _Route("GET", "/orgs/{org}/teams/search", "teams_search", scope="organization", token=True),
+    _Route("GET", "/packages/{owner}", "packages_list", scope="package"),
+    _Route("GET", "/packages/{owner}/{type}/{name}", "package_versions", scope="package", flavours=("gitea",)),
     _Route("GET", "/repos/issues/search", "issues_search", scope="issue"),
     # repository
     _Route("GET", _R, "repo_get", scope="repository"),
@@ -514,6 +542,11 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("POST", _R + "/branches", "branch_create", scope="repository", token=True, perm="write", form=True),
     _Route("GET", _R + "/branches/{branch*}", "branch_get", scope="repository"),
     _Route("DELETE", _R + "/branches/{branch*}", "branch_delete", scope="repository", token=True, perm="write"),
+    _Route("PATCH", _R + "/branches/{branch*}", "branch_rename", scope="repository", token=True, perm="write",
+           form=True),
+    _Route("GET", _R + "/commits", "commits_list", scope="repository"),
+    _Route("GET", _R + "/git/commits/{sha}.{kind}", "commit_diff", scope="repository"),
+    _Route("GET", _R + "/git/commits/{sha}", "commit_get", scope="repository"),
     _Route("GET", _R + "/tags", "tags_list", scope="repository"),
     _Route("POST", _R + "/tags", "tag_create", scope="repository", token=True, perm="write", form=True),
     _Route("DELETE", _R + "/tags/{tag*}", "tag_delete", scope="repository", token=True, perm="write"),
@@ -698,6 +731,8 @@ class FakeForge:
         self._redirects: dict[tuple[str, str], str] = {}  # old "owner/name" -> new path prefix or URL
         self._comments: dict[int, Comment] = {}
         self._notifications: dict[int, Notification] = {}
+        self.teams: dict[int, Team] = {}
+        self.packages: dict[int, Package] = {}
         self._index_lag = 0.0
         self._unindexed: dict[int, float] = {}  # issue id -> when q= search first finds it (time.monotonic)
         if defaults:
@@ -938,6 +973,30 @@ class FakeForge:
             org.org_members = {**{m.lower(): "member" for m in members}, **{o.lower(): "owner" for o in owners}}
             self.users[name.lower()] = org
             return org
+
+    def add_team(self, org: str, name: str, *, description: str = "", permission: str = "read",
+                 members: Sequence[str] = ()) -> Team:
+        """Create a team in an organisation."""
+        with self._lock:
+            team = Team(self._next("team"), self.users[org.lower()].login, name, description, permission,
+                        [m.lower() for m in members])
+            self.teams[team.id] = team
+            return team
+
+    def add_package(self, owner: str, type: str, name: str, version: str, *, creator: str = DEFAULT_USER,
+                    repo: str | None = None) -> Package:
+        """Publish one version of a package under *owner* (a user or organisation), optionally linked to *repo*."""
+        with self._lock:
+            linked = self.repo(owner, repo).id if repo else None
+            package = Package(self._next("package"), self.users[owner.lower()].login, type, name, version,
+                              creator, self._tick(), linked)
+            self.packages[package.id] = package
+            return package
+
+    def protect_branch(self, owner: str, name: str, branch: str) -> None:
+        """Add a branch protection rule for exactly *branch*."""
+        with self._lock:
+            self.repo(owner, name).protected.add(branch)
 
     def add_repo(
         self,
@@ -1646,10 +1705,11 @@ class FakeForge:
                 "timestamp": info["date"], "added": None, "removed": None, "modified": None}
 
     def _branch_json(self, repo: Repo, info: Mapping[str, str], access: int) -> dict[str, Any]:
-        return {"name": info["name"], "commit": self._payload_commit(repo, info), "protected": False,
+        protected = info["name"] in repo.protected
+        return {"name": info["name"], "commit": self._payload_commit(repo, info), "protected": protected,
                 "required_approvals": 0, "enable_status_check": False, "status_check_contexts": [],
-                "user_can_push": access >= 2, "user_can_merge": access >= 2,
-                "effective_branch_protection_name": ""}
+                "user_can_push": access >= (3 if protected else 2), "user_can_merge": access >= 2,
+                "effective_branch_protection_name": info["name"] if protected else ""}
 
     def _tag_json(self, repo: Repo, info: Mapping[str, str]) -> dict[str, Any]:
         sha = info["peeled"] or info["id"]
@@ -2181,6 +2241,8 @@ class FakeForge:
         name = unquote(ctx.params["branch"])
         if name == repo.default_branch:
             raise self._error(403, "can not delete default branch")
+        if name in repo.protected:
+            raise self._error(403, "branch protected")
         sha = self._ref_sha(repo, f"refs/heads/{name}")
         if sha is None:
             raise self._not_found()
@@ -2226,6 +2288,140 @@ class FakeForge:
             raise self._error(409, "a tag attached to a release cannot be deleted directly")
         _git("update-ref", "-d", f"refs/tags/{name}", git_dir=repo.bare)
         return _Response(204, b"", None)
+
+    def _h_branch_rename(self, ctx: _Ctx) -> _Response:
+        """RenameBranch (Forgejo: UpdateBranch): 204; the default or a protected branch needs a repository admin."""
+        repo = ctx.repo
+        assert repo is not None
+        form = self._form(ctx)
+        old, new = unquote(ctx.params["branch"]), self._field(form, "name", str, "")
+        if not new:
+            raise self._binding("Name")
+        if (old == repo.default_branch or old in repo.protected) and ctx.access < 3:
+            raise self._error(403, "User must be a repo or site admin to rename default or protected branches.")
+        if old == new or self._ref_sha(repo, f"refs/heads/{new}"):
+            raise self._error(422, "Cannot rename a branch using the same name or rename to a branch that "
+                                   "already exists.")
+        sha = self._ref_sha(repo, f"refs/heads/{old}")
+        if sha is None:
+            raise self._not_found("Branch doesn't exist.")
+        _git("update-ref", f"refs/heads/{new}", sha, _ZERO_SHA, git_dir=repo.bare)
+        _git("update-ref", "-d", f"refs/heads/{old}", sha, git_dir=repo.bare)
+        if old == repo.default_branch:
+            repo.default_branch = new
+            _git("symbolic-ref", "HEAD", f"refs/heads/{new}", git_dir=repo.bare)
+        if old in repo.protected:  # a rule named exactly after the branch follows it
+            repo.protected.discard(old)
+            repo.protected.add(new)
+        for issue in repo.issues.values():
+            pull = issue.pull
+            if pull is not None and pull.base_branch == old:
+                pull.base_branch = new
+            if pull is not None and pull.head_repo_id == repo.id and pull.head_branch == old:
+                pull.head_branch = new
+        return _Response(204, b"", None)
+
+    def _log(self, repo: Repo, rev: str, path: str = "", skip: int = 0, count: int | None = None) -> list[dict[str, Any]]:
+        """Commits reachable from *rev* (touching *path*), newest first, as the fields the Commit JSON needs."""
+        fmt = "%H%x00%P%x00%T%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B%x01"
+        args = ["log", f"--format={fmt}", f"--skip={skip}"] + ([f"--max-count={count}"] if count else [])
+        text = _git(*args, rev, "--", *([path] if path else []), git_dir=repo.bare).stdout.decode("utf-8", "replace")
+        keys = ("sha", "parents", "tree", "author", "author_email", "author_date", "committer", "committer_email",
+                "date", "message")
+        return [dict(zip(keys, record.lstrip("\n").split("\0"))) for record in text.split("\1") if record.strip()]
+
+    def _commit_json(self, repo: Repo, info: Mapping[str, str], ctx: _Ctx, *, stat: bool, files: bool) -> dict[str, Any]:
+        """Gitea's convert.ToCommit: the git commit, the forge users behind its emails, and optional stats and files."""
+        def api(*parts: str) -> str:
+            return self._api_url("repos", repo.owner, repo.name, "git", *parts)
+
+        def user(mail: str) -> dict[str, Any] | None:
+            return self._user_json(next((u for u in self.users.values() if u.email == mail), None))
+
+        sha = info["sha"]
+        data: dict[str, Any] = {
+            "url": api("commits", sha), "sha": sha, "created": info["date"],
+            "html_url": self._html_url(repo.owner, repo.name, "commit", sha),
+            "commit": {"url": api("commits", sha), "message": info["message"],
+                       "author": {"name": info["author"], "email": info["author_email"], "date": info["author_date"]},
+                       "committer": {"name": info["committer"], "email": info["committer_email"],
+                                     "date": info["date"]},
+                       "tree": {"url": api("trees", info["tree"]), "sha": info["tree"], "created": info["date"]},
+                       "verification": {"verified": False, "reason": "gpg.error.not_signed_commit", "signature": "",
+                                        "signer": None, "payload": ""}},
+            "author": user(info["author_email"]), "committer": user(info["committer_email"]),
+            "parents": [{"url": api("commits", p), "sha": p, "created": info["date"]}
+                        for p in info["parents"].split()],
+        }
+        if files or stat:
+            base = info["parents"].split()[0] if info["parents"] else "--root"
+            names = _git("diff-tree", "-r", "-z", "--no-commit-id", "--name-status", base, sha,
+                         git_dir=repo.bare).stdout.decode("utf-8", "replace").split("\0")
+            status = {"A": "added", "D": "deleted", "M": "modified", "T": "modified"}
+            if files:
+                data["files"] = [{"filename": name, "status": status.get(code[:1], "modified")}
+                                 for code, name in zip(names[0::2], names[1::2]) if code]
+            if stat:
+                numbers = _out(_git("diff-tree", "-r", "--no-commit-id", "--numstat", base, sha, git_dir=repo.bare))
+                adds = dels = 0
+                for line in numbers.splitlines():
+                    a, d, _ = line.split("\t", 2)
+                    adds += int(a) if a.isdigit() else 0
+                    dels += int(d) if d.isdigit() else 0
+                data["stats"] = {"total": adds + dels, "additions": adds, "deletions": dels}
+        return data
+
+    def _h_commits_list(self, ctx: _Ctx) -> _Response:
+        """repoGetAllCommits: from sha (default: the default branch), optionally touching path; with path the
+        page size is the forge's fixed commit range (50), whatever limit says."""
+        repo = ctx.repo
+        assert repo is not None
+        if not self._branches_exist(repo):
+            raise self._error(409, "Git Repository is empty.")
+        rev = ctx.q("sha") or repo.default_branch
+        sha = self._resolve_commit(repo, rev)
+        if sha is None:
+            raise self._not_found(f"sha not found [{rev}]")
+        path = ctx.q("path")
+        every = self._log(repo, sha, path)
+        if path:
+            page = max(ctx.q_int("page", 1), 1)
+            items, headers = every[(page - 1) * 50: page * 50], {"X-Total-Count": str(len(every))}
+        else:
+            items, headers = self._page(ctx, every)
+        stat, files = ctx.q_bool("stat") is not False, ctx.q_bool("files") is not False
+        return self._json(200, [self._commit_json(repo, info, ctx, stat=stat, files=files) for info in items],
+                          headers)
+
+    def _h_commit_get(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        ref = unquote(ctx.params["sha"])
+        if not re.fullmatch(r"[^\s~^:?*\[\\]+", ref) or ref.startswith("-"):
+            raise self._error(422, f"no valid ref or sha: {ref}")
+        sha = self._resolve_commit(repo, ref)
+        if sha is None:
+            raise self._not_found(f"commit doesn't exist: {ref}")
+        info = self._log(repo, sha, count=1)[0]
+        return self._json(200, self._commit_json(repo, info, ctx, stat=ctx.q_bool("stat") is not False,
+                                                 files=ctx.q_bool("files") is not False))
+
+    def _h_commit_diff(self, ctx: _Ctx) -> _Response:
+        """A commit's diff or patch as text (Gitea routes only .diff and .patch here; any other dot is a ref)."""
+        repo = ctx.repo
+        assert repo is not None
+        kind = ctx.params["kind"]
+        if kind not in ("diff", "patch"):
+            ctx.params["sha"] = f"{ctx.params['sha']}.{kind}"
+            return self._h_commit_get(ctx)
+        sha = self._resolve_commit(repo, unquote(ctx.params["sha"]))
+        if sha is None:
+            raise self._not_found()
+        if kind == "patch":
+            text = _git("format-patch", "--stdout", "-1", sha, git_dir=repo.bare).stdout
+        else:
+            text = _git("diff-tree", "-p", "--root", "--no-commit-id", sha, git_dir=repo.bare).stdout
+        return _Response(200, text, "text/plain; charset=utf-8")
 
     def _h_file_create(self, ctx: _Ctx) -> _Response:
         """CreateFile: one new file committed on branch (or on new_branch, started from branch)."""
@@ -3657,6 +3853,81 @@ class FakeForge:
         return self._json(200, {"ok": True, "data": [self._repo_json(r, ctx.user) for r in items]}, headers)
 
     # ================================================================== form fields
+
+    def _org_json(self, org: User) -> dict[str, Any]:
+        return {"id": org.id, "name": org.login, "full_name": org.full_name, "email": org.email,
+                "avatar_url": self.root_url + "avatars/" + hashlib.md5(org.login.encode()).hexdigest(),
+                "description": "", "website": "", "location": "", "visibility": "public",
+                "repo_admin_change_team_access": False, "username": org.login}
+
+    def _h_user_orgs(self, ctx: _Ctx) -> _Response:
+        """orgListCurrentUserOrgs; Forgejo answers without pagination headers."""
+        assert ctx.user is not None
+        login = ctx.user.login.lower()
+        orgs = sorted((u for u in self.users.values() if u.is_org and login in u.org_members), key=lambda u: u.id)
+        items, headers = self._page(ctx, orgs)
+        return self._json(200, [self._org_json(o) for o in items], headers if self.flavour == "gitea" else None)
+
+    def _h_users_search(self, ctx: _Ctx) -> _Response:
+        """userSearch: people (never organisations) whose login or full name holds q, as {ok, data}."""
+        q, uid = ctx.q("q").lower(), ctx.q_int("uid", 0)
+        found = [u for u in sorted(self.users.values(), key=lambda u: u.id) if not u.is_org
+                 and (not uid or u.id == uid) and (q in u.login.lower() or q in u.full_name.lower())]
+        items, headers = self._page(ctx, found)
+        return self._json(200, {"ok": True, "data": [self._user_json(u) for u in items]}, headers)
+
+    def _team_json(self, team: Team) -> dict[str, Any]:
+        units = ["repo.code", "repo.issues", "repo.pulls", "repo.releases", "repo.wiki"]
+        return {"id": team.id, "name": team.name, "description": team.description,
+                "organization": self._org_json(self.users[team.org.lower()]),
+                "includes_all_repositories": False, "permission": team.permission, "units": units,
+                "units_map": {u: team.permission for u in units}, "can_create_org_repo": False}
+
+    def _h_teams_search(self, ctx: _Ctx) -> _Response:
+        """teamSearch: an organisation's teams whose name (or description) holds q; members of the org only."""
+        assert ctx.user is not None
+        org = self.users.get(unquote(ctx.params["org"]).lower())
+        if org is None or not org.is_org:
+            raise self._not_found("GetOrgByName", [f"org does not exist [name: {ctx.params['org']}]"])
+        if ctx.user.login.lower() not in org.org_members and not ctx.user.is_admin:
+            raise self._error(403, "Must be an organization member")
+        q, in_desc = ctx.q("q").lower(), ctx.q_bool("include_desc") is not False
+        found = [t for t in sorted(self.teams.values(), key=lambda t: t.id) if t.org.lower() == org.login.lower()
+                 and (q in t.name.lower() or (in_desc and q in t.description.lower()))]
+        items, headers = self._page(ctx, found)
+        return self._json(200, {"ok": True, "data": [self._team_json(t) for t in items]}, headers)
+
+    def _package_json(self, package: Package, viewer: User | None) -> dict[str, Any]:
+        repo = self._repos.get(package.repo_id) if package.repo_id else None
+        return {"id": package.id, "owner": self._login_json(package.owner),
+                "repository": self._repo_json(repo, viewer) if repo and self._access(repo, viewer) else None,
+                "creator": self._login_json(package.creator), "type": package.type, "name": package.name,
+                "version": package.version, "created_at": _ts(package.created),
+                "html_url": self._html_url(package.owner, "-", "packages", package.type, package.name,
+                                           package.version)}
+
+    def _owner_packages(self, ctx: _Ctx) -> list[Package]:
+        owner = self.users.get(unquote(ctx.params["owner"]).lower())
+        if owner is None:
+            raise self._not_found("GetUserByName", [f"user redirect does not exist [name: {ctx.params['owner']}]"])
+        return sorted((p for p in self.packages.values() if p.owner.lower() == owner.login.lower()),
+                      key=lambda p: -p.created)
+
+    def _h_packages_list(self, ctx: _Ctx) -> _Response:
+        """listPackages: every package *version* of an owner, newest first; type and a name substring filter."""
+        kind, q = ctx.q("type"), ctx.q("q").lower()
+        found = [p for p in self._owner_packages(ctx) if (not kind or p.type == kind) and q in p.name.lower()]
+        items, headers = self._page(ctx, found)
+        return self._json(200, [self._package_json(p, ctx.user) for p in items], headers)
+
+    def _h_package_versions(self, ctx: _Ctx) -> _Response:
+        """listPackageVersions (Gitea only): the versions of one package, newest first."""
+        kind, name = unquote(ctx.params["type"]), unquote(ctx.params["name"])
+        found = [p for p in self._owner_packages(ctx) if p.type == kind and p.name == name]
+        if not found:
+            raise self._not_found()
+        items, headers = self._page(ctx, found)
+        return self._json(200, [self._package_json(p, ctx.user) for p in items], headers)
 
     def _key(self, form: Mapping[str, Any], name: str) -> str | None:
         # Go's encoding/json matches keys case-insensitively (so "do" binds "Do"),
