@@ -243,6 +243,7 @@ class Review:
     commit_id: str
     submitted: int
     comments: list[dict[str, Any]] = field(default_factory=list)
+    dismissed: bool = False
 
 
 @dataclass
@@ -261,6 +262,7 @@ class Pull:
     checks_remaining: int = 0
     allow_maintainer_edit: bool = False
     reviews: list[Review] = field(default_factory=list)
+    requested: list[str] = field(default_factory=list)  # logins asked to review
 
 
 @dataclass
@@ -283,6 +285,9 @@ class Issue:
     comment_ids: list[int] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     pull: Pull | None = None
+    times: list[dict[str, Any]] = field(default_factory=list)  # tracked times: id, user, seconds, created
+    stopwatches: dict[str, int] = field(default_factory=dict)  # login -> started (forge clock)
+    attachments: list["Asset"] = field(default_factory=list)
 
 
 @dataclass
@@ -340,6 +345,7 @@ class ActionRun:
     actor: str
     created: int
     jobs: list[ActionJob] = field(default_factory=list)
+    artifacts: list[tuple[int, str, bytes]] = field(default_factory=list)  # (id, name, zip bytes)
 
 
 @dataclass
@@ -403,6 +409,8 @@ class Repo:
     runs: dict[int, ActionRun] = field(default_factory=dict)
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     protected: set[str] = field(default_factory=set)  # branch protection rules, by exact branch name
+    secrets: dict[str, str] = field(default_factory=dict)  # write-only through the API, as on a forge
+    variables: dict[str, str] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:
@@ -599,6 +607,18 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("POST", _R + "/pulls/{index}/merge", "pull_merge", scope="repository", token=True, form=True),
     _Route("GET", _R + "/pulls/{index}/reviews", "reviews_list", scope="repository"),
     _Route("POST", _R + "/pulls/{index}/reviews", "review_create", scope="repository", token=True, form=True),
+    _Route("GET", _R + "/pulls/{index}/files", "pull_files", scope="repository"),
+    _Route("GET", _R + "/pulls/{index}/reviews/{id}", "review_get", scope="repository"),
+    _Route("POST", _R + "/pulls/{index}/reviews/{id}", "review_submit", scope="repository", token=True, form=True),
+    _Route("GET", _R + "/pulls/{index}/reviews/{id}/comments", "review_comments", scope="repository"),
+    _Route("POST", _R + "/pulls/{index}/reviews/{id}/comments", "review_comment_add", scope="repository",
+           token=True, form=True, flavours=("forgejo",)),
+    _Route("POST", _R + "/pulls/{index}/reviews/{id}/dismissals", "review_dismiss", scope="repository",
+           token=True, perm="write", form=True),
+    _Route("POST", _R + "/pulls/{index}/requested_reviewers", "reviewers_add", scope="repository", token=True,
+           form=True),
+    _Route("DELETE", _R + "/pulls/{index}/requested_reviewers", "reviewers_remove", scope="repository",
+           token=True, form=True),
     _Route("POST", _R + "/pulls/{index}/update", "pull_update", scope="repository", token=True),
     _Route("GET", _R + "/pulls/{base}/{head}", "pull_by_branches", scope="repository"),
     # releases
@@ -625,6 +645,35 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("GET", _R + "/actions/runs/{run}/jobs", "actions_jobs", scope="repository", flavours=("gitea",)),
     _Route("GET", _R + "/actions/workflows", "actions_workflows", scope="repository", flavours=("gitea",)),
     _Route("GET", _R + "/actions/jobs/{job}/logs", "actions_logs", scope="repository", flavours=("gitea",)),
+    _Route("GET", _R + "/actions/artifacts", "artifacts_list", scope="repository", flavours=("gitea",)),
+    _Route("GET", _R + "/actions/runs/{run}/artifacts", "artifacts_list", scope="repository", flavours=("gitea",)),
+    _Route("GET", _R + "/actions/artifacts/{artifact_id}", "artifact_get", scope="repository", flavours=("gitea",)),
+    _Route("GET", _R + "/actions/artifacts/{artifact_id}/zip", "artifact_zip", scope="repository",
+           flavours=("gitea",)),
+    _Route("POST", _R + "/actions/workflows/{workflow_id}/dispatches", "workflow_dispatch", scope="repository",
+           token=True, perm="write", form=True),
+    _Route("PUT", _R + "/actions/secrets/{secretname}", "secret_put", scope="repository", token=True,
+           perm="admin", form=True),
+    _Route("DELETE", _R + "/actions/secrets/{secretname}", "secret_delete", scope="repository", token=True,
+           perm="admin"),
+    _Route("GET", _R + "/actions/variables", "variables_list", scope="repository", token=True, perm="admin"),
+    _Route("GET", _R + "/actions/variables/{variablename}", "variable_get", scope="repository", token=True,
+           perm="admin"),
+    _Route("POST", _R + "/actions/variables/{variablename}", "variable_create", scope="repository", token=True,
+           perm="admin", form=True),
+    _Route("PUT", _R + "/actions/variables/{variablename}", "variable_update", scope="repository", token=True,
+           perm="admin", form=True),
+    _Route("DELETE", _R + "/actions/variables/{variablename}", "variable_delete", scope="repository", token=True,
+           perm="admin"),
+    # time tracking and issue attachments
+    _Route("GET", _R + "/issues/{index}/times", "times_list", scope="issue"),
+    _Route("POST", _R + "/issues/{index}/times", "time_add", scope="issue", token=True, perm="write", form=True),
+    _Route("POST", _R + "/issues/{index}/stopwatch/start", "stopwatch_start", scope="issue", token=True,
+           perm="write"),
+    _Route("POST", _R + "/issues/{index}/stopwatch/stop", "stopwatch_stop", scope="issue", token=True,
+           perm="write"),
+    _Route("GET", _R + "/issues/{index}/assets", "issue_assets", scope="issue"),
+    _Route("POST", _R + "/issues/{index}/assets", "issue_asset_upload", scope="issue", token=True),
 )
 _COMPILED = tuple((route, route.compile()) for route in _ROUTES)
 
@@ -708,6 +757,7 @@ class FakeForge:
         self.violations: list[str] = []
         self.allowed_violations: list[str] = []
         self.internal_errors: list[str] = []
+        self.dispatches: list[dict[str, Any]] = []  # workflow dispatches received: workflow, ref, inputs, run
         self.faults: list[Fault] = []
         self._allow_patterns: list[str] = []
         self.spec_skip_reason: str | None = None
@@ -1239,6 +1289,13 @@ class FakeForge:
             repo.runs[run.id] = run
             return run
 
+    def add_artifact(self, owner: str, name: str, run_id: int, artifact: str, data: bytes) -> int:
+        """Attach an artifact (its zip bytes) to an Actions run; returns its id."""
+        with self._lock:
+            number = self._next("artifact")
+            self.repo(owner, name).runs[run_id].artifacts.append((number, artifact, data))
+            return number
+
     def add_commit_status(self, owner: str, name: str, sha: str, state: str = "success", *,
                           context: str = "ci/build", description: str = "") -> None:
         """Add a commit status (as a CI system would) for the combined-status endpoint."""
@@ -1609,7 +1666,9 @@ class FakeForge:
             "id": pull.id, "url": html, "number": issue.number, "user": issue_json["user"],
             "title": issue.title, "body": issue.body, "labels": issue_json["labels"],
             "milestone": issue_json["milestone"], "assignee": issue_json["assignee"],
-            "assignees": issue_json["assignees"], "requested_reviewers": [], "requested_reviewers_teams": [],
+            "assignees": issue_json["assignees"],
+            "requested_reviewers": [self._login_json(login) for login in pull.requested],
+            "requested_reviewers_teams": [],
             "state": issue.state, "draft": _is_wip(issue.title), "is_locked": issue.locked,
             "comments": len(issue.comment_ids), "review_comments": 0, "additions": additions,
             "deletions": deletions, "changed_files": changed, "html_url": html, "diff_url": html + ".diff",
@@ -1817,6 +1876,8 @@ class FakeForge:
                body: bytes, content_type: str, record: RecordedRequest) -> _Response:
         if raw_path.startswith("/attachments/") and method in ("GET", "HEAD"):
             return self._attachment(raw_path[len("/attachments/"):], headers, query_all)
+        if raw_path.startswith("/artifacts-blob/") and method in ("GET", "HEAD"):
+            return self._artifact_blob(raw_path[len("/artifacts-blob/"):])
         if not raw_path.startswith("/api/v1/"):
             return _plain_not_found()
         api_path = raw_path[len("/api/v1"):]
@@ -1853,17 +1914,18 @@ class FakeForge:
         """A release asset's bytes at its browser_download_url (a web route, outside the API and its spec)."""
         with self._lock:
             for repo in self._repos.values():
-                for release in repo.releases.values():
-                    for asset in release.assets:
-                        if asset.uuid == uuid_text:
-                            if repo.private:
-                                try:
-                                    user = self._authenticate(headers, query_all)[0]
-                                except _Reply:
-                                    user = None
-                                if user is None or self._access(repo, user) <= 0:
-                                    return _plain_not_found()
-                            return _Response(200, asset.data, "application/octet-stream")
+                owned = [a for r in repo.releases.values() for a in r.assets] + \
+                    [a for i in repo.issues.values() for a in i.attachments]
+                for asset in owned:
+                    if asset.uuid == uuid_text:
+                        if repo.private:
+                            try:
+                                user = self._authenticate(headers, query_all)[0]
+                            except _Reply:
+                                user = None
+                            if user is None or self._access(repo, user) <= 0:
+                                return _plain_not_found()
+                        return _Response(200, asset.data, "application/octet-stream")
         return _plain_not_found()
 
     # ------------------------------------------------------------------ auth, scopes, permissions
@@ -3409,7 +3471,8 @@ class FakeForge:
                 "body": review.body, "commit_id": review.commit_id, "stale": False,
                 "official": review.state in ("APPROVED", "REQUEST_CHANGES") and self._access(
                     repo, self.users.get(review.user.lower())) >= 2,
-                "dismissed": False, "comments_count": len(review.comments), "submitted_at": _ts(review.submitted),
+                "dismissed": review.dismissed, "comments_count": len(review.comments),
+                "submitted_at": _ts(review.submitted),
                 "updated_at": _ts(review.submitted), "html_url": f"{html}#issuecomment-{review.id}",
                 "pull_request_url": html}
 
@@ -3442,11 +3505,177 @@ class FakeForge:
             raise self._error(422, f"review event {event} requires a body")
         _, head = self._pull_shas(repo, issue)
         review = Review(self._next("comment"), ctx.user.login, state, body,
-                        self._field(form, "commit_id", str, "") or head, self._tick(),
-                        [c for c in comments if isinstance(c, dict)])
+                        self._field(form, "commit_id", str, "") or head, self._tick())
+        review.comments = [self._code_comment(ctx.user.login, c, review) for c in comments if isinstance(c, dict)]
         pull.reviews.append(review)
+        if state != "PENDING":
+            pull.requested = [r for r in pull.requested if r.lower() != ctx.user.login.lower()]
         issue.updated = review.submitted
         return self._json(200, self._review_json(repo, issue, review))
+
+    def _code_comment(self, login: str, given: Mapping[str, Any], review: Review) -> dict[str, Any]:
+        """A review's inline comment as stored: Gitea wants a path, a body and one of the two line numbers."""
+        path, body = given.get("path"), given.get("body")
+        new, old = given.get("new_position") or 0, given.get("old_position") or 0
+        if not isinstance(path, str) or not path or not isinstance(body, str) or not body.strip():
+            raise self._error(422, "a review comment needs a path and a body")
+        if not isinstance(new, int) or not isinstance(old, int) or (new <= 0 and old <= 0):
+            raise self._error(422, "a review comment needs new_position or old_position")
+        return {"id": self._next("comment"), "user": login, "path": path, "body": body, "new": new, "old": old,
+                "commit_id": review.commit_id, "created": self._tick()}
+
+    def _review(self, ctx: _Ctx, issue: Issue) -> Review:
+        assert issue.pull is not None
+        key = ctx.params["id"]
+        found = next((r for r in issue.pull.reviews if key.isdigit() and r.id == int(key)), None)
+        if found is None:
+            raise self._not_found()
+        return found
+
+    def _review_comment_json(self, repo: Repo, issue: Issue, review: Review, c: Mapping[str, Any]) -> dict[str, Any]:
+        html = self._issue_html(repo, issue)
+        return {"id": c["id"], "body": c["body"], "user": self._login_json(c["user"]), "resolver": None,
+                "pull_request_review_id": review.id, "created_at": _ts(c["created"]), "updated_at": _ts(c["created"]),
+                "path": c["path"], "commit_id": c["commit_id"], "original_commit_id": c["commit_id"],
+                "diff_hunk": "", "position": c["new"] if c["new"] > 0 else 0,
+                "original_position": c["old"] if c["new"] <= 0 else 0,
+                "html_url": f"{html}/files#issuecomment-{c['id']}", "pull_request_url": html}
+
+    def _h_review_get(self, ctx: _Ctx) -> _Response:
+        assert ctx.repo is not None
+        issue = self._pull_issue(ctx)
+        return self._json(200, self._review_json(ctx.repo, issue, self._review(ctx, issue)))
+
+    def _h_review_comments(self, ctx: _Ctx) -> _Response:
+        assert ctx.repo is not None
+        issue = self._pull_issue(ctx)
+        review = self._review(ctx, issue)
+        return self._json(200, [self._review_comment_json(ctx.repo, issue, review, c) for c in review.comments])
+
+    def _h_review_comment_add(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None and ctx.user is not None
+        issue = self._pull_issue(ctx)
+        review = self._review(ctx, issue)
+        comment = self._code_comment(ctx.user.login, self._form(ctx), review)
+        review.comments.append(comment)
+        issue.updated = comment["created"]
+        return self._json(200, self._review_comment_json(repo, issue, review, comment))
+
+    def _h_review_submit(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None and ctx.user is not None
+        issue = self._pull_issue(ctx)
+        assert issue.pull is not None
+        review = self._review(ctx, issue)
+        form = self._form(ctx)
+        event = self._field(form, "event", str, "")
+        body = self._field(form, "body", str, "")
+        if review.state != "PENDING":
+            raise self._error(422, "only a pending review can be submitted")
+        if review.user.lower() != ctx.user.login.lower():
+            raise self._not_found()
+        states = {"APPROVED": "APPROVED", "REQUEST_CHANGES": "REQUEST_CHANGES", "COMMENT": "COMMENT"}
+        if event not in states:
+            raise self._error(422, "review event is not valid for submit")
+        own = issue.user.lower() == ctx.user.login.lower()
+        if own and event in ("APPROVED", "REQUEST_CHANGES"):
+            raise self._error(422, "approve or reject your own pull is not allowed")
+        if event in ("REQUEST_CHANGES", "COMMENT") and not (body or review.body).strip() and not review.comments:
+            raise self._error(422, f"review event {event} requires a body")
+        review.state, review.body, review.submitted = states[event], body or review.body, self._tick()
+        issue.pull.requested = [r for r in issue.pull.requested if r.lower() != ctx.user.login.lower()]
+        issue.updated = review.submitted
+        return self._json(200, self._review_json(repo, issue, review))
+
+    def _h_review_dismiss(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        issue = self._pull_issue(ctx)
+        review = self._review(ctx, issue)
+        self._form(ctx)
+        if review.state not in ("APPROVED", "REQUEST_CHANGES"):
+            raise self._error(422, "not need to dismiss this review because it's type is not Approve or change "
+                                   "request")
+        review.dismissed = True
+        issue.updated = self._tick()
+        return self._json(200, self._review_json(repo, issue, review))
+
+    def _reviewer_logins(self, ctx: _Ctx, issue: Issue) -> list[str]:
+        form = self._form(ctx)
+        names = self._field(form, "reviewers", list, []) or []
+        logins = []
+        for name in names:
+            user = self.users.get(str(name).lower())
+            if user is None or user.is_org:
+                raise self._error(422, f"user does not exist [uid: 0, name: {name}]")
+            if user.login.lower() == issue.user.lower():
+                raise self._error(422, "poster of pr can't be reviewer")
+            logins.append(user.login)
+        return logins
+
+    def _h_reviewers_add(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        issue = self._pull_issue(ctx)
+        pull = issue.pull
+        assert pull is not None
+        added = []
+        for login in self._reviewer_logins(ctx, issue):
+            if login.lower() not in (r.lower() for r in pull.requested):
+                pull.requested.append(login)
+            added.append(Review(self._next("comment"), login, "REQUEST_REVIEW", "", "", self._tick()))
+        issue.updated = self._clock
+        return self._json(201, [self._review_json(repo, issue, r) for r in added])
+
+    def _h_reviewers_remove(self, ctx: _Ctx) -> _Response:
+        issue = self._pull_issue(ctx)
+        pull = issue.pull
+        assert pull is not None
+        gone = {login.lower() for login in self._reviewer_logins(ctx, issue)}
+        pull.requested = [r for r in pull.requested if r.lower() not in gone]
+        issue.updated = self._tick()
+        return _Response(204, b"", None)
+
+    def _h_pull_files(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        issue = self._pull_issue(ctx)
+        pull = issue.pull
+        assert pull is not None
+        self._refresh_pull(repo, issue, poll=False)
+        _, head = self._pull_shas(repo, issue)
+        files: list[dict[str, Any]] = []
+        if pull.merge_base and head != _ZERO_SHA:
+            names = _out(_git("diff", "--name-status", "-M", "-z", pull.merge_base, head, git_dir=repo.bare,
+                              check=False)).split("\0")
+            counts: dict[str, tuple[int, int]] = {}
+            stats = _out(_git("diff", "--numstat", "-M", "-z", pull.merge_base, head, git_dir=repo.bare,
+                              check=False)).split("\0")
+            at = 0
+            while at < len(stats) and stats[at]:
+                added, deleted, path = stats[at].split("\t", 2)
+                if not path:  # a rename: the old and new paths follow
+                    path, at = stats[at + 2], at + 3
+                else:
+                    at += 1
+                counts[path] = (int(added) if added.isdigit() else 0, int(deleted) if deleted.isdigit() else 0)
+            kinds = {"A": "added", "D": "deleted", "M": "modified", "R": "renamed", "C": "copied", "T": "changed"}
+            index = 0
+            while index < len(names) and names[index]:
+                code = names[index]
+                previous = names[index + 1] if code[0] in "RC" else ""
+                path = names[index + 2] if code[0] in "RC" else names[index + 1]
+                index += 3 if code[0] in "RC" else 2
+                added, deleted = counts.get(path, (0, 0))
+                html = self._html_url(repo.owner, repo.name, "src", "commit", head, path)
+                files.append({"filename": path, "previous_filename": previous, "status": kinds.get(code[0], "changed"),
+                              "additions": added, "deletions": deleted, "changes": added + deleted,
+                              "html_url": html, "contents_url": self._api_url(
+                                  "repos", repo.owner, repo.name, "contents", path) + f"?ref={head}",
+                              "raw_url": self._html_url(repo.owner, repo.name, "raw", "commit", head, path)})
+        items, headers = self._page(ctx, files)
+        return self._json(200, items, headers)
 
     # ================================================================== endpoints: releases
 
@@ -3769,6 +3998,235 @@ class FakeForge:
                 if key.isdigit() and job.id == int(key):
                     return _Response(200, job.log.encode("utf-8"), "text/plain; charset=utf-8")
         raise self._not_found()
+
+    def _artifact_json(self, repo: Repo, run: ActionRun, artifact: tuple[int, str, bytes]) -> dict[str, Any]:
+        number, name, data = artifact
+        url = self._api_url("repos", repo.owner, repo.name, "actions", "artifacts", str(number))
+        return {"id": number, "name": name, "size_in_bytes": len(data), "url": url,
+                "archive_download_url": url + "/zip", "expired": False,
+                "workflow_run": {"id": run.id, "repository_id": repo.id, "head_sha": run.head_sha},
+                "created_at": _ts(run.created), "updated_at": _ts(run.created), "expires_at": _ts(run.created + 86400)}
+
+    def _artifacts(self, repo: Repo) -> list[tuple[ActionRun, tuple[int, str, bytes]]]:
+        return [(run, a) for run in sorted(repo.runs.values(), key=lambda r: r.id, reverse=True) for a in run.artifacts]
+
+    def _h_artifacts_list(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        found = self._artifacts(repo)
+        if "run" in ctx.params:
+            run = self._run(ctx)
+            found = [(r, a) for r, a in found if r.id == run.id]
+        if ctx.q("name"):
+            found = [(r, a) for r, a in found if a[1] == ctx.q("name")]
+        return self._json(200, {"total_count": len(found),
+                                "artifacts": [self._artifact_json(repo, r, a) for r, a in found]})
+
+    def _artifact(self, ctx: _Ctx) -> tuple[ActionRun, tuple[int, str, bytes]]:
+        assert ctx.repo is not None
+        key = ctx.params["artifact_id"]
+        found = next(((r, a) for r, a in self._artifacts(ctx.repo) if key.isdigit() and a[0] == int(key)), None)
+        if found is None:
+            raise self._not_found("artifact not found")
+        return found
+
+    def _h_artifact_get(self, ctx: _Ctx) -> _Response:
+        assert ctx.repo is not None
+        return self._json(200, self._artifact_json(ctx.repo, *self._artifact(ctx)))
+
+    def _h_artifact_zip(self, ctx: _Ctx) -> _Response:
+        # Gitea answers with a redirect to a signed address for the blob, on its own origin.
+        _, artifact = self._artifact(ctx)
+        return _Response(302, b"", None, {"Location": f"{self.root_url}artifacts-blob/{artifact[0]}?sig=fake"})
+
+    def _artifact_blob(self, key: str) -> _Response:
+        with self._lock:
+            for repo in self._repos.values():
+                for _, (number, _name, data) in self._artifacts(repo):
+                    if key.isdigit() and number == int(key):
+                        return _Response(200, data, "application/zip")
+        return _plain_not_found()
+
+    def _h_workflow_dispatch(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None and ctx.user is not None
+        form = self._form(ctx)
+        ref = self._field(form, "ref", str, "")
+        inputs = form.get("inputs") or {}
+        if not isinstance(inputs, dict) or not all(isinstance(v, str) for v in inputs.values()):
+            raise self._error(422, "[Inputs]: json: cannot unmarshal into Go value of type map[string]string")
+        if not ref:
+            raise self._binding("Ref")
+        workflow = unquote(ctx.params["workflow_id"])
+        sha = self._resolve_commit(repo, ref)
+        if sha is None:
+            raise self._error(422 if self.flavour == "gitea" else 404, f"ref {ref} not found")
+        found = any(_git("cat-file", "-e", f"{sha}:{folder}/{workflow}", git_dir=repo.bare, check=False).returncode == 0
+                    for folder in (".gitea/workflows", ".forgejo/workflows", ".github/workflows"))
+        if not found:
+            raise self._not_found(f"workflow {workflow} not found")
+        branch = ref.removeprefix("refs/heads/")
+        run = ActionRun(self._next("run"), len(repo.runs) + 1, workflow, workflow, "workflow_dispatch", "waiting",
+                        "", branch, sha, ctx.user.login, self._tick())
+        run.jobs.append(ActionJob(self._next("job"), "build", "waiting", "", ""))
+        repo.runs[run.id] = run
+        self.dispatches.append({"workflow": workflow, "ref": ref, "inputs": dict(inputs or {}), "run": run.id})
+        if self.flavour == "forgejo" and self._field(form, "return_run_info", bool, False):
+            return self._json(201, {"id": run.id, "run_number": run.number, "jobs": [j.name for j in run.jobs]})
+        return _Response(204, b"", None)
+
+    def _action_name(self, ctx: _Ctx, key: str) -> str:
+        # Gitea and Forgejo keep secret and variable names upper-cased; the GITEA_ and GITHUB_ prefixes are reserved.
+        name = unquote(ctx.params[key]).upper()
+        if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name) or name.startswith(("GITEA_", "GITHUB_")):
+            raise self._error(400, f"invalid {key.removesuffix('name')} name")
+        return name
+
+    def _h_secret_put(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        name = self._action_name(ctx, "secretname")
+        data = self._field(self._form(ctx), "data", str, "")
+        if not data:
+            raise self._binding("Data")
+        existed = name in repo.secrets
+        repo.secrets[name] = data
+        return _Response(204 if existed else 201, b"", None)
+
+    def _h_secret_delete(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        name = self._action_name(ctx, "secretname")
+        if repo.secrets.pop(name, None) is None:
+            raise self._not_found("secret not found")
+        return _Response(204, b"", None)
+
+    def _variable_json(self, repo: Repo, name: str) -> dict[str, Any]:
+        data: dict[str, Any] = {"owner_id": 0, "repo_id": repo.id, "name": name, "data": repo.variables[name]}
+        if self.flavour == "gitea":
+            data["description"] = ""
+        return data
+
+    def _h_variables_list(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        items, headers = self._page(ctx, sorted(repo.variables), link=False)
+        return self._json(200, [self._variable_json(repo, n) for n in items], headers)
+
+    def _h_variable_get(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        name = self._action_name(ctx, "variablename")
+        if name not in repo.variables:
+            raise self._not_found("variable not found")
+        return self._json(200, self._variable_json(repo, name))
+
+    def _h_variable_create(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        name = self._action_name(ctx, "variablename")
+        value = self._field(self._form(ctx), "value", str, "")
+        if not value:
+            raise self._binding("Value")
+        if name in repo.variables:
+            raise self._error(409, "variable name already exists")
+        repo.variables[name] = value
+        return _Response(201, b"", None)
+
+    def _h_variable_update(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        name = self._action_name(ctx, "variablename")
+        form = self._form(ctx)
+        value = self._field(form, "value", str, "")
+        if not value:
+            raise self._binding("Value")
+        if name not in repo.variables:
+            raise self._not_found("variable not found")
+        new_name = (self._field(form, "name", str, "") or name).upper()
+        del repo.variables[name]
+        repo.variables[new_name] = value
+        return _Response(204, b"", None)
+
+    def _h_variable_delete(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        name = self._action_name(ctx, "variablename")
+        if repo.variables.pop(name, None) is None:
+            raise self._not_found("variable not found")
+        return _Response(204, b"", None)
+
+    # ================================================================== endpoints: time tracking, issue attachments
+
+    def _time_json(self, repo: Repo, issue: Issue, entry: Mapping[str, Any], viewer: User | None) -> dict[str, Any]:
+        user = self.users.get(entry["user"].lower())
+        return {"id": entry["id"], "created": _ts(entry["created"]), "time": entry["seconds"],
+                "user_id": user.id if user else 0, "user_name": entry["user"], "issue_id": issue.id,
+                "issue": self._issue_json(repo, issue, viewer)}
+
+    def _h_times_list(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        issue = self._issue(ctx)
+        found = [t for t in issue.times if not ctx.q("user") or t["user"].lower() == ctx.q("user").lower()]
+        items, headers = self._page(ctx, found)
+        return self._json(200, [self._time_json(repo, issue, t, ctx.user) for t in items], headers)
+
+    def _track(self, issue: Issue, login: str, seconds: int, created: int | None = None) -> dict[str, Any]:
+        entry = {"id": self._next("time"), "user": login, "seconds": seconds, "created": created or self._tick()}
+        issue.times.append(entry)
+        return entry
+
+    def _h_time_add(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None and ctx.user is not None
+        issue = self._issue(ctx)
+        form = self._form(ctx)
+        seconds = self._field(form, "time", int, 0)
+        if not seconds:
+            raise self._binding("Time")
+        login = self._field(form, "user_name", str, "") or ctx.user.login
+        if login.lower() != ctx.user.login.lower() and not ctx.user.is_admin:
+            raise self._error(403, "user must be an admin to add time for another user")
+        entry = self._track(issue, self.users[login.lower()].login if login.lower() in self.users else login,
+                            seconds)
+        return self._json(200, self._time_json(repo, issue, entry, ctx.user))
+
+    def _h_stopwatch_start(self, ctx: _Ctx) -> _Response:
+        assert ctx.user is not None
+        issue = self._issue(ctx)
+        if ctx.user.login.lower() in issue.stopwatches:
+            raise self._error(409, "Cannot start a stopwatch again if it already exists")
+        issue.stopwatches[ctx.user.login.lower()] = self._tick()
+        return _Response(201, b"", None)
+
+    def _h_stopwatch_stop(self, ctx: _Ctx) -> _Response:
+        assert ctx.user is not None
+        issue = self._issue(ctx)
+        started = issue.stopwatches.pop(ctx.user.login.lower(), None)
+        if started is None:
+            raise self._error(409, "Cannot stop a non-existent stopwatch")
+        now = self._tick()
+        self._track(issue, ctx.user.login, now - started, now)
+        return _Response(201, b"", None)
+
+    def _h_issue_assets(self, ctx: _Ctx) -> _Response:
+        issue = self._issue(ctx)
+        return self._json(200, [self._asset_json(a) for a in issue.attachments])
+
+    def _h_issue_asset_upload(self, ctx: _Ctx) -> _Response:
+        issue = self._issue(ctx)
+        if not ctx.content_type.lower().startswith("multipart/form-data"):
+            raise self._error(400, "Could not get file: request Content-Type isn't multipart/form-data")
+        parts = _multipart(ctx.body, ctx.content_type)
+        if "attachment" not in parts:
+            raise self._error(400, "Could not get file: http: no such file")
+        filename, data = parts["attachment"]
+        asset = Asset(self._next("asset"), ctx.q("name") or filename or "attachment", len(data), str(uuid.uuid4()),
+                      self._tick(), data)
+        issue.attachments.append(asset)
+        issue.updated = asset.created
+        return self._json(201, self._asset_json(asset))
 
     # ================================================================== endpoints: notifications and search
 

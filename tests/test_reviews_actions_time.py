@@ -1,0 +1,131 @@
+"""Pull-request reviews and their threads, Actions artifacts, dispatch, secrets and variables, and time
+tracking on issues: the fake forge's endpoints in both flavours, then madtea's actions on both surfaces.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from fakeforge import FakeForge
+
+REPO = "/repos/acme/web"
+
+
+def call(forge: FakeForge, method: str, path: str, *, token: str | None = "alice-token", body: Any = None,
+         query: Any = None) -> tuple[int, dict[str, str], Any]:
+    kwargs: dict[str, Any] = {"token": token, "query": query}
+    if body is not None:
+        kwargs["json_body"] = body
+    status, headers, raw = forge.call(method, path, **kwargs)
+    try:
+        return status, headers, json.loads(raw) if raw else raw
+    except ValueError:
+        return status, headers, raw
+
+
+def open_pull(forge: FakeForge, branch: str = "feature", files: dict[str, str] | None = None) -> int:
+    forge.commit("acme", "web", branch, files or {"app.py": "print('hi')\n", "README.md": "changed\n"},
+                 f"Add {branch}")
+    status, _, pull = call(forge, "POST", REPO + "/pulls", body={"head": branch, "base": "main", "title": "A change"})
+    assert status == 201, pull
+    return int(pull["number"])
+
+
+# =========================================================================== the fake forge
+
+def test_fake_pull_files_and_reviews_with_threads(fake_forge: FakeForge) -> None:
+    number = open_pull(fake_forge)
+    status, headers, files = call(fake_forge, "GET", f"{REPO}/pulls/{number}/files")
+    assert status == 200 and {f["filename"] for f in files} >= {"app.py"}
+    assert all(f["status"] in ("added", "modified") and f["changes"] >= 1 for f in files)
+    status, _, review = call(fake_forge, "POST", f"{REPO}/pulls/{number}/reviews", token="bob-token", body={
+        "event": "PENDING", "body": "", "comments": [{"path": "app.py", "body": "why print?", "new_position": 1}]})
+    assert status == 200 and review["state"] == "PENDING" and review["comments_count"] == 1
+    status, _, comments = call(fake_forge, "GET", f"{REPO}/pulls/{number}/reviews/{review['id']}/comments")
+    assert status == 200 and comments[0]["path"] == "app.py" and comments[0]["position"] == 1
+    assert comments[0]["pull_request_review_id"] == review["id"] and comments[0]["user"]["login"] == "bob"
+    status, _, submitted = call(fake_forge, "POST", f"{REPO}/pulls/{number}/reviews/{review['id']}",
+                                token="bob-token", body={"event": "REQUEST_CHANGES", "body": "see inline"})
+    assert status == 200 and submitted["state"] == "REQUEST_CHANGES"
+    status, _, again = call(fake_forge, "POST", f"{REPO}/pulls/{number}/reviews/{review['id']}",
+                            token="bob-token", body={"event": "COMMENT", "body": "x"})
+    assert status == 422
+    status, _, dismissed = call(fake_forge, "POST", f"{REPO}/pulls/{number}/reviews/{review['id']}/dismissals",
+                                body={"message": "addressed"})
+    assert status == 200 and dismissed["dismissed"] is True
+    if fake_forge.flavour == "gitea":
+        fake_forge.allow_violations("/reviews/{id}/comments is not an operation")
+    status, _, reply = call(fake_forge, "POST", f"{REPO}/pulls/{number}/reviews/{review['id']}/comments",
+                            body={"path": "app.py", "body": "fixed", "new_position": 1})
+    if fake_forge.flavour == "forgejo":
+        assert status == 200 and reply["body"] == "fixed"
+    else:
+        assert status == 405  # Gitea has no such endpoint: the path exists for GET only
+
+
+def test_fake_requested_reviewers_are_a_set(fake_forge: FakeForge) -> None:
+    number = open_pull(fake_forge)
+    status, _, added = call(fake_forge, "POST", f"{REPO}/pulls/{number}/requested_reviewers",
+                            body={"reviewers": ["bob"]})
+    assert status == 201 and added[0]["state"] == "REQUEST_REVIEW"
+    call(fake_forge, "POST", f"{REPO}/pulls/{number}/requested_reviewers", body={"reviewers": ["bob"]})
+    assert [u["login"] for u in fake_forge.pull("acme", "web", number)["requested_reviewers"]] == ["bob"]
+    status, _, refused = call(fake_forge, "POST", f"{REPO}/pulls/{number}/requested_reviewers",
+                              body={"reviewers": ["alice"]})
+    assert status == 422  # the author cannot be asked
+    status, _, _ = call(fake_forge, "DELETE", f"{REPO}/pulls/{number}/requested_reviewers",
+                        body={"reviewers": ["bob"]})
+    assert status == 204 and fake_forge.pull("acme", "web", number)["requested_reviewers"] == []
+
+
+def test_fake_artifacts_exist_only_on_gitea(fake_forge: FakeForge) -> None:
+    run = fake_forge.add_action_run("acme", "web")
+    number = fake_forge.add_artifact("acme", "web", run.id, "dist", b"PK\x03\x04zip")
+    if fake_forge.flavour == "forgejo":
+        fake_forge.allow_violations("no operation in the forgejo")
+    status, _, listing = call(fake_forge, "GET", f"{REPO}/actions/runs/{run.id}/artifacts")
+    if fake_forge.flavour == "forgejo":
+        assert status == 404
+        return
+    assert status == 200 and listing["artifacts"][0]["size_in_bytes"] == 7
+    status, headers, _ = call(fake_forge, "GET", f"{REPO}/actions/artifacts/{number}/zip")
+    assert status == 302 and "/artifacts-blob/" in headers.get("Location", headers.get("location", ""))
+
+
+def test_fake_dispatch_secrets_variables(fake_forge: FakeForge) -> None:
+    fake_forge.commit("acme", "web", "main", {".gitea/workflows/deploy.yml": "on: workflow_dispatch\n"}, "ci")
+    body: dict[str, Any] = {"ref": "main", "inputs": {"level": "3"}}
+    if fake_forge.flavour == "forgejo":
+        body["return_run_info"] = True
+    status, _, answer = call(fake_forge, "POST", f"{REPO}/actions/workflows/deploy.yml/dispatches", body=body)
+    assert status == (201 if fake_forge.flavour == "forgejo" else 204)
+    assert fake_forge.dispatches[-1]["inputs"] == {"level": "3"}
+    status, _, _ = call(fake_forge, "POST", f"{REPO}/actions/workflows/nope.yml/dispatches", body={"ref": "main"})
+    assert status == 404
+    status, _, _ = call(fake_forge, "PUT", f"{REPO}/actions/secrets/deploy_key", body={"data": "s3cr3t-value"})
+    assert status == 201 and fake_forge.repo().secrets == {"DEPLOY_KEY": "s3cr3t-value"}
+    assert call(fake_forge, "PUT", f"{REPO}/actions/secrets/DEPLOY_KEY", body={"data": "v2"})[0] == 204
+    assert call(fake_forge, "PUT", f"{REPO}/actions/secrets/GITEA_X", body={"data": "v"})[0] == 400
+    assert call(fake_forge, "DELETE", f"{REPO}/actions/secrets/deploy_key")[0] == 204
+    assert call(fake_forge, "POST", f"{REPO}/actions/variables/level", body={"value": "3"})[0] == 201
+    assert call(fake_forge, "POST", f"{REPO}/actions/variables/level", body={"value": "3"})[0] == 409
+    assert call(fake_forge, "PUT", f"{REPO}/actions/variables/level", body={"value": "4"})[0] == 204
+    status, _, got = call(fake_forge, "GET", f"{REPO}/actions/variables/LEVEL")
+    assert status == 200 and got["data"] == "4"
+    assert call(fake_forge, "DELETE", f"{REPO}/actions/variables/level")[0] == 204
+
+
+def test_fake_time_tracking_and_attachments(fake_forge: FakeForge) -> None:
+    number = fake_forge.create_issue("acme", "web", "Track me")["number"]
+    assert call(fake_forge, "POST", f"{REPO}/issues/{number}/stopwatch/start")[0] == 201
+    assert call(fake_forge, "POST", f"{REPO}/issues/{number}/stopwatch/start")[0] == 409
+    assert call(fake_forge, "POST", f"{REPO}/issues/{number}/stopwatch/stop")[0] == 201
+    assert call(fake_forge, "POST", f"{REPO}/issues/{number}/stopwatch/stop")[0] == 409
+    status, _, added = call(fake_forge, "POST", f"{REPO}/issues/{number}/times", body={"time": 3600})
+    assert status == 200 and added["time"] == 3600
+    status, _, times = call(fake_forge, "GET", f"{REPO}/issues/{number}/times")
+    assert status == 200 and len(times) == 2 and sum(t["time"] for t in times) > 3600
+    status, _, assets = call(fake_forge, "GET", f"{REPO}/issues/{number}/assets")
+    assert status == 200 and assets == []
