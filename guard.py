@@ -30,6 +30,7 @@ __all__ = [
     "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
     "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope", "check_host_scope", "narrow_way_on",
     "scope_entry_problems", "RefWrite", "check_branch_rename", "protected_branch", "ref_exists", "no_such_ref",
+    "ForgeCall", "duration_seconds", "actions_name", "saved_file", "artifact_too_large", "no_stopwatch",
 ]
 
 # --- wrong-repo guard and rules ---
@@ -1296,6 +1297,86 @@ def no_such_ref(w: RefWrite, ref: str, key: str, branch: bool = False) -> Refusa
                              w.retry(**{key: placeholder("a branch the list shows")})))
     return Refusal("NOT_A_COMMIT", f"Nothing in {w.repo} is called {ref}; nothing was changed.", target=w.repo,
                    next=(w.retry(**{key: placeholder("a branch, tag or commit that exists")}),))
+
+
+# --------------------------------------------------------------------------- reviews, Actions and time on the forge
+
+@record(frozen=True)
+class ForgeCall(_Guarded):
+    """A call that writes to the forge (or saves what it read), with the facts read just before it."""
+
+    tool: str
+    action: str | None
+    args: Mapping[str, Any]
+    repo: str                     # owner/repo on the forge
+    secret: str | None = None     # the parameter whose value is never repeated in a refusal
+
+    def retry(self, **changes: Any) -> Call:
+        kept = {k: v for k, v in self.args.items() if k != self.secret}
+        if self.secret and self.secret in self.args and self.secret not in changes:
+            kept[self.secret] = placeholder(f"the same {self.secret}")
+        return call(self.tool, **_with_action(self.action, kept | changes))
+
+
+_DURATION = regex(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def duration_seconds(c: ForgeCall, value: str) -> int:
+    """A tracked time as the forge stores it, in whole seconds: "1h30m", "45m", "90s", or a number of seconds."""
+    text = value.strip().lower().replace(" ", "")
+    found = _DURATION.fullmatch(text) if text and not text.isdigit() else None
+    seconds = int(text) if text.isdigit() else (
+        int(found[1] or 0) * 3600 + int(found[2] or 0) * 60 + int(found[3] or 0) if found else 0)
+    if not 0 < seconds <= 10_000 * 3600:
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: {value[:40]!r} is not a time to track; give hours, minutes or "
+                      f"seconds such as 1h30m, 45m or 90s.", target=c.where,
+                      next=(c.retry(duration=placeholder("a time such as 1h30m")),))
+    return seconds
+
+
+_ACTIONS_NAME = regex(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def actions_name(c: ForgeCall, name: str, what: str) -> str:
+    """A secret's or variable's name as Gitea and Forgejo keep it: upper-cased; letters, digits and _, not
+    starting with a digit, and not with GITEA_ or GITHUB_ (theirs)."""
+    upper = name.strip().upper()
+    if not _ACTIONS_NAME.fullmatch(upper) or upper.startswith(("GITEA_", "GITHUB_")):
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: {name[:60]!r} cannot name a {what}: use letters, digits and _, "
+                      f"not starting with a digit, GITEA_ or GITHUB_.", target=c.where,
+                      next=(c.retry(name=placeholder(f"a {what} name such as DEPLOY_KEY")),))
+    return upper
+
+
+def saved_file(c: ForgeCall, raw: str) -> "Path":
+    """Where a download is saved: a new file, by absolute path, in a folder that exists; nothing is overwritten."""
+    from pathlib import Path
+    path = Path(raw.strip())
+    new = placeholder("the absolute path of a file that does not exist yet")
+    if not raw.strip() or not path.is_absolute():
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: output {raw[:80]!r} is not an absolute path; the server cannot "
+                      f"know what it is relative to.", target=c.where, next=(c.retry(output=new),))
+    if path.exists() or path.is_symlink():
+        raise Refusal("PATH_EXISTS", f"{path} already exists, and a download never overwrites a file; nothing was "
+                      f"fetched.", target=str(path), next=(c.retry(output=new),))
+    if not path.parent.is_dir():
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: the folder {path.parent} does not exist; nothing was fetched.",
+                      target=str(path.parent), next=(c.retry(output=new),))
+    return path
+
+
+def artifact_too_large(c: ForgeCall, name: str, size: int, limit: int, web: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"The artifact {name} of {c.repo} is {size} bytes, more than the {limit} bytes "
+                   f"madtea downloads; nothing was fetched.", target=c.repo,
+                   user_action=f"Ask the user to download {name} from {web} if it is needed.")
+
+
+def no_stopwatch(c: ForgeCall, number: int) -> Refusal:
+    """Stopping a stopwatch that is not running: the time to record can still be added by hand."""
+    return Refusal("BAD_ARGUMENT", f"No stopwatch of yours is running on #{number} in {c.repo}; nothing was "
+                   f"tracked.", target=f"{c.repo}#{number}",
+                   next=(call(c.tool, action="add_time", owner_repo=c.args.get("owner_repo"), number=number,
+                              duration=placeholder("the time spent, such as 1h30m")),))
 
 
 # --- hook classifier ---

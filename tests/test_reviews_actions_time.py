@@ -129,3 +129,57 @@ def test_fake_time_tracking_and_attachments(fake_forge: FakeForge) -> None:
     assert status == 200 and len(times) == 2 and sum(t["time"] for t in times) > 3600
     status, _, assets = call(fake_forge, "GET", f"{REPO}/issues/{number}/assets")
     assert status == 200 and assets == []
+
+
+# =========================================================================== the rules
+
+import guard  # noqa: E402
+
+_CALL = guard.ForgeCall("madt_issues", "add_time", {"number": 3, "duration": "x"}, "acme/web")
+
+
+@pytest.mark.parametrize("text, seconds", [("1h30m", 5400), ("45m", 2700), ("90s", 90), ("3600", 3600),
+                                           (" 2h ", 7200), ("1h 5m 3s", 3903)])
+def test_durations_the_forge_takes(text: str, seconds: int) -> None:
+    assert guard.duration_seconds(_CALL, text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "0", "soon", "1d", "-5m", "1h-2m", "99999999h"])
+def test_durations_refused_with_the_call_to_send(text: str) -> None:
+    with pytest.raises(guard.Refusal) as caught:
+        guard.duration_seconds(_CALL, text)
+    assert caught.value.code == "BAD_ARGUMENT" and "1h30m" in caught.value.message
+    assert caught.value.next[0]["args"]["duration"] == "<a time such as 1h30m>"
+
+
+@pytest.mark.parametrize("name, kept", [("deploy_key", "DEPLOY_KEY"), ("_X1", "_X1")])
+def test_actions_names_are_upper_cased(name: str, kept: str) -> None:
+    assert guard.actions_name(_CALL, name, "secret") == kept
+
+
+@pytest.mark.parametrize("name", ["1ABC", "GITEA_TOKEN", "github_x", "a-b", "", "has space"])
+def test_actions_names_the_forges_refuse(name: str) -> None:
+    with pytest.raises(guard.Refusal) as caught:
+        guard.actions_name(_CALL, name, "secret")
+    assert caught.value.code == "BAD_ARGUMENT" and "cannot name a secret" in caught.value.message
+
+
+def test_a_secret_is_never_repeated_in_a_refusal() -> None:
+    secret_call = guard.ForgeCall("madt_actions", "secret_set", {"name": "1X", "body": "hunter2-value"}, "acme/web",
+                                  secret="body")
+    with pytest.raises(guard.Refusal) as caught:
+        guard.actions_name(secret_call, "1X", "secret")
+    assert "hunter2" not in json.dumps(caught.value.next) + caught.value.message
+    assert caught.value.next[0]["args"]["body"] == "<the same body>"
+
+
+def test_a_download_never_overwrites(tmp_path: Any) -> None:
+    c = guard.ForgeCall("madt_actions", "download", {"artifact_id": 1}, "acme/web")
+    assert guard.saved_file(c, str(tmp_path / "a.zip")) == tmp_path / "a.zip"
+    (tmp_path / "b.zip").write_bytes(b"")
+    for raw, code in ((str(tmp_path / "b.zip"), "PATH_EXISTS"), ("rel.zip", "BAD_ARGUMENT"),
+                      (str(tmp_path / "no" / "c.zip"), "BAD_ARGUMENT")):
+        with pytest.raises(guard.Refusal) as caught:
+            guard.saved_file(c, raw)
+        assert caught.value.code == code
+        assert caught.value.next[0]["args"]["output"].startswith("<")
