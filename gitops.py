@@ -76,20 +76,23 @@ __all__ = [
     "record",
     "replace",
     "regex",
+    "to_json",
+    "from_json",
 ]
 
 import _thread
 import os
-import re
 import time as _time
-from collections.abc import Callable, Iterator, Mapping, Sequence
 
 # The hook imports this module before every shell command an agent runs:
-# pathlib (which imports urllib) and dataclasses (which imports inspect) cost
-# more than the hook's whole decision, so Path is imported where it is used
-# and the value types below are declared with ``record``.
+# pathlib (which imports urllib), dataclasses (which imports inspect), re and
+# json (which import enum and functools) and collections cost more than the
+# hook's whole decision, so Path and re are imported where they are used, the
+# value types below are declared with ``record``, patterns with ``regex`` and
+# JSON goes through ``to_json`` and ``from_json``.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
     from types import NotImplementedType
     from typing import Any
@@ -195,6 +198,7 @@ class _Regex:
         self.pattern, self.flags = pattern, flags
 
     def __getattr__(self, name: str) -> Any:
+        import re
         return getattr(re.compile(self.pattern, self.flags), name)
 
 
@@ -208,6 +212,50 @@ if TYPE_CHECKING:
     from re import compile as regex
 else:
     record, field, replace, regex = _record, _field, _replace, _Regex
+
+
+# The json package imports re, enum and functools, a third of the hook's time; its own C accelerator
+# does not. These two call the accelerator as json does and hand anything else to json itself, so a
+# result or an error is always json's own.
+_JSON_CONSTANTS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+class _JsonContext:
+    strict, object_hook, object_pairs_hook = True, None, None
+    parse_float, parse_int, parse_constant = float, int, _JSON_CONSTANTS.__getitem__
+
+
+def _json_refused(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def to_json(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] = (", ", ": "),
+            default: Callable[[Any], Any] | None = None) -> str:
+    """``json.dumps(value, ensure_ascii=..., separators=..., default=...)``."""
+    try:
+        import _json
+        quote = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
+        encode = _json.make_encoder({}, default or _json_refused, quote, None, separators[1], separators[0],
+                                    False, False, True)
+        return "".join(encode(value, 0))
+    except Exception:  # noqa: BLE001 - no accelerator, or a value json itself must judge
+        import json
+        return json.dumps(value, ensure_ascii=ensure_ascii, separators=separators, default=default)
+
+
+def from_json(text: str) -> Any:
+    """``json.loads(text)`` for a str."""
+    try:
+        import _json
+        start, end = len(text) - len(text.lstrip(" \t\n\r")), len(text.rstrip(" \t\n\r"))
+        # typeshed names the scanner type as its context; json itself passes its decoder, as this passes _JsonContext
+        value, stop = _json.make_scanner(_JsonContext())(text, start)  # type: ignore[arg-type]
+        if stop == end:
+            return value
+    except Exception:  # noqa: BLE001 - no accelerator, or text json itself must judge
+        pass
+    import json
+    return json.loads(text)
 
 
 # Variables that let the caller's environment choose a different repository,
@@ -591,7 +639,7 @@ _IPV6 = regex(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[A-Za-z0-9._-]+)?")
 _PORT = regex(r"[0-9]{1,5}")
 _NAME = regex(r"[A-Za-z0-9._-]+")
 # scp-style is git's rule: a colon before the first slash; brackets allow IPv6.
-_SCP = regex(r"(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)", re.DOTALL)
+_SCP = regex(r"(?s)(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)")
 
 
 _SPACE_OR_CONTROL = regex(r"[\s\x00-\x1f]")  # \s is str.isspace's set
@@ -620,7 +668,7 @@ def _parse_scheme_url(scheme: str, rest: str) -> RemoteId | None:
     host_port = _split_host_port(authority.rpartition("@")[2])
     if host_port is None:
         return None
-    path = re.split(r"[?#]", path, maxsplit=1)[0]
+    path = path.split("?", 1)[0].split("#", 1)[0]
     return _build_remote(kind, host_port[0], host_port[1], path)
 
 

@@ -6,18 +6,17 @@ and touch no network. The hook's shell-command classifier lives here too.
 """
 from __future__ import annotations
 
-import json
 import os
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import gitops
-from gitops import record, regex
+from gitops import record, regex, to_json
 
-# The hook imports this module before every shell command: pathlib and typing
-# are for type checkers here, and Path is imported where a rule builds one.
+# The hook imports this module before every shell command: pathlib, typing and
+# collections are for type checkers here, Path and re are imported where a rule
+# uses them, and JSON is gitops.to_json (see there).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from pathlib import Path
     from typing import Any, Protocol
 
@@ -124,8 +123,8 @@ def _call_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, (list, tuple)):
-        return json.dumps(list(value), ensure_ascii=False, separators=(",", ":"))
-    return json.dumps(value if isinstance(value, (str, dict)) or value is None else str(value), ensure_ascii=False)
+        return to_json(list(value), ensure_ascii=False, separators=(",", ":"))
+    return to_json(value if isinstance(value, (str, dict)) or value is None else str(value), ensure_ascii=False)
 
 
 
@@ -201,6 +200,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str | None:
 
 def _liberal_numbers(value: Any) -> list[int] | None:
     if isinstance(value, str):
+        import re
         value = [p for p in re.split(r"[\s,]+", value.strip()) if p]
     if not isinstance(value, (list, tuple)):
         value = [value]
@@ -220,7 +220,7 @@ def _where(tool: str, action: str | None) -> str:
 
 def _shown(value: Any, limit: int = 80) -> str:
     """A caller's value as a refusal quotes it: JSON, cut to *limit* characters, lone surrogates escaped."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
+    text = to_json(value, ensure_ascii=False, default=str)
     text = text if len(text) <= limit else text[:limit] + "…"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
@@ -570,6 +570,7 @@ def check_workspace(t: Target) -> None:
 
 def slug(text: str, fallback: str = "work") -> str:
     """A branch-name-safe slug of a title, for suggested next calls."""
+    import re
     words = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return words[:40].rstrip("-") or fallback
 
@@ -763,12 +764,13 @@ def continue_rail(t: Target) -> tuple[Call, ...]:
     return tuple(steps)
 
 
-_SHELL_SAFE = regex(r"[A-Za-z0-9_./:@%+=,-]+")
+_SHELL_SAFE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:@%+=,-"
 
 
 def shell_quote(text: str) -> str:
     """One word for a POSIX shell: as it is when it needs no quoting (as ``shlex.quote`` decides), else quoted."""
-    return text if _SHELL_SAFE.fullmatch(text) else "'" + text.replace("'", "'\\''") + "'"
+    # Nothing left after stripping the safe characters from both ends: every character is safe.
+    return text if text and not text.strip(_SHELL_SAFE) else "'" + text.replace("'", "'\\''") + "'"
 
 
 def check_mid_operation(t: Target) -> None:
@@ -829,7 +831,7 @@ def check_title(t: Target) -> None:
     title = t.args.get("title")
     if t.tool not in ("madt_commit", "madt_finish") or not isinstance(title, str):
         return
-    lines = [line.strip() for line in re.split(r"\r\n|\r|\n", title)]
+    lines = [line.strip() for line in title.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     if len(lines) == 1:
         return
     first, rest = lines[0], "\n".join(lines[1:]).strip("\n")
@@ -1389,7 +1391,6 @@ def no_stopwatch(c: ForgeCall, number: int) -> Refusal:
 # followed when their text is literal: the guard in the MCP tools enforces.
 
 import os as _hk_os
-import re as _hk_re
 
 __all__ += ["HookDecision", "HookRepo", "classify_command", "hook_failure_decision",
             "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL"]
@@ -1448,7 +1449,13 @@ class HookRepo:
 
 def mentions_git_or_madtea(command: str) -> bool:
     """True when *command* has a ``git`` or ``madtea`` word: a blocked form could hide there."""
-    return bool(_hk_re.search(r"\b(?:git|madtea)\b", command or ""))
+    command = command or ""
+    if "git" not in command and "madtea" not in command:
+        return False  # most commands: no pattern to compile
+    return bool(_HK_GIT_OR_MADTEA.search(command))
+
+
+_HK_GIT_OR_MADTEA = regex(r"\b(?:git|madtea)\b")
 
 
 def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
@@ -1546,8 +1553,29 @@ class _HkState:
         self.piped: list[str | None] | None = None  # what the previous part of a pipeline writes, when literal
 
 
-_HK_ASSIGN = regex(r"[A-Za-z_][A-Za-z0-9_]*=")
-_HK_VARNAME = regex(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
+
+
+def _hk_assigns(text: str) -> bool:
+    """A shell variable assignment word: ``NAME=...`` with NAME matching ``[A-Za-z_][A-Za-z0-9_]*``.
+
+    Plain string tests rather than a pattern: every word of every command meets this one, and
+    compiling a pattern costs more than the hook's decision."""
+    name, eq, _ = text.partition("=")
+    return bool(eq and name) and not name[0].isdigit() and name.isascii() and name.replace("_", "a").isalnum()
+
+
+def _hk_varname_end(src: str, pos: int) -> int | None:
+    """Where the name of a ``$NAME``, ``$1`` or ``$@`` whose name starts at *pos* ends; None for none."""
+    first = src[pos:pos + 1]
+    if first and first in "0123456789@*#?$!-":
+        return pos + 1
+    if not (first.isascii() and (first.isalpha() or first == "_")):
+        return None
+    end = pos + 1
+    while end < len(src) and src[end].isascii() and (src[end].isalnum() or src[end] == "_"):
+        end += 1
+    return end
+
 _HK_ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a", "0": "\0"}
 
 
@@ -1785,10 +1813,10 @@ class _HkParser:
         elif nxt == '"' and not in_dquote:
             self.pos += 1  # $"..." is a translated string: read it as "..."
         else:
-            m = _HK_VARNAME.match(src, self.pos + 1)
-            if m:
-                self._add(st, "$" + m.group(0), dynamic=True)
-                self.pos = m.end()
+            end = _hk_varname_end(src, self.pos + 1)
+            if end is not None:
+                self._add(st, "$" + src[self.pos + 1:end], dynamic=True)
+                self.pos = end
             else:
                 self._add(st, "$")
                 self.pos += 1
@@ -1843,7 +1871,7 @@ class _HkParser:
 def _hk_scope_update(seg: _HkSeg, scope: dict[str, Any]) -> None:
     """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
     words = seg.words
-    if all(_HK_ASSIGN.match(w.text) for w in words):
+    if all(_hk_assigns(w.text) for w in words):
         for w in words:
             scope["env"][w.text.split("=", 1)[0]] = w
         return
@@ -1860,7 +1888,7 @@ def _hk_scope_update(seg: _HkSeg, scope: dict[str, Any]) -> None:
         scope["dir"] = None
     elif name == "export":
         for w in words[1:]:
-            if _HK_ASSIGN.match(w.text):
+            if _hk_assigns(w.text):
                 scope["env"][w.text.split("=", 1)[0]] = w
     elif name == "unset":
         for w in words[1:]:
@@ -1891,7 +1919,17 @@ _HK_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "whi
                           "time", "[[", "]]", "function", "coproc", "esac"})
 _HK_NOT_A_COMMAND = frozenset({"for", "select", "case", "in"})
 _HK_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
-_HK_PYTHONS = regex(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$")
+
+
+def _hk_python(name: str) -> bool:
+    """``python``, ``python2``, ``python3`` or ``python3.12``, each maybe with ``.exe``; string tests rather than a
+    pattern, since agents run python often and compiling one costs more than the hook's decision."""
+    rest = name[:-1] if name.endswith("\n") else name  # "$" also matches before a final newline
+    if not rest.startswith("python"):
+        return False
+    rest = rest[6:-4] if rest.endswith(".exe") else rest[6:]
+    major, dot, minor = rest[:1], rest[1:2], rest[2:]
+    return not rest or major in ("2", "3") and (not dot or dot == "." and minor.isdecimal())
 
 
 class _HkCtx:
@@ -1934,7 +1972,7 @@ def _hk_strip(seg: _HkSeg) -> tuple[list[_HkWord], dict[str, _HkWord], str | Non
     if not words or words[0].text in _HK_NOT_A_COMMAND:
         return [], env, cdir
     for _ in range(8):
-        while words and _HK_ASSIGN.match(words[0].text) and not words[0].text.startswith("="):
+        while words and _hk_assigns(words[0].text):
             word = words.pop(0)
             env[word.text.split("=", 1)[0]] = word
         if not words:
@@ -2070,14 +2108,14 @@ def _hk_find_exec(words: list[_HkWord], seg: _HkSeg, env: dict[str, _HkWord], cd
 def _hk_madtea_args(words: list[_HkWord]) -> list[_HkWord] | None:
     """The arguments of a madtea CLI run (``madtea ...``, ``python -m madtea ...``), or None."""
     name = _hk_basename(words[0].text)
-    if name in ("madtea", "madtea.py") or _HK_MADTEA_PYZ.fullmatch(name):
+    if name in ("madtea", "madtea.py") or _hk_madtea_pyz(name):
         return words[1:]
     if name in ("uvx", "pipx") and len(words) > 1:
         rest = words[2:] if words[1].text == "run" else words[1:]
         if rest and _hk_basename(rest[0].text) == "madtea":
             return rest[1:]
         return None
-    if _HK_PYTHONS.match(name):
+    if _hk_python(name):
         i = 1
         while i < len(words) and words[i].text.startswith("-"):
             if words[i].text == "-m":
@@ -2086,12 +2124,16 @@ def _hk_madtea_args(words: list[_HkWord]) -> list[_HkWord] | None:
                 return None
             i += 1
         if i < len(words) and (_hk_basename(words[i].text) == "madtea.py"
-                               or _HK_MADTEA_PYZ.fullmatch(_hk_basename(words[i].text))):
+                               or _hk_madtea_pyz(_hk_basename(words[i].text))):
             return words[i + 1:]
     return None
 
 
 _HK_MADTEA_PYZ = regex(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
+
+
+def _hk_madtea_pyz(name: str) -> bool:
+    return name.startswith("madtea") and name.endswith(".pyz") and bool(_HK_MADTEA_PYZ.fullmatch(name))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -2116,9 +2158,9 @@ _HK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--nam
 _HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit", "--show-current-patch", "--edit-todo"})
 _HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
 # user:secret@, or a bare token as the user name (Gitea takes one there: 40 hex digits, or a known prefix)
-_HK_CRED_URL = regex(r"\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
-                              r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@", _hk_re.I)
-_HK_SHA = regex(r"[0-9a-f]{7,40}")
+_HK_CRED_URL = regex(r"(?i)\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
+                              r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@")
+_HK_HEX = "0123456789abcdef"
 _HK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 
 
@@ -2306,8 +2348,7 @@ class _HkGit:
     def credential_leak(self) -> tuple[str, str] | None:
         words = [v for _n, v in self.gopts if v is not None] + list(self.args)
         for w in words:
-            m = _HK_CRED_URL.search(w.text)
-            if m:
+            if "://" in w.text and "@" in w.text and _HK_CRED_URL.search(w.text):
                 clean = _HK_CRED_URL.sub(lambda mm: mm.group(1), w.text)
                 return "deny", (
                     "A token or password inside a remote URL is stored in .git/config and shows up in "
@@ -2480,7 +2521,7 @@ class _HkGit:
             return steer
         if name == "-" or kind == "branch" or (kind is None and self.refs_unknown()):
             return self.deny(self._SWITCH_WHY, self._switch_call(name))
-        if kind in ("tag", "tracking") or _HK_SHA.fullmatch(name) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
+        if kind in ("tag", "tracking") or (7 <= len(name) <= 40 and not name.strip(_HK_HEX)) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
             return ("allow", "")  # a detached look at a commit: nothing is lost
         return self.destroys(f"git checkout {name} names no branch here, so git reads it as a path, and checking "
                              "out a path overwrites its uncommitted changes for good")
@@ -2833,6 +2874,7 @@ def update_not_trusted(path: str, signer: str) -> Refusal:
 
 
 def _version_key(version: str) -> tuple[int, int, int, int] | None:
+    import re
     match = re.match(r"(\d+)\.(\d+)\.(\d+)(?:\.dev(\d+))?", version)
     if not match or version.startswith("0.0.0+"):
         return None

@@ -2,13 +2,16 @@
 helpers, status, and every operation, including the refusals and proofs."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gitops
 from topologies import (
@@ -1130,3 +1133,64 @@ def test_a_lazy_regex_compiles_on_first_use_and_matches_as_re_does():
     pattern = gitops.regex(r"[a-z]+(\d)", 0)
     assert pattern.fullmatch("ab1").group(1) == "1" and pattern.search("x ab2").group(0) == "ab2"
     assert pattern.sub("-", "a1 b2") == "- -" and pattern.pattern == r"[a-z]+(\d)"
+
+
+# --------------------------------------------------------------------------- JSON without the json package
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner) | st.dictionaries(
+        st.text(max_size=8) | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False), inner, max_size=4),
+    max_leaves=12)
+_JSON_SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, database=None)
+
+
+@_JSON_SETTINGS
+@given(value=_JSON_VALUES, ensure_ascii=st.booleans(),
+       separators=st.sampled_from([(", ", ": "), (",", ":"), (" , ", " : ")]))
+def test_to_json_writes_what_json_dumps_writes(value, ensure_ascii, separators):
+    assert gitops.to_json(value, ensure_ascii=ensure_ascii, separators=separators) == \
+        json.dumps(value, ensure_ascii=ensure_ascii, separators=separators)
+
+
+@_JSON_SETTINGS
+@given(value=_JSON_VALUES, pad=st.sampled_from(["", " ", "\n\t ", "\r\n"]))
+def test_from_json_reads_what_json_loads_reads(value, pad):
+    text = pad + json.dumps(value) + pad
+    assert repr(gitops.from_json(text)) == repr(json.loads(text))
+
+
+@_JSON_SETTINGS
+@given(text=st.text(alphabet='{}[]":,. \\0123456789eE+-truefalsnNaIiy\u00e9\ud800', max_size=20))
+def test_from_json_fails_where_json_loads_fails_with_its_error(text):
+    try:
+        expected: object = repr(json.loads(text))
+    except Exception as exc:  # noqa: BLE001 - whatever json raises, from_json must raise too
+        expected = (type(exc), str(exc))
+    try:
+        got: object = repr(gitops.from_json(text))
+    except Exception as exc:  # noqa: BLE001
+        got = (type(exc), str(exc))
+    assert got == expected
+
+
+def test_to_json_refuses_what_json_refuses_and_takes_a_default():
+    for bad in ({1, 2}, object(), {(1, 2): 3}):
+        with pytest.raises(TypeError):
+            gitops.to_json(bad)
+    circular: list[object] = []
+    circular.append(circular)
+    with pytest.raises(ValueError):
+        gitops.to_json(circular)
+    assert gitops.to_json({"p": Path("/x")}, default=str) == json.dumps({"p": Path("/x")}, default=str)
+
+
+def test_to_json_and_from_json_import_neither_json_nor_re():
+    probe = ("import sys, gitops\n"
+             "assert gitops.from_json(gitops.to_json({'a': [1, 2.5, 'é', None, True]})) == "
+             "{'a': [1, 2.5, 'é', None, True]}\n"
+             "print(sorted(m for m in ('json', 're', 'enum', 'functools', 'collections') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(Path(gitops.__file__).parent)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

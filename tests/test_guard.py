@@ -1,10 +1,15 @@
 """The guard's decisions as tables over facts: no git, no forge, just the rules and their texts."""
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import gitops
 import guard
@@ -367,3 +372,41 @@ def test_launch_scope_refuses_writes_on_another_host_except_filing_an_issue() ->
     assert caught.value.code == "OUT_OF_SCOPE" and caught.value.user_action
     guard.check_remote(remote("madt_issues", "create", target_full=other, explicit=True))
     guard.check_remote(remote("madt_issues", "view", target_full=other, explicit=True, mutating=False))
+
+
+# --------------------------------------------------------------------------- the hook's pattern-free tests
+
+_WORDS = st.text(alphabet="aZ_09=$@*#?!-.:/'é\u00b2 \n", max_size=12)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(text=_WORDS, pos=st.integers(min_value=0, max_value=13))
+def test_the_hooks_string_tests_agree_with_the_patterns_they_stand_for(text, pos):
+    assert guard._hk_assigns(text) == bool(re.match(r"[A-Za-z_][A-Za-z0-9_]*=", text))
+    name = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(text, pos)
+    assert guard._hk_varname_end(text, pos) == (name.end() if name else None)
+    quoted = text if re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+    assert guard.shell_quote(text) == quoted
+    hexed = text.translate(str.maketrans("aZ_09=$", "abcdef0"))
+    assert (7 <= len(hexed) <= 40 and not hexed.strip(guard._HK_HEX)) == bool(re.fullmatch(r"[0-9a-f]{7,40}", hexed))
+    assert guard.mentions_git_or_madtea(text + " git") and not guard.mentions_git_or_madtea(text.replace("g", ""))
+
+
+def test_a_hook_decision_on_common_commands_compiles_no_pattern_and_reads_no_json_module():
+    """The classifier alone, on the commands agents run most: no re, json, enum or collections import."""
+    probe = ("import sys, guard\n"
+             "for line in ('git status', 'git add x && git commit -m y', 'ls -la', 'npm test', 'FOO=1 make', "
+             "'cd sub && git log --oneline | head -3', 'python -m pytest -q', 'echo $HOME ${X} $(date)'):\n"
+             "    guard.classify_command(line, '/nowhere', lambda path: None, dict)\n"
+             "print(sorted(m for m in ('json', 're', 'enum', 'functools', 'collections') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-S", "-c", probe], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(Path(guard.__file__).parent)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(tail=st.text(alphabet="23.1٣x.exe\n", max_size=8), head=st.sampled_from(["python", "pytho", "xpython", ""]))
+def test_the_hooks_python_name_test_agrees_with_its_pattern(head, tail):
+    name = head + tail
+    assert guard._hk_python(name) == bool(re.match(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$", name)), name
