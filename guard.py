@@ -30,6 +30,7 @@ __all__ = [
     "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope", "check_host_scope", "narrow_way_on",
     "scope_entry_problems", "RefWrite", "check_branch_rename", "protected_branch", "ref_exists", "no_such_ref",
     "ForgeCall", "duration_seconds", "actions_name", "saved_file", "artifact_too_large", "no_stopwatch",
+    "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
 ]
 
 # --- wrong-repo guard and rules ---
@@ -1371,6 +1372,49 @@ def artifact_too_large(c: ForgeCall, name: str, size: int, limit: int, web: str)
     return Refusal("BAD_ARGUMENT", f"The artifact {name} of {c.repo} is {size} bytes, more than the {limit} bytes "
                    f"madtea downloads; nothing was fetched.", target=c.repo,
                    user_action=f"Ask the user to download {name} from {web} if it is needed.")
+
+
+def inline_comments(c: ForgeCall, value: Any) -> list[dict[str, Any]]:
+    """A review's inline comments as the forge takes them: each a path, a body and a line of the new file
+    (``line``) or of the old one (``old_line``)."""
+    shape = placeholder('a list such as [{"path": "a.py", "line": 3, "body": "..."}]')
+    out = []
+    for item in value if isinstance(value, list) else [None]:
+        line = item.get("line") if isinstance(item, dict) else None
+        old = item.get("old_line") if isinstance(item, dict) else None
+        whole = [n for n in (line, old) if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_NUMBER]
+        if not isinstance(item, dict) or set(item) - {"path", "body", "line", "old_line"} or \
+                not isinstance(item.get("path"), str) or not item["path"].strip() or \
+                not isinstance(item.get("body"), str) or not item["body"].strip() or \
+                len(whole) != 1 or len(whole) != len([n for n in (line, old) if n is not None]):
+            raise Refusal("BAD_ARGUMENT", f"{c.where}: each inline comment is an object with path, body and one of "
+                          f"line (in the new file) or old_line (a removed line), as whole numbers.", target=c.where,
+                          next=(c.retry(inline=shape),))
+        out.append({"path": item["path"], "body": item["body"], "new_position": line or 0, "old_position": old or 0})
+    return out
+
+
+def dispatch_inputs(c: ForgeCall, value: Any) -> dict[str, str]:
+    """A workflow's inputs as the forge takes them: names to strings (numbers and true/false become text)."""
+    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, (str, int, float, bool))
+                                       for k, v in value.items()):
+        return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()}
+    raise Refusal("BAD_ARGUMENT", f"{c.where}: inputs is an object of names to values, such as "
+                  '{"level": "3"}.', target=c.where, next=(c.retry(inputs=placeholder('an object such as {"level": "3"}')),))
+
+
+def lost_write(c: ForgeCall, failure: str, what: str, look: Call) -> Refusal:
+    """A write whose answer was lost and that no read-back could settle: look before sending it again."""
+    return Refusal("FORGE_UNAVAILABLE", f"{failure} Whether {what} is unknown; look before sending this again: "
+                   f"{render_call(look)}", target=c.repo, next=(look,))
+
+
+def no_review_comment(c: ForgeCall, number: int, comment_id: int) -> Refusal:
+    return Refusal("NOT_FOUND_OR_NO_ACCESS", f"PR #{number} in {c.repo} has no review comment {comment_id}; "
+                   f"nothing was sent.", target=f"{c.repo}#{number}",
+                   next=(call(c.tool, action="reviews", owner_repo=c.args.get("owner_repo"), number=number,
+                              comments=True),
+                         c.retry(comment_id=placeholder("a comment id the reviews show"))))
 
 
 def no_stopwatch(c: ForgeCall, number: int) -> Refusal:

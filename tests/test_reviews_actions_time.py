@@ -183,3 +183,30 @@ def test_a_download_never_overwrites(tmp_path: Any) -> None:
             guard.saved_file(c, raw)
         assert caught.value.code == code
         assert caught.value.next[0]["args"]["output"].startswith("<")
+
+
+_REVIEW = guard.ForgeCall("madt_pr", "review", {"number": 1, "event": "comment"}, "acme/web")
+
+
+def test_inline_comments_take_one_line_each() -> None:
+    assert guard.inline_comments(_REVIEW, [{"path": "a.py", "line": 3, "body": "x"},
+                                           {"path": "b.py", "old_line": 2, "body": "y"}]) == [
+        {"path": "a.py", "body": "x", "new_position": 3, "old_position": 0},
+        {"path": "b.py", "body": "y", "new_position": 0, "old_position": 2}]
+
+
+@pytest.mark.parametrize("value", [None, "a.py:3", [{"path": "a", "body": "x"}],
+                                   [{"path": "a", "body": "x", "line": 1, "old_line": 2}],
+                                   [{"path": "a", "body": "x", "line": True}], [{"path": "a", "body": " ", "line": 1}],
+                                   [{"path": "a", "body": "x", "line": 1, "side": "new"}]])
+def test_inline_comments_refused_with_their_shape(value: Any) -> None:
+    with pytest.raises(guard.Refusal) as caught:
+        guard.inline_comments(_REVIEW, value)
+    assert caught.value.code == "BAD_ARGUMENT" and caught.value.next[0]["args"]["inline"].startswith("<a list")
+
+
+def test_dispatch_inputs_are_text() -> None:
+    assert guard.dispatch_inputs(_REVIEW, {"a": 1, "b": True, "c": "x"}) == {"a": "1", "b": "true", "c": "x"}
+    for bad in ([1], {"a": [1]}, "a=1"):
+        with pytest.raises(guard.Refusal):
+            guard.dispatch_inputs(_REVIEW, bad)
