@@ -23,6 +23,8 @@ __all__ = [
     "BranchExists",
     "PathExists",
     "NotACommit",
+    "NoSuchBranch",
+    "NoSuchPath",
     "LocalChanges",
     "GitResult",
     "git",
@@ -302,6 +304,11 @@ class GitError(Exception):
         self.stderr = _scrub(stderr)
         super().__init__(self.argv, returncode, self.stderr)
 
+    @property
+    def subcommand(self) -> str:
+        """The git subcommand that failed (``push`` for ``git -c x=y push ...``)."""
+        return _subcommand(self.argv)
+
     def __str__(self) -> str:
         head = f"git {_subcommand(self.argv)} failed (exit {self.returncode})"
         detail = _first_lines(self.stderr)
@@ -310,6 +317,10 @@ class GitError(Exception):
 
 class GitTimeout(GitError):
     """A git command ran past its timeout; its whole process group was killed."""
+
+    def __init__(self, argv: Sequence[str], seconds: float) -> None:
+        super().__init__(argv, -1, f"timed out after {seconds:g} s")
+        self.seconds = seconds
 
 
 class PushRejected(GitError):
@@ -373,6 +384,18 @@ class NotACommit(GitError):
         self.ref = ref
 
 
+class NoSuchPath(GitError):
+    """A declared path is neither in the working tree nor known to git; nothing was staged."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(argv, returncode, stderr)
+        self.paths = tuple(m.group(1) for m in _NO_PATH.finditer(stderr))
+
+
+class NoSuchBranch(NotACommit):
+    """A call that needs a local branch named one that is not there."""
+
+
 class LocalChanges(GitError):
     """A switch or pull would overwrite uncommitted changes to ``paths``; nothing was changed."""
 
@@ -382,6 +405,7 @@ class LocalChanges(GitError):
 
 
 _CHECKED_OUT = regex(r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'")
+_NO_PATH = regex(r"pathspec '([^'\n]*)' did not match any files?")
 _NO_COMMIT = regex(r"invalid reference|not a valid object name|bad revision|unknown revision|"
                         r"couldn't find remote ref|is not a commit|needed a single revision")
 
@@ -391,6 +415,8 @@ def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | No
     """The typed error for a failure git explains in a way madtea foresees; a plain GitError otherwise."""
     if "would be overwritten by" in stderr:
         return LocalChanges(argv, returncode, stderr)
+    if _NO_PATH.search(stderr):
+        return NoSuchPath(argv, returncode, stderr)
     checked_out = _CHECKED_OUT.search(stderr)
     if checked_out:
         from pathlib import Path
@@ -469,7 +495,7 @@ def git(
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
         proc.communicate()
-        raise GitTimeout(argv, -1, f"timed out after {timeout:g} s") from None
+        raise GitTimeout(argv, timeout) from None
     except BaseException:
         _kill_group(proc.pid)
         raise
@@ -1233,7 +1259,13 @@ class Commit:
 
 def add(repo: Repo, files: Sequence[str]) -> None:
     """Stage exactly *files* (there is no "everything" form)."""
-    git("add", "--", *_declared(repo, files), cwd=repo.top)
+    _add(repo, _declared(repo, files))
+
+
+def _add(repo: Repo, paths: Sequence[str]) -> None:
+    result = git("add", "--", *paths, cwd=repo.top, check=False)
+    if result.returncode != 0:
+        raise _failure(["git", "add", "--", *paths], result.returncode, _decode(result.stderr))
 
 
 def commit(repo: Repo, files: Sequence[str], title: str, body: str | None = None) -> str:
@@ -1245,7 +1277,7 @@ def commit(repo: Repo, files: Sequence[str], title: str, body: str | None = None
     paths = _declared(repo, files)
     if not title.strip():
         raise ValueError("a commit needs a non-empty title")
-    git("add", "--", *paths, cwd=repo.top)
+    _add(repo, paths)
     # The message goes on stdin: an argument is bounded by the system, a message is not.
     message = title + (f"\n\n{body}" if body and body.strip() else "")
     result = git("commit", "--file=-", "--", *paths, cwd=repo.top, check=False,
@@ -1368,7 +1400,7 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
     ref = f"refs/heads/{branch}"
     local = head_sha(repo, ref)
     if local is None:
-        raise GitError(["git", "push", remote, ref], -1, f"there is no local branch {branch!r}")
+        raise NoSuchBranch(["git", "push", remote, ref], -1, f"there is no local branch {branch!r}", ref=branch)
     options = ["--porcelain"] + (["--set-upstream"] if set_upstream else [])
     if lease_sha is not None:
         if lease_sha and not _HEX_SHA.fullmatch(lease_sha):

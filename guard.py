@@ -844,6 +844,68 @@ def check_title(t: Target) -> None:
                   next=(t.retry(title=first or placeholder("a one-line title"), body=body or None),))
 
 
+# git's rules for a ref name (git check-ref-format --branch), each a linear scan.
+_REF_BAD_CHARS = regex(r"[\x00-\x20\x7f~^:?*\[\\]")
+_REF_BAD = {"'..'": regex(r"\.\."), "'@{'": regex(r"@\{"), "'//'": regex(r"//"),
+            "a part that starts with '.'": regex(r"(?:^|/)\."), "a part that ends in '.lock'": regex(r"\.lock(?:/|$)")}
+_NEW_BRANCH_KEYS = {("madt_branch_create", None): "name", ("madt_worktrees", "add"): "b"}
+_BRANCH_KEYS = {"madt_switch": "branch", "madt_push": "branch", "madt_pull": "branch", "madt_finish": "branch",
+                "madt_branch_delete": "name"}
+
+
+def ref_name_problem(name: str) -> str | None:
+    """Why git would not take *name* as a branch name; None when it would."""
+    bad = _REF_BAD_CHARS.search(name)
+    if bad:
+        return f"has {bad.group()!r}, and spaces, control characters and ~ ^ : ? * [ \\ are not allowed"
+    for what, pattern in _REF_BAD.items():
+        if pattern.search(name):
+            return f"has {what}"
+    if name.startswith("/") or name.endswith(("/", ".")):
+        return "starts with '/' or ends with '/' or '.'"
+    if name in ("@", "HEAD"):
+        return "is a name git keeps for itself"
+    return None
+
+
+def valid_branch_name(name: str) -> str:
+    """*name* made into a branch name git takes: each offending character or sequence becomes '-' or one '.'."""
+    import re
+    text = _REF_BAD_CHARS.sub("-", name).replace("@{", "@-")
+    text = re.sub(r"\.{2,}", ".", re.sub(r"/{2,}", "/", text))
+    parts = [p.lstrip(".").removesuffix(".lock").rstrip(".") for p in text.split("/")]
+    text = "/".join(p for p in parts if p).strip("-")
+    return text if text and ref_name_problem(text) is None else "work/branch"
+
+
+def check_ref_names(t: Target) -> None:
+    """A branch name git could never take is refused before any git process, with a name it takes."""
+    new = _NEW_BRANCH_KEYS.get((t.tool, t.action))
+    key = new or _BRANCH_KEYS.get(t.tool) or ""
+    value = t.args.get(key) if key else None
+    if not isinstance(value, str) or not value or value.startswith("-") or ref_name_problem(value) is None:
+        return
+    why = f"{t.where}: {value!r} is not a branch name git takes (it {ref_name_problem(value)})"
+    fixed = valid_branch_name(value)
+    state = t.state
+    if new:
+        raise Refusal("BAD_ARGUMENT", why + "; nothing was created.", target=t.target.describe(),
+                      next=(t.retry(**{key: fresh_branch(t, fixed)}),))
+    known = sorted(state.branches) if state and state.branches is not None else []
+    if fixed in known:
+        raise Refusal("BAD_ARGUMENT", why + f"; {fixed} is the branch of that name here.",
+                      target=t.target.describe(), next=(t.retry(**{key: fixed}),))
+    # Which branch was meant only the caller knows: the branches there are, when there are several.
+    current = state.branch if state else None
+    ways = ([[t.retry(**{key: None})]] if t.tool in ("madt_push", "madt_pull") and current else []) + \
+        [[t.retry(**{key: b})] for b in known if (b != current or t.tool == "madt_finish")
+         and not (t.tool == "madt_push" and state and b == state.default_branch)][:5]
+    if len(ways) < 2:
+        raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(),
+                      user_action=f"Ask the user which branch they meant: no branch can be called {value!r}.")
+    raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(), choices=ways)
+
+
 def fresh_branch(t: Target, name: str) -> str:
     """*name*, or *name*-2, -3 ...: the first that is not a local branch of the target."""
     taken = t.state.branches if t.state and t.state.branches is not None else frozenset()
@@ -910,9 +972,54 @@ def git_failure(t: Target, exc: gitops.GitError) -> Refusal | None:
         return Refusal("BRANCH_CHECKED_OUT", f"{exc.branch} is checked out at {exc.worktree}; nothing was changed.",
                        target=where, user_action=f"Leave {exc.branch} to the checkout at {exc.worktree}, or ask "
                                                  f"its owner to switch that checkout away from it.")
+    if isinstance(exc, gitops.NoSuchPath):
+        return _no_such_path(t, exc)
+    if isinstance(exc, gitops.NoSuchBranch):
+        return _no_such_branch(t, exc)
     if isinstance(exc, gitops.NotACommit):
         return _not_a_commit(t, exc)
+    if isinstance(exc, gitops.GitTimeout):
+        return git_timeout_refusal(where, exc)
     return None
+
+
+def git_timeout_refusal(where: str, exc: gitops.GitTimeout) -> Refusal:
+    """A git child that ran out of time was stopped with its whole process group: what it left is git's own."""
+    return Refusal("GIT_TIMEOUT",
+                   f"git {exc.subcommand} in {where} ran longer than {exc.seconds:g} s and was stopped, so "
+                   f"the call did not finish.", target=where,
+                   user_action=f"Ask the user to check that the repository's disk and its remote answer, or to "
+                               f"start the server with MADTEA_GIT_TIMEOUT set above {exc.seconds:g} seconds; "
+                               f"the same call can then be made again.")
+
+
+def _no_such_path(t: Target, exc: gitops.NoSuchPath) -> Refusal:
+    """A declared file that is not there: the call without it, or the files status lists."""
+    where = t.target.describe()
+    missing = set(exc.paths)
+    shown = ", ".join(sorted(missing)) or "a declared path"
+    declared = [f for f in (t.args.get("files") or []) if isinstance(f, str)]
+    rest = [f for f in declared if f not in missing and os.path.normpath(f) not in missing]
+    why = (f"{t.where}: {shown} is neither in the working tree of {where} nor known to git, so nothing was "
+           f"staged.")
+    if rest:
+        return Refusal("NO_SUCH_FILE", why, target=where, choices=([t.retry(files=rest)], list(_declare(t))))
+    return Refusal("NO_SUCH_FILE", why, target=where, next=_declare(t))
+
+
+def _no_such_branch(t: Target, exc: gitops.NoSuchBranch) -> Refusal:
+    """A push of a branch that is not there: the current branch, or the branch made here first."""
+    where, top = t.target.describe(), str(t.target.top) if t.explicit else None
+    ref = exc.ref or ""
+    current = t.state.branch if t.state and not t.state.unborn else None
+    ways = [[t.retry(branch=current)]] if current and current != ref else []
+    if current or (t.state and t.state.branch is None and not t.state.unborn):
+        ways.append([call("madt_branch_create", dir=top, name=ref), t.retry()])
+    why = f"{where} has no local branch {ref}, so nothing was pushed."
+    if not ways:
+        return Refusal("NOT_A_COMMIT", why, target=where,
+                       user_action=f"Ask the user which branch of {where} they meant to push.")
+    return Refusal("NOT_A_COMMIT", why, target=where, choices=ways)
 
 
 _REF_KEYS = {"madt_branch_create": "start_point", "madt_worktrees": "commit_ish", "madt_switch": "branch",
@@ -925,9 +1032,15 @@ def _not_a_commit(t: Target, exc: gitops.NotACommit) -> Refusal:
     if ref == "HEAD" and t.state is not None and t.state.unborn:
         first = call("madt_commit", dir=top, files=[placeholder("the first files")],
                      title=placeholder("the first commit's title"))
+        # Naming the unborn HEAD creates the branch: a branch create is then done, and a call that
+        # creates a branch of its own (a worktree's b) needs another name for the first commit's.
+        name = _suggested_branch(t)
+        made = t.tool == "madt_branch_create" and name == _arg_ref(t, "name")
+        if t.tool == "madt_worktrees" and name == _arg_ref(t, "b"):
+            name = fresh_branch(t, "work/first-commit")
         return Refusal("NOT_A_COMMIT", f"{where} has no commit yet, so {t.where} has nothing to start from.",
-                       target=where, choices=([call("madt_branch_create", dir=top, name=_suggested_branch(t),
-                                                    checkout=True), first, t.retry()],
+                       target=where, choices=([call("madt_branch_create", dir=top, name=name, checkout=True),
+                                               first, *(() if made else (t.retry(),))],
                                               [first | {"args": first["args"] | {"allow_default_branch": True}},
                                                t.retry()]))
     key = _REF_KEYS.get(t.tool, "ref")
@@ -982,6 +1095,7 @@ def check_local(t: Target) -> None:
     check_foreign(t)
     check_mid_operation(t)
     check_title(t)
+    check_ref_names(t)
     if t.tool in ("madt_add", "madt_commit") or (t.tool == "madt_finish" and t.args.get("files")
                                                  and not t.args.get("branch")):
         declared_files(t)  # a blanket is refused as such before any branch rule forwards it

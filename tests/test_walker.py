@@ -227,10 +227,7 @@ def walk_choices(world: World, tool: str, args: dict[str, Any], refused: madtea.
 # --------------------------------------------------------------------------- the walk over every topology
 
 # Cases the walk finds broken whose fix is not on main yet: strict, so each flips when it lands.
-KNOWN: dict[tuple[str, str], str] = {
-    ("unborn", "madt_branch_create"): "NOT_A_COMMIT's first choice creates the branch with checkout, commits, then "
-                                      "proposes creating the same branch again (it exists by then)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 def _cases() -> list[Any]:

@@ -1,0 +1,152 @@
+"""Git failures a rule foresees reach the caller as their own code and a way on that works, not as GIT_ERROR.
+
+A missing declared file, a branch name git could never take, a push of a branch that is not there, a git
+child that ran out of time, and an unborn repository whose forge has no default branch yet: each is made
+with real git (and the fake forge where a remote is needed), and each way on is run as given.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import guard
+import madtea
+from fakeforge import DEFAULT_TOKEN, FakeForge
+from remote_env import clone_of
+from topologies import SingleRepo, run_git, snapshot, write_files
+
+
+def call(tool: str, where: Path, **args: Any) -> madtea.Result:
+    return madtea.run(tool, args, madtea.Context("mcp", where))
+
+
+def refused(code: str, tool: str, where: Path, **args: Any) -> madtea.Result:
+    result = call(tool, where, **args)
+    assert result.is_error, result.text
+    assert result.error["code"] == code, f"{result.error}\n{result.text}"
+    assert guard.way_on_problem(result.error["next"], result.error["choices"], result.error["user_action"]) is None
+    assert "Traceback" not in result.text
+    return result
+
+
+def run_steps(steps: list[dict[str, Any]], where: Path) -> madtea.Result:
+    done = None
+    for step in steps:
+        assert not any(guard.is_placeholder(v) for v in step["args"].values()), step
+        done = call(step["tool"], where, **step["args"])
+        assert not done.is_error, f"{step}: {done.text}"
+    assert done is not None
+    return done
+
+
+def branches(repo: Path) -> set[str]:
+    return set(run_git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split())
+
+
+@pytest.fixture
+def clone(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
+    repo = clone_of(fake_forge, tmp_path / "web")
+    run_git(repo, "switch", "-q", "-c", "feat")
+    return repo
+
+
+# --------------------------------------------------------------------------- a declared file that is not there
+
+@pytest.mark.parametrize("tool", ["madt_add", "madt_commit"])
+def test_a_missing_declared_file_is_no_such_file(single_repo: SingleRepo, tool: str) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    title = {"title": "Add a"} if tool == "madt_commit" else {}
+    result = refused("NO_SUCH_FILE", tool, repo, files=["nope.txt"], **title)
+    assert "nope.txt" in result.text and result.error["next"][0]["tool"] == "madt_status"
+    write_files(repo, {"a.txt": "a\n"})
+    result = refused("NO_SUCH_FILE", tool, repo, files=["a.txt", "nope.txt"], **title)
+    assert run_git(repo, "diff", "--cached", "--name-only") == ""  # nothing was staged
+    without, listing = result.error["choices"]
+    assert without == [{"tool": tool, "args": {"files": ["a.txt"]} | title}]
+    run_steps(without, repo)
+    assert "a.txt" in run_git(repo, "show", "--name-only", "--format=", "HEAD" if title else ":a.txt") or not title
+
+
+# --------------------------------------------------------------------------- branch names git cannot take
+
+@pytest.mark.parametrize("name", ["bad..name", "has space", "ends.lock", "a//b", "x@{1}", "trailing.", ".hidden",
+                                  "tilde~1", "col:on", "HEAD"])
+def test_a_new_branch_name_git_cannot_take_gets_one_it_takes(single_repo: SingleRepo, name: str) -> None:
+    repo = single_repo.repo
+    before = branches(repo)
+    result = refused("BAD_ARGUMENT", "madt_branch_create", repo, name=name)
+    assert branches(repo) == before
+    [step] = result.error["next"]
+    assert guard.ref_name_problem(step["args"]["name"]) is None
+    run_steps([step], repo)
+    assert step["args"]["name"] in branches(repo)
+
+
+def test_a_pull_of_a_branch_name_git_cannot_take_is_a_bad_argument(clone: Path) -> None:
+    before = snapshot([clone])
+    result = refused("BAD_ARGUMENT", "madt_pull", clone, branch="bad..name")
+    assert "bad..name" in result.text and "GIT_ERROR" not in result.text
+    assert snapshot([clone]) == before
+    for choice in result.error["choices"]:
+        assert not any("bad..name" in str(step["args"].values()) for step in choice)
+
+
+def test_a_switch_to_a_branch_name_git_cannot_take_never_proposes_creating_it(single_repo: SingleRepo) -> None:
+    result = refused("BAD_ARGUMENT", "madt_switch", single_repo.repo, branch="bad..x")
+    assert "madt_branch_create" not in result.text
+
+
+def test_a_valid_branch_name_is_left_alone() -> None:
+    for name in ("feat/x", "work/add-a", "v1.0", "a.b/c_d", "ünïcode", "x@y"):
+        assert guard.ref_name_problem(name) is None, name
+
+
+def test_the_ref_name_check_is_linear() -> None:
+    for value in ("." * 200_000 + "x", "/" * 200_000, "a" * 500_000 + ".lock", "@" * 300_000):
+        assert guard.ref_name_problem(value) is not None or value.startswith("@")
+        assert guard.ref_name_problem(guard.valid_branch_name(value)) is None
+
+
+# --------------------------------------------------------------------------- a push of a branch that is not there
+
+def test_a_push_of_a_missing_local_branch_offers_the_current_one_or_making_it(clone: Path,
+                                                                             fake_forge: FakeForge) -> None:
+    result = refused("NOT_A_COMMIT", "madt_push", clone, branch="topic")
+    current, make = result.error["choices"]
+    assert current == [{"tool": "madt_push", "args": {"branch": "feat"}}]
+    assert [s["tool"] for s in make] == ["madt_branch_create", "madt_push"]
+    assert "topic" not in branches(clone)
+    run_steps(make, clone)
+    assert fake_forge.branch_sha("acme", "web", "topic") == run_git(clone, "rev-parse", "topic")
+
+
+# --------------------------------------------------------------------------- a git child that runs out of time
+
+def test_a_git_timeout_is_its_own_code_with_words_for_a_person(single_repo: SingleRepo,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nsleep 30\n", encoding="utf-8")
+    hook.chmod(0o755)
+    write_files(repo, {"a.txt": "a\n"})
+    monkeypatch.setenv("MADTEA_GIT_TIMEOUT", "2")
+    result = refused("GIT_TIMEOUT", "madt_commit", repo, files=["a.txt"], title="Add a")
+    assert "ran longer than 2 s" in result.text and "MADTEA_GIT_TIMEOUT" in result.error["user_action"]
+    assert run_git(repo, "log", "-1", "--format=%s") == "initial commit"
+
+
+def test_a_timeout_in_a_read_is_its_own_code_too(single_repo: SingleRepo,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import gitops
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        raise gitops.GitTimeout(["git", "status"], 7.0)
+    monkeypatch.setattr(gitops, "status", slow)
+    result = refused("GIT_TIMEOUT", "madt_status", single_repo.repo)
+    assert "ran longer than 7 s" in result.text
