@@ -324,9 +324,13 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
             known = ", ".join(sorted(specs)) or "none"
             corrected = {(guess if guess and key == name else key): v for key, v in raw.items()
                          if key != "action" and (guess or key != name)}
+            step = call(tool, **_with_action(action, corrected))
+            # A misspelt override is still only ever a choice: the call without it is the other one.
+            plain = call(tool, **_with_action(action, {k: v for k, v in corrected.items() if k != guess}))
             raise Refusal("UNKNOWN_PARAMETER",
                           f"{where} has no parameter {name[:60]!r}.{hint} Its parameters are: {known}.",
-                          target=where, next=(call(tool, **_with_action(action, corrected)),))
+                          target=where, next=() if is_override(step) else (step,),
+                          choices=((plain,), (step,)) if is_override(step) else ())
         if value is None:
             continue
         out[spec.name] = _coerce(tool, action, spec, value, raw)
@@ -1384,7 +1388,7 @@ def check_branch_rename(w: RefWrite, name: str, new_name: str) -> None:
                       f"and workflows follow it, so madtea renames it only when the call says so; nothing was "
                       f"renamed.", target=w.repo,
                       choices=((call(w.tool, action="create_branch", owner_repo=w.args.get("owner_repo"),
-                                     name=new_name, start_point=name),),
+                                     branch=new_name, ref=name),),
                                (w.retry(allow_default_branch=True),)))
     if w.protected and not w.admin:
         raise protected_branch(w, name)

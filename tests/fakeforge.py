@@ -557,6 +557,7 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("GET", _R + "/git/commits/{sha}", "commit_get", scope="repository"),
     _Route("GET", _R + "/tags", "tags_list", scope="repository"),
     _Route("POST", _R + "/tags", "tag_create", scope="repository", token=True, perm="write", form=True),
+    _Route("GET", _R + "/tags/{tag*}", "tag_get", scope="repository"),
     _Route("DELETE", _R + "/tags/{tag*}", "tag_delete", scope="repository", token=True, perm="write"),
     _Route("GET", _R + "/commits/{ref}/status", "commit_status", scope="repository"),
     _Route("POST", _R + "/contents/{filepath*}", "file_create", scope="repository", token=True, perm="write",
@@ -1144,8 +1145,9 @@ class FakeForge:
                 else:
                     _git("read-tree", "--empty", git_dir=repo.bare, env=env)
                 for path, content in files.items():
-                    if content is None:
-                        _git("update-index", "--force-remove", "--", path, git_dir=repo.bare, env=env)
+                    if content is None:  # mode 0 removes the entry (--force-remove wants a work tree)
+                        _git("update-index", "--index-info", git_dir=repo.bare, env=env,
+                             input=f"0 {_ZERO_SHA}\t{path}\n".encode())
                         continue
                     data = content.encode("utf-8") if isinstance(content, str) else content
                     blob = _out(_git("hash-object", "-w", "--stdin", git_dir=repo.bare, input=data))
@@ -2333,6 +2335,15 @@ class FakeForge:
         self._make_tag(repo, name, sha, self._field(form, "message", str, ""), ctx.user.login)
         info = next(t for t in self._tags(repo) if t["name"] == name)
         return self._json(201 if self.flavour == "forgejo" else 200, self._tag_json(repo, info))
+
+    def _h_tag_get(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        name = unquote(ctx.params["tag"])
+        info = next((t for t in self._tags(repo) if t["name"] == name), None)
+        if info is None:
+            raise self._not_found("GetTag", [f"tag does not exist [name: {name}]"])
+        return self._json(200, self._tag_json(repo, info))
 
     def _make_tag(self, repo: Repo, name: str, sha: str, message: str, login: str) -> None:
         if message:

@@ -7,6 +7,7 @@ the actions through both surfaces against both flavours.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -24,14 +25,14 @@ def write(args: dict[str, Any], *, default: str = "main", protected: bool = Fals
 # --------------------------------------------------------------------------- the rules
 
 def test_the_default_branch_is_renamed_only_with_the_override_offered_as_a_choice() -> None:
-    args = {"name": "main", "new_name": "trunk"}
+    args = {"branch": "main", "new_name": "trunk"}
     with pytest.raises(guard.Refusal) as refused:
         guard.check_branch_rename(write(args), "main", "trunk")
     r = refused.value
     assert r.code == "DEFAULT_BRANCH" and not r.next and not r.user_action
     assert r.choices == (
-        ({"tool": "madt_repo", "args": {"action": "create_branch", "name": "trunk", "start_point": "main"}},),
-        ({"tool": "madt_repo", "args": {"action": "rename_branch", "name": "main", "new_name": "trunk",
+        ({"tool": "madt_repo", "args": {"action": "create_branch", "branch": "trunk", "ref": "main"}},),
+        ({"tool": "madt_repo", "args": {"action": "rename_branch", "branch": "main", "new_name": "trunk",
                                         "allow_default_branch": True}},))
     assert r.message == ("main is the default branch of acme/web: clones, open pull requests and workflows follow "
                          "it, so madtea renames it only when the call says so; nothing was renamed.")
@@ -59,7 +60,7 @@ def test_without_admin_rights_the_default_or_a_protected_branch_is_a_persons_act
 
 @pytest.mark.parametrize("kind, code", [("branch", "BRANCH_EXISTS"), ("tag", "TAG_EXISTS")])
 def test_a_name_the_forge_has_already_is_refused_with_the_call_for_a_new_one(kind: str, code: str) -> None:
-    key = "tag" if kind == "tag" else "name"
+    key = "tag" if kind == "tag" else "branch"
     r = guard.ref_exists(write({key: "v1"}), kind, "v1", key)
     assert (r.code, r.message) == (code, f"acme/web already has a {kind} v1; nothing was changed.")
     assert r.next == ({"tool": "madt_repo", "args": {"action": "rename_branch",
@@ -67,12 +68,33 @@ def test_a_name_the_forge_has_already_is_refused_with_the_call_for_a_new_one(kin
 
 
 def test_a_missing_start_point_or_branch_names_the_list_to_choose_from() -> None:
-    r = guard.no_such_ref(write({"name": "x", "start_point": "nope"}), "nope", "start_point")
+    r = guard.no_such_ref(write({"branch": "x", "ref": "nope"}), "nope", "ref")
     assert r.message == "Nothing in acme/web is called nope; nothing was changed."
-    assert r.next[0]["args"]["start_point"] == "<a branch, tag or commit that exists>"
-    r = guard.no_such_ref(write({"name": "gone", "new_name": "x"}), "gone", "name", branch=True)
+    assert r.next[0]["args"]["ref"] == "<a branch, tag or commit that exists>"
+    r = guard.no_such_ref(write({"branch": "gone", "new_name": "x"}), "gone", "branch", branch=True)
     assert r.code == "NOT_A_COMMIT" and r.message == "acme/web has no branch gone; nothing was changed."
     assert [s["args"]["action"] for s in r.next] == ["branches", "rename_branch"]
+
+
+@dataclass(frozen=True)
+class P:
+    name: str
+    type: str = "str"
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    minimum: int = 0
+
+
+def test_a_misspelt_override_is_offered_as_a_choice_never_a_plan() -> None:
+    specs = {"branch": P("branch", required=True), "allow_default_branch": P("allow_default_branch", "bool")}
+    with pytest.raises(guard.Refusal) as refused:
+        guard.check_arguments("madt_repo", "rename_branch", specs, {"branch": "main", "allow_default_brnch": True})
+    r = refused.value
+    assert r.code == "UNKNOWN_PARAMETER" and not r.next
+    assert [c[0]["args"] for c in r.choices] == [{"action": "rename_branch", "branch": "main"},
+                                                 {"action": "rename_branch", "branch": "main",
+                                                  "allow_default_branch": True}]
+    assert guard.way_on_problem(r.next, r.choices, r.user_action) is None
 
 
 # --------------------------------------------------------------------------- the fake forge's answers
