@@ -62,7 +62,11 @@ class Refusal(Exception):
         self.target = target
         if len(choices) == 1 and not next:
             next, choices = choices[0], ()  # one alternative is no choice: it is the way on
-        self.next = tuple(next)
+        # An override is only ever a choice: a retry that fixes another argument drops the caller's own
+        # override too, and the rule it turns off offers it again, as a choice, if it still applies.
+        self.next = tuple({**s, "args": {k: v for k, v in s["args"].items() if not (k.startswith("allow_")
+                                                                                  and v is True)}}
+                          if "args" in s and is_override(s) else s for s in next)
         self.choices = tuple(tuple(choice) for choice in choices)
         self.user_action = user_action
 

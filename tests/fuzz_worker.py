@@ -1,5 +1,6 @@
 """A child process that answers fuzzed calls, one JSON line each, so its parent can bound every call's time.
 
+With the argument ``mcp`` it is the stdio MCP server instead, as ``madtea mcp`` is.
 Each request line is ``{"tool", "args", "cwd"}``; each answer line carries what a
 caller would see: the rendered MCP text, the code, and the structured way on. The
 loopback-only socket guard of the suite is installed before madtea is imported.
@@ -40,4 +41,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["mcp"]:  # the MCP server itself, behind the same socket guard
+        sys.exit(madtea.main(["mcp"]))
     main()

@@ -51,3 +51,14 @@ def test_structured_content_carries_only_the_way_on_it_has() -> None:
     refused = madtea.refusal_result(guard.Refusal("WRONG_REPO", "x.", choices=((COMMIT,), (OVERRIDE,))))
     assert madtea.way_on(refused.error) == {"choices": [[COMMIT], [OVERRIDE]]}
     assert madtea.way_on(madtea.error_result("GIT_ERROR", "x.").error).keys() == {"user_action"}
+
+
+def test_a_retry_that_fixes_another_argument_carries_no_override(tmp_path) -> None:
+    """The caller's own override is dropped from a next step; the rule it turns off offers it again as a choice."""
+    refused = madtea.run("madt_commit", {"title": "", "allow_default_branch": True, "files": ["a.py"]},
+                         madtea.Context("mcp", tmp_path))
+    assert refused.error and refused.error["code"] == "BAD_ARGUMENT", refused.text
+    assert guard.way_on_problem(refused.error["next"], refused.error["choices"], refused.error["user_action"]) is None
+    assert not any(guard.is_override(step) for step in refused.error["next"])
+    direct = guard.Refusal("BAD_ARGUMENT", "x.", next=(OVERRIDE,))
+    assert direct.next == (COMMIT,)
