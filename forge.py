@@ -1164,6 +1164,10 @@ class _Verbs:
         """A non-JSON answer (a diff, a log) as text."""
         return self.send("GET", where, params, accept="text/plain, */*").text()
 
+    def get_bytes(self, where: Any = "", params: Mapping[str, Any] | None = None) -> bytes:
+        """A raw answer (a repository file's bytes) as it came, undecoded."""
+        return self.send("GET", where, params, accept="application/octet-stream, */*").body
+
 
 class Client(_Verbs):
     """A Gitea/Forgejo API v1 client for one host; paths are relative to *api_base*.

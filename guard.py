@@ -31,6 +31,8 @@ __all__ = [
     "scope_entry_problems", "RefWrite", "check_branch_rename", "protected_branch", "ref_exists", "no_such_ref",
     "ForgeCall", "duration_seconds", "actions_name", "saved_file", "artifact_too_large", "no_stopwatch",
     "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
+    "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement",
+    "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
 ]
 
 # --- wrong-repo guard and rules ---
@@ -1179,6 +1181,185 @@ def check_remote(c: RemoteCall) -> None:
                       f"are allowed).", target=c.target,
                       user_action=f"Ask the user to run madtea from a checkout of a {c.target_host} repository "
                       f"for this change.")
+
+
+# --------------------------------------------------------------------------- repository files through the forge
+
+_DRIVE = regex(r"[A-Za-z]:")
+
+
+def check_file_path(path: str, where: str, again: Callable[[str], Call], name: str = "path") -> str:
+    """A path inside the repository, as the forge stores it: relative, plain segments, never under ``.git``.
+
+    *again* is the refused call with *name* set to a given value.
+    """
+    why = None
+    segments = path.split("/")
+    if not path.strip():
+        why = "is empty"
+    elif path.startswith(("/", "\\")) or _DRIVE.match(path):
+        why = "is absolute; paths are relative to the repository's root"
+    elif "\\" in path:
+        why = "has a backslash; separate folders with /"
+    elif any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        why = "has control characters"
+    elif "" in segments:
+        why = "has an empty segment (a leading, trailing or doubled /)"
+    elif any(seg in (".", "..") for seg in segments):
+        why = "has a '.' or '..' segment"
+    elif any(seg.rstrip(". ").casefold() == ".git" for seg in segments):
+        why = "is inside .git, which holds git's own data, not the repository's files"
+    if why is None:
+        return path
+    raise Refusal("BAD_ARGUMENT", f"{where}: {name} {_shown(path)} {why}.", target=where,
+                  next=(again(placeholder("a path inside the repository, such as docs/guide.md")),))
+
+
+@record(frozen=True)
+class FileWrite(_Guarded):
+    """A commit of repository files made through the forge: where it starts, where it lands, what is there."""
+
+    tool: str
+    action: str | None
+    args: Mapping[str, Any]
+    repo: str                            # host/owner/repo
+    default_branch: str
+    branches: frozenset[str]             # the repository's branch names
+    title: str                           # the commit subject the write will carry
+
+    @property
+    def base(self) -> str:
+        return str(self.args.get("branch") or self.default_branch)
+
+    @property
+    def lands_on(self) -> str:
+        return str(self.args.get("new_branch") or self.base)
+
+    def fresh(self, name: str) -> str:
+        return next(c for c in (name if i == 1 else f"{name}-{i}" for i in range(1, len(self.branches) + 3))
+                    if c not in self.branches)
+
+
+def check_file_branch(w: FileWrite) -> None:
+    """A file write starts on a branch that exists, makes only a new new_branch, and lands off the default branch.
+
+    The default branch takes the write only with the call's own ``allow_default_branch=true``; the way on
+    is a new branch and a pull request, as for a local commit.
+    """
+    if w.base not in w.branches:
+        raise Refusal("BAD_ARGUMENT", f"{w.repo} has no branch {w.base}; a write starts from a branch that "
+                      f"exists.", target=w.repo,
+                      next=(w.retry(branch=None, new_branch=w.base),))
+    new = w.args.get("new_branch")
+    if new and new in w.branches:
+        raise Refusal("BAD_ARGUMENT", f"new_branch {new} already exists in {w.repo}; new_branch makes a branch, "
+                      f"branch names one to commit on.", target=w.repo,
+                      choices=((w.retry(branch=new, new_branch=None),), (w.retry(new_branch=w.fresh(new)),)))
+    if w.lands_on != w.default_branch or w.args.get("allow_default_branch"):
+        return
+    branch = w.fresh("work/" + slug(w.title, "files"))
+    owner_repo = w.args.get("owner_repo") or w.repo
+    steps = (w.retry(new_branch=branch),
+             call("madt_pr", action="create", owner_repo=owner_repo, head=branch, base=w.default_branch,
+                  title=w.title))
+    raise Refusal("DEFAULT_BRANCH", f"This write would commit onto {w.default_branch}, the default branch of "
+                  f"{w.repo}, without review. Commit on a new branch and open a pull request.", target=w.repo,
+                  choices=(steps, (w.retry(allow_default_branch=True),)))
+
+
+def check_file_sha(w: FileWrite, path: str, current: str | None, view: Call) -> None:
+    """A write names the blob sha of the version it replaces; a create names a path that is free."""
+    given = w.args.get("sha")
+    on = f"{w.base} of {w.repo}"
+    if w.action == "create":
+        if current is not None:
+            edit = call(w.tool, **_with_action("edit", dict(w.args) | {"sha": current}))
+            raise Refusal("CONFLICT", f"{path} already exists on {on} (sha {current}); creating it would "
+                          f"replace a file you have not read.", target=path, next=(view, edit))
+        return
+    if current is None:
+        listing = call(w.tool, action="tree", owner_repo=w.args.get("owner_repo") or w.repo, ref=w.base,
+                       path=path.rpartition("/")[0] or None)
+        raise Refusal("BAD_ARGUMENT", f"{path} is not a file on {on}.", target=path, next=(listing,))
+    if not given:
+        raise Refusal("BAD_ARGUMENT", f"{w.where} needs sha: the blob sha of the version of {path} you read, so "
+                      f"a change you have not seen is never overwritten.", target=path,
+                      next=(view, w.retry(sha=current)))
+    if given != current:
+        raise Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, not "
+                      f"{given}. Nothing was written.", target=path, next=(view, w.retry(sha=current)))
+
+
+def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) -> None:
+    """An exact-substring edit names text that occurs exactly once in the file."""
+    count = text.count(old)
+    if count == 1:
+        return
+    if count == 0:
+        hint = ""
+        if "\r\n" in text and "\n" in old and "\r\n" not in old and text.count(old.replace("\n", "\r\n")) == 1:
+            hint = " The file's lines end with CRLF; replace_old must too."
+        why = f"replace_old does not occur in {path}.{hint}"
+    else:
+        why = f"replace_old occurs {count} times in {path}; it must occur exactly once: include more of the " \
+              f"text around it."
+    raise Refusal("BAD_ARGUMENT", why + " Nothing was written.", target=path, next=(view,))
+
+
+def check_file_content(w: FileWrite, path: str, binary: bool, current_length: int | None, new_length: int,
+                       window: int) -> None:
+    """Text edits only on text; a whole-content write never cuts a file that was too long to read in one view."""
+    if binary and w.args.get("replace_old") is not None:
+        raise Refusal("BAD_ARGUMENT", f"{path} is binary; replace_old and replace_new edit text. Send the whole "
+                      f"new file as content_base64.", target=path,
+                      next=(w.retry(replace_old=None, replace_new=None,
+                                    content_base64=placeholder("the whole new file, base64-encoded")),))
+    whole = w.args.get("content") is not None or w.args.get("content_base64") is not None
+    if whole and not binary and current_length is not None and window < current_length and new_length < current_length:
+        raise Refusal("BAD_ARGUMENT", f"{path} is {current_length} characters long, more than one view shows "
+                      f"({window}); writing {new_length} in its place would cut the rest. Replace the part you "
+                      f"mean with replace_old and replace_new.", target=path,
+                      next=(w.retry(content=None, content_base64=None,
+                                    replace_old=placeholder("the exact text to replace"),
+                                    replace_new=placeholder("the text that replaces it")),))
+
+
+def no_such_file(repo: str, path: str, ref: str, listing: Call) -> Refusal:
+    """A read of a path that is not there."""
+    return Refusal("BAD_ARGUMENT", f"{path} is not in {repo} at {ref}.", target=path, next=(listing,))
+
+
+def no_ref_to_read(repo: str, ref: str, again: Call) -> Refusal:
+    """A read at a ref that names no branch, tag or commit."""
+    return Refusal("BAD_ARGUMENT", f"{repo} has no branch, tag or commit {ref}.", target=repo,
+                   next=(call("madt_repo", action="branches", owner_repo=repo), again))
+
+
+def check_file_input(w: FileWrite, given: Sequence[str], allowed: Sequence[str]) -> None:
+    """A write carries exactly one form of the new content its action takes, and replace_new only with replace_old."""
+    if w.args.get("replace_new") is not None and w.args.get("replace_old") is None:
+        raise Refusal("BAD_ARGUMENT", f"{w.where}: replace_new needs replace_old, the exact text it replaces.",
+                      target=w.where, next=(w.retry(replace_old=placeholder("the exact text to replace")),))
+    if not allowed or len(given) == 1:
+        return
+    if given:
+        raise Refusal("BAD_ARGUMENT", f"{w.where} takes one of {', '.join(allowed)}, not {' and '.join(given)}.",
+                      target=w.where, choices=tuple((w.retry(**{g: w.args[g] if n == g else None for g in given}
+                                                             ),) for n in given))
+    raise Refusal("BAD_ARGUMENT", f"{w.where} needs the new content: one of {', '.join(allowed)}.", target=w.where,
+                  next=(w.retry(content=placeholder("the whole new content")),))
+
+
+def bad_base64(w: FileWrite) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"{w.where}: content_base64 is not valid base64.", target=w.where,
+                   next=(w.retry(content_base64=placeholder("the whole new file, base64-encoded")),))
+
+
+def check_rename_target(w: FileWrite, path: str, there: str | None) -> None:
+    """A move never replaces what is at its destination."""
+    if there is not None:
+        raise Refusal("CONFLICT", f"{path} already exists on {w.base} of {w.repo} ({there}); moving onto it would "
+                      f"replace it.", target=path, next=(w.retry(path=placeholder("a path that is free")),))
 
 
 # --------------------------------------------------------------------------- the server's scope

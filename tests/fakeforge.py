@@ -560,8 +560,17 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("GET", _R + "/tags/{tag*}", "tag_get", scope="repository"),
     _Route("DELETE", _R + "/tags/{tag*}", "tag_delete", scope="repository", token=True, perm="write"),
     _Route("GET", _R + "/commits/{ref}/status", "commit_status", scope="repository"),
+    _Route("GET", _R + "/contents", "contents_root", scope="repository"),
+    _Route("POST", _R + "/contents", "files_change", scope="repository", token=True, perm="write", form=True),
+    _Route("GET", _R + "/contents/{filepath*}", "contents_get", scope="repository"),
     _Route("POST", _R + "/contents/{filepath*}", "file_create", scope="repository", token=True, perm="write",
            form=True),
+    _Route("PUT", _R + "/contents/{filepath*}", "file_update", scope="repository", token=True, perm="write",
+           form=True),
+    _Route("DELETE", _R + "/contents/{filepath*}", "file_delete", scope="repository", token=True, perm="write",
+           form=True),
+    _Route("GET", _R + "/raw/{filepath*}", "raw_get", scope="repository"),
+    _Route("GET", _R + "/git/trees/{sha}", "git_tree", scope="repository"),
     _Route("GET", _R + "/collaborators/{collaborator}", "collaborator_check", scope="repository"),
     # issues and comments
     _Route("GET", _R + "/issues", "issues_list", scope="issue"),
@@ -747,6 +756,10 @@ class FakeForge:
         #: Number of reads of a new (or changed) pull request that still report
         #: ``mergeable: false`` while the "background" conflict check runs.
         self.mergeable_delay = mergeable_delay
+        #: Gitea's API.DefaultMaxBlobSize (a larger file's content is left out of GetContents) and
+        #: API.DefaultGitTreesPerPage (the most entries one GetTree page holds).
+        self.max_blob_size = 10 * 1024 * 1024
+        self.git_trees_per_page = 1000
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir) if base_dir is not None else Path(tempfile.mkdtemp(prefix="fakeforge-"))
         self.bare_root = self.base_dir / "git"
@@ -2496,38 +2509,259 @@ class FakeForge:
             text = _git("diff-tree", "-p", "--root", "--no-commit-id", sha, git_dir=repo.bare).stdout
         return _Response(200, text, "text/plain; charset=utf-8")
 
-    def _h_file_create(self, ctx: _Ctx) -> _Response:
-        """CreateFile: one new file committed on branch (or on new_branch, started from branch)."""
+    # ------------------------------------------------------------------ repository files
+
+    def _entry(self, repo: Repo, commit: str, path: str) -> tuple[str, str, str, int] | None:
+        """(mode, type, sha, size) of *path* in *commit*, or None when it is not there."""
+        listing = _git("ls-tree", "-z", "-l", commit, "--", path, git_dir=repo.bare, check=False)
+        for record in listing.stdout.decode("utf-8", "replace").split("\0"):
+            meta, _, name = record.partition("\t")
+            if name == path:
+                mode, kind, sha, size = meta.split()
+                return mode, kind, sha, int(size) if size.isdigit() else 0
+        return None
+
+    def _contents_json(self, repo: Repo, commit: str, ref: str, path: str, entry: tuple[str, str, str, int],
+                       *, with_content: bool) -> dict[str, Any]:
+        """ContentsResponse: a file's content as base64 (up to the blob size limit), else metadata only."""
+        mode, kind, sha, size = entry
+        last = _out(_git("log", "-1", "--format=%H%x00%cI%x00%s", commit, "--", path, git_dir=repo.bare))
+        last_sha, last_when, last_message = (last.split("\0") + ["", "", ""])[:3]
+        shown = {"blob": "file", "tree": "dir", "commit": "submodule"}[kind]
+        if mode == "120000":
+            shown = "symlink"
+        html = self._html_url(repo.owner, repo.name, "src", "branch", ref, path)
+        item: dict[str, Any] = {
+            "name": path.rsplit("/", 1)[-1], "path": path, "sha": sha, "last_commit_sha": last_sha, "type": shown,
+            "size": size if kind == "blob" else 0, "encoding": None, "content": None, "target": None,
+            "url": self._api_url("repos", repo.owner, repo.name, "contents", path) + f"?ref={quote(ref)}",
+            "html_url": html, "git_url": self._api_url("repos", repo.owner, repo.name, "git", "blobs", sha),
+            "download_url": self._html_url(repo.owner, repo.name, "raw", "branch", ref, path),
+            "submodule_git_url": None, "_links": {"self": None, "git": None, "html": html}}
+        if self.flavour == "gitea":
+            item |= {"last_committer_date": last_when, "last_author_date": last_when,
+                     "last_commit_message": last_message}
+        else:
+            item["last_commit_when"] = last_when
+        if kind == "blob" and (with_content or shown == "symlink"):
+            data = _git("cat-file", "blob", sha, git_dir=repo.bare).stdout
+            if shown == "symlink":
+                item["target"] = data.decode("utf-8", "replace")
+            elif size <= self.max_blob_size:
+                item["encoding"] = "base64"
+                item["content"] = base64.b64encode(data).decode("ascii")
+        return item
+
+    def _read_ref(self, ctx: _Ctx) -> tuple[str, str]:
+        """(ref name, commit) of ``?ref=``, the default branch when absent; 404 when it names nothing."""
+        repo = ctx.repo
+        assert repo is not None
+        ref = ctx.q("ref") or repo.default_branch
+        commit = self._resolve_commit(repo, ref)
+        if commit is None:
+            raise self._not_found("GetCommit", [f"object does not exist [id: {ref}, rel_path: ]"])
+        return ref, commit
+
+    def _h_contents_root(self, ctx: _Ctx) -> _Response:
+        return self._contents(ctx, "")
+
+    def _h_contents_get(self, ctx: _Ctx) -> _Response:
+        return self._contents(ctx, unquote(ctx.params["filepath"]).strip("/"))
+
+    def _contents(self, ctx: _Ctx, path: str) -> _Response:
+        """GetContents: a file's ContentsResponse, or a directory's entries as a list (the root without a path)."""
+        repo = ctx.repo
+        assert repo is not None
+        ref, commit = self._read_ref(ctx)
+        entry = self._entry(repo, commit, path) if path else ("040000", "tree", "", 0)
+        if entry is None:
+            raise self._not_found("GetContentsOrList", [f"object does not exist [id: {commit}, rel_path: {path}]"])
+        if entry[1] != "tree":
+            return self._json(200, self._contents_json(repo, commit, ref, path, entry, with_content=True))
+        listing = _git("ls-tree", "-z", "-l", commit + (f":{path}" if path else ""), git_dir=repo.bare)
+        items = []
+        for record in listing.stdout.decode("utf-8", "replace").split("\0"):
+            meta, _, name = record.partition("\t")
+            if name:
+                mode, kind, sha, size = meta.split()
+                full = f"{path}/{name}" if path else name
+                items.append(self._contents_json(repo, commit, ref, full, (mode, kind, sha, int(size) if
+                                                 size.isdigit() else 0), with_content=False))
+        return self._json(200, items)
+
+    def _h_raw_get(self, ctx: _Ctx) -> _Response:
+        """GetRawFile: a file's bytes as they are."""
+        repo = ctx.repo
+        assert repo is not None
+        path = unquote(ctx.params["filepath"]).strip("/")
+        _, commit = self._read_ref(ctx)
+        entry = self._entry(repo, commit, path)
+        if entry is None or entry[1] != "blob":
+            raise self._not_found("GetBlobByPath", [f"object does not exist [id: {commit}, rel_path: {path}]"])
+        data = _git("cat-file", "blob", entry[2], git_dir=repo.bare).stdout
+        kind = "application/octet-stream" if b"\0" in data[:8000] else "text/plain; charset=utf-8"
+        return _Response(200, data, kind)
+
+    def _h_git_tree(self, ctx: _Ctx) -> _Response:
+        """GetTree: a commit's (or tree's) entries, recursive on request, paged by per_page (at most 1000)."""
+        repo = ctx.repo
+        assert repo is not None
+        name = unquote(ctx.params["sha"])
+        commit = self._resolve_commit(repo, name)
+        if commit is None:
+            raise self._error(400, f"sha not found [{name}]")
+        args = ["ls-tree", "-z", "-l", "-t", "-r"] if ctx.q_bool("recursive") else ["ls-tree", "-z", "-l"]
+        listing = _git(*args, commit, git_dir=repo.bare)
+        entries = []
+        for record in listing.stdout.decode("utf-8", "replace").split("\0"):
+            meta, _, path = record.partition("\t")
+            if path:
+                mode, kind, sha, size = meta.split()
+                entry = {"path": path, "mode": mode, "type": kind, "sha": sha,
+                         "url": self._api_url("repos", repo.owner, repo.name, "git", kind + "s", sha)}
+                if kind == "blob":
+                    entry["size"] = int(size)
+                entries.append(entry)
+        per_page = ctx.q_int("per_page", self.git_trees_per_page)
+        per_page = self.git_trees_per_page if per_page <= 0 or per_page > self.git_trees_per_page else per_page
+        page = max(1, ctx.q_int("page", 1))
+        shown = entries[(page - 1) * per_page: page * per_page]
+        tree_sha = _out(_git("rev-parse", f"{commit}^{{tree}}", git_dir=repo.bare))
+        return self._json(200, {"sha": tree_sha, "url": self._api_url("repos", repo.owner, repo.name, "git",
+                                                                      "trees", tree_sha),
+                                "tree": shown, "truncated": len(entries) > page * per_page, "page": page,
+                                "total_count": len(entries)})
+
+    def _file_ops(self, form: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The file operations of a change, decoded and checked as Gitea binds them."""
+        allowed = ("create", "update", "upload", "rename", "delete") if self.flavour == "gitea" else \
+            ("create", "update", "delete")
+        out = []
+        for op in ops:
+            operation = self._field(op, "operation", str, "")
+            path = self._field(op, "path", str, "")
+            if operation not in allowed:
+                raise self._error(422, f"invalid file operation: {operation} {path}, supported operations are "
+                                       f"{', '.join(allowed)}")
+            clean = os.path.normpath("/" + path).lstrip("/") if path else ""
+            source = self._field(op, "from_path", str, "")
+            if not clean or clean == "." or ".git" in clean.split("/"):
+                raise self._error(422, f"path contains a malformed path component [path: {path}]")
+            data = None
+            if operation != "delete":
+                try:
+                    data = base64.b64decode(self._field(op, "content", str, ""), validate=True)
+                except ValueError:
+                    raise self._error(422, "illegal base64 data at input byte 0") from None
+            out.append({"operation": operation, "path": clean, "from": os.path.normpath("/" + source).lstrip("/")
+                        if source else clean, "sha": self._field(op, "sha", str, ""), "data": data})
+        return out
+
+    def _change_files(self, ctx: _Ctx, form: Mapping[str, Any], ops: list[dict[str, Any]],
+                      default_message: str) -> tuple[str, str]:
+        """ChangeRepoFiles: check every operation against the base branch, then commit them all at once.
+
+        Returns (the new commit, the branch it is on).
+        """
         repo = ctx.repo
         assert repo is not None and ctx.user is not None
-        form = self._form(ctx)
-        path = unquote(ctx.params["filepath"])
-        try:
-            data = base64.b64decode(self._field(form, "content", str, ""), validate=True)
-        except ValueError:
-            raise self._error(422, "illegal base64 data at input byte 0") from None
         base = self._field(form, "branch", str, "") or repo.default_branch
         target = self._field(form, "new_branch", str, "") or base
-        if self._ref_sha(repo, f"refs/heads/{base}") is None:
+        head = self._ref_sha(repo, f"refs/heads/{base}")
+        if head is None:
             raise self._not_found("GetBranch", [f"branch does not exist [name: {base}]"])
         if target != base and self._ref_sha(repo, f"refs/heads/{target}") is not None:
             raise self._error(422, f"branch already exists [name: {target}]")
-        if _git("cat-file", "-e", f"refs/heads/{base}:{path}", git_dir=repo.bare, check=False).returncode == 0:
-            raise self._error(422, f"repository file already exists [path: {path}]")
-        message = self._field(form, "message", str, "") or f"Add {path}"
+        files: dict[str, bytes | None] = {}
+        for op in ops:
+            if op["operation"] in ("update", "upload", "delete", "rename"):
+                found = self._entry(repo, head, op["from"])
+                if found is None and op["operation"] != "upload":
+                    raise self._not_found("ChangeRepoFiles", [f"object does not exist [id: {head}, "
+                                                              f"rel_path: {op['from']}]"])
+                current = found[2] if found else ""
+                if op["sha"] and op["sha"] != current:
+                    raise self._error(422, f"sha does not match [given: {op['sha']}, expected: {current}]")
+                if not op["sha"] and op["operation"] != "upload":
+                    raise self._error(422, "a SHA or commit ID must be proved when updating a file")
+            if op["operation"] != "delete":
+                found = self._entry(repo, head, op["path"])
+                if found is not None and found[1] == "tree":
+                    raise self._error(422, f"a directory exists where you’re trying to create a file "
+                                           f"[path: {op['path']}]")
+                if found is not None and (op["operation"] == "create" or op["from"] != op["path"]):
+                    raise self._error(422, f"repository file already exists [path: {op['path']}]")
+            if op["from"] != op["path"] or op["operation"] == "delete":
+                files[op["from"]] = None
+            if op["operation"] != "delete":
+                files[op["path"]] = op["data"]
+        message = self._field(form, "message", str, "") or default_message
         login = ctx.user.login
-        sha = self.commit(repo.owner, repo.name, target, {path: data}, message, start=base,
+        sha = self.commit(repo.owner, repo.name, target, files, message, start=base,
                           author=f"{login} <{self.users[login.lower()].email}>")
+        return sha, target
+
+    def _file_commit_json(self, repo: Repo, sha: str) -> dict[str, Any]:
         info = self._commit_info(repo, sha)
-        blob = _out(_git("rev-parse", f"{sha}:{path}", git_dir=repo.bare))
-        return self._json(201, {
-            "content": {"name": path.rsplit("/", 1)[-1], "path": path, "sha": blob, "type": "file",
-                        "size": len(data), "encoding": "base64", "content": base64.b64encode(data).decode(),
-                        "html_url": self._html_url(repo.owner, repo.name, "src", "branch", target, path)},
-            "commit": {"sha": sha, "message": info.get("message", message),
-                       "html_url": self._html_url(repo.owner, repo.name, "commit", sha)},
-            "verification": {"verified": False, "reason": "gpg.error.not_signed_commit", "signature": "",
-                             "payload": ""}})
+        parents = _out(_git("log", "-1", "--format=%P", sha, git_dir=repo.bare)).split()
+        return {"sha": sha, "message": info.get("message", ""), "created": info.get("date"),
+                "url": self._api_url("repos", repo.owner, repo.name, "git", "commits", sha),
+                "html_url": self._html_url(repo.owner, repo.name, "commit", sha),
+                "parents": [{"sha": p, "url": self._api_url("repos", repo.owner, repo.name, "git", "commits", p)}
+                            for p in parents]}
+
+    def _file_answer(self, repo: Repo, sha: str, branch: str, path: str | None) -> dict[str, Any]:
+        """FileResponse (FileDeleteResponse when *path* is None)."""
+        entry = self._entry(repo, sha, path) if path else None
+        content = self._contents_json(repo, sha, branch, path, entry, with_content=True) if path and entry else None
+        return {"content": content, "commit": self._file_commit_json(repo, sha),
+                "verification": {"verified": False, "reason": "gpg.error.not_signed_commit", "signature": "",
+                                 "payload": ""}}
+
+    def _h_files_change(self, ctx: _Ctx) -> _Response:
+        """ChangeFiles: several create, update, rename and delete operations in one commit."""
+        repo = ctx.repo
+        assert repo is not None
+        form = self._form(ctx)
+        listed = self._field(form, "files", list, [])
+        if not listed:
+            raise self._binding("Files")
+        ops = self._file_ops(form, [op if isinstance(op, dict) else {} for op in listed])
+        sha, branch = self._change_files(ctx, form, ops, "Update " + ", ".join(op["path"] for op in ops))
+        answer = self._file_answer(repo, sha, branch, None)
+        answer.pop("content")
+        answer["files"] = [None if op["operation"] == "delete" else
+                           self._contents_json(repo, sha, branch, op["path"], self._entry(repo, sha, op["path"]),
+                                               with_content=True) for op in ops]
+        return self._json(201, answer)
+
+    def _h_file_create(self, ctx: _Ctx) -> _Response:
+        """CreateFile: one new file committed on branch (or on new_branch, started from branch)."""
+        return self._one_file(ctx, "create", 201, "Add")
+
+    def _h_file_update(self, ctx: _Ctx) -> _Response:
+        """UpdateFile: one existing file replaced (moved first when from_path names another path)."""
+        return self._one_file(ctx, "update", 200, "Update")
+
+    def _h_file_delete(self, ctx: _Ctx) -> _Response:
+        """DeleteFile: one file removed."""
+        return self._one_file(ctx, "delete", 200, "Delete")
+
+    def _one_file(self, ctx: _Ctx, operation: str, status: int, verb: str) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        form = self._form(ctx)
+        path = unquote(ctx.params["filepath"])
+        if operation != "delete" and not self._has(form, "content"):
+            raise self._binding("Content")
+        if operation != "create" and not self._has(form, "sha"):
+            raise self._binding("SHA")
+        op = {"operation": operation, "path": path, "content": form.get("content"), "sha": form.get("sha"),
+              "from_path": form.get("from_path") if operation == "update" else None}
+        ops = self._file_ops(form, [op])
+        sha, branch = self._change_files(ctx, form, ops, f"{verb} {ops[0]['path']}")
+        return self._json(status, self._file_answer(repo, sha, branch, None if operation == "delete" else
+                                                    ops[0]["path"]))
 
     def _h_collaborator_check(self, ctx: _Ctx) -> _Response:
         """IsCollaborator: 204 for an explicit collaborator only (org owners are not in that table), else 404."""
