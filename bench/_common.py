@@ -147,6 +147,11 @@ class JsonRpcPipe:
         return line
 
 
+# What a build reads: the metadata, the build hook and what it imports, the launcher and the modules.
+BUILD_FILES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "release/versioning.py", "bin/madtea",
+               "madtea.py", "guard.py", "forge.py", "gitops.py")
+
+
 def install_copy(base: Path, *, with_mcp: bool = False) -> Path:
     """A virtual environment in *base* holding a non-editable ``pip install`` of this checkout; its bin folder.
 
@@ -163,9 +168,10 @@ def install_copy(base: Path, *, with_mcp: bool = False) -> Path:
             return base / "venv" / "bin"
         base.mkdir(parents=True, exist_ok=True)
     source, venv = base / "source", base / "venv"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md", "madtea.py", "guard.py", "forge.py", "gitops.py"):
+    for name in BUILD_FILES:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
         (source / name).write_bytes((ROOT / name).read_bytes())
+        (source / name).chmod((ROOT / name).stat().st_mode)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",

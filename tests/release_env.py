@@ -12,7 +12,7 @@ from topologies import commit_files, run_git
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("madtea.py", "guard.py", "forge.py", "gitops.py", "README.md", "pyproject.toml", "setup.py",
-           "MANIFEST.in", "release/versioning.py", "release/release.py")
+           "MANIFEST.in", "release/versioning.py", "release/release.py", "bin/madtea")
 
 
 def release_tool() -> ModuleType:

@@ -275,3 +275,34 @@ def test_a_terminal_that_is_not_utf8_gets_no_traceback(single_repo) -> None:
     out = _cli("doctor", cwd=single_repo.repo, env={"PYTHONIOENCODING": "ascii"})  # its rows hold an arrow
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     assert "forge.example.test/acme/web ? forge API" in out.stdout
+
+
+def _setup_module():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("madtea_setup", ROOT / "setup.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # defines; setup() runs only as the build's __main__
+    return module
+
+
+def test_the_command_is_madteas_own_launcher_on_posix_and_pips_entry_point_on_windows() -> None:
+    """pip makes a madtea.exe only for an entry point; elsewhere its wrapper would import re first."""
+    kwargs = _setup_module().command_kwargs
+    assert kwargs("nt") == {"entry_points": {"console_scripts": ["madtea = madtea:main"]}}
+    assert kwargs("posix") == {"scripts": ["bin/madtea"], "entry_points": {}}
+    launcher = (ROOT / "bin" / "madtea").read_text(encoding="utf-8")
+    assert launcher.startswith("#!/usr/bin/env python3\n") and os.access(ROOT / "bin" / "madtea", os.X_OK)
+    code = [line for line in launcher.splitlines() if line and not line.startswith(("#", " ", '"'))]
+    assert not [line for line in code if line.startswith(("import", "from")) and line not in (
+        "import sys", "from madtea import main")], code
+    assert "bin/madtea" in (ROOT / "MANIFEST.in").read_text(encoding="utf-8").split()
+
+
+def test_the_launcher_runs_madtea(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = _python(str(ROOT / "bin" / "madtea"), "--version", cwd=tmp_path, env=env)
+    assert out.returncode == 0 and out.stdout.startswith("madtea "), out.stderr
+    helped = _python(str(ROOT / "bin" / "madtea"), "--help", cwd=tmp_path, env=env)
+    assert helped.returncode == 0 and "status" in helped.stdout, helped.stderr
