@@ -45,6 +45,7 @@ __all__ = ["main", "run", "Context", "Result", "REGISTRY", "Op", "Param", "build
            "warn", "notice", "__version__"]
 __version__ = "0.0.0+unknown"  # a build stamps the release tag's version here
 
+
 # --- results and diagnostics ---
 
 class Result:
@@ -107,8 +108,7 @@ def closing(text: str) -> str:
     return f"{text}; nothing left to verify for this step."
 
 
-
-# --- registry ---
+# --- the registry ---
 
 @record(frozen=True)
 class Param:
@@ -258,415 +258,302 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
                         choices=() if guess else every)
 
 
+# --- tool summaries and shared parameters ---
 
-# --- services: local git ---
+TOOL_SUMMARIES.update({
+    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deleting an issue is a person's act and is not offered.",
+    "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
+})
+
+
+TOOL_SUMMARIES.update({
+    "madt_labels": "Repository labels. Deleting a label is a person's act and is not offered.",
+    "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
+    "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
+    "madt_repo": "Repositories on the forge: view, list, create, fork, edit, and their branches and tags.",
+    "madt_search": "Search issues and pull requests (action=issues) or repositories (action=repos).",
+    "madt_notifications": "Your notifications on the forge.",
+    "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
+    "madt_actions": "Actions (CI) runs, jobs, workflows and logs, where the forge offers them.",
+})
+
 
 TOOL_SUMMARIES.update({
     "madt_worktrees": "Linked worktrees of a repository: list them, add one, or remove one that holds no unsaved work.",
 })
 
+
+NUMBER = Param("number", "number", "The issue or pull request number, e.g. 12.", required=True, positional=True)
+NUMBERS = Param("numbers", "numbers", "One or more issue or pull request numbers, e.g. [12, 14].", required=True,
+                positional=True)
+STATE = Param("state", "enum", "Which to list: open (default), closed or all.", choices=("open", "closed", "all"),
+              short="s")
+LIMIT = Param("limit", "int", "How many to return at most (default 30).", short="L", minimum=1)
+PAGE = Param("page", "int", "Start at this page of results (1-based).", minimum=1)
+LABELS = Param("label", "strs", "Label names (not ids); an unknown name is an error.", short="l")
+ASSIGNEES = Param("assignee", "strs", "Usernames to assign.", short="a")
+MILESTONE = Param("milestone", description="Milestone title (or its id).", short="m")
+TITLE = Param("title", description="The title — a single line.", short="t")
+BODY_NEW = Param("body", description="The body text (Markdown).", short="b")
+BODY_FILE = Param("body_file", description="Read the body from this file ('-' for standard input).", short="F",
+                  cli_only=True)
+COMMENT = Param("comment", description="Also leave this comment.", short="c")
+COMMENTS = Param("comments", "bool", "Include the comments.", short="C")
+OFFSET = Param("offset", "int", "Continue a truncated body or diff from this character.")
+FIELDS = Param("fields", "strs", "More of the forge's own fields to include, by their API names (e.g. assignees, "
+               "milestone, created_at, comments); the default result is a compact summary.")
+
+
+BODY_EDIT = (
+    Param("body", description="Replace the whole body. Needs updated_at from the version you read, so an "
+          "edit you have not seen is never overwritten. Prefer append, replace_old/replace_new, check or uncheck.",
+          short="b"),
+    Param("updated_at", description="The updated_at (or body_sha) of the version you read with view; "
+          "required with body."),
+    Param("append", description="Add this text at the end of the current body."),
+    Param("replace_old", description="Exact text in the current body to replace (must occur once)."),
+    Param("replace_new", description="The text that replaces replace_old."),
+    Param("check", description="Tick the checklist item whose text is exactly this."),
+    Param("uncheck", description="Untick the checklist item whose text is exactly this."),
+)
+
+
+DESCRIPTION = Param("description", description="A short description.", short="d")
+
+
+STYLE = Param("style", "enum", "How to merge: merge (default), squash, rebase, rebase-merge or fast-forward-only.",
+              choices=("merge", "squash", "rebase", "rebase-merge", "fast-forward-only"), enum_flags=True)
+
+
 FILES = Param("files", "strs", "The exact paths to stage, relative to the repository (a named sub-directory is "
               "allowed; '.' and the repository root are not). Not a glob.", positional=True)
 
 
-def _grepo(inv: Invocation) -> gitops.Repo:
-    r = inv.repo
-    return gitops.Repo(r.top, r.git_dir, r.common_dir)
+# --- the call pipeline: a call, its context and its run ---
+
+@record
+class Context:
+    """Where a call comes from: the surface, its launch directory and any client roots."""
+
+    surface: str                         # "mcp" or "cli"
+    launch_dir: Path
+    roots: list[str] | None = None       # the client's advertised roots; None when unknown
+    scope: guard.Scope = gitops.field(default_factory=guard.Scope)  # what the server was started to allow
 
 
-def _files_list(files: Sequence[str]) -> str:
-    shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
-    return f"{len(files)} file{'s' if len(files) != 1 else ''}: {shown}"
+@record
+class Invocation:
+    """One guarded call, handed to its service function."""
+
+    op: Op
+    args: dict[str, Any]
+    ctx: Context
+    target: guard.Target | None = None   # local-git calls: the repository and its state
+    remote: Any = None                   # forge calls: the connected Api, once resolved and guarded
+
+    @property
+    def local(self) -> guard.Target:
+        """The guarded target of a local-git call (resolved before its service runs)."""
+        assert self.target is not None
+        return self.target
+
+    @property
+    def repo(self) -> guard.RepoFacts:
+        assert self.target is not None
+        return self.target.target
+
+    @property
+    def state(self) -> guard.RepoState:
+        assert self.target is not None and self.target.state is not None
+        return self.target.state
+
+    def again(self, **changes: Any) -> dict[str, Any]:
+        """This call as a step, with *changes* (a None value leaves that argument out)."""
+        return guard.call(self.op.tool, **guard._with_action(self.op.action, self.args | changes))
+
+    def identity(self) -> str:
+        """``owner/repo @ /abs/path (branch)``: every mutation says where it landed."""
+        branch = self.target.state.branch if self.target and self.target.state else None
+        return f"{self.repo.describe()} ({branch or 'detached HEAD'})"
 
 
-def _ref_arg(inv: Invocation, name: str) -> str | None:
-    value = inv.args.get(name)
-    return guard.check_not_option(value, name, inv.op.where, inv.args) if value else None
-
-
-def _required_ref(inv: Invocation, name: str) -> str:
-    """A required ref argument: the registry has refused a missing or blank one already."""
-    value = _ref_arg(inv, name)
-    assert value is not None
-    return value
-
-
-@operation("madt_status", cli=("status",), kind="local", mutating=False, idempotent=True,
-           summary="Show the repository, branch, upstream and working-tree changes (read-only).")
-def status_op(inv: Invocation) -> Result:
-    st = gitops.status(_grepo(inv))
-    op = st.operation  # status read it from the git dir already
-    lines = [f"{inv.repo.describe()} ({st.branch or 'detached HEAD'})"]
-    if st.upstream:
-        lines.append(f"upstream {st.upstream}: {st.ahead} ahead, {st.behind} behind")
-    for label, paths in (("conflicted", st.conflicted), ("staged", st.staged),
-                         ("modified", st.modified), ("untracked", st.untracked)):
-        if paths:
-            lines.append(f"{label}: " + ", ".join(paths))
-    if not (st.conflicted or st.staged or st.modified or st.untracked):
-        lines.append("working tree clean")
-    if op:
-        lines.append(f"a {op} is in progress")
-    pushes = [_interrupted_push(inv, branch, sha) for branch, sha in gitops.interrupted_pushes(_grepo(inv))]
-    lines += [text for text, _ in pushes]
-    data = {"repo": inv.repo.name, "path": str(inv.repo.top), "branch": st.branch, "head": st.head,
-            "upstream": st.upstream, "ahead": st.ahead, "behind": st.behind, "staged": st.staged,
-            "modified": st.modified, "untracked": st.untracked, "conflicted": st.conflicted, "operation": op,
-            "interrupted_pushes": [fact for _, fact in pushes]}
-    return Result("\n".join(lines), data)
-
-
-def _interrupted_push(inv: Invocation, branch: str, sha: str) -> tuple[str, dict[str, Any]]:
-    """What origin holds now for a push that never finished: a fresh read, since the local ref cannot tell."""
-    fact: dict[str, Any] = {"branch": branch, "sha": sha, "origin_sha": None, "landed": None}
-    head = f"a push of {branch} ({sha[:9]}) was interrupted before it finished"
-    again = f"madt_push branch={branch} again settles it (it sends only what origin lacks)"
+def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
+    """Dispatch one call: find the operation, check its arguments, guard it, run it, report."""
+    notes: list[tuple[str, str]] = []
+    token = _NOTES.set(notes)
     try:
-        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-            there = gitops.remote_branch_sha(_grepo(inv), branch, env=env)
-    except Exception as exc:  # noqa: BLE001 - status still answers; the read's failure is the news
-        return f"{head}; origin could not be read to see whether it landed ({exc}); {again}.", fact
-    fact.update(origin_sha=there, landed=there == sha)
-    if there == sha:
-        return f"{head}, but origin has it: origin's {branch} is at {sha[:9]}; {again}.", fact
-    now = f"at {there[:9]}" if there else "absent"
-    return f"{head} and did not land: origin's {branch} is {now}; {again}.", fact
+        result = _run(tool, raw, ctx)
+    except Exception as exc:  # noqa: BLE001 - the boundary: no traceback reaches a caller
+        result = run_error(exc)
+    finally:
+        _NOTES.reset(token)
+    if result.error and ctx.scope.active:
+        note = _narrow_error(result.error, ctx)
+        result.text = f"{result.text}\n{note}" if note else result.text
+    result.notes = notes + result.notes
+    return _redacted(result)
 
 
-@operation("madt_log", cli=("log",), kind="local", mutating=False, idempotent=True,
-           summary="Show recent commits of a branch or ref (read-only).",
-           params=(Param("ref", description="The branch, tag or commit to start from (default: HEAD).",
-                         positional=True),
-                   Param("limit", "int", "How many commits to show (default 20, at most 200).", short="n", minimum=1)))
-def log_op(inv: Invocation) -> Result:
-    ref = _ref_arg(inv, "ref") or "HEAD"
-    limit = max(1, min(int(inv.args.get("limit") or 20), 200))
-    entries = gitops.log(_grepo(inv), ref, limit)
-    lines = [f"{e.sha[:9]} {e.date[:10]} {e.author}: {e.subject}" for e in entries]
-    data = [{"sha": e.sha, "author": e.author, "date": e.date, "subject": e.subject} for e in entries]
-    return Result("\n".join(lines) or f"no commits on {ref}", data)
+def _redacted(result: Result) -> Result:
+    """*result* with every known token value replaced, in its text, data, error and notes alike.
+
+    Forge content is included: a token a forge echoes inside an issue body is
+    hidden like one in an error message.
+    """
+    if "forge" not in sys.modules and not any(k.upper().startswith("MADTEA_TOKEN") for k in os.environ):
+        return result  # no token is known to this process
+    forge = _forge()
+    if not forge.known_tokens():
+        return result
+
+    def scrubbed(value: Any) -> Any:
+        if isinstance(value, str):
+            return forge.redact(value)
+        if isinstance(value, (list, tuple)):
+            return type(value)(scrubbed(v) for v in value)
+        if isinstance(value, dict):
+            return {scrubbed(k): scrubbed(v) for k, v in value.items()}
+        return value
+
+    result.text = scrubbed(result.text)
+    result.data = scrubbed(result.data)
+    result.error = scrubbed(result.error)
+    result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
+    return result
 
 
-@operation("madt_add", cli=("add",), kind="local", mutating=True, idempotent=True,
-           summary="Stage exactly the named files; nothing else is swept in.", params=(FILES,))
-def add_op(inv: Invocation) -> Result:
-    files = guard.declared_files(inv.local)
-    gitops.add(_grepo(inv), files)
-    return Result(f"Staged {_files_list(files)} in {inv.identity()}.", {"staged": files})
-
-
-@operation("madt_commit", cli=("commit",), kind="local", mutating=True,
-           summary="Commit exactly the named files with a title; anything else already staged stays staged.",
-           params=(FILES,
-                   Param("title", description="The commit subject line — not `message`.", required=True, short="t"),
-                   Param("body", description="The commit body, after a blank line (optional).", short="b"),
-                   Param("allow_default_branch", "bool",
-                         "Commit even though the checkout is on its default branch (this call only).")))
-def commit_op(inv: Invocation) -> Result:
-    files = guard.declared_files(inv.local)
-    sha = gitops.commit(_grepo(inv), files, inv.args["title"], inv.args.get("body"))
-    return Result(f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({_files_list(files)}) "
-                  f"in {inv.identity()}.", {"sha": sha, "files": files, "branch": inv.state.branch})
-
-
-def _lease_arg(inv: Invocation, branch: str) -> str | None:
-    """The lease as a full sha; an abbreviated one is answered with the same call, spelt out."""
-    lease = _ref_arg(inv, "force_with_lease")
-    if lease is None:
-        return None
-    import re
-    lease = lease.strip().lower()
-    if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", lease):
-        return lease
-    full = gitops.head_sha(_grepo(inv), lease) if re.fullmatch(r"[0-9a-f]{4,63}", lease) else None
-    raise guard.Refusal("BAD_ARGUMENT",
-                        f"{inv.op.where}: force_with_lease must be the full sha origin/{branch} is expected to be "
-                        f"at, not {lease!r}; a lease on a name or a short sha is not an exact expectation.",
-                        target=inv.repo.describe(),
-                        next=(inv.local.retry(force_with_lease=full),) if full else (
-                            guard.call("madt_log", dir=str(inv.repo.top), ref=f"origin/{branch}"),
-                            inv.local.retry(force_with_lease=guard.placeholder(
-                                f"the full sha of origin/{branch} that you based your work on"))))
-
-
-@operation("madt_push", cli=("push",), kind="local", mutating=True,
-           summary="Push a branch to origin; never a blind force push.",
-           params=(Param("branch", description="The local branch to push (default: the current branch).",
-                         positional=True),
-                   Param("force_with_lease", description="Overwrite the remote branch only if it is still at "
-                         "this sha (the one you based your work on); a plain force push is not offered."),
-                   Param("set_upstream", "bool", "Record origin/<branch> as the branch's upstream.", short="u")))
-def push_op(inv: Invocation) -> Result:
-    branch = _ref_arg(inv, "branch") or inv.state.branch
-    if branch is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch to push.",
-                            target=inv.repo.describe(), next=(inv.again(branch=guard.placeholder("the branch to push")),))
-    lease = _lease_arg(inv, branch)
+def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
+    if not isinstance(raw, Mapping):
+        raise guard.Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool,
+                            next=(guard.call(tool),))
+    action = raw.get("action")
+    if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
+            any(op.tool == tool and op.cli_only for op in REGISTRY):
+        raise delete_refusal(tool, raw, ctx)
+    op = find_op(tool, action, ctx.surface, raw, ctx.scope)
+    if ctx.scope.active:
+        check_op_scope(op, raw, ctx.scope)
+    args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
+    if ctx.scope.repos:
+        check_repo_scope(op, args, ctx)
+    invocation = Invocation(op, args, ctx)
+    if op.kind == "local":
+        invocation.target = _resolve_local(op, args, ctx)
+        guard.check_local(invocation.target)
+    else:
+        api(invocation)  # resolves the forge target and runs its guard before the handler
     try:
-        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-            pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
-                                 set_upstream=bool(inv.args.get("set_upstream")), env=env)
-    except gitops.LeaseRejected as exc:
-        raise guard.Refusal("LEASE_REJECTED",
-                            f"origin/{branch} is no longer at {(lease or '')[:9]}; someone pushed since you based "
-                            f"your work on it, so nothing was overwritten ({exc.stderr.strip()[:120]}).",
-                            target=inv.repo.describe(),
-                            user_action=f"Ask the user: someone else's commits are on origin/{branch} now, and a "
-                                        f"new lease would throw them away.") from None
-    except gitops.PushRejected as exc:
-        if exc.kind != "non-fast-forward":
-            raise guard.Refusal("BAD_ARGUMENT", f"origin refused {branch} ({exc.reason}); nothing was pushed.",
-                                target=inv.repo.describe(),
-                                user_action="Ask the user how they want origin's rule handled; madtea pushed "
-                                            "nothing.") from None
-        st = gitops.status(_grepo(inv))
-        # Only a branch with nothing of its own to push can catch up by fast-forward; a diverged
-        # one needs a person to choose between merging the remote commits and replacing them.
-        behind_only = st.branch == branch and st.ahead == 0
-        raise guard.Refusal("LEASE_REJECTED" if lease else "BAD_ARGUMENT",
-                            f"origin refused {branch}: the remote branch has commits yours does not. Nothing was "
-                            f"overwritten.", target=inv.repo.describe(),
-                            next=(guard.call("madt_pull", dir=str(inv.repo.top), branch=branch),) if behind_only
-                            else (),
-                            user_action=None if behind_only else
-                            f"Ask the user whether to bring origin/{branch}'s commits into {branch} or to replace "
-                            f"them; madtea will not choose for them.") from None
-    return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.",
-                  {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha})
+        return op.handler(invocation)
+    except guard.Refusal:
+        raise
+    except gitops.GitError as exc:
+        raise _git_refusal(invocation, exc) or exc from None
+    except Exception as exc:  # noqa: BLE001 - a forge answer's way on names this call's own steps
+        answered = _forge_error(exc, invocation)
+        if answered is None:
+            raise
+        return answered
 
 
-@operation("madt_pull", cli=("pull",), kind="local", mutating=True, idempotent=True,
-           summary="Fast-forward the current branch from origin; never a merge or rebase.",
-           params=(Param("branch", description="The remote branch to pull (default: the current branch's own).",
-                         positional=True),))
-def pull_op(inv: Invocation) -> Result:
-    branch = _ref_arg(inv, "branch") or inv.state.branch
-    if branch is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; switch to a branch first.",
-                            target=inv.repo.describe(),
-                            next=(guard.call("madt_switch", dir=str(inv.repo.top),
-                                             branch=guard.placeholder("the branch to pull into")), inv.again()))
-    with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-        pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
-    old, new = pulled.before, pulled.after or ""
-    moved = "already up to date" if old == new else f"{(old or '0')[:9]}..{new[:9]} (fast-forward)"
-    return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.",
-                  {"branch": inv.state.branch, "from": old, "to": new})
+# --- the call pipeline: local targets ---
+
+def repo_facts(repo: gitops.Repo) -> guard.RepoFacts:
+    url = gitops.read_origin(repo.common_dir)
+    return guard.RepoFacts(repo.top, repo.git_dir, repo.common_dir, gitops.parse_remote_url(url) if url else None)
 
 
-@operation("madt_branch_create", cli=("branch", "create"), kind="local", mutating=True,
-           summary="Create a local branch at a start point, optionally switching to it.",
-           params=(Param("name", description="The new branch's name.", required=True, positional=True),
-                   Param("start_point", description="Where the branch starts (default: HEAD).", positional=True),
-                   Param("checkout", "bool", "Switch to the new branch after creating it.", short="c")))
-def branch_create_op(inv: Invocation) -> Result:
-    name = _required_ref(inv, "name")
-    start = _ref_arg(inv, "start_point") or "HEAD"
-    if inv.state.unborn and start == "HEAD" and inv.args.get("checkout") and name not in (inv.state.branches or ()):
-        # No commit yet: the new branch is where the first commit will go, like git switch -c.
-        gitops.name_unborn(_grepo(inv), name)
-        return Result(f"Switched {inv.identity()} to the new branch {name}, which has no commit yet.",
-                      {"branch": name, "sha": None, "checked_out": True})
-    sha = gitops.branch_create(_grepo(inv), name, start)
-    text = f"Created branch {name} at {sha[:9]} in {inv.identity()}."
-    if inv.args.get("checkout"):
-        gitops.switch(_grepo(inv), name)
-        text += f" Switched to {name}."
-    return Result(text, {"branch": name, "sha": sha, "checked_out": bool(inv.args.get("checkout"))})
+def _launch_repo(ctx: Context) -> guard.RepoFacts | None:
+    repo = gitops.fs_find_repo(ctx.launch_dir)
+    return repo_facts(repo) if repo else None
 
 
-def _proof_targets(inv: Invocation) -> list[str]:
-    """Where contained work may already be: the default branch, origin's copy of it, and its own upstream."""
-    repo = _grepo(inv)
-    default = inv.state.default_branch
-    local = f"refs/heads/{default}"
-    candidates: list[str | None] = [local, f"refs/remotes/origin/{default}"]
-    if gitops.ref_exists(repo, local):
-        candidates.append(gitops.upstream(repo, default))
-    return [t for t in dict.fromkeys(candidates) if t and gitops.ref_exists(repo, t)]
+def _path_signal(source: str, path: str, confirms: bool = False) -> guard.Signal | None:
+    repo = gitops.fs_find_repo(path)
+    return guard.Signal(source, repo=repo_facts(repo), confirms_workspace=confirms) if repo else None
 
 
-def _contained(inv: Invocation, sha: str, targets: Sequence[str] | None = None) -> str | None:
-    """How the default branch already holds the work ending at *sha* (a commit, never a name that a
-    tag of the same name could shadow), or None."""
-    repo = _grepo(inv)
-    for target in _proof_targets(inv) if targets is None else targets:
-        proof = gitops.containment(repo, sha, target)
-        if proof:
-            return proof
-    return None
+def _signals(op: Op, ctx: Context) -> tuple[guard.Signal, ...]:
+    """Independent evidence of the caller's repository: the intent hint, roots, the agent's shell cwd."""
+    if ctx.surface != "mcp":
+        return ()
+    found: list[guard.Signal | None] = []
+    hint = os.environ.get("MADTEA_CALLER_REPO", "").strip()
+    if hint:
+        if os.path.isabs(hint):
+            found.append(_path_signal("MADTEA_CALLER_REPO", hint, confirms=True))
+        else:
+            found.append(guard.Signal("MADTEA_CALLER_REPO", name=hint, confirms_workspace=True))
+    if op.kind == "local" and op.mutating and ctx.roots is not None and len(ctx.roots) == 1:
+        root = ctx.roots[0]
+        path = urllib_path(root)
+        if path:
+            found.append(_path_signal("the client's workspace root", path))
+    shell_cwd = caller_cwd_signal()
+    if shell_cwd:
+        found.append(_path_signal("the agent's shell directory", shell_cwd))
+    return tuple(s for s in found if s is not None)
 
 
-_PROOFS = {"ancestor": "its tip is in {t}", "patch-id": "every commit's patch is already in {t}",
-           "squash": "its changes landed in {t} as a squash merge"}
+def urllib_path(uri: str) -> str | None:
+    """A file:// root as a local path; anything else is no signal."""
+    if uri.startswith("file://"):
+        from urllib.parse import unquote, urlsplit  # only MCP calls with roots get here
+        parts = urlsplit(uri)
+        return unquote(parts.path) if parts.netloc in ("", "localhost") else None
+    return uri if os.path.isabs(uri) else None
 
 
-@operation("madt_branch_delete", cli=("branch", "delete"), kind="local", mutating=True, destructive=True,
-           summary="Delete a local branch whose work is proven to be in the default branch; there is no force form.",
-           params=(Param("name", description="The branch to delete.", required=True, positional=True),))
-def branch_delete_op(inv: Invocation) -> Result:
-    name = _required_ref(inv, "name")
-    repo = _grepo(inv)
-    # The proof is made for this sha and the delete is a compare-and-swap on it: a branch
-    # that moves in between, or a tag of the same name, cannot slip unproven work through.
-    sha = gitops.head_sha(repo, f"refs/heads/{name}")
-    if sha is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {name}.",
-                            target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
-    checked_out = [w for w in gitops.worktree_list(repo) if w.branch == name]
-    if checked_out:
-        raise guard.Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out[0].path}; a checked-out "
-                            f"branch is never deleted.", target=inv.repo.describe(),
-                            next=(guard.call("madt_switch", dir=checked_out[0].path,
-                                             branch=guard.placeholder("another branch")), inv.again()))
-    proof = _contained(inv, sha)
-    default = inv.state.default_branch
-    if proof is None:
-        raise guard.Refusal("NOT_CONTAINED",
-                            f"{name} in {inv.repo.describe()} has work that is not in {default}: its tip is not an "
-                            f"ancestor, its patches are not there, and it does not match a squash merge. Deleting it "
-                            f"would lose that work.", target=inv.repo.describe(),
-                            user_action=f"Ask the user whether the unmerged work on {name} may be discarded; "
-                            f"only a person deletes it.")
-    gitops.branch_delete(repo, name, sha)
-    return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}; "
-                          f"{_PROOFS[proof].format(t=default)}"), {"branch": name, "sha": sha, "proof": proof})
+def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
+    children = []
+    for path in gitops.nested_repos(launch.top):
+        repo = gitops.fs_find(path)  # the string form: a workspace may hold hundreds of these
+        url = gitops.read_origin(repo[2]) if repo else None
+        children.append((path, gitops.parse_remote_url(url) if url else None))
+    return tuple(guard.distinct_children(launch, children))
 
 
-@operation("madt_switch", cli=("switch",), kind="local", mutating=True, idempotent=True,
-           summary="Switch the checkout to an existing branch.",
-           params=(Param("branch", description="The branch to switch to.", required=True, positional=True),))
-def switch_op(inv: Invocation) -> Result:
-    branch = _required_ref(inv, "branch")
-    gitops.switch(_grepo(inv), branch)  # overwriting uncommitted changes is refused by git, typed by guard
-    was = inv.state.branch or "a detached HEAD"
-    return Result(f"Switched {inv.repo.describe()} ({branch}) from {was} to {branch}.", {"branch": branch})
+def _state(repo: guard.RepoFacts) -> guard.RepoState:
+    """Branch, default branch, operation in progress and dirtiness: one git call."""
+    grepo = gitops.Repo(repo.top, repo.git_dir, repo.common_dir)
+    st = gitops.status(grepo)
+    return guard.RepoState(st.branch, gitops.default_branch(grepo), st.operation, st.dirty_tracked,
+                           tuple(st.conflicted), unborn=st.head is None and st.branch is not None,
+                           branches=gitops.fs_branches(repo.common_dir),
+                           checked_out=gitops.fs_checked_out(repo.common_dir))
 
 
-_WT_PARAMS = (Param("path", description="Absolute path of the worktree to add or remove.", positional=True),
-              Param("commit_ish", description="What the new worktree checks out (add only; default HEAD). "
-                    "An existing branch is checked out; no branch is created unless b is given.", positional=True),
-              Param("b", description="Create this new branch for the worktree (add only), like git's -b.",
-                    short="b", flag="new-branch"))
+def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
+    launch = _launch_repo(ctx)
+    if "dir" in args:
+        path = guard.check_dir(args["dir"], op.tool, args, op.action)
+        repo = gitops.discover(path) if path.exists() else None
+        if repo is None:
+            raise guard.not_a_repo(op.tool, str(path), args, op.action)
+        target = repo_facts(repo)
+        explicit = True
+        if ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
+            guard.check_repo_scope(ctx.scope, op.where, _forge_repo(target.origin), f"the origin of {target.top}")
+    else:
+        if launch is None:
+            raise guard.Refusal("BAD_ARGUMENT",
+                                f"{op.where}: the server was launched outside any git repository "
+                                f"({ctx.launch_dir}), so there is no repository to act on without dir=.",
+                                target=str(ctx.launch_dir),
+                                next=(guard.call(op.tool, **guard._with_action(op.action, args | {
+                                    "dir": guard.placeholder("the absolute path of the repository")})),))
+        target, explicit = launch, False
+    if args.get("files"):
+        # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
+        args["files"] = [os.path.join(os.path.realpath(os.path.dirname(f)), os.path.basename(f))
+                         if os.path.isabs(f) else f for f in args["files"]]
+    needs_nested = ctx.surface == "mcp" and op.mutating and not explicit
+    state = _state(target) if op.mutating else None
+    return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
+                        nested=_nested(target) if needs_nested else (), signals=_signals(op, ctx),
+                        state=state)
 
 
-@operation("madt_worktrees", "list", cli=("worktree", "list"), kind="local", mutating=False, idempotent=True,
-           summary="List the repository's worktrees.", params=())
-def worktree_list_op(inv: Invocation) -> Result:
-    trees = gitops.worktree_list(_grepo(inv))
-    lines = [f"{w.path} {w.branch or 'detached'} {(w.head or '')[:9]}" for w in trees]
-    return Result("\n".join(lines), [{"path": str(w.path), "branch": w.branch, "head": w.head} for w in trees])
-
-
-def _worktree_path(inv: Invocation) -> str:
-    raw = inv.args.get("path")
-    if not raw:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where} needs path: the worktree's absolute path.",
-                            target=inv.repo.describe(),
-                            next=(inv.again(path=guard.placeholder("the worktree's absolute path")),))
-    return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
-
-
-CARRY = Param("carry", "strs", "Copy these files' current content from the checkout at dir into the new "
-              "worktree (add only), to commit there; that checkout is read, never changed.")
-
-
-@operation("madt_worktrees", "add", cli=("worktree", "add"), kind="local", mutating=True,
-           summary="Add a linked worktree at path, checking out commit_ish, or a new branch b.",
-           params=_WT_PARAMS + (CARRY,))
-def worktree_add_op(inv: Invocation) -> Result:
-    path = _worktree_path(inv)
-    commit_ish = _ref_arg(inv, "commit_ish")
-    new_branch = _ref_arg(inv, "b")
-    repo = _grepo(inv)
-    carry = guard.declared_files(inv.local, inv.args["carry"]) if inv.args.get("carry") else []
-    if carry and commit_ish and gitops.head_sha(repo) != gitops.head_sha(repo, commit_ish):
-        # The files' changes were made against this checkout's HEAD; copied onto another base they
-        # would also undo whatever that base changed in them.
-        theirs, base = gitops.blob_ids(repo, "HEAD", carry), gitops.blob_ids(repo, commit_ish, carry)
-        differ = sorted(p for p in set(theirs) | set(base) if theirs.get(p) != base.get(p))
-        if differ:
-            raise guard.carry_conflict(inv.local, commit_ish, differ)
-    gitops.worktree_add(repo, path, commit_ish, new_branch)
-    what = f"new branch {new_branch}" if new_branch else (commit_ish or "a detached HEAD")
-    text = f"Added worktree {path} on {what}" + (f" from {commit_ish}" if new_branch and commit_ish else "")
-    text += f" for {inv.identity()}."
-    carried = gitops.carry_files(repo, path, carry) if carry else []
-    if carry:
-        text += f" Copied the current content of {_files_list(carried)} from {inv.repo.top} into it." if carried \
-            else f" The carried paths have no content in {inv.repo.top}; nothing was copied."
-    return Result(text, {"path": path, "branch": new_branch or commit_ish, "carried": carried})
-
-
-@operation("madt_worktrees", "remove", cli=("worktree", "remove"), kind="local", mutating=True, destructive=True,
-           summary="Remove a linked worktree that holds no uncommitted or unpushed work.", params=_WT_PARAMS)
-def worktree_remove_op(inv: Invocation) -> Result:
-    from pathlib import Path
-    path = _worktree_path(inv)
-    trees = {os.path.realpath(w.path): w for w in gitops.worktree_list(_grepo(inv))}
-    tree = trees.get(os.path.realpath(path))
-    if tree is None or os.path.realpath(path) == str(inv.repo.top) and not inv.repo.is_linked:
-        raise guard.Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {inv.repo.describe()}.",
-                            target=inv.repo.describe(),
-                            next=(guard.call("madt_worktrees", action="list", dir=str(inv.repo.top)),))
-    wt = gitops.discover(Path(path))
-    if wt is not None:
-        st = gitops.status(wt)
-        # A detached HEAD's own commits are held by no branch: removing the worktree strands them.
-        unsaved = gitops.unpushed(wt, st.branch) if st.branch else gitops.unreferenced(wt)
-        plural = "s" if unsaved != 1 else ""
-        if st.staged or st.modified or st.untracked or st.conflicted or unsaved:
-            what = "uncommitted changes" if (st.staged or st.modified or st.untracked or st.conflicted) else \
-                f"{unsaved} unpushed commit{plural}" if st.branch else \
-                f"{unsaved} commit{plural} on a detached HEAD that no branch, tag or remote holds"
-            branch = st.branch or guard.placeholder("a new branch")
-            save = [guard.call("madt_status", dir=path)]
-            if not st.branch:
-                save.append(guard.call("madt_branch_create", dir=path, name=branch, checkout=True))
-            if st.staged or st.modified or st.untracked or st.conflicted:
-                save.append(guard.call("madt_commit", dir=path, files=[guard.placeholder("each changed file")],
-                                       title=guard.placeholder("title")))
-            save.append(guard.call("madt_push", dir=path, branch=branch))
-            raise guard.Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them, "
-                                "so save it first (only a person may decide to discard it).",
-                                target=path, next=(*save, inv.again()))
-    gitops.worktree_remove(_grepo(inv), path)
-    return Result(closing(f"Removed worktree {path} of {inv.identity()}; its branch "
-                          f"{tree.branch or '(detached)'} is kept"), {"path": path})
-
-
-@operation("madt_prune", cli=("prune",), kind="local", mutating=True, destructive=True,
-           summary="Delete local branches whose work is proven to be in the default branch.",
-           params=(Param("dry_run", "bool", "Only list what would be deleted.", short="n"),))
-def prune_op(inv: Invocation) -> Result:
-    repo = _grepo(inv)
-    default = inv.state.default_branch
-    busy = {w.branch for w in gitops.worktree_list(repo)}
-    deleted, kept = [], []
-    targets = _proof_targets(inv)
-    for branch in gitops.local_branches(repo):
-        if branch == default or branch in busy:
-            continue
-        sha = gitops.head_sha(repo, f"refs/heads/{branch}")
-        proof = _contained(inv, sha, targets) if sha else None
-        if proof is None or sha is None:
-            kept.append(branch)
-            continue
-        if not inv.args.get("dry_run"):
-            gitops.branch_delete(repo, branch, sha)
-        deleted.append((branch, proof))
-    verb = "Would delete" if inv.args.get("dry_run") else "Deleted"
-    lines = [f"{verb} {b} ({_PROOFS[p].format(t=default)})" for b, p in deleted] or [f"No branch is proven contained in {default}."]
-    if kept:
-        lines.append("Kept (work not proven in " + default + "): " + ", ".join(kept))
-    text = "\n".join(lines)
-    if not inv.args.get("dry_run"):
-        text += "\n" + closing(f"Pruned {len(deleted)} branch{'es' if len(deleted) != 1 else ''} in {inv.identity()}")
-    return Result(text, {"deleted": [b for b, _ in deleted], "kept": kept, "dry_run": bool(inv.args.get("dry_run"))})
-
-
-
-# --- services: remote ---
+# --- the call pipeline: remote targets ---
 
 @record(frozen=True)
 class RemoteTarget:
@@ -794,6 +681,107 @@ def _guard_remote(inv: Invocation, target: RemoteTarget) -> None:
     guard.check_remote(facts)
 
 
+# --- the call pipeline: the server's repository list ---
+
+def _forge_of(origin: gitops.RemoteId | None) -> Any:
+    """An origin's forge (forge.ForgeTarget), or None when there is no origin or it maps to no forge."""
+    if origin is None:
+        return None
+    import forge
+    try:
+        return forge_target(origin)
+    except forge.ForgeError:
+        return None
+
+
+def _launch_forge(ctx: Context) -> Any:
+    launch = _launch_repo(ctx)
+    return _forge_of(launch.origin) if launch else None
+
+
+def _forge_repo(origin: gitops.RemoteId | None) -> str | None:
+    """``host/owner/repo`` of an origin's forge repository, the host being the forge's credential key."""
+    target = _forge_of(origin)
+    return f"{target.host}/{origin.slug}" if target and origin else None
+
+
+def _dir_repo(path: str) -> str | None:
+    """The forge repository of the checkout holding *path*, from its files alone (no git process)."""
+    repo = gitops.fs_find_repo(path)
+    url = gitops.read_origin(repo.common_dir) if repo else None
+    return _forge_repo(gitops.parse_remote_url(url) if url else None)
+
+
+def named_repo(host: str | None, owner: str, repo: str, launch_forge: Any) -> str | None:
+    """``host/owner/repo`` as a call names it; a bare owner/repo is on the launch repo's forge."""
+    if host:
+        return f"{_explicit_forge(host, launch_forge).host}/{owner}/{repo}"
+    return f"{launch_forge.host}/{owner}/{repo}" if launch_forge else None
+
+
+def _call_target(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[str | None, str]:
+    """The repository a call would reach and how it was named, from files alone (no git, no request)."""
+    if args.get("dir"):
+        return _dir_repo(str(args["dir"])), f"the origin of {args['dir']}"
+    if args.get("owner_repo"):
+        host, owner, repo = parse_owner_repo(str(args["owner_repo"]), op.where)
+        return named_repo(host, owner, repo, _launch_forge(ctx)), "owner_repo"
+    if op.tool == "madt_api_call":
+        segments, _query = _api_call_path(args.get("path"))
+        if len(segments) >= 3 and segments[0].lower() == "repos":
+            return named_repo(None, segments[1], segments[2], _launch_forge(ctx)), "the API path"
+    launch = _launch_repo(ctx)
+    return _forge_repo(launch.origin if launch else None), "the launch repo's origin"
+
+
+def check_repo_scope(op: Op, args: Mapping[str, Any], ctx: Context) -> None:
+    """Default-deny on the server's repository list, before any git process or forge request.
+
+    A forge-wide read without a named repository (search, notifications, whoami)
+    only has to go to a host of the list; its results are confined by its service.
+    """
+    scope = ctx.scope
+    repo, how = _call_target(op, args, ctx)
+    if op.reach == "forge" and how == "the launch repo's origin" and repo is not None:
+        guard.check_host_scope(scope, op.where, repo.rsplit("/", 2)[0])
+        return
+    guard.check_repo_scope(scope, op.where, repo, how)
+    if op.tool == "madt_api_call" and repo is not None:
+        segments, _query = _api_call_path(args.get("path"))
+        in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
+        path = f"{repo.rsplit('/', 2)[0]}/{segments[1]}/{segments[2]}" if in_repo else None
+        guard.check_repo_scope(scope, op.where, path, f"the API path {args.get('path')}")
+
+
+def _step_in_scope(step: Mapping[str, Any], ctx: Context) -> bool:
+    """Whether the server's scope would let a next step run; a step that cannot be vetted is not offered."""
+    if "tool" not in step:
+        return True
+    try:
+        args = {k: v for k, v in step.get("args", {}).items() if k != "action"}
+        op = find_op(step["tool"], step.get("args", {}).get("action"))
+        check_op_scope(op, args, ctx.scope)
+        if ctx.scope.repos:
+            check_repo_scope(op, args, ctx)
+    except Exception:  # noqa: BLE001 - fail closed: only steps proven in scope are offered
+        return False
+    return True
+
+
+def _narrow_error(error: dict[str, Any], ctx: Context) -> str | None:
+    """Keep a refusal's way on inside the server's scope: no step it offers is one the scope refuses.
+
+    Returns the sentence for the refusal's text naming what was left out, if anything was.
+    """
+    steps, choices, user_action, note = guard.narrow_way_on(
+        ctx.scope, error.get("next") or [], error.get("choices") or [], error.get("user_action"),
+        lambda step: _step_in_scope(step, ctx))
+    error["next"], error["choices"], error["user_action"] = steps, choices, user_action
+    return note
+
+
+# --- the call pipeline: the forge connection ---
+
 class Api:
     """The forge, as one remote call sees it: repo-relative helpers over the request funnel."""
 
@@ -912,7 +900,766 @@ def api(inv: Invocation) -> Api:
     return inv.remote
 
 
-# ----------------------------------------------------------------------------- rendering
+# --- the call pipeline: error mapping ---
+
+def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
+    """A foreseen git failure as its own coded refusal (None: git's message is passed on as GIT_ERROR)."""
+    return guard.git_failure(inv.target, exc) if inv.target is not None else None
+
+
+_FORGE_NEXT = {
+    "AUTH_MISSING": "Ask the user to log in for this host with `madtea auth login`.",
+    "SCOPE_MISSING": "Ask the user for a token with the scope the forge names.",
+    "HEAD_MOVED": "Ask the user to look at the pull request's new commits before it is merged.",
+    "MERGE_CONFLICT": "Ask the user to bring the branch up to date with its base, or to resolve the conflict in a "
+                      "checkout of the branch; then it can be merged.",
+    "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
+                     "rule), ask them.",
+    "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
+    "FORGE_UNAVAILABLE": "Try the same call again later; if it was a write whose answer was lost, read the object "
+                         "first to see whether it landed.",
+    "OUT_OF_SCOPE": "Ask the user to run madtea from a checkout of that repository's forge.",
+}
+
+
+def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | None:
+    """A forge answer as a coded result; None when *exc* is not one."""
+    forge = sys.modules.get("forge")
+    if forge is None or not isinstance(exc, getattr(forge, "ForgeError", ())):
+        return None
+    code = getattr(exc, "code", "FORGE_UNAVAILABLE")
+    user_action = _FORGE_NEXT.get(code)
+    if inv is not None and (inv.op.tool, inv.op.action) == ("madt_pr", "merge") and inv.args.get("number") and \
+            code in ("HEAD_MOVED", "MERGE_CONFLICT"):
+        pr = {"owner_repo": inv.args.get("owner_repo"), "number": inv.args["number"]}
+        steps = (guard.call("madt_pr", action="view", **pr),
+                 inv.again(match_head_commit=guard.placeholder("the head sha the view shows"))) \
+            if code == "HEAD_MOVED" else (guard.call("madt_pr", action="update_branch", **pr), inv.again())
+        return error_result(code, str(exc), getattr(exc, "host", None), next=steps)
+    host = getattr(exc, "host", None)
+    source = getattr(exc, "redirected_from", None)
+    if code == "AUTH_MISSING" and host and source:
+        user_action = (f"Tell the user that {source} sends this request on to {host}, which wants its own "
+                       f"sign-in; madtea never sends a token to another host, so it cannot be read from here.")
+    elif code == "AUTH_MISSING" and host:
+        user_action = (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks "
+                       f"for a token and checks it with the forge), then call again.")
+    where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)
+    host = getattr(exc, "host", None)
+    target = f"{where} on {host}" if where and host else (where or host)
+    return error_result(code, str(exc), target, user_action=user_action)
+
+
+def run_error(exc: BaseException, inv: Invocation | None = None) -> Result:
+    """An exception as its coded result: the one mapping from error types to codes and ways on."""
+    if isinstance(exc, guard.Refusal):
+        return refusal_result(exc)
+    if isinstance(exc, gitops.GitError):
+        said = str(exc)  # git echoes what it was given: a long value would come back whole
+        said = said if len(said) <= 4000 else said[:4000] + f"… ({len(said) - 4000} more characters)"
+        return error_result("GIT_ERROR", f"git failed: {said}", user_action="Read git's message above; "
+                            "madtea stopped at that step and changed nothing after it.")
+    return _forge_error(exc, inv) or error_result(
+        "INTERNAL_ERROR", f"madtea hit an internal error ({type(exc).__name__}: {exc}).",
+        user_action="Report this to the madtea maintainers with the call you made.")
+
+
+# --- the call pipeline: git transport credentials ---
+#
+# Tokens are a person's business: ``madtea auth`` stores, shows and removes
+# them on the CLI only (the hook denies these verbs to agents). Git transport
+# gets its token from ``madtea auth git-credential``, named only in the git
+# child's environment, so no token is ever in a remote URL, argv, a config file
+# or the git child's environment.
+
+__all__ += ["transport_env", "git_credential", "helper_command", "origin_problem"]
+
+_HELPER_HOST_ENV = "MADTEA_GIT_CREDENTIAL_HOST"   # the one host the helper answers for
+_HELPER_FILE_ENV = "MADTEA_GIT_TOKEN_FILE"        # a 0600 file holding an environment token for that host
+_USER_RE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+# What git says when no credential (or a rejected one) was all it had; a 403
+# is a permission answer about a working credential, so it stays a git error.
+_AUTH_FAILED = ("could not read Username", "could not read Password", "Authentication failed",
+                "returned error: 401")
+
+
+def _forge() -> Any:
+    """The forge module, its diagnostics routed through madtea's one emitter."""
+    import forge
+    forge.set_diagnostics(warn)
+    return forge
+
+
+def helper_command() -> str:
+    """The credential-helper value git runs (through sh): this madtea, by absolute paths."""
+    import shlex
+
+    isolate = " -P" if sys.version_info >= (3, 11) else ""  # never import modules from git's working directory
+    script = os.path.join(_HERE, "madtea.py")
+    return f"!{shlex.quote(sys.executable or 'python3')}{isolate} {shlex.quote(script)} auth git-credential"
+
+
+def credentialed_url(url: str) -> str | None:
+    """*url* with its user-info masked when an http(s) URL carries one (a token or password); else None."""
+    import re
+
+    found = re.match(r"(?i)^(https?://)([^/?#]*)@", url)
+    if not found:
+        return None
+    return found.group(1) + "***@" + re.split(r"[?#]", url[found.end():], maxsplit=1)[0]
+
+
+def warn_credentialed_origin(common_dir: Path, where: str) -> None:
+    """Warn, without the secret, when a repository's origin URL embeds a credential."""
+    url = gitops.read_origin(common_dir)
+    shown = credentialed_url(url) if url else None
+    if shown:
+        warn(f"the origin of {where} embeds a credential in its URL ({shown}), which git keeps in plain text in "
+             f"its config and prints in its messages; ask the user to set the origin to the address without it "
+             f"and store the token with madtea auth login instead.")
+
+
+class _Transport:
+    """``with transport_env(...) as env``: the git child's credential environment, and its clean-up."""
+
+    def __init__(self, repo: Any, launch_host: str | None) -> None:
+        self.repo = repo
+        self.launch_host = launch_host
+        self.host: str | None = None
+        self._file: str | None = None
+
+    def __enter__(self) -> dict[str, str]:
+        # gitops keeps every MADTEA_TOKEN* variable out of git's environment; an
+        # environment token reaches the helper through a private file instead.
+        env: dict[str, str] = {}
+        helpers = [""]  # an empty value empties the helper list built from every config file before it
+        url = gitops.read_origin(self.repo.common_dir)
+        if url:
+            warn_credentialed_origin(self.repo.common_dir, str(self.repo.top))
+        origin = gitops.parse_remote_url(url) if url else None
+        if origin is not None and origin.scheme in ("https", "http"):
+            forge = _forge()
+            try:
+                self.host = forge_target(origin).host
+            except forge.ForgeError:
+                self.host = None
+        if self.host and self.launch_host and self.host != self.launch_host:
+            notice(f"git transport to {self.host} carries no madtea credential: that host is outside the launch "
+                   f"repo's forge ({self.launch_host}), which bounds what this server may use.")
+        elif self.host:
+            token, source = _forge().token_for(self.host, self.launch_host)
+            if token and source.startswith("env:"):
+                self._file = _token_file(self.host, token)
+                env[_HELPER_FILE_ENV] = self._file
+            env[_HELPER_HOST_ENV] = self.host
+            helpers.append(helper_command())
+        base = _env_config_count()
+        for offset, value in enumerate(helpers):
+            env[f"GIT_CONFIG_KEY_{base + offset}"] = "credential.helper"
+            env[f"GIT_CONFIG_VALUE_{base + offset}"] = value
+        env["GIT_CONFIG_COUNT"] = str(base + len(helpers))
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        return env
+
+    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
+        if self._file:
+            _drop_token_file(self._file)
+        if isinstance(exc, gitops.GitError) and not isinstance(exc, gitops.PushRejected):
+            if any(sign in exc.stderr for sign in _AUTH_FAILED):
+                host = self.host or "the origin's host"
+                raise _forge().ForgeError("AUTH_MISSING", f"git could not authenticate to {host}: no working "
+                                          f"credential for it ({exc}).", host=self.host) from None
+
+
+def transport_env(repo: Any, launch_host: str | None) -> _Transport:
+    """Credentials for git push, pull and fetch in *repo*, through madtea's helper and nothing else.
+
+    Use as ``with transport_env(repo, launch_host) as env: gitops.push(..., env=env)``.
+    The helper answers only for the origin's host, and only when that host is
+    the launch host (or there is none). An environment token is handed to it in
+    a 0600 file that is deleted when the block ends; git itself never sees it.
+    An authentication failure inside the block becomes ``AUTH_MISSING``.
+    """
+    return _Transport(repo, launch_host)
+
+
+def _env_config_count() -> int:
+    # The caller's own GIT_CONFIG_* entries are kept; madtea's are appended, so
+    # its empty helper value still comes after every helper configured before it.
+    try:
+        return max(0, int(os.environ.get("GIT_CONFIG_COUNT", "0")))
+    except ValueError:
+        return 0
+
+
+_TOKEN_FILES: set[str] = set()  # this process's live token files, deleted at shutdown whatever runs
+
+
+def _token_dirs() -> list[str]:
+    import tempfile
+
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    usable = runtime and os.path.isabs(runtime) and os.path.isdir(runtime)
+    return [runtime, tempfile.gettempdir()] if usable else [tempfile.gettempdir()]
+
+
+def _token_file(host: str, token: str) -> str:
+    import tempfile
+
+    # The pid in the name lets a later sweep tell a dead process's file from a live one's.
+    fd, path = tempfile.mkstemp(prefix=f"madtea-git-{os.getpid()}-", suffix=".json",
+                                dir=_token_dirs()[0])  # 0600, O_EXCL
+    _TOKEN_FILES.add(path)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump({"host": host, "token": token}, handle)
+    return path
+
+
+def _drop_token_file(path: str) -> None:
+    _TOKEN_FILES.discard(path)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def drop_token_files() -> None:
+    """Delete every token file this process made (a shutdown does not wait for the git calls using them)."""
+    for path in list(_TOKEN_FILES):
+        _drop_token_file(path)
+
+
+def sweep_token_files() -> int:
+    """Delete token files left by madtea processes that died without cleaning up; returns how many."""
+    import re
+    import time
+
+    swept = 0
+    stale_after = 2 * gitops.git_timeout()  # a file lives for one git child, which is bounded by this
+    for folder in _token_dirs():
+        try:
+            names = [n for n in os.listdir(folder) if n.startswith("madtea-git-") and n.endswith(".json")]
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if hasattr(os, "getuid") and st.st_uid != os.getuid():
+                continue
+            owner = re.match(r"madtea-git-(\d+)-", name)
+            if (owner and not _alive(int(owner.group(1)))) or time.time() - st.st_mtime > stale_after:
+                try:
+                    os.unlink(path)
+                    swept += 1
+                except OSError:
+                    pass
+    return swept
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid() or os.name == "nt":  # on Windows os.kill would end the process, not probe it
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive, whoever it is
+    return True
+
+
+def _launch_host(ctx: Context) -> str | None:
+    """The credential key of the launch repo's forge; None when there is none to bound transport."""
+    launch = _launch_repo(ctx)
+    if launch is None or launch.origin is None:
+        return None
+    try:
+        return forge_target(launch.origin).host
+    except Exception:  # noqa: BLE001 - an unusable origin bounds nothing
+        return None
+
+
+def git_credential(action: str, stdin: Any, stdout: Any) -> int:
+    """git's credential-helper protocol: answer ``get`` for a host madtea holds a token for; nothing else.
+
+    ``store`` and ``erase`` do nothing: what git hands over is never persisted.
+    """
+    import re
+
+    fields: dict[str, str] = {}
+    for line in stdin:
+        line = line.rstrip("\r\n")
+        if not line:
+            break
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key] = value
+    if action != "get" or fields.get("protocol", "").lower() not in ("https", "http") or not fields.get("host"):
+        return 0
+    forge = _forge()
+    host = forge.host_key(fields["host"])
+    scope = os.environ.get(_HELPER_HOST_ENV, "")
+    if scope and host != forge.host_key(scope):
+        return 0
+    token = _helper_file_token(forge, host) or forge.token_for(host)[0]
+    if not token or not re.fullmatch(r"[\x21-\x7e]+", token):
+        return 0
+    user = (forge.known_logins().get(host) or {}).get("user")
+    user = user if isinstance(user, str) and re.fullmatch(_USER_RE, user) else "x-token"
+    stdout.write(f"username={user}\npassword={token}\n")
+    stdout.flush()
+    return 0
+
+
+def _helper_file_token(forge: Any, host: str) -> str | None:
+    from pathlib import Path
+    path = os.environ.get(_HELPER_FILE_ENV, "")
+    if not path:
+        return None
+    try:
+        data = forge.read_private_json(Path(path))
+    except forge.StoreFailure as exc:
+        warn(str(exc))
+        return None
+    token = data.get("token")
+    return token if data.get("host") == host and isinstance(token, str) else None
+
+
+def origin_problem(facts: guard.RepoFacts) -> str:
+    """Why a repository has no usable forge origin, in words (any embedded credential masked)."""
+    url = gitops.read_origin(facts.common_dir)
+    if not url:
+        return "has no origin remote"
+    shown = credentialed_url(url) or url
+    shown = shown if len(shown) <= 120 and shown.isprintable() else repr(shown[:117]) + "…"
+    return (f"has an origin, {shown}, that is not a forge repository address madtea can read "
+            f"(https://host/owner/repo, ssh://host/owner/repo or user@host:owner/repo)")
+
+
+# --- local git: shared helpers ---
+
+def _grepo(inv: Invocation) -> gitops.Repo:
+    r = inv.repo
+    return gitops.Repo(r.top, r.git_dir, r.common_dir)
+
+
+def _files_list(files: Sequence[str]) -> str:
+    shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+    return f"{len(files)} file{'s' if len(files) != 1 else ''}: {shown}"
+
+
+def _ref_arg(inv: Invocation, name: str) -> str | None:
+    value = inv.args.get(name)
+    return guard.check_not_option(value, name, inv.op.where, inv.args) if value else None
+
+
+def _required_ref(inv: Invocation, name: str) -> str:
+    """A required ref argument: the registry has refused a missing or blank one already."""
+    value = _ref_arg(inv, name)
+    assert value is not None
+    return value
+
+
+# --- madt_status ---
+
+@operation("madt_status", cli=("status",), kind="local", mutating=False, idempotent=True,
+           summary="Show the repository, branch, upstream and working-tree changes (read-only).")
+def status_op(inv: Invocation) -> Result:
+    st = gitops.status(_grepo(inv))
+    op = st.operation  # status read it from the git dir already
+    lines = [f"{inv.repo.describe()} ({st.branch or 'detached HEAD'})"]
+    if st.upstream:
+        lines.append(f"upstream {st.upstream}: {st.ahead} ahead, {st.behind} behind")
+    for label, paths in (("conflicted", st.conflicted), ("staged", st.staged),
+                         ("modified", st.modified), ("untracked", st.untracked)):
+        if paths:
+            lines.append(f"{label}: " + ", ".join(paths))
+    if not (st.conflicted or st.staged or st.modified or st.untracked):
+        lines.append("working tree clean")
+    if op:
+        lines.append(f"a {op} is in progress")
+    pushes = [_interrupted_push(inv, branch, sha) for branch, sha in gitops.interrupted_pushes(_grepo(inv))]
+    lines += [text for text, _ in pushes]
+    data = {"repo": inv.repo.name, "path": str(inv.repo.top), "branch": st.branch, "head": st.head,
+            "upstream": st.upstream, "ahead": st.ahead, "behind": st.behind, "staged": st.staged,
+            "modified": st.modified, "untracked": st.untracked, "conflicted": st.conflicted, "operation": op,
+            "interrupted_pushes": [fact for _, fact in pushes]}
+    return Result("\n".join(lines), data)
+
+
+def _interrupted_push(inv: Invocation, branch: str, sha: str) -> tuple[str, dict[str, Any]]:
+    """What origin holds now for a push that never finished: a fresh read, since the local ref cannot tell."""
+    fact: dict[str, Any] = {"branch": branch, "sha": sha, "origin_sha": None, "landed": None}
+    head = f"a push of {branch} ({sha[:9]}) was interrupted before it finished"
+    again = f"madt_push branch={branch} again settles it (it sends only what origin lacks)"
+    try:
+        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            there = gitops.remote_branch_sha(_grepo(inv), branch, env=env)
+    except Exception as exc:  # noqa: BLE001 - status still answers; the read's failure is the news
+        return f"{head}; origin could not be read to see whether it landed ({exc}); {again}.", fact
+    fact.update(origin_sha=there, landed=there == sha)
+    if there == sha:
+        return f"{head}, but origin has it: origin's {branch} is at {sha[:9]}; {again}.", fact
+    now = f"at {there[:9]}" if there else "absent"
+    return f"{head} and did not land: origin's {branch} is {now}; {again}.", fact
+
+
+# --- madt_log ---
+
+@operation("madt_log", cli=("log",), kind="local", mutating=False, idempotent=True,
+           summary="Show recent commits of a branch or ref (read-only).",
+           params=(Param("ref", description="The branch, tag or commit to start from (default: HEAD).",
+                         positional=True),
+                   Param("limit", "int", "How many commits to show (default 20, at most 200).", short="n", minimum=1)))
+def log_op(inv: Invocation) -> Result:
+    ref = _ref_arg(inv, "ref") or "HEAD"
+    limit = max(1, min(int(inv.args.get("limit") or 20), 200))
+    entries = gitops.log(_grepo(inv), ref, limit)
+    lines = [f"{e.sha[:9]} {e.date[:10]} {e.author}: {e.subject}" for e in entries]
+    data = [{"sha": e.sha, "author": e.author, "date": e.date, "subject": e.subject} for e in entries]
+    return Result("\n".join(lines) or f"no commits on {ref}", data)
+
+
+# --- madt_add ---
+
+@operation("madt_add", cli=("add",), kind="local", mutating=True, idempotent=True,
+           summary="Stage exactly the named files; nothing else is swept in.", params=(FILES,))
+def add_op(inv: Invocation) -> Result:
+    files = guard.declared_files(inv.local)
+    gitops.add(_grepo(inv), files)
+    return Result(f"Staged {_files_list(files)} in {inv.identity()}.", {"staged": files})
+
+
+# --- madt_commit ---
+
+@operation("madt_commit", cli=("commit",), kind="local", mutating=True,
+           summary="Commit exactly the named files with a title; anything else already staged stays staged.",
+           params=(FILES,
+                   Param("title", description="The commit subject line — not `message`.", required=True, short="t"),
+                   Param("body", description="The commit body, after a blank line (optional).", short="b"),
+                   Param("allow_default_branch", "bool",
+                         "Commit even though the checkout is on its default branch (this call only).")))
+def commit_op(inv: Invocation) -> Result:
+    files = guard.declared_files(inv.local)
+    sha = gitops.commit(_grepo(inv), files, inv.args["title"], inv.args.get("body"))
+    return Result(f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({_files_list(files)}) "
+                  f"in {inv.identity()}.", {"sha": sha, "files": files, "branch": inv.state.branch})
+
+
+# --- madt_push ---
+
+def _lease_arg(inv: Invocation, branch: str) -> str | None:
+    """The lease as a full sha; an abbreviated one is answered with the same call, spelt out."""
+    lease = _ref_arg(inv, "force_with_lease")
+    if lease is None:
+        return None
+    import re
+    lease = lease.strip().lower()
+    if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", lease):
+        return lease
+    full = gitops.head_sha(_grepo(inv), lease) if re.fullmatch(r"[0-9a-f]{4,63}", lease) else None
+    raise guard.Refusal("BAD_ARGUMENT",
+                        f"{inv.op.where}: force_with_lease must be the full sha origin/{branch} is expected to be "
+                        f"at, not {lease!r}; a lease on a name or a short sha is not an exact expectation.",
+                        target=inv.repo.describe(),
+                        next=(inv.local.retry(force_with_lease=full),) if full else (
+                            guard.call("madt_log", dir=str(inv.repo.top), ref=f"origin/{branch}"),
+                            inv.local.retry(force_with_lease=guard.placeholder(
+                                f"the full sha of origin/{branch} that you based your work on"))))
+
+
+@operation("madt_push", cli=("push",), kind="local", mutating=True,
+           summary="Push a branch to origin; never a blind force push.",
+           params=(Param("branch", description="The local branch to push (default: the current branch).",
+                         positional=True),
+                   Param("force_with_lease", description="Overwrite the remote branch only if it is still at "
+                         "this sha (the one you based your work on); a plain force push is not offered."),
+                   Param("set_upstream", "bool", "Record origin/<branch> as the branch's upstream.", short="u")))
+def push_op(inv: Invocation) -> Result:
+    branch = _ref_arg(inv, "branch") or inv.state.branch
+    if branch is None:
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch to push.",
+                            target=inv.repo.describe(), next=(inv.again(branch=guard.placeholder("the branch to push")),))
+    lease = _lease_arg(inv, branch)
+    try:
+        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
+                                 set_upstream=bool(inv.args.get("set_upstream")), env=env)
+    except gitops.LeaseRejected as exc:
+        raise guard.Refusal("LEASE_REJECTED",
+                            f"origin/{branch} is no longer at {(lease or '')[:9]}; someone pushed since you based "
+                            f"your work on it, so nothing was overwritten ({exc.stderr.strip()[:120]}).",
+                            target=inv.repo.describe(),
+                            user_action=f"Ask the user: someone else's commits are on origin/{branch} now, and a "
+                                        f"new lease would throw them away.") from None
+    except gitops.PushRejected as exc:
+        if exc.kind != "non-fast-forward":
+            raise guard.Refusal("BAD_ARGUMENT", f"origin refused {branch} ({exc.reason}); nothing was pushed.",
+                                target=inv.repo.describe(),
+                                user_action="Ask the user how they want origin's rule handled; madtea pushed "
+                                            "nothing.") from None
+        st = gitops.status(_grepo(inv))
+        # Only a branch with nothing of its own to push can catch up by fast-forward; a diverged
+        # one needs a person to choose between merging the remote commits and replacing them.
+        behind_only = st.branch == branch and st.ahead == 0
+        raise guard.Refusal("LEASE_REJECTED" if lease else "BAD_ARGUMENT",
+                            f"origin refused {branch}: the remote branch has commits yours does not. Nothing was "
+                            f"overwritten.", target=inv.repo.describe(),
+                            next=(guard.call("madt_pull", dir=str(inv.repo.top), branch=branch),) if behind_only
+                            else (),
+                            user_action=None if behind_only else
+                            f"Ask the user whether to bring origin/{branch}'s commits into {branch} or to replace "
+                            f"them; madtea will not choose for them.") from None
+    return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.",
+                  {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha})
+
+
+# --- madt_pull ---
+
+@operation("madt_pull", cli=("pull",), kind="local", mutating=True, idempotent=True,
+           summary="Fast-forward the current branch from origin; never a merge or rebase.",
+           params=(Param("branch", description="The remote branch to pull (default: the current branch's own).",
+                         positional=True),))
+def pull_op(inv: Invocation) -> Result:
+    branch = _ref_arg(inv, "branch") or inv.state.branch
+    if branch is None:
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; switch to a branch first.",
+                            target=inv.repo.describe(),
+                            next=(guard.call("madt_switch", dir=str(inv.repo.top),
+                                             branch=guard.placeholder("the branch to pull into")), inv.again()))
+    with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+        pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
+    old, new = pulled.before, pulled.after or ""
+    moved = "already up to date" if old == new else f"{(old or '0')[:9]}..{new[:9]} (fast-forward)"
+    return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.",
+                  {"branch": inv.state.branch, "from": old, "to": new})
+
+
+# --- madt_branch_create ---
+
+@operation("madt_branch_create", cli=("branch", "create"), kind="local", mutating=True,
+           summary="Create a local branch at a start point, optionally switching to it.",
+           params=(Param("name", description="The new branch's name.", required=True, positional=True),
+                   Param("start_point", description="Where the branch starts (default: HEAD).", positional=True),
+                   Param("checkout", "bool", "Switch to the new branch after creating it.", short="c")))
+def branch_create_op(inv: Invocation) -> Result:
+    name = _required_ref(inv, "name")
+    start = _ref_arg(inv, "start_point") or "HEAD"
+    if inv.state.unborn and start == "HEAD" and inv.args.get("checkout") and name not in (inv.state.branches or ()):
+        # No commit yet: the new branch is where the first commit will go, like git switch -c.
+        gitops.name_unborn(_grepo(inv), name)
+        return Result(f"Switched {inv.identity()} to the new branch {name}, which has no commit yet.",
+                      {"branch": name, "sha": None, "checked_out": True})
+    sha = gitops.branch_create(_grepo(inv), name, start)
+    text = f"Created branch {name} at {sha[:9]} in {inv.identity()}."
+    if inv.args.get("checkout"):
+        gitops.switch(_grepo(inv), name)
+        text += f" Switched to {name}."
+    return Result(text, {"branch": name, "sha": sha, "checked_out": bool(inv.args.get("checkout"))})
+
+
+# --- madt_branch_delete ---
+
+def _proof_targets(inv: Invocation) -> list[str]:
+    """Where contained work may already be: the default branch, origin's copy of it, and its own upstream."""
+    repo = _grepo(inv)
+    default = inv.state.default_branch
+    local = f"refs/heads/{default}"
+    candidates: list[str | None] = [local, f"refs/remotes/origin/{default}"]
+    if gitops.ref_exists(repo, local):
+        candidates.append(gitops.upstream(repo, default))
+    return [t for t in dict.fromkeys(candidates) if t and gitops.ref_exists(repo, t)]
+
+
+def _contained(inv: Invocation, sha: str, targets: Sequence[str] | None = None) -> str | None:
+    """How the default branch already holds the work ending at *sha* (a commit, never a name that a
+    tag of the same name could shadow), or None."""
+    repo = _grepo(inv)
+    for target in _proof_targets(inv) if targets is None else targets:
+        proof = gitops.containment(repo, sha, target)
+        if proof:
+            return proof
+    return None
+
+
+_PROOFS = {"ancestor": "its tip is in {t}", "patch-id": "every commit's patch is already in {t}",
+           "squash": "its changes landed in {t} as a squash merge"}
+
+
+@operation("madt_branch_delete", cli=("branch", "delete"), kind="local", mutating=True, destructive=True,
+           summary="Delete a local branch whose work is proven to be in the default branch; there is no force form.",
+           params=(Param("name", description="The branch to delete.", required=True, positional=True),))
+def branch_delete_op(inv: Invocation) -> Result:
+    name = _required_ref(inv, "name")
+    repo = _grepo(inv)
+    # The proof is made for this sha and the delete is a compare-and-swap on it: a branch
+    # that moves in between, or a tag of the same name, cannot slip unproven work through.
+    sha = gitops.head_sha(repo, f"refs/heads/{name}")
+    if sha is None:
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {name}.",
+                            target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
+    checked_out = [w for w in gitops.worktree_list(repo) if w.branch == name]
+    if checked_out:
+        raise guard.Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out[0].path}; a checked-out "
+                            f"branch is never deleted.", target=inv.repo.describe(),
+                            next=(guard.call("madt_switch", dir=checked_out[0].path,
+                                             branch=guard.placeholder("another branch")), inv.again()))
+    proof = _contained(inv, sha)
+    default = inv.state.default_branch
+    if proof is None:
+        raise guard.Refusal("NOT_CONTAINED",
+                            f"{name} in {inv.repo.describe()} has work that is not in {default}: its tip is not an "
+                            f"ancestor, its patches are not there, and it does not match a squash merge. Deleting it "
+                            f"would lose that work.", target=inv.repo.describe(),
+                            user_action=f"Ask the user whether the unmerged work on {name} may be discarded; "
+                            f"only a person deletes it.")
+    gitops.branch_delete(repo, name, sha)
+    return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}; "
+                          f"{_PROOFS[proof].format(t=default)}"), {"branch": name, "sha": sha, "proof": proof})
+
+
+# --- madt_switch ---
+
+@operation("madt_switch", cli=("switch",), kind="local", mutating=True, idempotent=True,
+           summary="Switch the checkout to an existing branch.",
+           params=(Param("branch", description="The branch to switch to.", required=True, positional=True),))
+def switch_op(inv: Invocation) -> Result:
+    branch = _required_ref(inv, "branch")
+    gitops.switch(_grepo(inv), branch)  # overwriting uncommitted changes is refused by git, typed by guard
+    was = inv.state.branch or "a detached HEAD"
+    return Result(f"Switched {inv.repo.describe()} ({branch}) from {was} to {branch}.", {"branch": branch})
+
+
+# --- madt_worktrees ---
+
+_WT_PARAMS = (Param("path", description="Absolute path of the worktree to add or remove.", positional=True),
+              Param("commit_ish", description="What the new worktree checks out (add only; default HEAD). "
+                    "An existing branch is checked out; no branch is created unless b is given.", positional=True),
+              Param("b", description="Create this new branch for the worktree (add only), like git's -b.",
+                    short="b", flag="new-branch"))
+
+
+CARRY = Param("carry", "strs", "Copy these files' current content from the checkout at dir into the new "
+              "worktree (add only), to commit there; that checkout is read, never changed.")
+
+
+@operation("madt_worktrees", "list", cli=("worktree", "list"), kind="local", mutating=False, idempotent=True,
+           summary="List the repository's worktrees.", params=())
+def worktree_list_op(inv: Invocation) -> Result:
+    trees = gitops.worktree_list(_grepo(inv))
+    lines = [f"{w.path} {w.branch or 'detached'} {(w.head or '')[:9]}" for w in trees]
+    return Result("\n".join(lines), [{"path": str(w.path), "branch": w.branch, "head": w.head} for w in trees])
+
+
+def _worktree_path(inv: Invocation) -> str:
+    raw = inv.args.get("path")
+    if not raw:
+        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where} needs path: the worktree's absolute path.",
+                            target=inv.repo.describe(),
+                            next=(inv.again(path=guard.placeholder("the worktree's absolute path")),))
+    return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
+
+
+@operation("madt_worktrees", "add", cli=("worktree", "add"), kind="local", mutating=True,
+           summary="Add a linked worktree at path, checking out commit_ish, or a new branch b.",
+           params=_WT_PARAMS + (CARRY,))
+def worktree_add_op(inv: Invocation) -> Result:
+    path = _worktree_path(inv)
+    commit_ish = _ref_arg(inv, "commit_ish")
+    new_branch = _ref_arg(inv, "b")
+    repo = _grepo(inv)
+    carry = guard.declared_files(inv.local, inv.args["carry"]) if inv.args.get("carry") else []
+    if carry and commit_ish and gitops.head_sha(repo) != gitops.head_sha(repo, commit_ish):
+        # The files' changes were made against this checkout's HEAD; copied onto another base they
+        # would also undo whatever that base changed in them.
+        theirs, base = gitops.blob_ids(repo, "HEAD", carry), gitops.blob_ids(repo, commit_ish, carry)
+        differ = sorted(p for p in set(theirs) | set(base) if theirs.get(p) != base.get(p))
+        if differ:
+            raise guard.carry_conflict(inv.local, commit_ish, differ)
+    gitops.worktree_add(repo, path, commit_ish, new_branch)
+    what = f"new branch {new_branch}" if new_branch else (commit_ish or "a detached HEAD")
+    text = f"Added worktree {path} on {what}" + (f" from {commit_ish}" if new_branch and commit_ish else "")
+    text += f" for {inv.identity()}."
+    carried = gitops.carry_files(repo, path, carry) if carry else []
+    if carry:
+        text += f" Copied the current content of {_files_list(carried)} from {inv.repo.top} into it." if carried \
+            else f" The carried paths have no content in {inv.repo.top}; nothing was copied."
+    return Result(text, {"path": path, "branch": new_branch or commit_ish, "carried": carried})
+
+
+@operation("madt_worktrees", "remove", cli=("worktree", "remove"), kind="local", mutating=True, destructive=True,
+           summary="Remove a linked worktree that holds no uncommitted or unpushed work.", params=_WT_PARAMS)
+def worktree_remove_op(inv: Invocation) -> Result:
+    from pathlib import Path
+    path = _worktree_path(inv)
+    trees = {os.path.realpath(w.path): w for w in gitops.worktree_list(_grepo(inv))}
+    tree = trees.get(os.path.realpath(path))
+    if tree is None or os.path.realpath(path) == str(inv.repo.top) and not inv.repo.is_linked:
+        raise guard.Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {inv.repo.describe()}.",
+                            target=inv.repo.describe(),
+                            next=(guard.call("madt_worktrees", action="list", dir=str(inv.repo.top)),))
+    wt = gitops.discover(Path(path))
+    if wt is not None:
+        st = gitops.status(wt)
+        # A detached HEAD's own commits are held by no branch: removing the worktree strands them.
+        unsaved = gitops.unpushed(wt, st.branch) if st.branch else gitops.unreferenced(wt)
+        plural = "s" if unsaved != 1 else ""
+        if st.staged or st.modified or st.untracked or st.conflicted or unsaved:
+            what = "uncommitted changes" if (st.staged or st.modified or st.untracked or st.conflicted) else \
+                f"{unsaved} unpushed commit{plural}" if st.branch else \
+                f"{unsaved} commit{plural} on a detached HEAD that no branch, tag or remote holds"
+            branch = st.branch or guard.placeholder("a new branch")
+            save = [guard.call("madt_status", dir=path)]
+            if not st.branch:
+                save.append(guard.call("madt_branch_create", dir=path, name=branch, checkout=True))
+            if st.staged or st.modified or st.untracked or st.conflicted:
+                save.append(guard.call("madt_commit", dir=path, files=[guard.placeholder("each changed file")],
+                                       title=guard.placeholder("title")))
+            save.append(guard.call("madt_push", dir=path, branch=branch))
+            raise guard.Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them, "
+                                "so save it first (only a person may decide to discard it).",
+                                target=path, next=(*save, inv.again()))
+    gitops.worktree_remove(_grepo(inv), path)
+    return Result(closing(f"Removed worktree {path} of {inv.identity()}; its branch "
+                          f"{tree.branch or '(detached)'} is kept"), {"path": path})
+
+
+# --- madt_prune ---
+
+@operation("madt_prune", cli=("prune",), kind="local", mutating=True, destructive=True,
+           summary="Delete local branches whose work is proven to be in the default branch.",
+           params=(Param("dry_run", "bool", "Only list what would be deleted.", short="n"),))
+def prune_op(inv: Invocation) -> Result:
+    repo = _grepo(inv)
+    default = inv.state.default_branch
+    busy = {w.branch for w in gitops.worktree_list(repo)}
+    deleted, kept = [], []
+    targets = _proof_targets(inv)
+    for branch in gitops.local_branches(repo):
+        if branch == default or branch in busy:
+            continue
+        sha = gitops.head_sha(repo, f"refs/heads/{branch}")
+        proof = _contained(inv, sha, targets) if sha else None
+        if proof is None or sha is None:
+            kept.append(branch)
+            continue
+        if not inv.args.get("dry_run"):
+            gitops.branch_delete(repo, branch, sha)
+        deleted.append((branch, proof))
+    verb = "Would delete" if inv.args.get("dry_run") else "Deleted"
+    lines = [f"{verb} {b} ({_PROOFS[p].format(t=default)})" for b, p in deleted] or [f"No branch is proven contained in {default}."]
+    if kept:
+        lines.append("Kept (work not proven in " + default + "): " + ", ".join(kept))
+    text = "\n".join(lines)
+    if not inv.args.get("dry_run"):
+        text += "\n" + closing(f"Pruned {len(deleted)} branch{'es' if len(deleted) != 1 else ''} in {inv.identity()}")
+    return Result(text, {"deleted": [b for b, _ in deleted], "kept": kept, "dry_run": bool(inv.args.get("dry_run"))})
+
+
+# --- forge helpers: cleaning, fencing, windows and rows ---
 
 # Every format character (Unicode category Cf: zero-width, bidirectional, tag and
 # other invisible marks), variation selectors (which can smuggle bytes after any
@@ -1022,32 +1769,6 @@ def _page_params(inv: Invocation) -> dict[str, Any]:
     return {"page": inv.args["page"]} if inv.args.get("page") else {}
 
 
-TOOL_SUMMARIES.update({
-    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deleting an issue is a person's act and is not offered.",
-    "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
-})
-
-NUMBER = Param("number", "number", "The issue or pull request number, e.g. 12.", required=True, positional=True)
-NUMBERS = Param("numbers", "numbers", "One or more issue or pull request numbers, e.g. [12, 14].", required=True,
-                positional=True)
-STATE = Param("state", "enum", "Which to list: open (default), closed or all.", choices=("open", "closed", "all"),
-              short="s")
-LIMIT = Param("limit", "int", "How many to return at most (default 30).", short="L", minimum=1)
-PAGE = Param("page", "int", "Start at this page of results (1-based).", minimum=1)
-LABELS = Param("label", "strs", "Label names (not ids); an unknown name is an error.", short="l")
-ASSIGNEES = Param("assignee", "strs", "Usernames to assign.", short="a")
-MILESTONE = Param("milestone", description="Milestone title (or its id).", short="m")
-TITLE = Param("title", description="The title — a single line.", short="t")
-BODY_NEW = Param("body", description="The body text (Markdown).", short="b")
-BODY_FILE = Param("body_file", description="Read the body from this file ('-' for standard input).", short="F",
-                  cli_only=True)
-COMMENT = Param("comment", description="Also leave this comment.", short="c")
-COMMENTS = Param("comments", "bool", "Include the comments.", short="C")
-OFFSET = Param("offset", "int", "Continue a truncated body or diff from this character.")
-FIELDS = Param("fields", "strs", "More of the forge's own fields to include, by their API names (e.g. assignees, "
-               "milestone, created_at, comments); the default result is a compact summary.")
-
-
 def _cleaned(value: Any) -> Any:
     """Forge data for a result: cleaned, and each text bounded (view shows a whole body, with offset)."""
     if isinstance(value, str):
@@ -1082,20 +1803,6 @@ def with_fields(inv: Invocation, rows: list[dict[str, Any]], items: Sequence[Map
         lines.append(fence(json.dumps(extra, ensure_ascii=False), row.get("author") or "unknown",
                            "forge data", f"fields of #{row.get('number')}"))
     return "\n" + "\n".join(lines) if lines else ""
-
-
-BODY_EDIT = (
-    Param("body", description="Replace the whole body. Needs updated_at from the version you read, so an "
-          "edit you have not seen is never overwritten. Prefer append, replace_old/replace_new, check or uncheck.",
-          short="b"),
-    Param("updated_at", description="The updated_at (or body_sha) of the version you read with view; "
-          "required with body."),
-    Param("append", description="Add this text at the end of the current body."),
-    Param("replace_old", description="Exact text in the current body to replace (must occur once)."),
-    Param("replace_new", description="The text that replaces replace_old."),
-    Param("check", description="Tick the checklist item whose text is exactly this."),
-    Param("uncheck", description="Untick the checklist item whose text is exactly this."),
-)
 
 
 def _issue_number(inv: Invocation) -> int:
@@ -1135,6 +1842,91 @@ def milestone_id(inv: Invocation, name: str) -> int:
 def _me(inv: Invocation) -> str:
     return str(api(inv).root_get("/user").get("login"))
 
+
+# --- forge helpers: creating exactly once ---
+
+if TYPE_CHECKING:
+    # Run before a create; returns the look-up of the matching objects made since.
+    Since = Callable[[], Callable[[], list[dict[str, Any]]]]
+
+
+def made_since(listing: Callable[[], Any], same: Callable[[dict[str, Any]], bool], key: str = "id") -> Since:
+    """Run before a create: note the highest *key* there is; return the look-up of matching objects above it.
+
+    The forge numbers new objects upward, so an older twin (the same title and body filed
+    last week, or a second ``LGTM``) is at or below the mark and is never taken for this one.
+    """
+    def mark() -> Callable[[], list[dict[str, Any]]]:
+        forge = _forge()
+        try:
+            top = max((int(i.get(key) or 0) for i in listing() or []), default=0)
+        except forge.ForgeError as exc:  # the create's own answer will say more; only a lost one needs the mark
+            missed = exc.message
+
+            def unmarked() -> list[dict[str, Any]]:
+                raise forge.ForgeError("FORGE_UNAVAILABLE", f"the list to tell a new one from older ones could not "
+                                       f"be read before the request ({missed})")
+            return unmarked
+        return lambda: [i for i in listing() or [] if int(i.get(key) or 0) > top and same(i)]
+    return mark
+
+
+def this_call(inv: Invocation) -> dict[str, Any]:
+    """The call being run, as a step: what to send again once it is known that nothing was made."""
+    return guard.call(inv.op.tool, **({"action": inv.op.action} if inv.op.action else {}), **inv.args)
+
+
+def settle_lost(inv: Invocation, exc: Exception, what: str, look: dict[str, Any]) -> Exception:
+    """A create that failed after it may have been applied, as a result that says exactly what is known."""
+    outcome = getattr(exc, "outcome", None)
+    target = api(inv).target.slug
+    if outcome == "unknown":
+        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} Whether the {what} was made is unknown; look for it "
+                             f"before sending this again: {guard.render_call(look)}", target=target, next=(look,))
+    if outcome == "absent":
+        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} The {what} was not made; sending the same call again "
+                             "is safe.", target=target, next=(this_call(inv),))
+    return exc
+
+
+def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what: str, since: Since,
+                look: dict[str, Any]) -> dict[str, Any]:
+    """POST a new object at most once; after a lost answer, say whether it was made, and which one.
+
+    *since* runs before the POST (see :func:`made_since`). A look-up that finds two matches
+    made while the answer was lost cannot say which is this call's, and says so.
+    """
+    remote = api(inv)
+    lookup_since = since()
+
+    def lookup() -> Any:
+        found = lookup_since()
+        if len(found) > 1:
+            names = ", ".join(_ident(i) for i in found)
+            raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
+                                          f"the answer was lost ({names})")
+        return found[0] if found else None
+    try:
+        made = remote.scoped.create(segments, dict(payload), lookup=lookup)
+    except remote.forge.ForgeError as exc:
+        raise settle_lost(inv, exc, what, look) from None
+    if made.recovered:
+        recovered(what, made.value)
+    return dict(made.value)
+
+
+def _ident(item: Mapping[str, Any]) -> str:
+    if item.get("number"):
+        return f"#{item['number']}"
+    return f"id {item['id']}" if item.get("id") else str(item.get("title") or item.get("tag_name"))
+
+
+def recovered(what: str, item: Mapping[str, Any]) -> None:
+    notice(f"the forge's answer was lost; a look-up found the {what} this call made ({_ident(item)}), so it "
+           "was made once and not sent again.")
+
+
+# --- forge helpers: body edits ---
 
 def _body_sha(body: str | None) -> str:
     import hashlib
@@ -1427,30 +2219,7 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
                         next=(view_call,))
 
 
-# ----------------------------------------------------------------------------- issues
-
-@operation("madt_issues", "list", cli=("issue", "list"), kind="remote", mutating=False, idempotent=True,
-           summary="List issues (not pull requests), newest first.",
-           params=(STATE, LABELS, Param("assignee", description="Only issues assigned to this user.", short="a"),
-                   Param("author", description="Only issues opened by this user.", short="A"),
-                   Param("milestone", description="Only issues in this milestone (title).", short="m"),
-                   Param("search", description="Only issues matching these words.", short="S"), LIMIT, PAGE,
-                   FIELDS))
-def issue_list_op(inv: Invocation) -> Result:
-    a = inv.args
-    params: dict[str, Any] = {"type": "issues", "state": a.get("state", "open")} | _page_params(inv)
-    if a.get("label"):
-        label_ids(inv, a["label"])  # the API drops unknown names silently; we refuse them
-        params["labels"] = ",".join(a["label"])
-    for ours, theirs in (("assignee", "assigned_by"), ("author", "created_by"), ("milestone", "milestones"),
-                         ("search", "q")):
-        if a.get(ours):
-            params[theirs] = a[ours]
-    items = api(inv).list("issues", params=params, limit=_limit(inv))
-    result = list_result([issue_row(i) for i in items], "issues", api(inv).target)
-    result.text += with_fields(inv, result.data, items)
-    return result
-
+# --- forge helpers: issues and pull requests alike ---
 
 def _view(inv: Invocation, kind: str) -> Result:
     number = _issue_number(inv)
@@ -1502,13 +2271,6 @@ def _view(inv: Invocation, kind: str) -> Result:
     return Result("\n".join(lines) + with_fields(inv, [row], [item]), row)
 
 
-@operation("madt_issues", "view", cli=("issue", "view"), kind="remote", mutating=False, idempotent=True,
-           summary="Show one issue with its body (and comments), fenced as untrusted content.",
-           params=(NUMBER, COMMENTS, OFFSET, FIELDS))
-def issue_view_op(inv: Invocation) -> Result:
-    return _view(inv, "issue")
-
-
 def _create_payload(inv: Invocation) -> dict[str, Any]:
     a = inv.args
     payload: dict[str, Any] = {"title": a["title"]}
@@ -1521,142 +2283,6 @@ def _create_payload(inv: Invocation) -> dict[str, Any]:
     if a.get("milestone"):
         payload["milestone"] = milestone_id(inv, a["milestone"])
     return payload
-
-
-if TYPE_CHECKING:
-    # Run before a create; returns the look-up of the matching objects made since.
-    Since = Callable[[], Callable[[], list[dict[str, Any]]]]
-
-
-def made_since(listing: Callable[[], Any], same: Callable[[dict[str, Any]], bool], key: str = "id") -> Since:
-    """Run before a create: note the highest *key* there is; return the look-up of matching objects above it.
-
-    The forge numbers new objects upward, so an older twin (the same title and body filed
-    last week, or a second ``LGTM``) is at or below the mark and is never taken for this one.
-    """
-    def mark() -> Callable[[], list[dict[str, Any]]]:
-        forge = _forge()
-        try:
-            top = max((int(i.get(key) or 0) for i in listing() or []), default=0)
-        except forge.ForgeError as exc:  # the create's own answer will say more; only a lost one needs the mark
-            missed = exc.message
-
-            def unmarked() -> list[dict[str, Any]]:
-                raise forge.ForgeError("FORGE_UNAVAILABLE", f"the list to tell a new one from older ones could not "
-                                       f"be read before the request ({missed})")
-            return unmarked
-        return lambda: [i for i in listing() or [] if int(i.get(key) or 0) > top and same(i)]
-    return mark
-
-
-def _issues_since(inv: Invocation, payload: Mapping[str, Any]) -> Since:
-    """The issues made since the mark with this exact title and body, read newest first from the issue list.
-
-    Never through ``q=``: forges index new issues asynchronously, so search can miss one for a while.
-    """
-    remote = api(inv)
-
-    def same(i: Mapping[str, Any]) -> bool:
-        return not i.get("pull_request") and i.get("title") == payload["title"] and \
-            (i.get("body") or "") == (payload.get("body") or "")
-
-    def mark() -> Callable[[], list[dict[str, Any]]]:
-        newest = remote.get("issues", params={"state": "all", "limit": 1}) or []  # issues and PRs share numbers
-        top = max((int(i.get("number") or 0) for i in newest), default=0)
-
-        def made() -> list[dict[str, Any]]:
-            found: dict[int, dict[str, Any]] = {}
-            seen: set[int] = set()
-            for page in range(1, 6):  # newest first, down to the mark: a busy repo may need more than a page
-                items = remote.get("issues", params={"state": "all", "type": "issues", "page": page,
-                                                     "limit": remote.forge.PAGE_SIZE}) or []
-                numbers = {int(i.get("number") or 0) for i in items}
-                found |= {int(i["number"]): i for i in items if int(i.get("number") or 0) > top and same(i)}
-                if not numbers - seen or min(numbers) <= top:  # the end, the mark, or a forge that ignores page=
-                    break
-                seen |= numbers
-            return list(found.values())
-        return made
-    return mark
-
-
-def this_call(inv: Invocation) -> dict[str, Any]:
-    """The call being run, as a step: what to send again once it is known that nothing was made."""
-    return guard.call(inv.op.tool, **({"action": inv.op.action} if inv.op.action else {}), **inv.args)
-
-
-def settle_lost(inv: Invocation, exc: Exception, what: str, look: dict[str, Any]) -> Exception:
-    """A create that failed after it may have been applied, as a result that says exactly what is known."""
-    outcome = getattr(exc, "outcome", None)
-    target = api(inv).target.slug
-    if outcome == "unknown":
-        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} Whether the {what} was made is unknown; look for it "
-                             f"before sending this again: {guard.render_call(look)}", target=target, next=(look,))
-    if outcome == "absent":
-        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} The {what} was not made; sending the same call again "
-                             "is safe.", target=target, next=(this_call(inv),))
-    return exc
-
-
-def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what: str, since: Since,
-                look: dict[str, Any]) -> dict[str, Any]:
-    """POST a new object at most once; after a lost answer, say whether it was made, and which one.
-
-    *since* runs before the POST (see :func:`made_since`). A look-up that finds two matches
-    made while the answer was lost cannot say which is this call's, and says so.
-    """
-    remote = api(inv)
-    lookup_since = since()
-
-    def lookup() -> Any:
-        found = lookup_since()
-        if len(found) > 1:
-            names = ", ".join(_ident(i) for i in found)
-            raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
-                                          f"the answer was lost ({names})")
-        return found[0] if found else None
-    try:
-        made = remote.scoped.create(segments, dict(payload), lookup=lookup)
-    except remote.forge.ForgeError as exc:
-        raise settle_lost(inv, exc, what, look) from None
-    if made.recovered:
-        recovered(what, made.value)
-    return dict(made.value)
-
-
-def _ident(item: Mapping[str, Any]) -> str:
-    if item.get("number"):
-        return f"#{item['number']}"
-    return f"id {item['id']}" if item.get("id") else str(item.get("title") or item.get("tag_name"))
-
-
-def recovered(what: str, item: Mapping[str, Any]) -> None:
-    notice(f"the forge's answer was lost; a look-up found the {what} this call made ({_ident(item)}), so it "
-           "was made once and not sent again.")
-
-
-@operation("madt_issues", "create", cli=("issue", "create"), kind="remote", mutating=True,
-           summary="Open a new issue.",
-           params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE, LABELS, ASSIGNEES, MILESTONE,
-                   Param("dir", description="File the issue on the forge repository of this checkout "
-                         "(absolute path) instead of owner_repo.")))
-def issue_create_op(inv: Invocation) -> Result:
-    payload = _create_payload(inv)
-    item = create_once(inv, "issues", payload, "issue", _issues_since(inv, payload),
-                       guard.call("madt_issues", action="list", owner_repo=api(inv).target.full, state="all"))
-    return Result(f"Created issue #{item['number']} in {api(inv).target.slug}: {clean_line(item.get('title'))}\n"
-                  f"{item.get('html_url')}", issue_row(item))
-
-
-@operation("madt_issues", "edit", cli=("issue", "edit"), kind="remote", mutating=True, destructive=True,
-           summary="Edit an issue's title, body (safely), labels, assignees or milestone.",
-           params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
-                   Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
-                   Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
-                   MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
-                   Param("comment_id", "int", "Edit this comment's body instead of the issue's.", minimum=1)))
-def issue_edit_op(inv: Invocation) -> Result:
-    return _edit(inv, "issue")
 
 
 def _edit(inv: Invocation, kind: str) -> Result:
@@ -1760,18 +2386,6 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
     return Result(text, rows)
 
 
-@operation("madt_issues", "close", cli=("issue", "close"), kind="remote", mutating=True, idempotent=True,
-           summary="Close one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
-def issue_close_op(inv: Invocation) -> Result:
-    return _set_state(inv, "closed", "issue")
-
-
-@operation("madt_issues", "reopen", cli=("issue", "reopen"), kind="remote", mutating=True, idempotent=True,
-           summary="Reopen one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
-def issue_reopen_op(inv: Invocation) -> Result:
-    return _set_state(inv, "open", "issue")
-
-
 def post_comment(inv: Invocation, number: int, body: str) -> dict[str, Any]:
     """Comment once: a lost answer is settled among the comments made since the request began."""
     remote = api(inv)
@@ -1788,6 +2402,105 @@ def _comment(inv: Invocation, noun: str) -> Result:
     made = post_comment(inv, number, body)
     return Result(f"Commented on {noun} #{number} in {api(inv).target.slug} (comment {made.get('id')})\n"
                   f"{made.get('html_url')}", {"id": made.get("id"), "url": made.get("html_url")})
+
+
+# --- madt_issues ---
+
+@operation("madt_issues", "list", cli=("issue", "list"), kind="remote", mutating=False, idempotent=True,
+           summary="List issues (not pull requests), newest first.",
+           params=(STATE, LABELS, Param("assignee", description="Only issues assigned to this user.", short="a"),
+                   Param("author", description="Only issues opened by this user.", short="A"),
+                   Param("milestone", description="Only issues in this milestone (title).", short="m"),
+                   Param("search", description="Only issues matching these words.", short="S"), LIMIT, PAGE,
+                   FIELDS))
+def issue_list_op(inv: Invocation) -> Result:
+    a = inv.args
+    params: dict[str, Any] = {"type": "issues", "state": a.get("state", "open")} | _page_params(inv)
+    if a.get("label"):
+        label_ids(inv, a["label"])  # the API drops unknown names silently; we refuse them
+        params["labels"] = ",".join(a["label"])
+    for ours, theirs in (("assignee", "assigned_by"), ("author", "created_by"), ("milestone", "milestones"),
+                         ("search", "q")):
+        if a.get(ours):
+            params[theirs] = a[ours]
+    items = api(inv).list("issues", params=params, limit=_limit(inv))
+    result = list_result([issue_row(i) for i in items], "issues", api(inv).target)
+    result.text += with_fields(inv, result.data, items)
+    return result
+
+
+@operation("madt_issues", "view", cli=("issue", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show one issue with its body (and comments), fenced as untrusted content.",
+           params=(NUMBER, COMMENTS, OFFSET, FIELDS))
+def issue_view_op(inv: Invocation) -> Result:
+    return _view(inv, "issue")
+
+
+def _issues_since(inv: Invocation, payload: Mapping[str, Any]) -> Since:
+    """The issues made since the mark with this exact title and body, read newest first from the issue list.
+
+    Never through ``q=``: forges index new issues asynchronously, so search can miss one for a while.
+    """
+    remote = api(inv)
+
+    def same(i: Mapping[str, Any]) -> bool:
+        return not i.get("pull_request") and i.get("title") == payload["title"] and \
+            (i.get("body") or "") == (payload.get("body") or "")
+
+    def mark() -> Callable[[], list[dict[str, Any]]]:
+        newest = remote.get("issues", params={"state": "all", "limit": 1}) or []  # issues and PRs share numbers
+        top = max((int(i.get("number") or 0) for i in newest), default=0)
+
+        def made() -> list[dict[str, Any]]:
+            found: dict[int, dict[str, Any]] = {}
+            seen: set[int] = set()
+            for page in range(1, 6):  # newest first, down to the mark: a busy repo may need more than a page
+                items = remote.get("issues", params={"state": "all", "type": "issues", "page": page,
+                                                     "limit": remote.forge.PAGE_SIZE}) or []
+                numbers = {int(i.get("number") or 0) for i in items}
+                found |= {int(i["number"]): i for i in items if int(i.get("number") or 0) > top and same(i)}
+                if not numbers - seen or min(numbers) <= top:  # the end, the mark, or a forge that ignores page=
+                    break
+                seen |= numbers
+            return list(found.values())
+        return made
+    return mark
+
+
+@operation("madt_issues", "create", cli=("issue", "create"), kind="remote", mutating=True,
+           summary="Open a new issue.",
+           params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE, LABELS, ASSIGNEES, MILESTONE,
+                   Param("dir", description="File the issue on the forge repository of this checkout "
+                         "(absolute path) instead of owner_repo.")))
+def issue_create_op(inv: Invocation) -> Result:
+    payload = _create_payload(inv)
+    item = create_once(inv, "issues", payload, "issue", _issues_since(inv, payload),
+                       guard.call("madt_issues", action="list", owner_repo=api(inv).target.full, state="all"))
+    return Result(f"Created issue #{item['number']} in {api(inv).target.slug}: {clean_line(item.get('title'))}\n"
+                  f"{item.get('html_url')}", issue_row(item))
+
+
+@operation("madt_issues", "edit", cli=("issue", "edit"), kind="remote", mutating=True, destructive=True,
+           summary="Edit an issue's title, body (safely), labels, assignees or milestone.",
+           params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
+                   Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
+                   Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
+                   MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
+                   Param("comment_id", "int", "Edit this comment's body instead of the issue's.", minimum=1)))
+def issue_edit_op(inv: Invocation) -> Result:
+    return _edit(inv, "issue")
+
+
+@operation("madt_issues", "close", cli=("issue", "close"), kind="remote", mutating=True, idempotent=True,
+           summary="Close one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
+def issue_close_op(inv: Invocation) -> Result:
+    return _set_state(inv, "closed", "issue")
+
+
+@operation("madt_issues", "reopen", cli=("issue", "reopen"), kind="remote", mutating=True, idempotent=True,
+           summary="Reopen one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
+def issue_reopen_op(inv: Invocation) -> Result:
+    return _set_state(inv, "open", "issue")
 
 
 @operation("madt_issues", "comment", cli=("issue", "comment"), kind="remote", mutating=True,
@@ -1825,8 +2538,8 @@ def issue_unlock_op(inv: Invocation) -> Result:
     return Result(f"Unlocked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": False})
 
 
-STYLE = Param("style", "enum", "How to merge: merge (default), squash, rebase, rebase-merge or fast-forward-only.",
-              choices=("merge", "squash", "rebase", "rebase-merge", "fast-forward-only"), enum_flags=True)
+# --- madt_pr ---
+
 _WIP = ("WIP:", "[WIP]")
 
 
@@ -2143,18 +2856,11 @@ def pr_ready_op(inv: Invocation) -> Result:
                                                                                                  "title": new})
 
 
-TOOL_SUMMARIES.update({
-    "madt_labels": "Repository labels. Deleting a label is a person's act and is not offered.",
-    "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
-    "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
-    "madt_repo": "Repositories on the forge: view, list, create, fork, edit, and their branches and tags.",
-    "madt_search": "Search issues and pull requests (action=issues) or repositories (action=repos).",
-    "madt_notifications": "Your notifications on the forge.",
-    "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
-    "madt_actions": "Actions (CI) runs, jobs, workflows and logs, where the forge offers them.",
-})
+# --- madt_labels ---
 
-# ----------------------------------------------------------------------------- labels
+LABEL_NAME = Param("name", description="The label's name.", required=True, positional=True)
+COLOR = Param("color", description="Colour as rrggbb or #rrggbb.", short="c")
+
 
 def _label_row(l: Mapping[str, Any]) -> dict[str, Any]:
     return {"id": l.get("id"), "name": clean_line(l.get("name")), "color": l.get("color"),
@@ -2167,11 +2873,6 @@ def label_list_op(inv: Invocation) -> Result:
     rows = [_label_row(l) for l in api(inv).list("labels", limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
                   or "no labels", rows)
-
-
-LABEL_NAME = Param("name", description="The label's name.", required=True, positional=True)
-COLOR = Param("color", description="Colour as rrggbb or #rrggbb.", short="c")
-DESCRIPTION = Param("description", description="A short description.", short="d")
 
 
 @operation("madt_labels", "create", cli=("label", "create"), kind="remote", mutating=True,
@@ -2204,7 +2905,13 @@ def label_edit_op(inv: Invocation) -> Result:
                   _label_row(made))
 
 
-# ----------------------------------------------------------------------------- milestones
+# --- madt_milestones ---
+
+MILESTONE_TITLE = Param("title", description="The milestone's title (or its id).", required=True, positional=True)
+
+
+DUE = Param("due_date", description="Due date as YYYY-MM-DD.")
+
 
 def _milestone_row(m: Mapping[str, Any]) -> dict[str, Any]:
     return {"id": m.get("id"), "title": clean_line(m.get("title")), "state": m.get("state"),
@@ -2215,9 +2922,6 @@ def _milestone_row(m: Mapping[str, Any]) -> dict[str, Any]:
 def _milestone_line(r: Mapping[str, Any]) -> str:
     return (f"{r['id']} {r['state']:<6} {r['title']} ({r['open_issues']} open, {r['closed_issues']} closed)"
             + (f" due {str(r['due_on'])[:10]}" if r.get("due_on") else ""))
-
-
-MILESTONE_TITLE = Param("title", description="The milestone's title (or its id).", required=True, positional=True)
 
 
 @operation("madt_milestones", "list", cli=("milestone", "list"), kind="remote", mutating=False, idempotent=True,
@@ -2234,9 +2938,6 @@ def milestone_view_op(inv: Invocation) -> Result:
     row = _milestone_row(api(inv).get("milestones", milestone_id(inv, inv.args["title"])))
     return Result(_milestone_line(row) + ("\n" + fence(row["description"], api(inv).target.owner, "milestone")
                                           if row["description"] else ""), row)
-
-
-DUE = Param("due_date", description="Due date as YYYY-MM-DD.")
 
 
 def _milestone_fields(inv: Invocation) -> dict[str, Any]:
@@ -2299,9 +3000,16 @@ def milestone_reopen_op(inv: Invocation) -> Result:
     return _milestone_patch(inv, {"state": "open"}, "Reopened")
 
 
-# ----------------------------------------------------------------------------- releases
+# --- madt_releases ---
 
 TAG = Param("tag", description="The release's tag name, e.g. v1.2.0.", required=True, positional=True)
+
+
+RELEASE_FIELDS = (Param("title", description="The release title (default: the tag).", short="t"),
+                  Param("notes", description="The release notes (Markdown).", short="n"),
+                  Param("draft", "bool", "Save as a draft, unpublished.", short="d"),
+                  Param("prerelease", "bool", "Mark as a pre-release.", short="p"),
+                  Param("target", description="The branch or commit to tag, when the tag does not exist yet."))
 
 
 def _release_row(r: Mapping[str, Any]) -> dict[str, Any]:
@@ -2332,13 +3040,6 @@ def release_view_op(inv: Invocation) -> Result:
     return Result(f"{row['tag']} {row['title']}\n{row['url']}\n"
                   + fence(notes, _login(r.get("author")), "release author", "notes") + (f"\n{more}" if more else ""),
                   row)
-
-
-RELEASE_FIELDS = (Param("title", description="The release title (default: the tag).", short="t"),
-                  Param("notes", description="The release notes (Markdown).", short="n"),
-                  Param("draft", "bool", "Save as a draft, unpublished.", short="d"),
-                  Param("prerelease", "bool", "Mark as a pre-release.", short="p"),
-                  Param("target", description="The branch or commit to tag, when the tag does not exist yet."))
 
 
 def _release_payload(inv: Invocation) -> dict[str, Any]:
@@ -2390,7 +3091,7 @@ def release_upload_op(inv: Invocation) -> Result:
                   {"assets": names})
 
 
-# ----------------------------------------------------------------------------- repositories
+# --- madt_repo ---
 
 def _repo_row(r: Mapping[str, Any]) -> dict[str, Any]:
     return {"full_name": r.get("full_name"), "description": clean_line(r.get("description")), "private": r.get("private"),
@@ -2489,7 +3190,7 @@ def repo_tags_op(inv: Invocation) -> Result:
     return Result("\n".join(f"{r['name']} {str(r['sha'])[:9]}" for r in rows) or "no tags", rows)
 
 
-# ----------------------------------------------------------------------------- search and notifications
+# --- madt_search ---
 
 Q = Param("q", description="The search words — not `query`.", required=True, positional=True)
 
@@ -2519,6 +3220,8 @@ def search_repos_op(inv: Invocation) -> Result:
     return Result("\n".join(map(_repo_line, rows)) or "no matches", rows)
 
 
+# --- madt_notifications ---
+
 @operation("madt_notifications", "list", cli=("notification", "list"), kind="remote", mutating=False,
            idempotent=True, reach="forge", summary="List your unread notifications (all=true includes read ones).",
            params=(Param("all", "bool", "Include notifications already read."), LIMIT))
@@ -2546,7 +3249,7 @@ def notification_read_op(inv: Invocation) -> Result:
     return Result("Marked all notifications as read.", {"all": True})
 
 
-# ----------------------------------------------------------------------------- wiki
+# --- madt_wiki ---
 
 PAGE_NAME = Param("page_name", description="The wiki page's name.", required=True, positional=True)
 CONTENT = Param("content", description="The page's content (Markdown).", required=True)
@@ -2616,7 +3319,7 @@ def wiki_edit_op(inv: Invocation) -> Result:
     return Result(f"Updated wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
 
 
-# ----------------------------------------------------------------------------- actions
+# --- madt_actions ---
 
 def _forgejo_lacks(remote: Api, endpoint: str) -> None:
     """Forgejo's API lists Actions runs (and shows one) but has no jobs, workflows or logs: say so before asking."""
@@ -2698,7 +3401,7 @@ def actions_logs_op(inv: Invocation) -> Result:
     return Result(shown, {"job_id": inv.args["job_id"], "length": len(text)})
 
 
-# ----------------------------------------------------------------------------- whoami and the passthrough
+# --- madt_whoami ---
 
 @operation("madt_whoami", cli=("whoami",), kind="remote", mutating=False, idempotent=True, reach="forge",
            summary="Which forge, user and credential source a call from here would use (never the token).")
@@ -2730,6 +3433,8 @@ def whoami_op(inv: Invocation) -> Result:
         lines.append(f"this server's scope: {data['scope']}")
     return Result("\n".join(lines), data)
 
+
+# --- madt_api_call ---
 
 # Non-GET paths a dedicated tool covers: the passthrough forwards there so body
 # edits keep their stale check and merges their head check.
@@ -2874,6 +3579,7 @@ def api_call_op(inv: Invocation) -> Result:
     return Result(f"{method} {path} on {remote.target.host}:\n{shown}" + (f"\n{tail}" if tail else ""), found)
 
 
+# --- deletions: a person's act, on the CLI only ---
 
 def _confirm_at_terminal(what: str, name: str) -> None:
     """A person confirms a deletion by typing the object's name; with no terminal there is no deletion."""
@@ -3008,7 +3714,7 @@ def _untabled_web(inv: Invocation) -> str:
     return _web(inv)
 
 
-# --- services: finish ---
+# --- madt_finish ---
 
 _CLOSING_WORDS = r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?#(\d+)"
 
@@ -3278,391 +3984,7 @@ def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: 
     return Result(f"{inv.identity()}\n{text}", {"completed": steps.done} | steps.facts)
 
 
-def run_error(exc: BaseException, inv: Invocation | None = None) -> Result:
-    """An exception as its coded result: the one mapping from error types to codes and ways on."""
-    if isinstance(exc, guard.Refusal):
-        return refusal_result(exc)
-    if isinstance(exc, gitops.GitError):
-        said = str(exc)  # git echoes what it was given: a long value would come back whole
-        said = said if len(said) <= 4000 else said[:4000] + f"… ({len(said) - 4000} more characters)"
-        return error_result("GIT_ERROR", f"git failed: {said}", user_action="Read git's message above; "
-                            "madtea stopped at that step and changed nothing after it.")
-    return _forge_error(exc, inv) or error_result(
-        "INTERNAL_ERROR", f"madtea hit an internal error ({type(exc).__name__}: {exc}).",
-        user_action="Report this to the madtea maintainers with the call you made.")
-
-
-# --- dispatcher ---
-
-@record
-class Context:
-    """Where a call comes from: the surface, its launch directory and any client roots."""
-
-    surface: str                         # "mcp" or "cli"
-    launch_dir: Path
-    roots: list[str] | None = None       # the client's advertised roots; None when unknown
-    scope: guard.Scope = gitops.field(default_factory=guard.Scope)  # what the server was started to allow
-
-
-@record
-class Invocation:
-    """One guarded call, handed to its service function."""
-
-    op: Op
-    args: dict[str, Any]
-    ctx: Context
-    target: guard.Target | None = None   # local-git calls: the repository and its state
-    remote: Any = None                   # forge calls: the connected Api, once resolved and guarded
-
-    @property
-    def local(self) -> guard.Target:
-        """The guarded target of a local-git call (resolved before its service runs)."""
-        assert self.target is not None
-        return self.target
-
-    @property
-    def repo(self) -> guard.RepoFacts:
-        assert self.target is not None
-        return self.target.target
-
-    @property
-    def state(self) -> guard.RepoState:
-        assert self.target is not None and self.target.state is not None
-        return self.target.state
-
-    def again(self, **changes: Any) -> dict[str, Any]:
-        """This call as a step, with *changes* (a None value leaves that argument out)."""
-        return guard.call(self.op.tool, **guard._with_action(self.op.action, self.args | changes))
-
-    def identity(self) -> str:
-        """``owner/repo @ /abs/path (branch)``: every mutation says where it landed."""
-        branch = self.target.state.branch if self.target and self.target.state else None
-        return f"{self.repo.describe()} ({branch or 'detached HEAD'})"
-
-
-def repo_facts(repo: gitops.Repo) -> guard.RepoFacts:
-    url = gitops.read_origin(repo.common_dir)
-    return guard.RepoFacts(repo.top, repo.git_dir, repo.common_dir, gitops.parse_remote_url(url) if url else None)
-
-
-def _launch_repo(ctx: Context) -> guard.RepoFacts | None:
-    repo = gitops.fs_find_repo(ctx.launch_dir)
-    return repo_facts(repo) if repo else None
-
-
-def _path_signal(source: str, path: str, confirms: bool = False) -> guard.Signal | None:
-    repo = gitops.fs_find_repo(path)
-    return guard.Signal(source, repo=repo_facts(repo), confirms_workspace=confirms) if repo else None
-
-
-def _signals(op: Op, ctx: Context) -> tuple[guard.Signal, ...]:
-    """Independent evidence of the caller's repository: the intent hint, roots, the agent's shell cwd."""
-    if ctx.surface != "mcp":
-        return ()
-    found: list[guard.Signal | None] = []
-    hint = os.environ.get("MADTEA_CALLER_REPO", "").strip()
-    if hint:
-        if os.path.isabs(hint):
-            found.append(_path_signal("MADTEA_CALLER_REPO", hint, confirms=True))
-        else:
-            found.append(guard.Signal("MADTEA_CALLER_REPO", name=hint, confirms_workspace=True))
-    if op.kind == "local" and op.mutating and ctx.roots is not None and len(ctx.roots) == 1:
-        root = ctx.roots[0]
-        path = urllib_path(root)
-        if path:
-            found.append(_path_signal("the client's workspace root", path))
-    shell_cwd = caller_cwd_signal()
-    if shell_cwd:
-        found.append(_path_signal("the agent's shell directory", shell_cwd))
-    return tuple(s for s in found if s is not None)
-
-
-def urllib_path(uri: str) -> str | None:
-    """A file:// root as a local path; anything else is no signal."""
-    if uri.startswith("file://"):
-        from urllib.parse import unquote, urlsplit  # only MCP calls with roots get here
-        parts = urlsplit(uri)
-        return unquote(parts.path) if parts.netloc in ("", "localhost") else None
-    return uri if os.path.isabs(uri) else None
-
-
-def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
-    children = []
-    for path in gitops.nested_repos(launch.top):
-        repo = gitops.fs_find(path)  # the string form: a workspace may hold hundreds of these
-        url = gitops.read_origin(repo[2]) if repo else None
-        children.append((path, gitops.parse_remote_url(url) if url else None))
-    return tuple(guard.distinct_children(launch, children))
-
-
-def _state(repo: guard.RepoFacts) -> guard.RepoState:
-    """Branch, default branch, operation in progress and dirtiness: one git call."""
-    grepo = gitops.Repo(repo.top, repo.git_dir, repo.common_dir)
-    st = gitops.status(grepo)
-    return guard.RepoState(st.branch, gitops.default_branch(grepo), st.operation, st.dirty_tracked,
-                           tuple(st.conflicted), unborn=st.head is None and st.branch is not None,
-                           branches=gitops.fs_branches(repo.common_dir),
-                           checked_out=gitops.fs_checked_out(repo.common_dir))
-
-
-def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
-    launch = _launch_repo(ctx)
-    if "dir" in args:
-        path = guard.check_dir(args["dir"], op.tool, args, op.action)
-        repo = gitops.discover(path) if path.exists() else None
-        if repo is None:
-            raise guard.not_a_repo(op.tool, str(path), args, op.action)
-        target = repo_facts(repo)
-        explicit = True
-        if ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
-            guard.check_repo_scope(ctx.scope, op.where, _forge_repo(target.origin), f"the origin of {target.top}")
-    else:
-        if launch is None:
-            raise guard.Refusal("BAD_ARGUMENT",
-                                f"{op.where}: the server was launched outside any git repository "
-                                f"({ctx.launch_dir}), so there is no repository to act on without dir=.",
-                                target=str(ctx.launch_dir),
-                                next=(guard.call(op.tool, **guard._with_action(op.action, args | {
-                                    "dir": guard.placeholder("the absolute path of the repository")})),))
-        target, explicit = launch, False
-    if args.get("files"):
-        # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
-        args["files"] = [os.path.join(os.path.realpath(os.path.dirname(f)), os.path.basename(f))
-                         if os.path.isabs(f) else f for f in args["files"]]
-    needs_nested = ctx.surface == "mcp" and op.mutating and not explicit
-    state = _state(target) if op.mutating else None
-    return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
-                        nested=_nested(target) if needs_nested else (), signals=_signals(op, ctx),
-                        state=state)
-
-
-# --------------------------------------------------------------------------- the server's repository list
-
-def _forge_of(origin: gitops.RemoteId | None) -> Any:
-    """An origin's forge (forge.ForgeTarget), or None when there is no origin or it maps to no forge."""
-    if origin is None:
-        return None
-    import forge
-    try:
-        return forge_target(origin)
-    except forge.ForgeError:
-        return None
-
-
-def _launch_forge(ctx: Context) -> Any:
-    launch = _launch_repo(ctx)
-    return _forge_of(launch.origin) if launch else None
-
-
-def _forge_repo(origin: gitops.RemoteId | None) -> str | None:
-    """``host/owner/repo`` of an origin's forge repository, the host being the forge's credential key."""
-    target = _forge_of(origin)
-    return f"{target.host}/{origin.slug}" if target and origin else None
-
-
-def _dir_repo(path: str) -> str | None:
-    """The forge repository of the checkout holding *path*, from its files alone (no git process)."""
-    repo = gitops.fs_find_repo(path)
-    url = gitops.read_origin(repo.common_dir) if repo else None
-    return _forge_repo(gitops.parse_remote_url(url) if url else None)
-
-
-def named_repo(host: str | None, owner: str, repo: str, launch_forge: Any) -> str | None:
-    """``host/owner/repo`` as a call names it; a bare owner/repo is on the launch repo's forge."""
-    if host:
-        return f"{_explicit_forge(host, launch_forge).host}/{owner}/{repo}"
-    return f"{launch_forge.host}/{owner}/{repo}" if launch_forge else None
-
-
-def _call_target(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[str | None, str]:
-    """The repository a call would reach and how it was named, from files alone (no git, no request)."""
-    if args.get("dir"):
-        return _dir_repo(str(args["dir"])), f"the origin of {args['dir']}"
-    if args.get("owner_repo"):
-        host, owner, repo = parse_owner_repo(str(args["owner_repo"]), op.where)
-        return named_repo(host, owner, repo, _launch_forge(ctx)), "owner_repo"
-    if op.tool == "madt_api_call":
-        segments, _query = _api_call_path(args.get("path"))
-        if len(segments) >= 3 and segments[0].lower() == "repos":
-            return named_repo(None, segments[1], segments[2], _launch_forge(ctx)), "the API path"
-    launch = _launch_repo(ctx)
-    return _forge_repo(launch.origin if launch else None), "the launch repo's origin"
-
-
-def check_repo_scope(op: Op, args: Mapping[str, Any], ctx: Context) -> None:
-    """Default-deny on the server's repository list, before any git process or forge request.
-
-    A forge-wide read without a named repository (search, notifications, whoami)
-    only has to go to a host of the list; its results are confined by its service.
-    """
-    scope = ctx.scope
-    repo, how = _call_target(op, args, ctx)
-    if op.reach == "forge" and how == "the launch repo's origin" and repo is not None:
-        guard.check_host_scope(scope, op.where, repo.rsplit("/", 2)[0])
-        return
-    guard.check_repo_scope(scope, op.where, repo, how)
-    if op.tool == "madt_api_call" and repo is not None:
-        segments, _query = _api_call_path(args.get("path"))
-        in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
-        path = f"{repo.rsplit('/', 2)[0]}/{segments[1]}/{segments[2]}" if in_repo else None
-        guard.check_repo_scope(scope, op.where, path, f"the API path {args.get('path')}")
-
-
-def _step_in_scope(step: Mapping[str, Any], ctx: Context) -> bool:
-    """Whether the server's scope would let a next step run; a step that cannot be vetted is not offered."""
-    if "tool" not in step:
-        return True
-    try:
-        args = {k: v for k, v in step.get("args", {}).items() if k != "action"}
-        op = find_op(step["tool"], step.get("args", {}).get("action"))
-        check_op_scope(op, args, ctx.scope)
-        if ctx.scope.repos:
-            check_repo_scope(op, args, ctx)
-    except Exception:  # noqa: BLE001 - fail closed: only steps proven in scope are offered
-        return False
-    return True
-
-
-def _narrow_error(error: dict[str, Any], ctx: Context) -> str | None:
-    """Keep a refusal's way on inside the server's scope: no step it offers is one the scope refuses.
-
-    Returns the sentence for the refusal's text naming what was left out, if anything was.
-    """
-    steps, choices, user_action, note = guard.narrow_way_on(
-        ctx.scope, error.get("next") or [], error.get("choices") or [], error.get("user_action"),
-        lambda step: _step_in_scope(step, ctx))
-    error["next"], error["choices"], error["user_action"] = steps, choices, user_action
-    return note
-
-
-def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
-    """Dispatch one call: find the operation, check its arguments, guard it, run it, report."""
-    notes: list[tuple[str, str]] = []
-    token = _NOTES.set(notes)
-    try:
-        result = _run(tool, raw, ctx)
-    except Exception as exc:  # noqa: BLE001 - the boundary: no traceback reaches a caller
-        result = run_error(exc)
-    finally:
-        _NOTES.reset(token)
-    if result.error and ctx.scope.active:
-        note = _narrow_error(result.error, ctx)
-        result.text = f"{result.text}\n{note}" if note else result.text
-    result.notes = notes + result.notes
-    return _redacted(result)
-
-
-def _redacted(result: Result) -> Result:
-    """*result* with every known token value replaced, in its text, data, error and notes alike.
-
-    Forge content is included: a token a forge echoes inside an issue body is
-    hidden like one in an error message.
-    """
-    if "forge" not in sys.modules and not any(k.upper().startswith("MADTEA_TOKEN") for k in os.environ):
-        return result  # no token is known to this process
-    forge = _forge()
-    if not forge.known_tokens():
-        return result
-
-    def scrubbed(value: Any) -> Any:
-        if isinstance(value, str):
-            return forge.redact(value)
-        if isinstance(value, (list, tuple)):
-            return type(value)(scrubbed(v) for v in value)
-        if isinstance(value, dict):
-            return {scrubbed(k): scrubbed(v) for k, v in value.items()}
-        return value
-
-    result.text = scrubbed(result.text)
-    result.data = scrubbed(result.data)
-    result.error = scrubbed(result.error)
-    result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
-    return result
-
-
-def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
-    if not isinstance(raw, Mapping):
-        raise guard.Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool,
-                            next=(guard.call(tool),))
-    action = raw.get("action")
-    if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
-            any(op.tool == tool and op.cli_only for op in REGISTRY):
-        raise delete_refusal(tool, raw, ctx)
-    op = find_op(tool, action, ctx.surface, raw, ctx.scope)
-    if ctx.scope.active:
-        check_op_scope(op, raw, ctx.scope)
-    args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
-    if ctx.scope.repos:
-        check_repo_scope(op, args, ctx)
-    invocation = Invocation(op, args, ctx)
-    if op.kind == "local":
-        invocation.target = _resolve_local(op, args, ctx)
-        guard.check_local(invocation.target)
-    else:
-        api(invocation)  # resolves the forge target and runs its guard before the handler
-    try:
-        return op.handler(invocation)
-    except guard.Refusal:
-        raise
-    except gitops.GitError as exc:
-        raise _git_refusal(invocation, exc) or exc from None
-    except Exception as exc:  # noqa: BLE001 - a forge answer's way on names this call's own steps
-        answered = _forge_error(exc, invocation)
-        if answered is None:
-            raise
-        return answered
-
-
-def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
-    """A foreseen git failure as its own coded refusal (None: git's message is passed on as GIT_ERROR)."""
-    return guard.git_failure(inv.target, exc) if inv.target is not None else None
-
-
-_FORGE_NEXT = {
-    "AUTH_MISSING": "Ask the user to log in for this host with `madtea auth login`.",
-    "SCOPE_MISSING": "Ask the user for a token with the scope the forge names.",
-    "HEAD_MOVED": "Ask the user to look at the pull request's new commits before it is merged.",
-    "MERGE_CONFLICT": "Ask the user to bring the branch up to date with its base, or to resolve the conflict in a "
-                      "checkout of the branch; then it can be merged.",
-    "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
-                     "rule), ask them.",
-    "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
-    "FORGE_UNAVAILABLE": "Try the same call again later; if it was a write whose answer was lost, read the object "
-                         "first to see whether it landed.",
-    "OUT_OF_SCOPE": "Ask the user to run madtea from a checkout of that repository's forge.",
-}
-
-
-def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | None:
-    """A forge answer as a coded result; None when *exc* is not one."""
-    forge = sys.modules.get("forge")
-    if forge is None or not isinstance(exc, getattr(forge, "ForgeError", ())):
-        return None
-    code = getattr(exc, "code", "FORGE_UNAVAILABLE")
-    user_action = _FORGE_NEXT.get(code)
-    if inv is not None and (inv.op.tool, inv.op.action) == ("madt_pr", "merge") and inv.args.get("number") and \
-            code in ("HEAD_MOVED", "MERGE_CONFLICT"):
-        pr = {"owner_repo": inv.args.get("owner_repo"), "number": inv.args["number"]}
-        steps = (guard.call("madt_pr", action="view", **pr),
-                 inv.again(match_head_commit=guard.placeholder("the head sha the view shows"))) \
-            if code == "HEAD_MOVED" else (guard.call("madt_pr", action="update_branch", **pr), inv.again())
-        return error_result(code, str(exc), getattr(exc, "host", None), next=steps)
-    host = getattr(exc, "host", None)
-    source = getattr(exc, "redirected_from", None)
-    if code == "AUTH_MISSING" and host and source:
-        user_action = (f"Tell the user that {source} sends this request on to {host}, which wants its own "
-                       f"sign-in; madtea never sends a token to another host, so it cannot be read from here.")
-    elif code == "AUTH_MISSING" and host:
-        user_action = (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks "
-                       f"for a token and checks it with the forge), then call again.")
-    where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)
-    host = getattr(exc, "host", None)
-    target = f"{where} on {host}" if where and host else (where or host)
-    return error_result(code, str(exc), target, user_action=user_action)
-
-
-
-# --- CLI ---
+# --- the CLI ---
 
 def _cli_flag(p: Param) -> list[str]:
     names = [f"--{(p.flag or p.name).replace('_', '-')}"]
@@ -3888,8 +4210,7 @@ def _stderr(text: str, colour: str) -> None:
     sys.stderr.write(text + "\n")
 
 
-
-# --- MCP server ---
+# --- the MCP server ---
 
 INSTRUCTIONS = (
     "madtea works on Gitea and Forgejo repositories and their local checkouts. Use the madt_* tools "
@@ -4134,7 +4455,7 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-# --------------------------------------------------------------------------- the server's scope, at start-up
+# --- the MCP server: its scope, at start-up ---
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
@@ -4276,283 +4597,7 @@ def _shut_down(grace: float) -> None:
         os._exit(0)
 
 
-
-# --- auth ---
-#
-# Tokens are a person's business: ``madtea auth`` stores, shows and removes
-# them on the CLI only (the hook denies these verbs to agents). Git transport
-# gets its token from ``madtea auth git-credential``, named only in the git
-# child's environment, so no token is ever in a remote URL, argv, a config file
-# or the git child's environment.
-
-__all__ += ["transport_env", "git_credential", "helper_command", "origin_problem"]
-
-_HELPER_HOST_ENV = "MADTEA_GIT_CREDENTIAL_HOST"   # the one host the helper answers for
-_HELPER_FILE_ENV = "MADTEA_GIT_TOKEN_FILE"        # a 0600 file holding an environment token for that host
-_USER_RE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
-# What git says when no credential (or a rejected one) was all it had; a 403
-# is a permission answer about a working credential, so it stays a git error.
-_AUTH_FAILED = ("could not read Username", "could not read Password", "Authentication failed",
-                "returned error: 401")
-
-
-def _forge() -> Any:
-    """The forge module, its diagnostics routed through madtea's one emitter."""
-    import forge
-    forge.set_diagnostics(warn)
-    return forge
-
-
-def helper_command() -> str:
-    """The credential-helper value git runs (through sh): this madtea, by absolute paths."""
-    import shlex
-
-    isolate = " -P" if sys.version_info >= (3, 11) else ""  # never import modules from git's working directory
-    script = os.path.join(_HERE, "madtea.py")
-    return f"!{shlex.quote(sys.executable or 'python3')}{isolate} {shlex.quote(script)} auth git-credential"
-
-
-def credentialed_url(url: str) -> str | None:
-    """*url* with its user-info masked when an http(s) URL carries one (a token or password); else None."""
-    import re
-
-    found = re.match(r"(?i)^(https?://)([^/?#]*)@", url)
-    if not found:
-        return None
-    return found.group(1) + "***@" + re.split(r"[?#]", url[found.end():], maxsplit=1)[0]
-
-
-def warn_credentialed_origin(common_dir: Path, where: str) -> None:
-    """Warn, without the secret, when a repository's origin URL embeds a credential."""
-    url = gitops.read_origin(common_dir)
-    shown = credentialed_url(url) if url else None
-    if shown:
-        warn(f"the origin of {where} embeds a credential in its URL ({shown}), which git keeps in plain text in "
-             f"its config and prints in its messages; ask the user to set the origin to the address without it "
-             f"and store the token with madtea auth login instead.")
-
-
-class _Transport:
-    """``with transport_env(...) as env``: the git child's credential environment, and its clean-up."""
-
-    def __init__(self, repo: Any, launch_host: str | None) -> None:
-        self.repo = repo
-        self.launch_host = launch_host
-        self.host: str | None = None
-        self._file: str | None = None
-
-    def __enter__(self) -> dict[str, str]:
-        # gitops keeps every MADTEA_TOKEN* variable out of git's environment; an
-        # environment token reaches the helper through a private file instead.
-        env: dict[str, str] = {}
-        helpers = [""]  # an empty value empties the helper list built from every config file before it
-        url = gitops.read_origin(self.repo.common_dir)
-        if url:
-            warn_credentialed_origin(self.repo.common_dir, str(self.repo.top))
-        origin = gitops.parse_remote_url(url) if url else None
-        if origin is not None and origin.scheme in ("https", "http"):
-            forge = _forge()
-            try:
-                self.host = forge_target(origin).host
-            except forge.ForgeError:
-                self.host = None
-        if self.host and self.launch_host and self.host != self.launch_host:
-            notice(f"git transport to {self.host} carries no madtea credential: that host is outside the launch "
-                   f"repo's forge ({self.launch_host}), which bounds what this server may use.")
-        elif self.host:
-            token, source = _forge().token_for(self.host, self.launch_host)
-            if token and source.startswith("env:"):
-                self._file = _token_file(self.host, token)
-                env[_HELPER_FILE_ENV] = self._file
-            env[_HELPER_HOST_ENV] = self.host
-            helpers.append(helper_command())
-        base = _env_config_count()
-        for offset, value in enumerate(helpers):
-            env[f"GIT_CONFIG_KEY_{base + offset}"] = "credential.helper"
-            env[f"GIT_CONFIG_VALUE_{base + offset}"] = value
-        env["GIT_CONFIG_COUNT"] = str(base + len(helpers))
-        env["GIT_TERMINAL_PROMPT"] = "0"
-        return env
-
-    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
-        if self._file:
-            _drop_token_file(self._file)
-        if isinstance(exc, gitops.GitError) and not isinstance(exc, gitops.PushRejected):
-            if any(sign in exc.stderr for sign in _AUTH_FAILED):
-                host = self.host or "the origin's host"
-                raise _forge().ForgeError("AUTH_MISSING", f"git could not authenticate to {host}: no working "
-                                          f"credential for it ({exc}).", host=self.host) from None
-
-
-def transport_env(repo: Any, launch_host: str | None) -> _Transport:
-    """Credentials for git push, pull and fetch in *repo*, through madtea's helper and nothing else.
-
-    Use as ``with transport_env(repo, launch_host) as env: gitops.push(..., env=env)``.
-    The helper answers only for the origin's host, and only when that host is
-    the launch host (or there is none). An environment token is handed to it in
-    a 0600 file that is deleted when the block ends; git itself never sees it.
-    An authentication failure inside the block becomes ``AUTH_MISSING``.
-    """
-    return _Transport(repo, launch_host)
-
-
-def _env_config_count() -> int:
-    # The caller's own GIT_CONFIG_* entries are kept; madtea's are appended, so
-    # its empty helper value still comes after every helper configured before it.
-    try:
-        return max(0, int(os.environ.get("GIT_CONFIG_COUNT", "0")))
-    except ValueError:
-        return 0
-
-
-_TOKEN_FILES: set[str] = set()  # this process's live token files, deleted at shutdown whatever runs
-
-
-def _token_dirs() -> list[str]:
-    import tempfile
-
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    usable = runtime and os.path.isabs(runtime) and os.path.isdir(runtime)
-    return [runtime, tempfile.gettempdir()] if usable else [tempfile.gettempdir()]
-
-
-def _token_file(host: str, token: str) -> str:
-    import tempfile
-
-    # The pid in the name lets a later sweep tell a dead process's file from a live one's.
-    fd, path = tempfile.mkstemp(prefix=f"madtea-git-{os.getpid()}-", suffix=".json",
-                                dir=_token_dirs()[0])  # 0600, O_EXCL
-    _TOKEN_FILES.add(path)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump({"host": host, "token": token}, handle)
-    return path
-
-
-def _drop_token_file(path: str) -> None:
-    _TOKEN_FILES.discard(path)
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def drop_token_files() -> None:
-    """Delete every token file this process made (a shutdown does not wait for the git calls using them)."""
-    for path in list(_TOKEN_FILES):
-        _drop_token_file(path)
-
-
-def sweep_token_files() -> int:
-    """Delete token files left by madtea processes that died without cleaning up; returns how many."""
-    import re
-    import time
-
-    swept = 0
-    stale_after = 2 * gitops.git_timeout()  # a file lives for one git child, which is bounded by this
-    for folder in _token_dirs():
-        try:
-            names = [n for n in os.listdir(folder) if n.startswith("madtea-git-") and n.endswith(".json")]
-        except OSError:
-            continue
-        for name in names:
-            path = os.path.join(folder, name)
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if hasattr(os, "getuid") and st.st_uid != os.getuid():
-                continue
-            owner = re.match(r"madtea-git-(\d+)-", name)
-            if (owner and not _alive(int(owner.group(1)))) or time.time() - st.st_mtime > stale_after:
-                try:
-                    os.unlink(path)
-                    swept += 1
-                except OSError:
-                    pass
-    return swept
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid() or os.name == "nt":  # on Windows os.kill would end the process, not probe it
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process: alive, whoever it is
-    return True
-
-
-def _launch_host(ctx: Context) -> str | None:
-    """The credential key of the launch repo's forge; None when there is none to bound transport."""
-    launch = _launch_repo(ctx)
-    if launch is None or launch.origin is None:
-        return None
-    try:
-        return forge_target(launch.origin).host
-    except Exception:  # noqa: BLE001 - an unusable origin bounds nothing
-        return None
-
-
-def git_credential(action: str, stdin: Any, stdout: Any) -> int:
-    """git's credential-helper protocol: answer ``get`` for a host madtea holds a token for; nothing else.
-
-    ``store`` and ``erase`` do nothing: what git hands over is never persisted.
-    """
-    import re
-
-    fields: dict[str, str] = {}
-    for line in stdin:
-        line = line.rstrip("\r\n")
-        if not line:
-            break
-        key, sep, value = line.partition("=")
-        if sep:
-            fields[key] = value
-    if action != "get" or fields.get("protocol", "").lower() not in ("https", "http") or not fields.get("host"):
-        return 0
-    forge = _forge()
-    host = forge.host_key(fields["host"])
-    scope = os.environ.get(_HELPER_HOST_ENV, "")
-    if scope and host != forge.host_key(scope):
-        return 0
-    token = _helper_file_token(forge, host) or forge.token_for(host)[0]
-    if not token or not re.fullmatch(r"[\x21-\x7e]+", token):
-        return 0
-    user = (forge.known_logins().get(host) or {}).get("user")
-    user = user if isinstance(user, str) and re.fullmatch(_USER_RE, user) else "x-token"
-    stdout.write(f"username={user}\npassword={token}\n")
-    stdout.flush()
-    return 0
-
-
-def _helper_file_token(forge: Any, host: str) -> str | None:
-    from pathlib import Path
-    path = os.environ.get(_HELPER_FILE_ENV, "")
-    if not path:
-        return None
-    try:
-        data = forge.read_private_json(Path(path))
-    except forge.StoreFailure as exc:
-        warn(str(exc))
-        return None
-    token = data.get("token")
-    return token if data.get("host") == host and isinstance(token, str) else None
-
-
-def origin_problem(facts: guard.RepoFacts) -> str:
-    """Why a repository has no usable forge origin, in words (any embedded credential masked)."""
-    url = gitops.read_origin(facts.common_dir)
-    if not url:
-        return "has no origin remote"
-    shown = credentialed_url(url) or url
-    shown = shown if len(shown) <= 120 and shown.isprintable() else repr(shown[:117]) + "…"
-    return (f"has an origin, {shown}, that is not a forge repository address madtea can read "
-            f"(https://host/owner/repo, ssh://host/owner/repo or user@host:owner/repo)")
-
-
-# --------------------------------------------------------------------------- the auth CLI
+# --- auth: the CLI ---
 
 def _cwd_target() -> Any:
     """The forge target of the current directory's origin, or None."""
@@ -4961,6 +5006,10 @@ def _doctor_cli(parser: Any) -> None:
 
 CLI_EXTRAS["doctor"] = ("Check Python, git, the mcp package, this repository, its forge and credentials (read-only).",
                         _doctor_cli)
+
+
+# --- the mcp and hook commands ---
+
 def _serving_cli(epilog: str, run: Callable[[], int]) -> Callable[[Any], None]:
     def configure(parser: Any) -> None:
         parser.epilog = epilog
@@ -5417,7 +5466,7 @@ CLI_EXTRAS["update"] = ("Verify a signed release and replace this copy-installed
                         _update_cli)
 
 
-# --- hook ---
+# --- the hook ---
 #
 # ``madtea hook`` runs before every shell command the agent's harness executes,
 # so it stays on the standard library, starts no process and opens no socket:
@@ -5541,7 +5590,7 @@ def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
     return table
 
 
-# --------------------------------------------------------------------------- repository facts, from files
+# --- the hook: repository facts, from files ---
 
 def _hook_repo_facts(path: str) -> guard.HookRepo | None:
     """What the classifier needs to know of the repository holding *path*: files only, no git process."""
@@ -5601,7 +5650,7 @@ def _hook_ref_kind(common: str, name: str) -> str | None:
     return "remote:" + guess if guess else None
 
 
-# --------------------------------------------------------------------------- the caller signal
+# --- the hook: the caller signal ---
 
 def caller_cwd_signal(max_age: float = 600) -> str | None:
     """The repo top the agent's shell was last in, as recorded by the hook for this server's agent.
@@ -5798,9 +5847,7 @@ def _hook_proc_stat(pid: int) -> tuple[int, int, str] | None:
         return None
 
 
-
 # --- main ---
-
 
 def main(argv: list[str] | None = None) -> int:
     """The one entry point: ``madtea hook``, ``madtea mcp`` or a CLI command."""
