@@ -1113,6 +1113,173 @@ def check_local(t: Target) -> None:
     check_default_branch(t)
 
 
+# --------------------------------------------------------------------------- what local services find
+
+__all__ += ["check_branch_named", "is_full_sha", "is_short_sha", "check_lease", "lease_rejected", "push_rejected",
+            "check_local_branch", "check_branch_delete", "check_worktree_path_given", "check_worktree_remove",
+            "check_finish_branch_form", "check_finish_title", "finish_no_close", "check_forge_origin"]
+
+
+def check_branch_named(t: Target, branch: str | None) -> str:
+    """A push, pull or finish acts on a branch; on a detached HEAD the caller names it."""
+    if branch is not None:
+        return branch
+    where = t.target.describe()
+    if t.tool == "madt_pull":
+        raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; switch to a branch first.", target=where,
+                      next=(call("madt_switch", dir=str(t.target.top), branch=placeholder("the branch to pull into")),
+                            t.retry()))
+    if t.tool == "madt_finish":
+        raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; name the branch.", target=where,
+                      next=(t.retry(branch=placeholder("the branch to finish")),))
+    raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; name the branch to push.", target=where,
+                  next=(t.retry(branch=placeholder("the branch to push")),))
+
+
+def is_full_sha(text: str) -> bool:
+    return len(text) in (40, 64) and all(ch in "0123456789abcdef" for ch in text)
+
+
+def is_short_sha(text: str) -> bool:
+    """What could abbreviate a sha (4 to 63 hex digits); a full one is not asked about."""
+    return 4 <= len(text) <= 63 and all(ch in "0123456789abcdef" for ch in text)
+
+
+def check_lease(t: Target, branch: str, lease: str, full: str | None) -> str:
+    """A lease is an exact expectation: the full sha; *full* is what an abbreviated one names, if anything."""
+    if is_full_sha(lease):
+        return lease
+    raise Refusal("BAD_ARGUMENT",
+                  f"{t.where}: force_with_lease must be the full sha origin/{branch} is expected to be at, not "
+                  f"{lease!r}; a lease on a name or a short sha is not an exact expectation.",
+                  target=t.target.describe(),
+                  next=(t.retry(force_with_lease=full),) if full else (
+                      call("madt_log", dir=str(t.target.top), ref=f"origin/{branch}"),
+                      t.retry(force_with_lease=placeholder(
+                          f"the full sha of origin/{branch} that you based your work on"))))
+
+
+def lease_rejected(t: Target, branch: str, lease: str | None, said: str) -> Refusal:
+    return Refusal("LEASE_REJECTED",
+                   f"origin/{branch} is no longer at {(lease or '')[:9]}; someone pushed since you based your work "
+                   f"on it, so nothing was overwritten ({said.strip()[:120]}).",
+                   target=t.target.describe(),
+                   user_action=f"Ask the user: someone else's commits are on origin/{branch} now, and a new lease "
+                               f"would throw them away.")
+
+
+def push_rejected(t: Target, branch: str, kind: str, reason: str, *, lease: bool, behind_only: bool) -> Refusal:
+    """origin refused a push: its own rule (a person's call), or commits the branch lacks.
+
+    Only a branch with nothing of its own to push (*behind_only*) can catch up by fast-forward; a
+    diverged one needs a person to choose between merging the remote commits and replacing them.
+    """
+    where = t.target.describe()
+    if kind != "non-fast-forward":
+        return Refusal("BAD_ARGUMENT", f"origin refused {branch} ({reason}); nothing was pushed.", target=where,
+                       user_action="Ask the user how they want origin's rule handled; madtea pushed nothing.")
+    return Refusal("LEASE_REJECTED" if lease else "BAD_ARGUMENT",
+                   f"origin refused {branch}: the remote branch has commits yours does not. Nothing was "
+                   f"overwritten.", target=where,
+                   next=(call("madt_pull", dir=str(t.target.top), branch=branch),) if behind_only else (),
+                   user_action=None if behind_only else
+                   f"Ask the user whether to bring origin/{branch}'s commits into {branch} or to replace them; "
+                   f"madtea will not choose for them.")
+
+
+def check_local_branch(t: Target, name: str, exists: bool) -> None:
+    """A named local branch exists; the way on is to look at the repository's branches."""
+    if not exists:
+        raise Refusal("BAD_ARGUMENT", f"{t.target.describe()} has no local branch {name}.",
+                      target=t.target.describe(), next=(call("madt_status", dir=str(t.target.top)),))
+
+
+def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: str | None, proven: bool,
+                        default: str) -> None:
+    """A branch is deleted only when it exists, is checked out nowhere, and its work is proven in *default*."""
+    check_local_branch(t, name, exists)
+    where = t.target.describe()
+    if checked_out_at is not None:
+        raise Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out_at}; a checked-out branch is never "
+                      f"deleted.", target=where,
+                      next=(call("madt_switch", dir=checked_out_at, branch=placeholder("another branch")),
+                            t.retry()))
+    if not proven:
+        raise Refusal("NOT_CONTAINED",
+                      f"{name} in {where} has work that is not in {default}: its tip is not an ancestor, its "
+                      f"patches are not there, and it does not match a squash merge. Deleting it would lose that "
+                      f"work.", target=where,
+                      user_action=f"Ask the user whether the unmerged work on {name} may be discarded; only a "
+                                  f"person deletes it.")
+
+
+def check_worktree_path_given(t: Target, raw: str | None) -> str:
+    if not raw:
+        raise Refusal("BAD_ARGUMENT", f"{t.where} needs path: the worktree's absolute path.",
+                      target=t.target.describe(), next=(t.retry(path=placeholder("the worktree's absolute path")),))
+    return raw
+
+
+def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.Status | None, unsaved: int) -> None:
+    """A linked worktree is removed only when it holds nothing that would be lost.
+
+    *status* is the worktree's own (None when it cannot be read as a checkout); *unsaved* counts its
+    branch's unpushed commits, or on a detached HEAD the commits no branch, tag or remote holds.
+    """
+    if not linked:
+        raise Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {t.target.describe()}.",
+                      target=t.target.describe(), next=(call("madt_worktrees", action="list", dir=str(t.target.top)),))
+    if status is None:
+        return
+    changed = bool(status.staged or status.modified or status.untracked or status.conflicted)
+    if not changed and not unsaved:
+        return
+    plural = "s" if unsaved != 1 else ""
+    what = "uncommitted changes" if changed else f"{unsaved} unpushed commit{plural}" if status.branch else \
+        f"{unsaved} commit{plural} on a detached HEAD that no branch, tag or remote holds"
+    branch = status.branch or placeholder("a new branch")
+    save = [call("madt_status", dir=path)]
+    if not status.branch:
+        save.append(call("madt_branch_create", dir=path, name=branch, checkout=True))
+    if changed:
+        save.append(call("madt_commit", dir=path, files=[placeholder("each changed file")], title=placeholder("title")))
+    save.append(call("madt_push", dir=path, branch=branch))
+    raise Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them, so save it first "
+                  "(only a person may decide to discard it).", target=path, next=(*save, t.retry()))
+
+
+def check_finish_branch_form(t: Target, branch: str, exists: bool) -> None:
+    """finish's branch= form lands a branch that is already committed: it takes no files, and the branch exists."""
+    if t.args.get("files"):
+        raise Refusal("BAD_ARGUMENT", "The branch= form commits nothing, so it takes no files; commit them in the "
+                      "branch's own checkout first.", target=t.target.describe(),
+                      next=(call("madt_finish", **{k: v for k, v in t.args.items() if k != "files"}),))
+    check_local_branch(t, branch, exists)
+
+
+def check_finish_title(t: Target) -> None:
+    """Committing the declared files needs a commit subject."""
+    if not str(t.args.get("title") or "").strip():
+        raise Refusal("BAD_ARGUMENT", "madt_finish needs title to commit the declared files.",
+                      target=t.target.describe(), next=(t.retry(title=placeholder("the commit subject")),))
+
+
+def finish_no_close(t: Target) -> bool:
+    """Whether finish leaves the issues a body names open: as asked, else on a foreign target unless it
+    names issues to close (closing someone else's issues is their call)."""
+    asked = t.args.get("no_close")
+    if asked is not None:
+        return bool(asked)
+    return t.foreign and not (t.args.get("closes") or t.args.get("close_linked"))
+
+
+def check_forge_origin(t: Target) -> None:
+    """finish opens its pull request on the checkout's origin; without one there is nowhere to open it."""
+    if t.target.origin is None:
+        raise Refusal("BAD_ARGUMENT", f"{t.target.describe()} has no forge origin to open a pull request on.",
+                      target=t.target.describe(), user_action="Ask the user to add the forge repository as origin.")
+
+
 # --------------------------------------------------------------------------- remote calls and the launch scope
 
 @record(frozen=True)

@@ -1356,19 +1356,9 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
     lease = _ref_arg(inv, "force_with_lease")
     if lease is None:
         return None
-    import re
     lease = lease.strip().lower()
-    if re.fullmatch(r"[0-9a-f]{40}(?:[0-9a-f]{24})?", lease):
-        return lease
-    full = gitops.head_sha(_grepo(inv), lease) if re.fullmatch(r"[0-9a-f]{4,63}", lease) else None
-    raise guard.Refusal("BAD_ARGUMENT",
-                        f"{inv.op.where}: force_with_lease must be the full sha origin/{branch} is expected to be "
-                        f"at, not {lease!r}; a lease on a name or a short sha is not an exact expectation.",
-                        target=inv.repo.describe(),
-                        next=(inv.local.retry(force_with_lease=full),) if full else (
-                            guard.call("madt_log", dir=str(inv.repo.top), ref=f"origin/{branch}"),
-                            inv.local.retry(force_with_lease=guard.placeholder(
-                                f"the full sha of origin/{branch} that you based your work on"))))
+    short = guard.is_short_sha(lease) and not guard.is_full_sha(lease)
+    return guard.check_lease(inv.local, branch, lease, gitops.head_sha(_grepo(inv), lease) if short else None)
 
 
 @operation("madt_push", cli=("push",), kind="local", mutating=True,
@@ -1379,40 +1369,18 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
                          "this sha (the one you based your work on); a plain force push is not offered."),
                    Param("set_upstream", "bool", "Record origin/<branch> as the branch's upstream.", short="u")))
 def push_op(inv: Invocation) -> Result:
-    branch = _ref_arg(inv, "branch") or inv.state.branch
-    if branch is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch to push.",
-                            target=inv.repo.describe(), next=(inv.again(branch=guard.placeholder("the branch to push")),))
+    branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     lease = _lease_arg(inv, branch)
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
                                  set_upstream=bool(inv.args.get("set_upstream")), env=env)
     except gitops.LeaseRejected as exc:
-        raise guard.Refusal("LEASE_REJECTED",
-                            f"origin/{branch} is no longer at {(lease or '')[:9]}; someone pushed since you based "
-                            f"your work on it, so nothing was overwritten ({exc.stderr.strip()[:120]}).",
-                            target=inv.repo.describe(),
-                            user_action=f"Ask the user: someone else's commits are on origin/{branch} now, and a "
-                                        f"new lease would throw them away.") from None
+        raise guard.lease_rejected(inv.local, branch, lease, exc.stderr) from None
     except gitops.PushRejected as exc:
-        if exc.kind != "non-fast-forward":
-            raise guard.Refusal("BAD_ARGUMENT", f"origin refused {branch} ({exc.reason}); nothing was pushed.",
-                                target=inv.repo.describe(),
-                                user_action="Ask the user how they want origin's rule handled; madtea pushed "
-                                            "nothing.") from None
-        st = gitops.status(_grepo(inv))
-        # Only a branch with nothing of its own to push can catch up by fast-forward; a diverged
-        # one needs a person to choose between merging the remote commits and replacing them.
-        behind_only = st.branch == branch and st.ahead == 0
-        raise guard.Refusal("LEASE_REJECTED" if lease else "BAD_ARGUMENT",
-                            f"origin refused {branch}: the remote branch has commits yours does not. Nothing was "
-                            f"overwritten.", target=inv.repo.describe(),
-                            next=(guard.call("madt_pull", dir=str(inv.repo.top), branch=branch),) if behind_only
-                            else (),
-                            user_action=None if behind_only else
-                            f"Ask the user whether to bring origin/{branch}'s commits into {branch} or to replace "
-                            f"them; madtea will not choose for them.") from None
+        st = gitops.status(_grepo(inv)) if exc.kind == "non-fast-forward" else None
+        raise guard.push_rejected(inv.local, branch, exc.kind, exc.reason, lease=bool(lease),
+                                  behind_only=st is not None and st.branch == branch and st.ahead == 0) from None
     return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.",
                   {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha})
 
@@ -1424,12 +1392,7 @@ def push_op(inv: Invocation) -> Result:
            params=(Param("branch", description="The remote branch to pull (default: the current branch's own).",
                          positional=True),))
 def pull_op(inv: Invocation) -> Result:
-    branch = _ref_arg(inv, "branch") or inv.state.branch
-    if branch is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; switch to a branch first.",
-                            target=inv.repo.describe(),
-                            next=(guard.call("madt_switch", dir=str(inv.repo.top),
-                                             branch=guard.placeholder("the branch to pull into")), inv.again()))
+    branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
         pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
     old, new = pulled.before, pulled.after or ""
@@ -1498,24 +1461,12 @@ def branch_delete_op(inv: Invocation) -> Result:
     # The proof is made for this sha and the delete is a compare-and-swap on it: a branch
     # that moves in between, or a tag of the same name, cannot slip unproven work through.
     sha = gitops.head_sha(repo, f"refs/heads/{name}")
-    if sha is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {name}.",
-                            target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
-    checked_out = [w for w in gitops.worktree_list(repo) if w.branch == name]
-    if checked_out:
-        raise guard.Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out[0].path}; a checked-out "
-                            f"branch is never deleted.", target=inv.repo.describe(),
-                            next=(guard.call("madt_switch", dir=checked_out[0].path,
-                                             branch=guard.placeholder("another branch")), inv.again()))
-    proof = _contained(inv, sha)
+    checked_out = [w.path for w in gitops.worktree_list(repo) if w.branch == name] if sha else []
+    proof = _contained(inv, sha) if sha and not checked_out else None
     default = inv.state.default_branch
-    if proof is None:
-        raise guard.Refusal("NOT_CONTAINED",
-                            f"{name} in {inv.repo.describe()} has work that is not in {default}: its tip is not an "
-                            f"ancestor, its patches are not there, and it does not match a squash merge. Deleting it "
-                            f"would lose that work.", target=inv.repo.describe(),
-                            user_action=f"Ask the user whether the unmerged work on {name} may be discarded; "
-                            f"only a person deletes it.")
+    guard.check_branch_delete(inv.local, name, exists=sha is not None, default=default, proven=proof is not None,
+                              checked_out_at=str(checked_out[0]) if checked_out else None)
+    assert sha is not None and proof is not None
     gitops.branch_delete(repo, name, sha)
     return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}; "
                           f"{_PROOFS[proof].format(t=default)}"), {"branch": name, "sha": sha, "proof": proof})
@@ -1555,11 +1506,7 @@ def worktree_list_op(inv: Invocation) -> Result:
 
 
 def _worktree_path(inv: Invocation) -> str:
-    raw = inv.args.get("path")
-    if not raw:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where} needs path: the worktree's absolute path.",
-                            target=inv.repo.describe(),
-                            next=(inv.again(path=guard.placeholder("the worktree's absolute path")),))
+    raw = guard.check_worktree_path_given(inv.local, inv.args.get("path"))
     return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
 
 
@@ -1597,31 +1544,14 @@ def worktree_remove_op(inv: Invocation) -> Result:
     path = _worktree_path(inv)
     trees = {os.path.realpath(w.path): w for w in gitops.worktree_list(_grepo(inv))}
     tree = trees.get(os.path.realpath(path))
-    if tree is None or os.path.realpath(path) == str(inv.repo.top) and not inv.repo.is_linked:
-        raise guard.Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {inv.repo.describe()}.",
-                            target=inv.repo.describe(),
-                            next=(guard.call("madt_worktrees", action="list", dir=str(inv.repo.top)),))
-    wt = gitops.discover(Path(path))
-    if wt is not None:
-        st = gitops.status(wt)
-        # A detached HEAD's own commits are held by no branch: removing the worktree strands them.
-        unsaved = gitops.unpushed(wt, st.branch) if st.branch else gitops.unreferenced(wt)
-        plural = "s" if unsaved != 1 else ""
-        if st.staged or st.modified or st.untracked or st.conflicted or unsaved:
-            what = "uncommitted changes" if (st.staged or st.modified or st.untracked or st.conflicted) else \
-                f"{unsaved} unpushed commit{plural}" if st.branch else \
-                f"{unsaved} commit{plural} on a detached HEAD that no branch, tag or remote holds"
-            branch = st.branch or guard.placeholder("a new branch")
-            save = [guard.call("madt_status", dir=path)]
-            if not st.branch:
-                save.append(guard.call("madt_branch_create", dir=path, name=branch, checkout=True))
-            if st.staged or st.modified or st.untracked or st.conflicted:
-                save.append(guard.call("madt_commit", dir=path, files=[guard.placeholder("each changed file")],
-                                       title=guard.placeholder("title")))
-            save.append(guard.call("madt_push", dir=path, branch=branch))
-            raise guard.Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them, "
-                                "so save it first (only a person may decide to discard it).",
-                                target=path, next=(*save, inv.again()))
+    linked = tree is not None and not (os.path.realpath(path) == str(inv.repo.top) and not inv.repo.is_linked)
+    wt = gitops.discover(Path(path)) if linked else None
+    st = gitops.status(wt) if wt is not None else None
+    # A detached HEAD's own commits are held by no branch: removing the worktree strands them.
+    unsaved = 0 if wt is None or st is None else gitops.unpushed(wt, st.branch) if st.branch else \
+        gitops.unreferenced(wt)
+    guard.check_worktree_remove(inv.local, path, linked=linked, status=st, unsaved=unsaved)
+    assert tree is not None
     gitops.worktree_remove(_grepo(inv), path)
     return Result(closing(f"Removed worktree {path} of {inv.identity()}; its branch "
                           f"{tree.branch or '(detached)'} is kept"), {"path": path})
@@ -3747,9 +3677,8 @@ class _Steps:
 def _finish_api(inv: Invocation) -> Api:
     """The forge of the target checkout's origin, under the same launch scope as every forge call."""
     repo = inv.repo
-    if repo.origin is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{repo.describe()} has no forge origin to open a pull request on.",
-                            target=repo.describe(), user_action="Ask the user to add the forge repository as origin.")
+    guard.check_forge_origin(inv.local)
+    assert repo.origin is not None
     launch = inv.target.launch if inv.target else None
     launch_forge = forge_target(launch.origin) if launch and launch.origin else None
     remote = RemoteTarget(forge_target(repo.origin), repo.origin.owner, repo.origin.repo, True, launch,
@@ -3851,24 +3780,12 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     a = inv.args
     repo = _grepo(inv)
     branch_form = bool(a.get("branch"))
-    branch = _ref_arg(inv, "branch") if branch_form else inv.state.branch
+    branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") if branch_form else inv.state.branch)
     default = inv.state.default_branch
-    if branch is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} is on a detached HEAD; name the branch.",
-                            target=inv.repo.describe(),
-                            next=(inv.again(branch=guard.placeholder("the branch to finish")),))
-    if branch_form and a.get("files"):
-        raise guard.Refusal("BAD_ARGUMENT", "The branch= form commits nothing, so it takes no files; commit them "
-                            "in the branch's own checkout first.", target=inv.repo.describe(),
-                            next=(guard.call("madt_finish", **{k: v for k, v in a.items() if k != "files"}),))
-    if branch_form and not gitops.ref_exists(repo, f"refs/heads/{branch}"):
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.repo.describe()} has no local branch {branch}.",
-                            target=inv.repo.describe(), next=(guard.call("madt_status", dir=str(inv.repo.top)),))
-    foreign = inv.local.foreign
+    if branch_form:
+        guard.check_finish_branch_form(inv.local, branch, gitops.ref_exists(repo, f"refs/heads/{branch}"))
     closes = list(a.get("closes") or [])
-    no_close = a.get("no_close")
-    if no_close is None:
-        no_close = foreign and not (closes or a.get("close_linked"))
+    no_close = guard.finish_no_close(inv.local)
     if a.get("close_linked") and not no_close:
         closes += [n for n in closing_refs(a.get("body")) if n not in closes]
     if not branch_form and a.get("files"):
@@ -3876,11 +3793,8 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         st = gitops.status(repo)
         changed = set(st.staged) | set(st.modified) | set(st.untracked)
         if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
-            title = a.get("title") or ""
-            if not title.strip():
-                raise guard.Refusal("BAD_ARGUMENT", "madt_finish needs title to commit the declared files.",
-                                    target=inv.repo.describe(),
-                                    next=(inv.again(title=guard.placeholder("the commit subject")),))
+            guard.check_finish_title(inv.local)
+            title = a["title"]
             body = strip_closing(a.get("body")) if no_close else a.get("body")
             sha = gitops.commit(repo, files, title, body)
             steps.add(f"Committed {sha[:9]} on {branch} ({_files_list(files)})", commit=sha)
