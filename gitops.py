@@ -40,6 +40,7 @@ __all__ = [
     "fs_find_repo",
     "read_origin",
     "nested_repos",
+    "nested_origins",
     "operation_in_progress",
     "Status",
     "status",
@@ -96,6 +97,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
+    from re import Pattern
     from types import NotImplementedType
     from typing import Any
 
@@ -194,14 +196,17 @@ def _record_frozen(self: Any, name: str, *value: Any) -> None:
 class _Regex:
     """A regular expression compiled on first use (``re`` keeps it): the hook compiles only what it matches."""
 
-    __slots__ = ("pattern", "flags")
+    __slots__ = ("pattern", "flags", "_compiled")
+    _compiled: Pattern[str] | None
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern, self.flags = pattern, flags
+        self.pattern, self.flags, self._compiled = pattern, flags, None
 
     def __getattr__(self, name: str) -> Any:
-        import re
-        return getattr(re.compile(self.pattern, self.flags), name)
+        if self._compiled is None:
+            import re
+            self._compiled = re.compile(self.pattern, self.flags)
+        return getattr(self._compiled, name)
 
 
 def _replace(obj: Any, /, **changes: Any) -> Any:
@@ -677,7 +682,19 @@ def parse_remote_url(url: str) -> RemoteId | None:
     Local paths, ``file://`` and ``git://`` URLs, and URLs whose owner or repo
     is not a plain forge name give None; callers treat None as "unknown".
     """
-    url = url.strip()
+    if url in _PARSED_URLS:
+        return _PARSED_URLS[url]  # a RemoteId or None: both immutable
+    if len(_PARSED_URLS) >= 4096:
+        _PARSED_URLS.clear()
+    parsed = _PARSED_URLS[url] = _parse_remote_url(url.strip())
+    return parsed
+
+
+# The guard parses the origin of every nested repository before each mutating call.
+_PARSED_URLS: dict[str, RemoteId | None] = {}
+
+
+def _parse_remote_url(url: str) -> RemoteId | None:
     if not url or _SPACE_OR_CONTROL.search(url):
         return None
     scheme, sep, rest = url.partition("://")
@@ -866,7 +883,33 @@ def nested_repos(top: str | os.PathLike[str]) -> list[Path]:
     and must stay cheap in a workspace of hundreds of repos.
     """
     from pathlib import Path
-    found: list[Path] = []
+    return [Path(path) for path in _nested_paths(top)]
+
+
+def nested_origins(top: str | os.PathLike[str]) -> list[tuple[Path, RemoteId | None]]:
+    """Each of :func:`nested_repos` with its origin as :func:`fs_find` and :func:`read_origin` find it.
+
+    A child that holds its own git dir is its own top, so the walk up and the realpath of each
+    child (the larger part of the scan's time in a workspace of hundreds) are done only when a
+    child is a symlink or its ``.git`` is not a plain git dir.
+    """
+    from pathlib import Path
+    top_real = os.path.realpath(top)
+    found: list[tuple[Path, RemoteId | None]] = []
+    for path in _nested_paths(top):
+        dotgit = os.path.join(path, ".git")
+        if os.path.dirname(path) == top_real and not os.path.islink(path) and not os.path.islink(dotgit) \
+                and os.path.isdir(dotgit) and _looks_like_git_dir(dotgit):
+            repo: tuple[str, str, str] | None = (path, dotgit, _common_dir_of(dotgit))
+        else:
+            repo = fs_find(path)
+        url = read_origin(repo[2]) if repo else None
+        found.append((Path(path), parse_remote_url(url) if url else None))
+    return found
+
+
+def _nested_paths(top: str | os.PathLike[str]) -> list[str]:
+    found: list[str] = []
     try:
         entries = list(os.scandir(top))
     except OSError:
@@ -874,10 +917,10 @@ def nested_repos(top: str | os.PathLike[str]) -> list[Path]:
     for entry in entries:
         try:
             if entry.name != ".git" and entry.is_dir() and os.path.lexists(os.path.join(entry.path, ".git")):
-                found.append(Path(entry.path))
+                found.append(entry.path)
         except OSError:
             continue  # unreadable child: skip rather than fail the whole scan
-    return sorted(found)
+    return sorted(found)  # siblings: the order of their names, as the order of their Paths
 
 
 def operation_in_progress(git_dir: str | os.PathLike[str]) -> str | None:

@@ -367,6 +367,43 @@ def test_nested_repos_counts_gitfiles_and_symlinked_children(single_repo, tmp_pa
     assert gitops.nested_repos(tmp_path / "missing") == []
 
 
+def test_nested_origins_are_what_fs_find_and_read_origin_say_of_each_child(single_repo, tmp_path, monkeypatch):
+    """The scan's shortcut for a child with its own git dir agrees with the general walk on every shape."""
+    top = single_repo.repo
+    make_repo(top / "plain", origin=f"https://{HOST}/acme/plain.git")
+    make_repo(top / "scp", origin=f"git@{HOST}:acme/scp.git")
+    make_repo(top / "no-origin")
+    make_worktree(top / "plain", top / "inner-wt", "inner")  # a .git file child
+    outside = make_repo(tmp_path / "outside", origin=f"https://{HOST}/acme/outside.git")
+    (top / "linked").symlink_to(outside, target_is_directory=True)
+    fake = top / "not-git"
+    (fake / ".git").mkdir(parents=True)  # a .git folder that is no git dir: git looks further up
+    real_git = make_repo(tmp_path / "real-git", origin=f"https://{HOST}/acme/real.git") / ".git"
+    (top / "dotlink").mkdir()
+    (top / "dotlink" / ".git").symlink_to(real_git, target_is_directory=True)
+    _no_subprocess(monkeypatch)
+
+    def walked(path: Path) -> tuple[Path, gitops.RemoteId | None]:
+        repo = gitops.fs_find(path)
+        url = gitops.read_origin(repo[2]) if repo else None
+        return path, gitops.parse_remote_url(url) if url else None
+
+    expected = [walked(path) for path in gitops.nested_repos(top)]
+    assert len(expected) == 7 and expected[0][0] == top / "dotlink"
+    assert gitops.nested_origins(top) == expected
+    roundabout = top / "plain" / ".."  # a top that is not a realpath: the walk decides each child
+    assert gitops.nested_origins(roundabout) == [walked(path) for path in gitops.nested_repos(roundabout)]
+    assert gitops.nested_origins(tmp_path / "missing") == []
+
+
+def test_a_parsed_remote_url_is_remembered_and_is_the_same_answer():
+    url = f"  https://{HOST}/acme/web.git  "
+    first = gitops.parse_remote_url(url)
+    assert first is not None and first.repo == "web"
+    assert gitops.parse_remote_url(url) is first and gitops.parse_remote_url(url.strip()) == first
+    assert gitops.parse_remote_url("not a url") is None and gitops.parse_remote_url("not a url") is None
+
+
 # --------------------------------------------------------------------------- config parsing
 
 def _origin_from(tmp_path: Path, config: str) -> str | None:
