@@ -620,7 +620,8 @@ def contribution_flow(t: Target) -> tuple[Call, ...]:
 
     A switch to an existing branch gets a worktree that checks that branch out, unless a checkout
     already has it (git checks a branch out in one worktree only): then a new branch starts there.
-    Every proposed branch and path is free.
+    A switch is done once the worktree is there; a pull pulls into it. Every proposed branch and
+    path is free.
     """
     state = t.state
     existing = _arg_ref(t, "branch") if t.tool in ("madt_switch", "madt_pull") else None
@@ -641,6 +642,11 @@ def contribution_flow(t: Target) -> tuple[Call, ...]:
     files = list(files) if isinstance(files, list) and files else None
     title = t.args.get("title") if isinstance(t.args.get("title"), str) and t.args.get("title") else None
     steps = [call("madt_worktrees", action="add", dir=top, path=path, carry=files, **add)]
+    if t.tool == "madt_switch":
+        return tuple(steps)  # the worktree has the branch (or a new one started from it): that is the switch
+    if t.tool == "madt_pull":
+        pulled = existing or (state.branch if state and state.branch else state.default_branch if state else None)
+        return tuple(steps) + (call("madt_pull", dir=path, branch=pulled),)
     if files:
         steps.append(call("madt_commit", dir=path, files=files, title=title or placeholder("the commit title"),
                           body=t.args.get("body")))
@@ -686,7 +692,8 @@ def check_foreign(t: Target) -> None:
                     or (t.tool == "madt_branch_create" and t.args.get("checkout"))):
         raise Refusal("FOREIGN_PRIMARY",
                       f"{t.target.describe()} is {whose}; its working tree belongs to its owner, so "
-                      f"{t.where} does not change it. Work in a worktree of your own and finish by branch.",
+                      f"{t.where} does not change it. Work in a worktree of your own"
+                      + ("." if t.tool in ("madt_switch", "madt_pull") else " and finish by branch."),
                       target=t.target.describe(), next=contribution_flow(t))
     if not primary and t.tool in ("madt_switch", "madt_pull") and t.state and t.state.dirty_tracked:
         raise Refusal("DIRTY_TREE",

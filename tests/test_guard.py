@@ -210,15 +210,20 @@ def test_foreign_primary_is_immutable_and_forwards_to_the_worktree_flow(tool, ar
     r = refused(foreign(tool, args))
     assert r.code == "FOREIGN_PRIMARY"
     assert "acme/lib @ /x/lib" in r.message
-    add, *commit, finish = r.next
+    add, *commit, finish = r.next if tool != "madt_switch" else (*r.next, None)
     assert add["tool"] == "madt_worktrees" and add["args"]["action"] == "add" and add["args"]["dir"] == "/x/lib"
+    if tool == "madt_switch":  # the worktree has the branch: that is the switch, with nothing to finish
+        assert r.next == (add,) and add["args"]["commit_ish"] == "b" and "finish by branch" not in r.message
+        return
+    if tool == "madt_pull":  # then the pull, into the worktree
+        assert finish == {"tool": "madt_pull", "args": {"dir": add["args"]["path"], "branch": "feat/x"}}, r.next
+        return
     # declared files are carried into the new worktree and committed there, never in the owner's checkout
     if "files" in args:
         assert add["args"]["carry"] == args["files"]
         assert commit == [{"tool": "madt_commit", "args": {"dir": add["args"]["path"], "files": args["files"],
                                                            "title": args.get("title", "<the commit title>")}}]
-    # a switch names an existing branch: its worktree checks it out rather than creating it with b
-    branch = add["args"]["commit_ish"] if tool == "madt_switch" else add["args"]["b"]
+    branch = add["args"]["b"]
     assert finish == {"tool": "madt_finish", "args": {"dir": "/x/lib", "branch": branch,
                                                       "title": args.get("title", "<the pull request title>")}}
 
