@@ -1061,13 +1061,26 @@ def _not_a_commit(t: Target, exc: gitops.NotACommit) -> Refusal:
                                               [first | {"args": first["args"] | {"allow_default_branch": True}},
                                                t.retry()]))
     key = _REF_KEYS.get(t.tool, "ref")
+    state = t.state
+    current = state.branch if state else None
+    # What exists instead, as calls that run: the branches there are (and, where the call has a
+    # default, the call without the ref). Which was meant only the caller knows.
+    others = [b for b in sorted(state.branches) if b not in (ref, current)][:4] \
+        if state and state.branches is not None else []
     if t.tool == "madt_switch":
         return Refusal("NOT_A_COMMIT", f"{where} has no branch {ref}; nothing was switched.", target=where,
-                       choices=([call("madt_branch_create", dir=top, name=ref, checkout=True)],
-                                [t.retry(branch=placeholder("an existing branch"))]))
-    what = "origin has no branch" if t.tool == "madt_pull" else "nothing in " + where + " is called"
-    return Refusal("NOT_A_COMMIT", f"{t.where}: {what} {ref}; nothing was changed.", target=where,
-                   next=(t.retry(**{key: placeholder("a branch, tag or commit that exists")}),))
+                       choices=[[call("madt_branch_create", dir=top, name=ref, checkout=True)]]
+                       + [[t.retry(branch=b)] for b in others])
+    if t.tool == "madt_pull":  # which of origin's branches was meant, nothing here can tell
+        return Refusal("NOT_A_COMMIT", f"{t.where}: origin has no branch {ref}; nothing was changed.", target=where,
+                       user_action=f"Ask the user which branch of origin they meant to pull: origin has no {ref}.")
+    ways = ([[t.retry(**{key: None})]] if state is None or not state.unborn else []) + \
+        [[t.retry(**{key: b})] for b in others + ([current] if current and current != ref else [])][:4]
+    why = f"{t.where}: nothing in {where} is called {ref}; nothing was changed."
+    if len(ways) < 2:
+        return Refusal("NOT_A_COMMIT", why, target=where,
+                       user_action=f"Ask the user which branch, tag or commit they meant: {where} has no {ref}.")
+    return Refusal("NOT_A_COMMIT", why, target=where, choices=ways)
 
 
 def finish_needs_title(t: Target, newest_subject: str | None) -> Refusal:

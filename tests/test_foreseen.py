@@ -150,3 +150,29 @@ def test_a_timeout_in_a_read_is_its_own_code_too(single_repo: SingleRepo,
     monkeypatch.setattr(gitops, "status", slow)
     result = refused("GIT_TIMEOUT", "madt_status", single_repo.repo)
     assert "ran longer than 7 s" in result.text
+
+
+# --------------------------------------------------------------------------- a ref that is not there
+
+def test_a_switch_to_a_missing_branch_offers_the_branches_there(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    run_git(repo, "branch", "side")
+    result = refused("NOT_A_COMMIT", "madt_switch", repo, branch="nope")
+    choices = result.error["choices"]
+    assert [{"tool": "madt_switch", "args": {"branch": "side"}}] in choices
+    assert not any(guard.is_placeholder(v) for choice in choices for s in choice for v in s["args"].values())
+    run_steps([{"tool": "madt_switch", "args": {"branch": "side"}}], repo)
+
+
+def test_a_log_of_a_missing_ref_offers_refs_that_run_or_asks(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    result = refused("NOT_A_COMMIT", "madt_log", repo, ref="nope")
+    ways = result.error["choices"] or [result.error["next"]] if not result.error["user_action"] else []
+    for way in ways:
+        run_steps(way, repo)
+    assert ways or "nope" in result.error["user_action"]
+
+
+def test_a_pull_of_a_branch_origin_lacks_asks_which_was_meant(clone: Path) -> None:
+    result = refused("NOT_A_COMMIT", "madt_pull", clone, branch="nope")
+    assert "nope" in result.error["user_action"] and "<" not in result.text

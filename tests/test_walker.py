@@ -293,6 +293,8 @@ def run_steps(walk: Walk, steps: list[dict[str, Any]], seen: tuple, depth: int) 
             continue
         args = {k: _fill(v, walk) for k, v in step["args"].items()}
         if any(v is None for v in args.values()):
+            COUNTS["caller fills " + ", ".join(f"{step['tool']} {k}={v}" for k, v in step["args"].items()
+                                               if args[k] is None)] += 1
             return "caller"  # a value only the caller knows
         key = (step["tool"], repr(sorted(args.items())))
         if key in seen:
