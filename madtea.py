@@ -8,16 +8,16 @@ hook`` steers an agent's raw ``git`` commands before they run.
 from __future__ import annotations
 
 import contextvars
-import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
 
 # ``madtea hook`` imports this module before every shell command an agent
 # runs: the module body declares and builds nothing the hook does not use, and
-# pathlib, typing and dataclasses stay out of it (see gitops.record).
+# pathlib, typing, dataclasses, re, json and collections stay out of it (see
+# gitops.record and gitops.to_json): a function that needs one imports it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     import builtins  # Api.list shadows the builtin inside Api
     from contextlib import AbstractContextManager
     from pathlib import Path
@@ -221,6 +221,8 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
 
     With a server *scope*, the actions offered in a refusal are only those the scope lists.
     """
+    import json
+
     ops = tool_ops(tool, surface)
     if not ops:
         raise guard.Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
@@ -423,6 +425,7 @@ def _redacted(result: Result) -> Result:
 
 
 def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
+    from collections.abc import Mapping
     if not isinstance(raw, Mapping):
         raise guard.Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool,
                             next=(guard.call(tool),))
@@ -504,12 +507,7 @@ def urllib_path(uri: str) -> str | None:
 
 
 def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
-    children = []
-    for path in gitops.nested_repos(launch.top):
-        repo = gitops.fs_find(path)  # the string form: a workspace may hold hundreds of these
-        url = gitops.read_origin(repo[2]) if repo else None
-        children.append((path, gitops.parse_remote_url(url) if url else None))
-    return tuple(guard.distinct_children(launch, children))
+    return tuple(guard.distinct_children(launch, gitops.nested_origins(launch.top)))
 
 
 def _state(repo: guard.RepoFacts) -> guard.RepoState:
@@ -660,14 +658,8 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
 
 def _nested_hosts(launch: guard.RepoFacts) -> tuple[tuple[str, str], ...]:
     """Nested repositories whose origin lives on another forge host: (host/owner/repo, path)."""
-    out = []
-    for path in gitops.nested_repos(launch.top):
-        repo = gitops.fs_find(path)
-        url = gitops.read_origin(repo[2]) if repo else None
-        origin = gitops.parse_remote_url(url) if url else None
-        if origin and launch.origin and origin.host != launch.origin.host:
-            out.append((origin.full, str(path)))
-    return tuple(out)
+    return tuple((origin.full, str(path)) for path, origin in gitops.nested_origins(launch.top)
+                 if origin and launch.origin and origin.host != launch.origin.host)
 
 
 def _guard_remote(inv: Invocation, target: RemoteTarget) -> None:
@@ -1104,6 +1096,7 @@ def _token_dirs() -> list[str]:
 
 
 def _token_file(host: str, token: str) -> str:
+    import json
     import tempfile
 
     # The pid in the name lets a later sweep tell a dead process's file from a live one's.
@@ -1713,6 +1706,8 @@ def _cleaned(value: Any) -> Any:
 
 def with_fields(inv: Invocation, rows: list[dict[str, Any]], items: Sequence[Mapping[str, Any]]) -> str:
     """Add the raw fields the caller asked for to each row; the text that shows them, fenced as forge data."""
+    import json
+
     given = inv.args.get("fields") or []
     names = list(dict.fromkeys(n.strip() for g in ([given] if isinstance(given, str) else given)
                                for n in str(g).split(",") if n.strip()))
@@ -3427,6 +3422,7 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
                      body: Any) -> guard.Refusal:
     """Forward a write the passthrough would make to the tool that makes it safely, with what the call showed."""
     import re
+    from collections.abc import Mapping
     op = find_op(tool, action)
     args: dict[str, Any] = {"owner_repo": owner_repo}
     number = re.match(r"(?:issues|pulls)/(\d+)", sub)
@@ -3455,6 +3451,7 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
                    Param("paginate", "bool", "Follow every page of a list (GET only)."),
                    Param("offset", "int", "Continue a truncated answer from this character (GET only).")))
 def api_call_op(inv: Invocation) -> Result:
+    import json
     import re
     a = inv.args
     method = a.get("method", "GET")
@@ -4069,6 +4066,7 @@ def render_text(result: Result, surface: str) -> str:
 
 
 def _cli_main(args: list[str]) -> int:
+    import json
     from pathlib import Path
     for stream in (sys.stdout, sys.stderr):  # a terminal that is not UTF-8 gets '?' for what it cannot show
         if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
@@ -4255,6 +4253,7 @@ def tool_names(scope: guard.Scope | None = None) -> list[str]:
 
 
 def _needs_roots(tool: str, raw: Mapping[str, Any]) -> bool:
+    from collections.abc import Mapping
     ops = tool_ops(tool)
     action = raw.get("action") if isinstance(raw, Mapping) else None
     op = next((o for o in ops if o.action == action), ops[0] if ops else None)
@@ -4838,6 +4837,8 @@ def _doctor_claude(home: Path) -> tuple[str, str, str]:
 
 def _doctor_gemini(home: Path) -> tuple[str, str, str]:
     """Installed when an extension folder holds a manifest named madtea (a copy or a link)."""
+    import json
+
     for manifest in sorted((home / ".gemini" / "extensions").glob("*/gemini-extension.json")):
         try:
             name = json.loads(_read_small(manifest)).get("name")
@@ -4857,6 +4858,7 @@ def _doctor_gemini(home: Path) -> tuple[str, str, str]:
 
 def _doctor_codex(home: Path) -> list[tuple[str, str, str]]:
     """The Codex hook and whether the user trusted it (Codex runs no untrusted hook), and the server entry."""
+    import json
     import re
     from pathlib import Path
 
@@ -5443,7 +5445,7 @@ def _hook_event(raw: bytes) -> tuple[str, str, str, str | None] | None:
     relative to *cwd*), else None.
     """
     try:
-        data = json.loads(raw.decode("utf-8", errors="replace"))
+        data = gitops.from_json(raw.decode("utf-8", errors="replace"))
     except ValueError:
         return None
     if not isinstance(data, dict):
@@ -5475,7 +5477,7 @@ def _hook_answer(harness: str, decision: guard.HookDecision) -> int:
         # Additional context only, never a permission decision: an "allow" here
         # would approve the command on the user's behalf.
         out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": decision.text}}
-        _hook_write(sys.stdout, json.dumps(out) + "\n")
+        _hook_write(sys.stdout, gitops.to_json(out) + "\n")
     return 0  # Gemini's BeforeTool takes no additional context: silence is the safe answer there
 
 
@@ -5590,7 +5592,7 @@ def caller_cwd_signal(max_age: float = 600) -> str | None:
     if not isinstance(when, (int, float)) or not (-5 <= _hook_time.time() - when <= max_age) \
             or not isinstance(top, str):
         return None
-    if isinstance(sessions, list) and len({json.dumps(s) for s in sessions}) > 1:
+    if isinstance(sessions, list) and len({gitops.to_json(s) for s in sessions}) > 1:
         return None
     return top
 
@@ -5608,7 +5610,7 @@ _HOOK_SESSION_WINDOW = 600.0  # a session that wrote a key this recently still s
 def _hook_session(raw: bytes) -> str | None:
     """The event's agent session id, when the harness sends one (all three do)."""
     try:
-        session = json.loads(raw.decode("utf-8", errors="replace")).get("session_id")
+        session = gitops.from_json(raw.decode("utf-8", errors="replace")).get("session_id")
     except (ValueError, AttributeError):
         return None
     return session[:200] if isinstance(session, str) and session else None
@@ -5636,7 +5638,7 @@ def _hook_read_record(path: str) -> dict[str, Any] | None:
     if len(data) > _HOOK_RECORD_MAX:
         return None
     try:
-        record = json.loads(data.decode("utf-8", errors="replace"))
+        record = gitops.from_json(data.decode("utf-8", errors="replace"))
     except ValueError:
         return None
     return record if isinstance(record, dict) else None
@@ -5691,7 +5693,7 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(record, fh)
+            fh.write(gitops.to_json(record))
         os.replace(tmp, final)
     except BaseException:
         try:

@@ -381,11 +381,12 @@ _FORBIDDEN = {"mcp", "forge", "argparse", "ssl", "_ssl", "urllib", "http.client"
               "dataclasses", "inspect", "pathlib", "typing", "difflib", "threading"}
 
 
-def _imported(flags: list[str], cwd: str, command: str = "git status", code: int = 0) -> set[str]:
+def _imported(flags: list[str], cwd: str, command: str = "git status", code: int = 0,
+              entry: tuple[str, ...] = ("-m", "madtea")) -> set[str]:
     """Modules the hook itself imports (those that site imports at start-up are left out)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     event = json.dumps(_event("claude", command, cwd)).encode()
-    proc = subprocess.run([sys.executable, *flags, "-X", "importtime", "-m", "madtea", "hook"], input=event,
+    proc = subprocess.run([sys.executable, *flags, "-X", "importtime", *entry, "hook"], input=event,
                           capture_output=True, env=env, cwd=cwd, timeout=60)
     assert proc.returncode == code, proc.stderr.decode()
     names: set[str] = set()
@@ -445,6 +446,22 @@ def test_hook_path_imports_nothing_heavy(sandbox: dict[str, str], flags: list[st
     names = _imported(flags, sandbox["A"], command, code)
     assert "guard" in names
     bad = {n for n in names if n in _FORBIDDEN or n.startswith(("mcp.", "forge.", "urllib."))}
+    assert not bad, sorted(bad)
+
+
+# What the interpreter itself does not import at start-up, and costs more than the decision: re and
+# json (which import enum and functools) and collections.
+_STARTUP_HEAVY = {"re", "json", "enum", "functools", "collections"}
+
+
+@pytest.mark.parametrize("command, code", [("git status", 0), ("git add x && git commit -m y", 2),
+                                           ("python -m pytest -q", 0), ("FOO=1 npm test", 0)],
+                         ids=["allow", "deny", "python", "other"])
+def test_the_installed_launcher_runs_the_hook_on_the_start_up_modules_alone(
+        sandbox: dict[str, str], command: str, code: int) -> None:
+    names = _imported([], sandbox["A"], command, code, entry=(str(ROOT / "bin" / "madtea"),))
+    assert "guard" in names
+    bad = {n for n in names if n.split(".")[0] in _FORBIDDEN | _STARTUP_HEAVY}
     assert not bad, sorted(bad)
 
 
