@@ -687,7 +687,7 @@ def check_foreign(t: Target) -> None:
         raise Refusal("FOREIGN_TARGET",
                       f"{t.target.describe()} is {whose}, so madt_push must name the branch to push.",
                       target=t.target.describe(),
-                      next=(t.retry(branch=current or placeholder("the branch to push")),))
+                      choices=[[t.retry(branch=current)]] if current else _push_which(t))
     if primary and (t.tool in _PRIMARY_IMMUTABLE or (t.tool, t.action) == ("madt_worktrees", "remove")
                     or (t.tool == "madt_branch_create" and t.args.get("checkout"))):
         raise Refusal("FOREIGN_PRIMARY",
@@ -1146,14 +1146,33 @@ def check_branch_named(t: Target, branch: str | None) -> str:
         return branch
     where = t.target.describe()
     if t.tool == "madt_pull":
+        # Which branch to pull into only the caller knows: each branch there is, switched to, then pulled.
+        ways = [[call("madt_switch", dir=str(t.target.top), branch=b), t.retry()] for b in _known_branches(t)][:4]
+        if len(ways) < 2:
+            raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; switch to a branch first.", target=where,
+                          user_action=f"Ask the user which branch {where} should be on to pull into: it is on a "
+                                      f"detached HEAD, and a pull moves a branch.")
         raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; switch to a branch first.", target=where,
-                      next=(call("madt_switch", dir=str(t.target.top), branch=placeholder("the branch to pull into")),
-                            t.retry()))
+                      choices=ways)
     if t.tool == "madt_finish":
         raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; name the branch.", target=where,
                       next=(t.retry(branch=placeholder("the branch to finish")),))
     raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; name the branch to push.", target=where,
-                  next=(t.retry(branch=placeholder("the branch to push")),))
+                  choices=_push_which(t))
+
+
+def _known_branches(t: Target) -> list[str]:
+    return sorted(t.state.branches) if t.state and t.state.branches is not None else []
+
+
+def _push_which(t: Target) -> list[list[Call]]:
+    """A push from a detached HEAD: the commit there on a new branch of its own, or a branch that is there
+    (never the default branch, which is not pushed to from here)."""
+    default = t.state.default_branch if t.state else None
+    new = fresh_branch(t, "work/" + slug(t.target.top.name + "-detached"))
+    top = str(t.target.top) if t.explicit else None
+    return [[call("madt_branch_create", dir=top, name=new), t.retry(branch=new)]] + \
+        [[t.retry(branch=b)] for b in _known_branches(t) if b != default][:4]
 
 
 def is_full_sha(text: str) -> bool:
@@ -1234,9 +1253,16 @@ def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: s
 
 
 def check_worktree_path_given(t: Target, raw: str | None) -> str:
+    """A worktree's path is given; for an add, a free one beside the repository (never inside another's
+    working tree) is proposed."""
     if not raw:
+        if t.action == "add":
+            name = _arg_ref(t, "b") or _arg_ref(t, "commit_ish") or "worktree"
+            path = fresh_path(worktree_home(t.target.top) / f"{t.target.top.name}-{slug(name)}")
+        else:
+            path = placeholder("the worktree's absolute path")
         raise Refusal("BAD_ARGUMENT", f"{t.where} needs path: the worktree's absolute path.",
-                      target=t.target.describe(), next=(t.retry(path=placeholder("the worktree's absolute path")),))
+                      target=t.target.describe(), next=(t.retry(path=path),))
     return raw
 
 

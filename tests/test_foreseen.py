@@ -176,3 +176,41 @@ def test_a_log_of_a_missing_ref_offers_refs_that_run_or_asks(single_repo: Single
 def test_a_pull_of_a_branch_origin_lacks_asks_which_was_meant(clone: Path) -> None:
     result = refused("NOT_A_COMMIT", "madt_pull", clone, branch="nope")
     assert "nope" in result.error["user_action"] and "<" not in result.text
+
+
+# --------------------------------------------------------------------------- steps that run as given
+
+def _no_placeholder(result: madtea.Result) -> None:
+    ways = result.error["choices"] or [result.error["next"]]
+    assert not any(guard.is_placeholder(v) or (isinstance(v, list) and any(map(guard.is_placeholder, v)))
+                   for way in ways for step in way for v in step.get("args", {}).values()), result.error
+
+
+def test_a_worktree_add_without_a_path_is_offered_a_free_one(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    result = refused("BAD_ARGUMENT", "madt_worktrees", repo, action="add", b="side")
+    _no_placeholder(result)
+    [step] = result.error["next"]
+    path = Path(step["args"]["path"])
+    assert not path.exists() and not path.is_relative_to(repo)
+    run_steps([step], repo)
+    assert run_git(path, "branch", "--show-current") == "side"
+
+
+def test_a_push_from_a_detached_head_offers_pushes_that_run(clone: Path, fake_forge: FakeForge) -> None:
+    run_git(clone, "switch", "-q", "--detach", "HEAD")
+    result = refused("BAD_ARGUMENT", "madt_push", clone)
+    _no_placeholder(result)
+    [make, push], *others = result.error["choices"]
+    assert [{"tool": "madt_push", "args": {"branch": "feat"}}] in others
+    run_steps([make, push], clone)
+    assert fake_forge.branch_sha("acme", "web", push["args"]["branch"]) == run_git(clone, "rev-parse", "HEAD")
+
+
+def test_a_pull_on_a_detached_head_offers_a_switch_to_each_branch_then_the_pull(clone: Path) -> None:
+    run_git(clone, "switch", "-q", "--detach", "HEAD")
+    result = refused("BAD_ARGUMENT", "madt_pull", clone)
+    _no_placeholder(result)
+    assert [{"tool": "madt_switch", "args": {"dir": str(clone), "branch": "main"}},
+            {"tool": "madt_pull", "args": {}}] in result.error["choices"]
+    run_steps(result.error["choices"][-1], clone)

@@ -40,9 +40,9 @@ def way(r: guard.Refusal) -> list[str]:
 # --------------------------------------------------------------------------- push, pull and finish name a branch
 
 @pytest.mark.parametrize("tool,text,steps", [
-    ("madt_push", "is on a detached HEAD; name the branch to push.", ["madt_push branch=<the branch to push>"]),
-    ("madt_pull", "is on a detached HEAD; switch to a branch first.",
-     ["madt_switch dir=/w/web branch=<the branch to pull into>", "madt_pull"]),
+    ("madt_push", "is on a detached HEAD; name the branch to push.",  # the commit there, on a branch of its own
+     ["madt_branch_create name=work/web-detached", "madt_push branch=work/web-detached"]),
+    ("madt_pull", "is on a detached HEAD; switch to a branch first.", []),  # which branch: a person's word
     ("madt_finish", "is on a detached HEAD; name the branch.", ["madt_finish branch=<the branch to finish>"]),
 ])
 def test_a_detached_head_needs_the_branch_named(tool: str, text: str, steps: list[str]) -> None:

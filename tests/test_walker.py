@@ -296,17 +296,18 @@ def run_steps(walk: Walk, steps: list[dict[str, Any]], seen: tuple, depth: int) 
             COUNTS["caller fills " + ", ".join(f"{step['tool']} {k}={v}" for k, v in step["args"].items()
                                                if args[k] is None)] += 1
             return "caller"  # a value only the caller knows
-        key = (step["tool"], repr(sorted(args.items())))
-        if key in seen:
-            raise WalkFailed(f"loop: {step['tool']} {args} again")
-        seen = seen + (key,)
         last = {"tool": step["tool"], "args": args}
         _check_proposal(last, world)
         walk.ran.append(last)
         result = madtea.run(step["tool"], args, madtea.Context("mcp", world.launch))
         walk.trace.append(f"{guard.render_call(last)} -> {result.error['code'] if result.error else 'ok'}")
         if result.error:
-            return follow(walk, result, seen, depth + 1)
+            # The same call refused the same way again is a loop (once a step changed what it refused, the
+            # same call may well be the way on).
+            key = (step["tool"], repr(sorted(args.items())), result.error["code"])
+            if key in seen:
+                raise WalkFailed(f"loop: {step['tool']} {args} refused with {result.error['code']} again")
+            return follow(walk, result, seen + (key,), depth + 1)
     override = any(guard.is_override(step) for step in steps if "args" in step)
     _intent_reached(walk, last, override)
     return "intent"
