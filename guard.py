@@ -1368,6 +1368,11 @@ def _remote_agrees(signal: Signal, target: str) -> bool:
 _CROSS_HOST_WRITES = {("madt_issues", "create")}
 
 
+def cross_host_write(tool: str, action: str | None) -> bool:
+    """Whether the launch scope lets this write reach another forge host (filing an issue there)."""
+    return (tool, action) in _CROSS_HOST_WRITES
+
+
 def check_remote(c: RemoteCall) -> None:
     """Signals, the multi-host workspace and the launch scope, for a forge call."""
     if not c.explicit and c.surface == "mcp":
@@ -1394,6 +1399,175 @@ def check_remote(c: RemoteCall) -> None:
                       f"are allowed).", target=c.target,
                       user_action=f"Ask the user to run madtea from a checkout of a {c.target_host} repository "
                       f"for this change.")
+
+
+# --------------------------------------------------------------------------- what forge services find
+
+__all__ += ["cross_host_write", "check_fields", "check_labels", "no_such_milestone", "check_something_to_change", "check_pr_head",
+            "check_due_date", "check_upload_files", "check_api_path", "check_api_method", "covered_write",
+            "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act"]
+
+
+def check_fields(c: _Guarded, names: Sequence[str], items: Sequence[Mapping[str, Any]]) -> None:
+    """Extra fields are named as the forge names them: one no answered item has is refused, with those it has."""
+    unknown = [n for n in names if not any(n in item for item in items)]
+    if unknown:
+        known = ", ".join(sorted(set().union(*(item.keys() for item in items))))
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: the forge's answer has no field {', '.join(unknown)}; its fields "
+                      f"are: {known}.", target=c.where,
+                      next=(c.retry(fields=[n for n in names if n not in unknown] or None),))
+
+
+def check_labels(c: _Guarded, repo: str, names: Sequence[str], known: Sequence[str]) -> None:
+    """Labels are named, never dropped: an unknown name is refused, with the calls that would create it."""
+    have = {name.casefold() for name in known}
+    missing = [n for n in names if n.casefold() not in have]
+    if missing:
+        raise Refusal("BAD_ARGUMENT", f"{repo} has no label {', '.join(missing)}; its labels are: "
+                      f"{', '.join(sorted(known)) or 'none'}.", target=repo,
+                      next=(*(call("madt_labels", action="create", owner_repo=repo, name=name, color="#ededed")
+                              for name in missing), c.retry()))
+
+
+def no_such_milestone(repo: str, name: str, known: Sequence[str]) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"{repo} has no milestone {name!r}; its milestones are: "
+                   f"{', '.join(known) or 'none'}.", target=repo,
+                   next=(call("madt_milestones", action="create", owner_repo=repo, title=name),))
+
+
+def check_something_to_change(c: _Guarded, changes: int, target: str, example: str, what: str) -> None:
+    """An edit that names nothing to change is refused with the call that names one (*example*)."""
+    if not changes:
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: nothing to change was given.", target=target,
+                      next=(c.retry(**{example: placeholder(what)}),))
+
+
+def check_pr_head(c: _Guarded, repo: str, head: str | None) -> str:
+    """A pull request is opened from a branch: the one named, or the launch checkout's current one."""
+    if not head:
+        raise Refusal("BAD_ARGUMENT", "madt_pr action=create needs head: the branch with the changes.", target=repo,
+                      next=(c.retry(head=placeholder("the branch name")),))
+    return head
+
+
+def check_due_date(c: _Guarded, due: str, exact: bool) -> None:
+    """A due date is a date (YYYY-MM-DD, or a full timestamp); *exact* says it parsed as one."""
+    if not exact:
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: due_date {due[:40]!r} is not a date such as 2026-03-31.",
+                      target=c.where, next=(c.retry(due_date=placeholder("a date as YYYY-MM-DD")),))
+
+
+def check_upload_files(c: _Guarded, files: Mapping[str, bool]) -> None:
+    """Each file to upload is an absolute path to a file; *files* maps each as given to whether it is one."""
+    for raw, is_file in files.items():
+        if not is_file:
+            raise Refusal("BAD_ARGUMENT", f"{raw!r} is not the absolute path of a file.", target=raw,
+                          next=(c.retry(files=[placeholder("the absolute path of each file")]),))
+
+
+def check_api_path(text: str, segments: Sequence[str]) -> None:
+    """A passthrough path is plain, and its decoded *segments* cannot leave where it points."""
+    path = text.partition("?")[0]
+    if "#" in text or "\\" in path or any(ord(ch) < 33 or ord(ch) == 127 for ch in text):
+        raise Refusal("BAD_ARGUMENT", f"The API path {text[:120]!r} must be a plain path (no spaces, control "
+                      f"characters, backslashes or '#').", target="madt_api_call",
+                      next=(call("madt_api_call", path=placeholder("a plain path such as /repos/owner/repo/issues")),))
+    if any(s in (".", "..") or "/" in s or "\\" in s for s in segments):
+        raise Refusal("OUT_OF_SCOPE", f"The API path {text[:120]!r} has '.', '..' or encoded '/' segments; madtea "
+                      f"does not send paths that could leave where they point.", target=text[:120],
+                      next=(call("madt_api_call", path=placeholder("the path written out plainly")),))
+
+
+def check_api_method(c: _Guarded, method: str, path: str, host: str, has_body: bool) -> None:
+    """The passthrough never deletes (a person's act), and a read sends no body."""
+    if method == "DELETE":
+        raise Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; deleting "
+                      f"is a person's act.", target=path,
+                      user_action=f"Ask the user to delete it themselves (DELETE {path} on {host}).")
+    if method == "GET" and has_body:
+        raise Refusal("BAD_ARGUMENT", f"GET {path[:120]} takes no body; a read sends none.", target=path[:120],
+                      next=(c.retry(body=None),))
+
+
+# Non-GET paths a dedicated tool covers, by the path below /repos/{owner}/{repo}/ (lower case): the
+# passthrough forwards there so body edits keep their stale check and merges their head check.
+_COVERED = [
+    (r"issues/\d+$", "madt_issues", "edit"), (r"issues/comments/\d+$", "madt_issues", "edit"),
+    (r"issues/\d+/comments/\d+$", "madt_issues", "edit"),  # the deprecated form of the comment edit
+    (r"issues/\d+/comments$", "madt_issues", "comment"), (r"issues$", "madt_issues", "create"),
+    (r"issues/\d+/labels(/\d+)?$", "madt_issues", "edit"), (r"issues/\d+/lock$", "madt_issues", "lock"),
+    (r"pulls$", "madt_pr", "create"), (r"pulls/\d+$", "madt_pr", "edit"), (r"pulls/\d+/merge$", "madt_pr", "merge"),
+    (r"pulls/\d+/reviews$", "madt_pr", "review"), (r"pulls/\d+/update$", "madt_pr", "update_branch"),
+    (r"labels$", "madt_labels", "create"), (r"labels/\d+$", "madt_labels", "edit"),
+    (r"milestones$", "madt_milestones", "create"), (r"milestones/[^/]+$", "madt_milestones", "edit"),
+    (r"releases$", "madt_releases", "create"), (r"releases/\d+$", "madt_releases", "edit"),
+    (r"releases/\d+/assets$", "madt_releases", "upload"),
+    (r"wiki/new$", "madt_wiki", "create"), (r"wiki/page/[^/]+$", "madt_wiki", "edit"),
+    (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
+]
+# The same for paths outside a repository: "repos/..." is handled above.
+_COVERED_ROOT = [
+    (r"user/repos$", "madt_repo", "create"), (r"orgs/[^/]+/repos$", "madt_repo", "create"),
+    (r"notifications(/threads/\d+)?$", "madt_notifications", "read"),
+]
+
+
+def covered_write(method: str, segments: Sequence[str], default_repo: str) -> tuple[str, str, str, str] | None:
+    """The tool and action that make this passthrough write with their safety checks, if one does:
+    (tool, action, owner/repo, the path below the repository). Matched case-folded on the decoded
+    segments, so a covered write is found however it is spelt."""
+    import re
+
+    if method == "GET":
+        return None
+    in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
+    sub = "/".join(segments[3 if in_repo else 0:]).lower()
+    for pattern, tool, action in _COVERED if in_repo else _COVERED_ROOT:
+        if re.fullmatch(pattern, sub):
+            return tool, action, f"{segments[1]}/{segments[2]}" if in_repo else default_repo, sub
+    return None
+
+
+def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], body: Any,
+                    specs: Mapping[str, ParamSpec]) -> Refusal:
+    """Forward a covered write to the tool that makes it safely (*specs* are its parameters), with what the
+    call showed: the number and comment id in the path, and the body's plain values that tool takes."""
+    import re
+    from collections.abc import Mapping
+
+    tool, action, owner_repo, sub = covered
+    args: dict[str, Any] = {"owner_repo": owner_repo}
+    number = re.match(r"(?:issues|pulls)/(\d+)", sub)
+    if number and "number" in specs:
+        args["number"] = int(number.group(1))
+    comment = re.search(r"comments/(\d+)$", sub)
+    if comment and "comment_id" in specs:
+        args["comment_id"] = int(comment.group(1))
+    if isinstance(body, Mapping):
+        args |= {k: v for k, v in body.items() if k in specs and isinstance(v, (str, int, bool))}
+    args |= {name: placeholder(name) for name, p in specs.items() if p.required and name not in args}
+    return Refusal("BAD_ARGUMENT", f"{method} {path} is what {tool} action={action} does, with its safety checks; "
+                   f"use it instead.", target=path, next=(call(tool, action=action, **args),))
+
+
+def no_terminal_to_confirm(what: str, name: str) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", f"Deleting {what} cannot be undone, and there is no terminal to confirm "
+                   f"it on, so nothing was deleted.", target=what,
+                   user_action=f"Run the same command in a terminal and type {name} when asked.")
+
+
+def check_typed_name(what: str, name: str, typed: str) -> None:
+    """A person confirms a deletion by typing the object's name exactly."""
+    if typed != name:
+        raise Refusal("USER_ACTION_REQUIRED", f"What was typed does not match {name}; nothing was deleted.",
+                      target=what, user_action=f"Run the command again and type {name} exactly.")
+
+
+def delete_is_a_persons_act(noun: str, what: str, web: str) -> Refusal:
+    """An agent asked to delete a forge object: there is no delete on its surface, so a person is asked."""
+    return Refusal("USER_ACTION_REQUIRED", f"Deleting {noun} {what} cannot be undone, so madtea leaves it to a "
+                   f"person; nothing was deleted.", target=web,
+                   user_action=f"Ask the user to delete {noun} {what} themselves at {web} if they want it gone.")
 
 
 # --------------------------------------------------------------------------- repository files through the forge

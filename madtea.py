@@ -887,9 +887,14 @@ def api(inv: Invocation) -> Api:
         # The launch scope: another forge host is reached only through a client
         # confined to the target repository, and read-only but for filing an issue.
         cross_host = target.launch_host is not None and target.host != target.launch_host
-        writes = (inv.op.tool, inv.op.action) == ("madt_issues", "create")
+        writes = guard.cross_host_write(inv.op.tool, inv.op.action)
         inv.remote = Api(target, confined=cross_host, read_only=cross_host and not writes, scope=inv.ctx.scope)
     return inv.remote
+
+
+def forge_call(inv: Invocation) -> guard.ForgeCall:
+    """The forge call as the guard sees it: the call, and the repository it reaches."""
+    return guard.ForgeCall(inv.op.tool, inv.op.action, inv.args, api(inv).target.slug)
 
 
 # --- the call pipeline: error mapping ---
@@ -1713,12 +1718,7 @@ def with_fields(inv: Invocation, rows: list[dict[str, Any]], items: Sequence[Map
                                for n in str(g).split(",") if n.strip()))
     if not names or not items:
         return ""
-    unknown = [n for n in names if not any(n in item for item in items)]
-    if unknown:
-        known = ", ".join(sorted(set().union(*(item.keys() for item in items))))
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: the forge's answer has no field "
-                            f"{', '.join(unknown)}; its fields are: {known}.", target=inv.op.where,
-                            next=(inv.again(fields=[n for n in names if n not in unknown] or None),))
+    guard.check_fields(forge_call(inv), names, items)
     lines = []
     for row, item in zip(rows, items):
         extra = {n: _cleaned(item.get(n)) for n in names if n not in row}  # a field shown already stays as shown
@@ -1742,13 +1742,7 @@ def label_ids(inv: Invocation, names: Sequence[str]) -> list[int]:
     """Label names as the ids the API wants; an unknown name is refused, never dropped."""
     labels = _all_labels(inv)
     by_name = {str(l["name"]).casefold(): l["id"] for l in labels}
-    missing = [n for n in names if n.casefold() not in by_name]
-    if missing:
-        known = ", ".join(sorted(str(l["name"]) for l in labels)) or "none"
-        raise guard.Refusal("BAD_ARGUMENT", f"{api(inv).target.slug} has no label {', '.join(missing)}; its "
-                            f"labels are: {known}.", target=api(inv).target.slug,
-                            next=(*(guard.call("madt_labels", action="create", owner_repo=api(inv).target.slug,
-                                               name=name, color="#ededed") for name in missing), inv.again()))
+    guard.check_labels(forge_call(inv), api(inv).target.slug, names, [str(l["name"]) for l in labels])
     return [by_name[n.casefold()] for n in names]
 
 
@@ -1757,11 +1751,7 @@ def milestone_id(inv: Invocation, name: str) -> int:
     for m in milestones:
         if str(m.get("title")).casefold() == name.casefold() or str(m.get("id")) == name:
             return int(m["id"])
-    known = ", ".join(str(m.get("title")) for m in milestones) or "none"
-    raise guard.Refusal("BAD_ARGUMENT", f"{api(inv).target.slug} has no milestone {name!r}; its milestones are: "
-                        f"{known}.", target=api(inv).target.slug,
-                        next=(guard.call("madt_milestones", action="create", owner_repo=api(inv).target.slug,
-                                         title=name),))
+    raise guard.no_such_milestone(api(inv).target.slug, name, [str(m.get("title")) for m in milestones])
 
 
 def _me(inv: Invocation) -> str:
@@ -2266,9 +2256,7 @@ def _edit(inv: Invocation, kind: str) -> Result:
             exc.code, f"#{number} was partly edited: " + "; ".join(done) + f"; then a request failed and the rest "
             f"was not done: {exc.message}", exc.status, exc.method, exc.path, transient=exc.transient,
             host=exc.host) from None
-    if not done:
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: nothing to change was given.", target=f"#{number}",
-                            next=(inv.again(title=guard.placeholder("the new title")),))
+    guard.check_something_to_change(forge_call(inv), len(done), f"#{number}", "title", "the new title")
     item = api(inv).get("issues", number)
     return Result(f"Edited #{number} in {api(inv).target.slug}: " + "; ".join(done) + f"\n{item.get('html_url')}",
                   issue_row(item))
@@ -2567,9 +2555,7 @@ def pr_create_op(inv: Invocation) -> Result:
         launch = remote.target.launch
         st = gitops.status(gitops.Repo(launch.top, launch.git_dir, launch.common_dir)) if launch else None
         head = st.branch if st else None
-    if not head:
-        raise guard.Refusal("BAD_ARGUMENT", "madt_pr action=create needs head: the branch with the changes.",
-                            target=remote.target.slug, next=(inv.again(head=guard.placeholder("the branch name")),))
+    head = guard.check_pr_head(forge_call(inv), remote.target.slug, head)
     base = a.get("base") or remote.get().get("default_branch") or "main"
     payload = _create_payload(inv) | {"head": head, "base": base}
     if a.get("draft") and not payload["title"].startswith(_WIP):
@@ -2879,10 +2865,7 @@ def _milestone_fields(inv: Invocation) -> dict[str, Any]:
             datetime.datetime.fromisoformat(due.replace("Z", "+00:00")) if exact else None
         except ValueError:
             exact = None
-        if not exact:
-            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: due_date {due[:40]!r} is not a date such as "
-                                "2026-03-31.", target=inv.op.where,
-                                next=(inv.again(due_date=guard.placeholder("a date as YYYY-MM-DD")),))
+        guard.check_due_date(forge_call(inv), due, bool(exact))
         fields["due_on"] = due + "T00:00:00Z" if len(due) == 10 else due
     return fields
 
@@ -3004,11 +2987,10 @@ def release_upload_op(inv: Invocation) -> Result:
     from pathlib import Path
     r = _release_by_tag(inv)
     names = []
+    guard.check_upload_files(forge_call(inv), {raw: Path(raw).is_absolute() and Path(raw).is_file()
+                                               for raw in inv.args["files"]})
     for raw in inv.args["files"]:
         path = Path(raw)
-        if not path.is_absolute() or not path.is_file():
-            raise guard.Refusal("BAD_ARGUMENT", f"{raw!r} is not the absolute path of a file.", target=raw,
-                                next=(inv.again(files=[guard.placeholder("the absolute path of each file")]),))
         asset = api(inv).scoped.upload(("releases", r["id"], "assets"), path.name, path.read_bytes(),
                                        params={"name": path.name})
         names.append(f"{asset.get('name')} ({asset.get('size')} bytes)")
@@ -3090,10 +3072,8 @@ def repo_edit_op(inv: Invocation) -> Result:
                                 ("default_branch", a.get("default_branch")),
                                 ("default_delete_branch_after_merge", a.get("delete_branch_on_merge")))
               if v is not None}
-    if not fields:
-        raise guard.Refusal("BAD_ARGUMENT", "madt_repo action=edit: nothing to change was given.",
-                            target=api(inv).target.slug,
-                            next=(inv.again(description=guard.placeholder("the new description")),))
+    guard.check_something_to_change(forge_call(inv), len(fields), api(inv).target.slug, "description",
+                                    "the new description")
     made = api(inv).patch(json=fields)
     return Result(f"Edited {api(inv).target.slug}: " + ", ".join(sorted(fields)) + ".", _repo_row(made))
 
@@ -3361,29 +3341,6 @@ def whoami_op(inv: Invocation) -> Result:
 
 # --- madt_api_call ---
 
-# Non-GET paths a dedicated tool covers: the passthrough forwards there so body
-# edits keep their stale check and merges their head check.
-_COVERED = [
-    (r"issues/\d+$", "madt_issues", "edit"), (r"issues/comments/\d+$", "madt_issues", "edit"),
-    (r"issues/\d+/comments/\d+$", "madt_issues", "edit"),  # the deprecated form of the comment edit
-    (r"issues/\d+/comments$", "madt_issues", "comment"), (r"issues$", "madt_issues", "create"),
-    (r"issues/\d+/labels(/\d+)?$", "madt_issues", "edit"), (r"issues/\d+/lock$", "madt_issues", "lock"),
-    (r"pulls$", "madt_pr", "create"), (r"pulls/\d+$", "madt_pr", "edit"), (r"pulls/\d+/merge$", "madt_pr", "merge"),
-    (r"pulls/\d+/reviews$", "madt_pr", "review"), (r"pulls/\d+/update$", "madt_pr", "update_branch"),
-    (r"labels$", "madt_labels", "create"), (r"labels/\d+$", "madt_labels", "edit"),
-    (r"milestones$", "madt_milestones", "create"), (r"milestones/[^/]+$", "madt_milestones", "edit"),
-    (r"releases$", "madt_releases", "create"), (r"releases/\d+$", "madt_releases", "edit"),
-    (r"releases/\d+/assets$", "madt_releases", "upload"),
-    (r"wiki/new$", "madt_wiki", "create"), (r"wiki/page/[^/]+$", "madt_wiki", "edit"),
-    (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
-]
-# The same for paths outside a repository: "repos/..." is handled above.
-_COVERED_ROOT = [
-    (r"user/repos$", "madt_repo", "create"), (r"orgs/[^/]+/repos$", "madt_repo", "create"),
-    (r"notifications(/threads/\d+)?$", "madt_notifications", "read"),
-]
-
-
 def _api_call_path(raw: Any) -> tuple[list[str], dict[str, list[str]]]:
     """The passthrough path as the decoded segments the forge routes on, and its query.
 
@@ -3397,16 +3354,8 @@ def _api_call_path(raw: Any) -> tuple[list[str], dict[str, list[str]]]:
 
     text = str(raw or "")
     path, _, query = text.partition("?")
-    if "#" in text or "\\" in path or any(ord(ch) < 33 or ord(ch) == 127 for ch in text):
-        raise guard.Refusal("BAD_ARGUMENT", f"The API path {text[:120]!r} must be a plain path (no spaces, control "
-                            f"characters, backslashes or '#').", target="madt_api_call",
-                            next=(guard.call("madt_api_call", path=guard.placeholder("a plain path such as "
-                                                                                   "/repos/owner/repo/issues")),))
     segments = [unquote(s) for s in path.split("/") if s]
-    if any(s in (".", "..") or "/" in s or "\\" in s for s in segments):
-        raise guard.Refusal("OUT_OF_SCOPE", f"The API path {text[:120]!r} has '.', '..' or encoded '/' segments; "
-                            f"madtea does not send paths that could leave where they point.", target=text[:120],
-                            next=(guard.call("madt_api_call", path=guard.placeholder("the path written out plainly")),))
+    guard.check_api_path(text, segments)
     params: dict[str, list[str]] = {}
     for key, value in parse_qsl(query, keep_blank_values=True):
         params.setdefault(key, []).append(value)
@@ -3416,27 +3365,6 @@ def _api_call_path(raw: Any) -> tuple[list[str], dict[str, list[str]]]:
 def _quote_segment(segment: str) -> str:
     from urllib.parse import quote
     return quote(segment, safe="!$&'()*+,;=:@")
-
-
-def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo: str, sub: str,
-                     body: Any) -> guard.Refusal:
-    """Forward a write the passthrough would make to the tool that makes it safely, with what the call showed."""
-    import re
-    from collections.abc import Mapping
-    op = find_op(tool, action)
-    args: dict[str, Any] = {"owner_repo": owner_repo}
-    number = re.match(r"(?:issues|pulls)/(\d+)", sub)
-    if number and "number" in op.specs:
-        args["number"] = int(number.group(1))
-    comment = re.search(r"comments/(\d+)$", sub)
-    if comment and "comment_id" in op.specs:
-        args["comment_id"] = int(comment.group(1))
-    if isinstance(body, Mapping):
-        args |= {k: v for k, v in body.items() if k in op.specs and isinstance(v, (str, int, bool))}
-    missing = [name for name, p in op.specs.items() if p.required and name not in args]
-    why = f"{method} {path} is what {tool} action={action} does, with its safety checks; use it instead."
-    args |= {name: guard.placeholder(name) for name in missing}
-    return guard.Refusal("BAD_ARGUMENT", why, target=path, next=(guard.call(tool, action=action, **args),))
 
 
 @operation("madt_api_call", cli=("api",), kind="remote", mutating=True, destructive=True,
@@ -3452,27 +3380,16 @@ def _covered_refusal(method: str, path: str, tool: str, action: str, owner_repo:
                    Param("offset", "int", "Continue a truncated answer from this character (GET only).")))
 def api_call_op(inv: Invocation) -> Result:
     import json
-    import re
     a = inv.args
     method = a.get("method", "GET")
     segments, query = _api_call_path(a["path"])
     path = "/" + "/".join(map(_quote_segment, segments))
     remote = api(inv)
-    if method == "DELETE":
-        raise guard.Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; "
-                            f"deleting is a person's act.", target=path,
-                            user_action=f"Ask the user to delete it themselves (DELETE {path} on {remote.target.host}).")
-    if method == "GET" and a.get("body") is not None:
-        raise guard.Refusal("BAD_ARGUMENT", f"GET {path[:120]} takes no body; a read sends none.", target=path[:120],
-                            next=(inv.again(body=None),))
+    guard.check_api_method(forge_call(inv), method, path, remote.target.host, a.get("body") is not None)
     in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
-    if method != "GET":
-        # Matched case-folded on the decoded segments: a covered write is refused however it is spelt.
-        sub = "/".join(segments[3 if in_repo else 0:]).lower()
-        for pattern, tool, action in _COVERED if in_repo else _COVERED_ROOT:
-            if re.fullmatch(pattern, sub):
-                owner_repo = f"{segments[1]}/{segments[2]}" if in_repo else remote.target.full
-                raise _covered_refusal(method, path, tool, action, owner_repo, sub, a.get("body"))
+    covered = guard.covered_write(method, segments, remote.target.full)
+    if covered is not None:
+        raise guard.covered_refusal(method, path, covered, a.get("body"), find_op(covered[0], covered[1]).specs)
     paginate = method == "GET" and a.get("paginate")
     if in_repo:
         owner, repo = segments[1], segments[2]
@@ -3511,15 +3428,10 @@ def api_call_op(inv: Invocation) -> Result:
 def _confirm_at_terminal(what: str, name: str) -> None:
     """A person confirms a deletion by typing the object's name; with no terminal there is no deletion."""
     if not sys.stdin.isatty():
-        raise guard.Refusal("USER_ACTION_REQUIRED", f"Deleting {what} cannot be undone, and there is no terminal "
-                            f"to confirm it on, so nothing was deleted.", target=what,
-                            user_action=f"Run the same command in a terminal and type {name} when asked.")
+        raise guard.no_terminal_to_confirm(what, name)
     sys.stderr.write(f"Deleting {what} cannot be undone. Type {name} to delete it: ")
     sys.stderr.flush()
-    typed = sys.stdin.readline().strip()
-    if typed != name:
-        raise guard.Refusal("USER_ACTION_REQUIRED", f"What was typed does not match {name}; nothing was deleted.",
-                            target=what, user_action=f"Run the command again and type {name} exactly.")
+    guard.check_typed_name(what, name, sys.stdin.readline().strip())
 
 
 def _delete(inv: Invocation, what: str, param: Param, path: Callable[[], tuple[Any, ...]]) -> Result:
@@ -3621,11 +3533,7 @@ def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Ref
     except guard.Refusal:
         web = "its page on the forge"
     what = " ".join(str(v) for k, v in args.items() if k != "owner_repo") or "it"
-    return guard.Refusal("USER_ACTION_REQUIRED",
-                         f"Deleting {noun} {what} cannot be undone, so "
-                         f"madtea leaves it to a person; nothing was deleted.", target=web,
-                         user_action=f"Ask the user to delete {noun} {what} "
-                                     f"themselves at {web} if they want it gone.")
+    return guard.delete_is_a_persons_act(noun, what, web)
 
 
 def _untabled_web(inv: Invocation) -> str:

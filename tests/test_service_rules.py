@@ -1,6 +1,7 @@
 """The rules services ask guard.py to decide, as tables over facts: no git, no forge, the texts and ways on."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +189,135 @@ def test_finish_needs_a_forge_origin() -> None:
     r = refusal(guard.check_forge_origin, local("madt_finish", at=_repo("/w/bare", origin=None)))
     assert r.message == "bare @ /w/bare has no forge origin to open a pull request on." and not r.next
     assert r.user_action == "Ask the user to add the forge repository as origin."
+
+
+# --------------------------------------------------------------------------- forge calls: what their arguments name
+
+def forge(tool: str, action: str | None, args: dict[str, Any] | None = None) -> guard.ForgeCall:
+    return guard.ForgeCall(tool, action, {"owner_repo": "acme/web"} | (args or {}), "acme/web")
+
+
+def test_extra_fields_are_named_as_the_forge_names_them() -> None:
+    c = forge("madt_issues", "list", {"fields": ["milestone", "nope"]})
+    items = [{"number": 1, "milestone": None}, {"number": 2, "assignees": []}]
+    guard.check_fields(c, ["milestone", "assignees"], items)
+    r = refusal(guard.check_fields, c, ["milestone", "nope"], items)
+    assert r.message == ("madt_issues action=list: the forge's answer has no field nope; its fields are: assignees, "
+                         "milestone, number.")
+    assert way(r) == ["madt_issues action=list owner_repo=acme/web fields=[milestone]"]
+    assert way(refusal(guard.check_fields, c, ["nope"], items)) == ["madt_issues action=list owner_repo=acme/web"]
+
+
+def test_an_unknown_label_is_refused_with_the_calls_that_create_it() -> None:
+    c = forge("madt_issues", "create", {"title": "t", "label": ["Bug", "ux", "perf"]})
+    guard.check_labels(c, "acme/web", ["BUG"], ["bug"])
+    r = refusal(guard.check_labels, c, "acme/web", ["Bug", "ux", "perf"], ["bug", "area/api"])
+    assert r.message == "acme/web has no label ux, perf; its labels are: area/api, bug."
+    assert way(r) == ["madt_labels action=create owner_repo=acme/web name=ux color=#ededed",
+                      "madt_labels action=create owner_repo=acme/web name=perf color=#ededed",
+                      "madt_issues action=create owner_repo=acme/web title=t label=[Bug,ux,perf]"]
+    assert refusal(guard.check_labels, c, "acme/web", ["x"], []).message.endswith("its labels are: none.")
+
+
+def test_an_unknown_milestone_offers_to_create_it() -> None:
+    r = guard.no_such_milestone("acme/web", "v2", ["v1"])
+    assert r.message == "acme/web has no milestone 'v2'; its milestones are: v1."
+    assert way(r) == ["madt_milestones action=create owner_repo=acme/web title=v2"]
+
+
+@pytest.mark.parametrize("c,target,example,what", [
+    (forge("madt_issues", "edit", {"number": 4}), "#4", "title", "the new title"),
+    (forge("madt_repo", "edit"), "acme/web", "description", "the new description"),
+])
+def test_an_edit_names_something_to_change(c: guard.ForgeCall, target: str, example: str, what: str) -> None:
+    guard.check_something_to_change(c, 1, target, example, what)
+    r = refusal(guard.check_something_to_change, c, 0, target, example, what)
+    assert (r.message, r.target) == (f"{c.where}: nothing to change was given.", target)
+    assert way(r)[0].endswith(f"{example}=<{what}>")
+
+
+def test_a_pull_request_needs_its_head_a_milestone_a_date_an_upload_files() -> None:
+    pr = forge("madt_pr", "create", {"title": "t"})
+    assert guard.check_pr_head(pr, "acme/web", "feat/x") == "feat/x"
+    assert way(refusal(guard.check_pr_head, pr, "acme/web", None)) == [
+        "madt_pr action=create owner_repo=acme/web title=t head=<the branch name>"]
+    ms = forge("madt_milestones", "create", {"title": "v1", "due_date": "31/03/2026"})
+    guard.check_due_date(ms, "2026-03-31", True)
+    r = refusal(guard.check_due_date, ms, "31/03/2026", False)
+    assert r.message == "madt_milestones action=create: due_date '31/03/2026' is not a date such as 2026-03-31."
+    up = forge("madt_releases", "upload", {"tag": "v1", "files": ["/tmp/a", "b"]})
+    guard.check_upload_files(up, {"/tmp/a": True})
+    r = refusal(guard.check_upload_files, up, {"/tmp/a": True, "b": False})
+    assert (r.message, r.target) == ("'b' is not the absolute path of a file.", "b")
+
+
+# --------------------------------------------------------------------------- the passthrough
+
+@pytest.mark.parametrize("text,code", [("/repos/a/b/issues#x", "BAD_ARGUMENT"), ("/repos/a b", "BAD_ARGUMENT"),
+                                       ("/repos\\a", "BAD_ARGUMENT"), ("/repos/a/b/../c", "OUT_OF_SCOPE"),
+                                       ("/repos/a%2fb/c", "OUT_OF_SCOPE")])
+def test_a_passthrough_path_is_plain(text: str, code: str) -> None:
+    from urllib.parse import unquote
+    segments = [unquote(s) for s in text.partition("?")[0].split("/") if s]
+    assert refusal(guard.check_api_path, text, segments).code == code
+    guard.check_api_path("/repos/a/b/issues?state=all", ["repos", "a", "b", "issues"])
+
+
+def test_the_passthrough_never_deletes_and_reads_send_no_body() -> None:
+    c = forge("madt_api_call", None, {"path": "/repos/acme/web/topics", "body": {"x": 1}})
+    guard.check_api_method(c, "PUT", "/repos/acme/web/topics", "forge.example.test", True)
+    r = refusal(guard.check_api_method, c, "DELETE", "/repos/acme/web", "forge.example.test", False)
+    assert r.code == "USER_ACTION_REQUIRED" and "DELETE /repos/acme/web on forge.example.test" in (r.user_action or "")
+    r = refusal(guard.check_api_method, c, "GET", "/repos/acme/web/topics", "forge.example.test", True)
+    assert way(r) == ["madt_api_call owner_repo=acme/web path=/repos/acme/web/topics"]
+
+
+@pytest.mark.parametrize("method,path,covered", [
+    ("GET", "repos/acme/web/issues/3", None),
+    ("PATCH", "repos/acme/web/issues/3", ("madt_issues", "edit", "acme/web", "issues/3")),
+    ("POST", "repos/Acme/Web/PULLS/3/merge", ("madt_pr", "merge", "Acme/Web", "pulls/3/merge")),
+    ("PATCH", "repos/acme/web", ("madt_repo", "edit", "acme/web", "")),
+    ("PUT", "repos/acme/web/topics", None),
+    ("POST", "user/repos", ("madt_repo", "create", "acme/launch", "user/repos")),
+    ("PATCH", "notifications/threads/7", ("madt_notifications", "read", "acme/launch", "notifications/threads/7")),
+])
+def test_a_write_a_tool_covers_is_found_however_it_is_spelt(method: str, path: str, covered: Any) -> None:
+    assert guard.covered_write(method, path.split("/"), "acme/launch") == covered
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    type: str = "str"
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    minimum: int = 0
+
+
+def test_a_covered_write_is_forwarded_with_what_the_call_showed() -> None:
+    specs = {"number": _Spec("number", required=True), "comment_id": _Spec("comment_id"), "body": _Spec("body"),
+             "title": _Spec("title", required=True)}
+    r = guard.covered_refusal("PATCH", "/repos/acme/web/issues/3", ("madt_issues", "edit", "acme/web", "issues/3"),
+                              {"body": "new", "state": "closed", "labels": [1]}, specs)
+    assert r.message == ("PATCH /repos/acme/web/issues/3 is what madt_issues action=edit does, with its safety "
+                         "checks; use it instead.")
+    assert way(r) == ["madt_issues action=edit owner_repo=acme/web number=3 body=new title=<title>"]
+
+
+# --------------------------------------------------------------------------- deletions are a person's act
+
+def test_a_deletion_is_typed_at_a_terminal_or_left_to_a_person() -> None:
+    assert guard.no_terminal_to_confirm("label bug", "bug").user_action == (
+        "Run the same command in a terminal and type bug when asked.")
+    guard.check_typed_name("label bug", "bug", "bug")
+    r = refusal(guard.check_typed_name, "label bug", "bug", "Bug")
+    assert r.message == "What was typed does not match bug; nothing was deleted." and r.target == "label bug"
+    r = guard.delete_is_a_persons_act("issue", "4", "https://forge.example.test/acme/web/issues/4")
+    assert r.code == "USER_ACTION_REQUIRED" and r.message.startswith("Deleting issue 4 cannot be undone")
+    assert r.user_action == ("Ask the user to delete issue 4 themselves at https://forge.example.test/acme/web/issues/4 "
+                             "if they want it gone.")
+
+
+def test_only_filing_an_issue_crosses_to_another_forge_host() -> None:
+    assert guard.cross_host_write("madt_issues", "create")
+    assert not guard.cross_host_write("madt_issues", "edit") and not guard.cross_host_write("madt_pr", "create")
