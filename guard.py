@@ -3663,3 +3663,403 @@ def update_release_lacks(repo: str, tag: str, name: str) -> Refusal:
     return Refusal("NOT_FOUND_OR_NO_ACCESS", f"The latest release {tag} of {repo} has no {name} with its "
                    f"{name}.sig beside it; nothing was fetched or replaced.", target=repo,
                    user_action=f"Ask madtea's maintainers to attach {name} and {name}.sig to the release {tag}.")
+
+
+# --- the hook's entry ---
+#
+# ``madtea hook`` runs before every shell command the agent's harness executes,
+# so it stays on the standard library, starts no process and opens no socket:
+# it reads the event, reads a few files of the repositories involved, writes one
+# small record of where the agent's shell is (the caller signal), and answers.
+# It never wedges the agent: anything it cannot read lets the command run,
+# unless the command has a git or madtea word in it.
+#
+# It lives here, beside the classifier, so that a hook run loads guard and
+# gitops alone: madtea's registry and services are read only for a line that
+# runs madtea. This section is the one part of guard that does I/O: the event
+# on stdin, the answer on stdout and stderr, and the caller record.
+
+__all__ += ["hook_command", "hook_main", "caller_cwd_signal"]
+
+
+def hook_command(args: Sequence[str], exit: bool = False) -> int | None:
+    """``madtea hook``'s exit status when *args* are ``hook ...``; None for any other command.
+
+    A harness may pass the hook words of its own: only a request for help is not an event to answer
+    (an argument error would exit 2, which every harness takes as a block). With *exit* the process
+    ends here once its streams are flushed: tearing the interpreter down costs more than the decision,
+    and there is nothing to release (the one file write is already renamed into place).
+    """
+    if list(args[:1]) != ["hook"] or {"-h", "--help"} & set(args[1:]):
+        return None
+    code = hook_main()
+    if exit:
+        for stream in (_hook_sys.stdout, _hook_sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        _hk_os._exit(code)
+    return code
+
+
+def _hook_cli_table() -> Mapping[tuple[str, ...], Any]:
+    """The CLI's (noun, verb) table, from madtea's registry: only a line that runs madtea reads it."""
+    running: Any = _hook_sys.modules.get("madtea") or _hook_sys.modules.get("__main__")
+    if not hasattr(running, "_hook_cli_ops"):
+        running = __import__("madtea")  # by name: guard does not import the surfaces
+    return running._hook_cli_ops()  # type: ignore[no-any-return]
+
+
+import stat as _hook_stat  # noqa: E402
+import sys as _hook_sys  # noqa: E402
+import time as _hook_time  # noqa: E402
+
+# Each harness names its shell tool differently; the event's own fields tell them apart.
+_HOOK_SHELL_TOOLS = {"PreToolUse": ("Bash",), "BeforeTool": ("run_shell_command",)}
+# Processes between the hook and the agent that are not the agent itself: the
+# shell the harness runs the hook command with, and common launch wrappers.
+_HOOK_WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox", "env",
+                            "timeout", "nice", "nohup", "stdbuf", "time", "sudo", "doas", "setsid"})
+_HOOK_DEPTH = 6
+
+
+def hook_main() -> int:
+    """``madtea hook``: read a pre-tool-use event on stdin, answer by exit code and streams.
+
+    Exit 2 with the reason on stderr blocks the command (all three harnesses
+    honour it); exit 0 lets it run, with an advisory note as additional context
+    where the harness takes one. Never a traceback.
+    """
+    command: str | None = None
+    try:
+        raw = _hook_sys.stdin.buffer.read()
+        event = _hook_event(raw)
+        if event is None:
+            return 0
+        harness, command, cwd, run_dir = event
+        if harness == "unknown":
+            return _hook_answer(harness, hook_failure_decision(command, "the event was not one it knows"))
+        try:
+            _hook_record_signal(run_dir or cwd, _hook_session(raw))
+        except Exception:  # the signal is a convenience; the decision must not depend on it
+            pass
+        decision = classify_command(command, cwd, _hook_repo_facts, _hook_cli_table, run_dir=run_dir)
+        return _hook_answer(harness, decision)
+    except BaseException as exc:  # noqa: BLE001 — never a traceback, never a wedge
+        if isinstance(exc, SystemExit):
+            raise
+        try:
+            return _hook_answer("failure", hook_failure_decision(command, f"internal error: {type(exc).__name__}"))
+        except BaseException:
+            return 0
+
+
+def _hook_event(raw: bytes) -> tuple[str, str, str, str | None] | None:
+    """(harness, command, cwd, run dir) of a shell-tool event; None when there is nothing to decide.
+
+    "unknown" as the harness means a command arrived in an event the hook does
+    not recognise: it is then judged by the hook-failure rule. The run dir is
+    where the shell runs when that is not *cwd* (Gemini's ``dir_path``, taken
+    relative to *cwd*), else None.
+    """
+    try:
+        data = gitops.from_json(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    tool_input = data.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if not isinstance(command, str) or not command.strip():
+        return None
+    event = data.get("hook_event_name")
+    cwd = data.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        cwd = os.getcwd()
+    if event not in _HOOK_SHELL_TOOLS:
+        return "unknown", command, cwd, None
+    if data.get("tool_name") not in _HOOK_SHELL_TOOLS[event]:
+        return None  # an edit, a read, an MCP tool: not a shell command
+    if event == "BeforeTool":
+        where = tool_input.get("dir_path") if isinstance(tool_input, dict) else None
+        run_dir = os.path.normpath(os.path.join(cwd, where)) if isinstance(where, str) and where.strip() else None
+        return "gemini", command, cwd, run_dir if run_dir != cwd else None
+    return ("codex" if "turn_id" in data or "model" in data else "claude"), command, cwd, None
+
+
+def _hook_answer(harness: str, decision: HookDecision) -> int:
+    if decision.kind == "deny":
+        _hook_write(_hook_sys.stderr, decision.text + "\n")
+        return 2
+    if decision.kind == "note" and harness in ("claude", "codex"):
+        # Additional context only, never a permission decision: an "allow" here
+        # would approve the command on the user's behalf.
+        out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": decision.text}}
+        _hook_write(_hook_sys.stdout, gitops.to_json(out) + "\n")
+    return 0  # Gemini's BeforeTool takes no additional context: silence is the safe answer there
+
+
+def _hook_write(stream: Any, text: str) -> None:
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
+# --- the hook's entry: repository facts, from files ---
+
+def _hook_repo_facts(path: str) -> HookRepo | None:
+    """What the classifier needs to know of the repository holding *path*: files only, no git process."""
+    real = os.path.realpath(path)
+    found = _hook_git_dir_itself(real)
+    if found is None:
+        found = gitops.fs_find(real)
+        if found is None:
+            return None
+    top, git_dir, common = found
+    prefix = os.path.relpath(real, top) if real != top and real.startswith(top.rstrip("/") + "/") else ""
+    return HookRepo(top, git_dir, common, prefix, gitops.operation_in_progress(git_dir),
+                          lambda name: _hook_ref_kind(common, name))
+
+
+def _hook_git_dir_itself(path: str) -> tuple[str, str, str] | None:
+    # GIT_DIR=... or --git-dir=... names the git dir, not a work tree.
+    if not (os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "refs"))):
+        return None
+    common = path
+    try:
+        with open(os.path.join(path, "commondir"), encoding="utf-8", errors="replace") as fh:
+            common = os.path.realpath(os.path.join(path, fh.read().strip()))
+    except OSError:
+        pass
+    top = os.path.dirname(path) if os.path.basename(path) == ".git" else path
+    return top, path, common
+
+
+def _hook_ref_kind(common: str, name: str) -> str | None:
+    """"branch", "tag", "tracking" (``origin/main`` itself) or "remote:<remote>" (only
+    ``<remote>/<name>`` exists, which git's checkout would turn into a new branch)."""
+    if not name or name.startswith("-") or ".." in name:
+        return None
+    refs: list[str] = []
+    for ref in (f"refs/heads/{name}", f"refs/tags/{name}", f"refs/remotes/{name}"):
+        if os.path.isfile(os.path.join(common, ref)):
+            refs.append(ref)
+    remotes = os.path.join(common, "refs", "remotes")
+    try:
+        refs += [f"refs/remotes/{r}/{name}" for r in sorted(os.listdir(remotes))
+                 if os.path.isfile(os.path.join(remotes, r, name))]
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(common, "packed-refs"), encoding="utf-8", errors="replace") as fh:
+            refs += [line.rstrip("\n").partition(" ")[2] for line in fh]
+    except OSError:
+        pass
+    # git's own order: a branch, then a tag, then the remote-tracking ref named in full
+    for kind, ref in (("branch", f"refs/heads/{name}"), ("tag", f"refs/tags/{name}"),
+                      ("tracking", f"refs/remotes/{name}")):
+        if ref in refs:
+            return kind
+    guess = next((r.split("/", 3)[2] for r in refs if r.startswith("refs/remotes/") and r.count("/") >= 3
+                  and r.split("/", 3)[3] == name), None)
+    return "remote:" + guess if guess else None
+
+
+# --- the hook's entry: the caller signal ---
+
+def caller_cwd_signal(max_age: float = 600) -> str | None:
+    """The repo top the agent's shell was last in, as recorded by the hook for this server's agent.
+
+    The server's agent is its nearest ancestor that is not a shell or launch wrapper, and only a
+    record keyed to that process (pid plus start time, so a reused pid cannot match) is read: a
+    record of a process further up belongs to whatever else that process runs. None without
+    /proc, without a record, when the record is older than *max_age* seconds, says the shell was
+    not in a repository, or was written by more than one agent session in that time (a process
+    hosting several sessions cannot tell this server which is its own).
+    """
+    if not os.path.isdir("/proc/self"):
+        return None
+    folder = _hook_runtime_dir(create=False)
+    agent = _hook_agent(os.getpid())
+    if folder is None or agent is None:
+        return None
+    pid, start = agent
+    record = _hook_read_record(os.path.join(folder, f"{pid}-{start}.json"))
+    if record is None or record.get("pid") != pid or record.get("start") != start:
+        return None
+    when, top, sessions = record.get("time"), record.get("top"), record.get("sessions")
+    if not isinstance(when, (int, float)) or not (-5 <= _hook_time.time() - when <= max_age) \
+            or not isinstance(top, str):
+        return None
+    if isinstance(sessions, list) and len({gitops.to_json(s) for s in sessions}) > 1:
+        return None
+    return top
+
+
+def _hook_agent(pid: int) -> tuple[int, int] | None:
+    """(pid, start) of *pid*'s nearest ancestor that is not a shell or launch wrapper: the agent
+    process that a hook and the server it started share as the key of the signal record."""
+    return next(((p, start) for p, start, comm in _hook_ancestors(pid) if comm not in _HOOK_WRAPPERS), None)
+
+
+_HOOK_SESSIONS_MAX = 8  # distinct sessions remembered per key; two already make the record no signal
+_HOOK_SESSION_WINDOW = 600.0  # a session that wrote a key this recently still shares it
+
+
+def _hook_session(raw: bytes) -> str | None:
+    """The event's agent session id, when the harness sends one (all three do)."""
+    try:
+        session = gitops.from_json(raw.decode("utf-8", errors="replace")).get("session_id")
+    except (ValueError, AttributeError):
+        return None
+    return session[:200] if isinstance(session, str) and session else None
+
+
+_HOOK_RECORD_MAX = 16384  # a record is a few hundred bytes; anything larger is not one
+_HOOK_RECORD_STALE = 86400.0  # records of agents gone for a day are swept when a new agent writes
+# An unchanged record is rewritten at most this often, so its time may lag the last command by this
+# much: well inside the minutes the server trusts a record for.
+_HOOK_RECORD_KEEP = 30.0
+
+
+def _hook_read_record(path: str) -> dict[str, Any] | None:
+    """One record, read without following a symlink and never more than a bounded size."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, _HOOK_RECORD_MAX + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > _HOOK_RECORD_MAX:
+        return None
+    try:
+        record = gitops.from_json(data.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _hook_sweep(folder: str) -> None:
+    """Remove records and temp files older than a day: their agents are gone."""
+    cutoff = _hook_time.time() - _HOOK_RECORD_STALE
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        if not name.endswith((".json", ".tmp")):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            if os.lstat(path).st_mtime < cutoff:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def _hook_record_signal(cwd: str, session: str | None = None) -> None:
+    """Record the repo of the agent's shell cwd, keyed to the agent process, in one atomic write.
+
+    The record also lists the sessions that wrote it lately: a key shared by several sessions
+    is then no signal for any of them."""
+    if not os.path.isdir("/proc/self"):
+        return  # no process ancestry to key on, so no signal
+    agent = _hook_agent(os.getpid())
+    folder = _hook_runtime_dir(create=True)
+    if agent is None or folder is None:
+        return
+    repo = gitops.fs_find(cwd) if os.path.isdir(cwd) else None
+    record = {"pid": agent[0], "start": agent[1], "time": _hook_time.time(), "cwd": cwd,
+              "top": repo[0] if repo else None, "common_dir": repo[2] if repo else None, "session": session}
+    final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
+    previous = _hook_read_record(final)
+    lately = previous is not None and isinstance(previous.get("time"), (int, float)) \
+        and 0 <= record["time"] - previous["time"] <= _HOOK_SESSION_WINDOW
+    sessions = previous.get("sessions") if lately and previous is not None else None
+    seen = sessions if isinstance(sessions, list) else []
+    record["sessions"] = ([s for s in seen if s != session] + [session])[-_HOOK_SESSIONS_MAX:]
+    if previous is not None and all(previous.get(k) == record[k] for k in ("pid", "start", "cwd", "top", "common_dir",
+                                                                           "session", "sessions")) \
+            and isinstance(previous.get("time"), (int, float)) and 0 <= record["time"] - previous["time"] < _HOOK_RECORD_KEEP:
+        return  # the same place, recorded moments ago: reading it is cheaper than writing it again
+    if not os.path.lexists(final):
+        _hook_sweep(folder)  # once per agent process: the folder does not grow without bound
+    tmp = os.path.join(folder, f".{agent[0]}-{agent[1]}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(gitops.to_json(record))
+        os.replace(tmp, final)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _hook_runtime_dir(create: bool) -> str | None:
+    """``~/.cache/madtea/cwd-<machine>``: a 0700 folder found from the home folder alone.
+
+    The hook and the server read no other variable to find it, because harnesses
+    pass them different environments (Codex and Gemini give the server only some
+    variables; ``XDG_RUNTIME_DIR`` or ``TMPDIR`` may be set for one and not the
+    other) while every one of them passes ``HOME``. The machine's name keeps a
+    home shared between machines from mixing their process ids. A folder that is
+    a symlink, belongs to someone else or is open to others is not used: another
+    user could otherwise plant a record.
+    """
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home) or not os.path.isdir(home):
+        return None
+    cache = os.path.join(home, ".cache", "madtea")
+    folder = os.path.join(cache, f"cwd-{os.uname().nodename or 'localhost'}")
+    if create:
+        try:
+            os.makedirs(cache, 0o700, exist_ok=True)
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not _hook_stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return folder
+
+
+def _hook_ancestors(pid: int) -> list[tuple[int, int, str]]:
+    """(pid, start time, name) of *pid*'s ancestors, nearest first, up to a small depth, never pid 1."""
+    found: list[tuple[int, int, str]] = []
+    current = _hook_proc_stat(pid)
+    while current is not None and len(found) < _HOOK_DEPTH:
+        parent = current[0]
+        if parent <= 1:
+            break
+        current = _hook_proc_stat(parent)
+        if current is None:
+            break
+        found.append((parent, current[1], current[2]))
+    return found
+
+
+def _hook_proc_stat(pid: int) -> tuple[int, int, str] | None:
+    """(parent pid, start time in clock ticks, name) from /proc/<pid>/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        left, right = data.index(b"("), data.rindex(b")")
+        fields = data[right + 2:].split()
+        return int(fields[1]), int(fields[19]), data[left + 1:right].decode("utf-8", "replace")
+    except (OSError, ValueError, IndexError):
+        return None

@@ -159,7 +159,7 @@ def classify(tmp_path: Path):
     cli_ops = madtea._hook_cli_ops()
 
     def decide(command: str) -> guard.HookDecision:
-        return guard.classify_command(command, str(cwd), madtea._hook_repo_facts, lambda: cli_ops)
+        return guard.classify_command(command, str(cwd), guard._hook_repo_facts, lambda: cli_ops)
     return decide
 
 

@@ -94,7 +94,7 @@ def fill(text: str, paths: dict[str, str]) -> str:
 
 
 def classify(command: str, cwd: str) -> guard.HookDecision:
-    return guard.classify_command(command, cwd, madtea._hook_repo_facts, madtea._hook_cli_ops)
+    return guard.classify_command(command, cwd, guard._hook_repo_facts, madtea._hook_cli_ops)
 
 
 def _table_params() -> list:
@@ -460,9 +460,15 @@ _STARTUP_HEAVY = {"re", "json", "enum", "functools", "collections"}
 def test_the_installed_launcher_runs_the_hook_on_the_start_up_modules_alone(
         sandbox: dict[str, str], command: str, code: int) -> None:
     names = _imported([], sandbox["A"], command, code, entry=(str(ROOT / "bin" / "madtea"),))
-    assert "guard" in names
-    bad = {n for n in names if n.split(".")[0] in _FORBIDDEN | _STARTUP_HEAVY}
+    assert "guard" in names and "gitops" in names
+    bad = {n for n in names if n.split(".")[0] in _FORBIDDEN | _STARTUP_HEAVY | {"madtea"}}
     assert not bad, sorted(bad)
+
+
+def test_the_launchers_hook_reads_madteas_cli_table_for_a_madtea_line(sandbox: dict[str, str]) -> None:
+    names = _imported([], sandbox["A"], "madtea issue list", 2, entry=(str(ROOT / "bin" / "madtea"),))
+    assert "madtea" in names  # the table comes from the registry, read only for such a line
+    assert not {n for n in names if n.split(".")[0] in _FORBIDDEN}
 
 
 # --------------------------------------------------------------------------- the caller signal
@@ -571,8 +577,8 @@ def test_signal_without_records_is_none() -> None:
 def _fake_agent(monkeypatch: pytest.MonkeyPatch) -> Path:
     """One pretend agent process above this one, and the record folder it would use."""
     monkeypatch.setattr(os.path, "isdir", lambda p, _real=os.path.isdir: True if p == "/proc/self" else _real(p))
-    monkeypatch.setattr(madtea, "_hook_ancestors", lambda _pid: [(4242, 777, "claude")])
-    folder = madtea._hook_runtime_dir(create=True)
+    monkeypatch.setattr(guard, "_hook_ancestors", lambda _pid: [(4242, 777, "claude")])
+    folder = guard._hook_runtime_dir(create=True)
     assert folder is not None
     return Path(folder)
 
@@ -603,7 +609,7 @@ def test_signal_stale_records_are_swept(monkeypatch: pytest.MonkeyPatch, tmp_pat
     two_days_ago = time.time() - 2 * 86400
     os.utime(old, (two_days_ago, two_days_ago))
     os.utime(folder / ".3-3.9.tmp", (two_days_ago, two_days_ago))
-    madtea._hook_record_signal(str(tmp_path))
+    guard._hook_record_signal(str(tmp_path))
     assert sorted(p.name for p in folder.iterdir()) == ["2-2.json", "4242-777.json"]
 
 
@@ -611,17 +617,17 @@ def test_an_unchanged_fresh_record_is_not_written_again(monkeypatch: pytest.Monk
                                                          sandbox: dict[str, str]) -> None:
     folder = _fake_agent(monkeypatch)
     record = folder / "4242-777.json"
-    madtea._hook_record_signal(sandbox["A"])
+    guard._hook_record_signal(sandbox["A"])
     first = json.loads(record.read_text())
     writes: list[str] = []
     monkeypatch.setattr(os, "replace", lambda src, dst, _real=os.replace: writes.append(dst) or _real(src, dst))
-    madtea._hook_record_signal(sandbox["A"])
+    guard._hook_record_signal(sandbox["A"])
     assert writes == [] and json.loads(record.read_text()) == first
-    madtea._hook_record_signal(sandbox["B"])  # the shell moved: written at once
+    guard._hook_record_signal(sandbox["B"])  # the shell moved: written at once
     assert writes == [str(record)] and json.loads(record.read_text())["cwd"] == sandbox["B"]
-    aged = {**json.loads(record.read_text()), "time": time.time() - madtea._HOOK_RECORD_KEEP - 1}
+    aged = {**json.loads(record.read_text()), "time": time.time() - guard._HOOK_RECORD_KEEP - 1}
     record.write_text(json.dumps(aged))
-    madtea._hook_record_signal(sandbox["B"])  # the same place, but no longer moments ago
+    guard._hook_record_signal(sandbox["B"])  # the same place, but no longer moments ago
     assert len(writes) == 2 and json.loads(record.read_text())["time"] > aged["time"] + 1
     assert madtea.caller_cwd_signal() == sandbox["B"]
 
