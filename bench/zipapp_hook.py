@@ -1,66 +1,66 @@
-"""How long ``python madtea-X.Y.Z.pyz hook`` takes per event, against a bare interpreter start.
+"""``python madtea-X.Y.Z.pyz hook`` per event, against a bare interpreter start.
 
 Builds the zipapp from this checkout's committed tree (``release/release.py
---dry-run --copies-only``, into the sandbox), then runs N hook events through
-it, N through ``python -m madtea hook`` (the installed script's path, from
-compiled bytecode) and N ``python3 -c pass``, interleaved in the same run.
-The zipapp has the hook's target, at most 2.5x a bare start. A benchmark, not
-a test: nothing here asserts on time.
+--dry-run --copies-only``, into the sandbox), then runs, in rounds that take
+each command in turn, ``python3 -c pass``, the zipapp's hook on a Claude Code
+``PreToolUse`` event for ``git status`` (allowed) and for ``git add x && git
+commit -m y`` (denied), and ``python madtea-X.Y.Z.pyz --version``, all from the
+same interpreter. Prints min / median / max of wall time and of the child's CPU
+time (user + sys), and the median ratios. Target: the hook at most 2.0x on wall
+and CPU for both events, as for the installed command. A benchmark, not a
+test: nothing here asserts on time.
 
-    python bench/zipapp_hook.py [N]
+    python bench/zipapp_hook.py [ROUNDS]      (default 60)
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-import time
-from pathlib import Path
 
-from _common import ROOT, median, report, sandbox
-
-TARGET = 2.5
-
-
-def _time(argv: list[str], data: bytes, cwd: Path, env: dict[str, str]) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, input=data, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd, env=env,
-                   check=False)
-    return time.perf_counter() - start
+import _common
+from hook_bench import HOOK_TARGET, VERSION_TARGET, _event
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    n = int(args[0]) if args else 30
-    with sandbox() as base:
+    rounds = int(args[0]) if args else 60
+    with _common.sandbox() as base:
         out = base / "release"
-        subprocess.run([sys.executable, str(ROOT / "release" / "release.py"), "--dry-run", "--copies-only",
+        subprocess.run([sys.executable, str(_common.ROOT / "release" / "release.py"), "--dry-run", "--copies-only",
                         "--out", str(out)], check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         pyz = next(out.glob("madtea-*.pyz"))
+        repo = _common.make_repo(base / "repo")
+        (repo / "x").write_text("x\n", encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        cases = {
+            "bare": ([sys.executable, "-c", "pass"], b"", 0),
+            "allow": ([sys.executable, str(pyz), "hook"], _event(str(repo), "git status"), 0),
+            "deny": ([sys.executable, str(pyz), "hook"], _event(str(repo), "git add x && git commit -m y"), 2),
+            "version": ([sys.executable, str(pyz), "--version"], b"", 0),
+        }
+        for name, (command, stdin, code) in cases.items():  # warm the file cache; check each does what it should
+            for _ in range(2):
+                _, _, status = _common.spawn(command, stdin, cwd=repo, env=env)
+                if status != code:
+                    raise SystemExit(f"{name}: exit {status}, expected {code}")
+        walls: dict[str, list[float]] = {name: [] for name in cases}
+        cpus: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, (command, stdin, _code) in cases.items():
+                wall, cpu, _status = _common.spawn(command, stdin, cwd=repo, env=env)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
         size = pyz.stat().st_size
-        repo = base / "repo"
-        repo.mkdir()
-        subprocess.run(["git", "init", "-q", str(repo)], check=True)
-        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        event = json.dumps({"session_id": "bench", "transcript_path": os.devnull, "cwd": str(repo),
-                            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t",
-                            "tool_input": {"command": "git status"}}).encode()
-        runs = {"zipapp": [sys.executable, str(pyz), "hook"], "script": [sys.executable, "-m", "madtea", "hook"],
-                "bare": [sys.executable, "-c", "pass"]}
-        for argv_ in runs.values():  # warm the file cache and the script's bytecode
-            for _ in range(3):
-                _time(argv_, event, repo, env)
-        times: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(n):
-            for name, argv_ in runs.items():
-                times[name].append(_time(argv_, event, repo, env))
-    zipapp, script, bare = (median(times[k]) * 1000 for k in ("zipapp", "script", "bare"))
-    print(f"{pyz.name}: {size:,} bytes; "
-          f"python -m madtea hook: median {script:.1f} ms ({script / bare:.2f}x bare)")
-    report("zipapp hook", zipapp, bare, TARGET, "ms", what=f"python {pyz.name} hook, median over {n} events",
-           baseline_what="python3 -c pass, same run")
+    bare = "python -c pass"
+    print(f"{pyz.name}: {size:,} bytes")
+    print(f"{bare}: wall {_common.spread(walls['bare'])} ms, CPU {_common.spread(cpus['bare'])} ms "
+          f"(min / median / max, {rounds} runs)")
+    for name, what, target in (("allow", f"python {pyz.name} hook, git status (allowed)", HOOK_TARGET),
+                               ("deny", f"python {pyz.name} hook, git add x && git commit -m y (denied)", HOOK_TARGET),
+                               ("version", f"python {pyz.name} --version", VERSION_TARGET)):
+        _common.report_spread(f"zipapp_{name}", what, walls[name], cpus[name], walls["bare"], cpus["bare"], target,
+                              bare)
     return 0
 
 

@@ -155,6 +155,30 @@ def test_the_zipapp_runs_help_version_and_hook_on_python_alone(tmp_path: Path) -
     assert hooked.returncode == 2 and "ask the user" in hooked.stderr
     allowed = subprocess.run([*bare, "hook"], input=event.replace("git reset --hard", "ls"), **run)
     assert allowed.returncode == 0 and allowed.stderr == ""
+    # the hook reads guard and gitops from their bytecode alone: no madtea, nothing the start-up does not load
+    traced = subprocess.run([*bare[:-1], "-X", "importtime", str(pyz), "hook"], input=event, **run)
+    imported = {line.rsplit("|", 1)[1].strip() for line in traced.stderr.splitlines() if line.startswith("import time")}
+    assert traced.returncode == 2 and "runpy" in imported
+    assert not imported & {"madtea", "guard", "gitops", "forge", "re", "json", "enum", "zlib", "argparse"}, imported
+
+
+def test_a_zipapp_run_by_another_python_reads_its_sources(tmp_path: Path) -> None:
+    """Bytecode of another interpreter version is passed over for the modules' source, on every path."""
+    repo = source_repo(tmp_path / "src")
+    out = tmp_path / "out"
+    assert dry_run(repo, out, None).returncode == 0
+    pyz, other = out / "madtea-0.1.0.pyz", tmp_path / "other.pyz"
+    with zipfile.ZipFile(pyz) as source, zipfile.ZipFile(other, "w") as copy:
+        for info in source.infolist():
+            data = source.read(info)
+            copy.writestr(info, b"\0\0\r\n" + data[4:] if info.filename.endswith(".pyc") else data)
+    run = dict(capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    bare = [sys.executable, "-S", "-I", str(other)]
+    assert subprocess.run([*bare, "--version"], stdin=subprocess.DEVNULL, **run).stdout == "madtea 0.1.0\n"
+    event = ('{"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": "%s", '
+             '"tool_input": {"command": "git reset --hard"}}' % tmp_path)
+    hooked = subprocess.run([*bare, "hook"], input=event, **run)
+    assert hooked.returncode == 2 and "ask the user" in hooked.stderr
 
 
 def test_two_builds_of_one_commit_give_the_same_files(tmp_path: Path) -> None:
