@@ -4260,10 +4260,23 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
     async def call_tool(ctx: Any, params: Any) -> Any:
         raw = params.arguments or {}
         roots = await _client_roots(ctx) if _needs_roots(params.name, raw) else None
+        return await answer(params.name, raw, roots)
+
+    async def malformed_calls(ctx: Any, call_next: Any) -> Any:
+        """A tools/call the SDK would turn away with a bare JSON-RPC error (a name that is not a string,
+        arguments that are not an object) is answered as madtea's refusal: the tool, why, one way on."""
+        params = ctx.params if ctx.method == "tools/call" else {"name": ""}
+        name = params.get("name") if isinstance(params, dict) else None
+        arguments = params.get("arguments") if isinstance(params, dict) else None
+        if isinstance(name, str) and (arguments is None or isinstance(arguments, dict)):
+            return await call_next(ctx)
+        return await answer(name if isinstance(name, str) else str(name)[:200], arguments, None)
+
+    async def answer(name: str, raw: Any, roots: list[str] | None) -> Any:
         # abandon_on_cancel: a client that hangs up does not wait for the thread; the
         # shutdown ends its git children and forge connections instead.
-        result = await anyio.to_thread.run_sync(work, params.name, raw, roots, abandon_on_cancel=True,
-                                                limiter=lanes[_lane(params.name)])
+        result = await anyio.to_thread.run_sync(work, name, raw, roots, abandon_on_cancel=True,
+                                                limiter=lanes[_lane(name)])
         structured: dict[str, Any] = {"ok": not result.is_error}
         if result.error:
             structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
@@ -4272,8 +4285,10 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
         return types.CallToolResult(content=[types.TextContent(type="text", text=render_text(result, "mcp"))],
                                     structured_content=structured, is_error=result.is_error)
 
-    return Server("madtea", version=__version__, instructions=server_instructions(scope),
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server("madtea", version=__version__, instructions=server_instructions(scope),
+                    on_list_tools=list_tools, on_call_tool=call_tool)
+    server.middleware.append(malformed_calls)  # inside the SDK's own (tracing) middleware
+    return server
 
 
 # --- the MCP server: its scope, at start-up ---
