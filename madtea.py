@@ -255,8 +255,9 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
                             target=tool, next=(guard.call(tool, action=only, **others),) if only else (),
                             choices=() if only else every)
     guess = guard.did_you_mean(action, names)
+    needs = {n: guard.placeholder(n) for n, spec in by_action[guess].specs.items() if spec.required} if guess else {}
     raise guard.Refusal("BAD_ARGUMENT", f"{tool} has no action {action[:80]!r}; its actions are: {', '.join(names)}.",
-                        target=tool, next=(guard.call(tool, action=guess, **others),) if guess else (),
+                        target=tool, next=(guard.call(tool, action=guess, **needs | others),) if guess else (),
                         choices=() if guess else every)
 
 
@@ -272,9 +273,10 @@ TOOL_SUMMARIES.update({
     "madt_labels": "Repository labels. Deleting a label is a person's act and is not offered.",
     "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
     "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
-    "madt_repo": "Repositories on the forge: view, list, create, fork, edit, and their branches and tags.",
+    "madt_repo": "Repositories on the forge: view, list, create, fork, edit; their commits, branches and tags.",
     "madt_search": "Search issues and pull requests (action=issues) or repositories (action=repos).",
     "madt_notifications": "Your notifications on the forge.",
+    "madt_people": "People on the forge: your organisations, user and team search, an owner's packages.",
     "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
     "madt_actions": "Actions (CI) runs, jobs, workflows and logs, where the forge offers them.",
 })
@@ -1833,12 +1835,31 @@ def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what
 def _ident(item: Mapping[str, Any]) -> str:
     if item.get("number"):
         return f"#{item['number']}"
-    return f"id {item['id']}" if item.get("id") else str(item.get("title") or item.get("tag_name"))
+    named = item.get("title") or item.get("tag_name") or item.get("name")  # a branch or tag has only its name
+    return f"id {item['id']}" if item.get("id") else str(named)
 
 
 def recovered(what: str, item: Mapping[str, Any]) -> None:
     notice(f"the forge's answer was lost; a look-up found the {what} this call made ({_ident(item)}), so it "
            "was made once and not sent again.")
+
+
+def _found(inv: Invocation, *segments: Any) -> dict[str, Any] | None:
+    """An object the forge has at these segments, or None when it answers that there is none."""
+    try:
+        return dict(api(inv).get(*segments) or {})
+    except api(inv).forge.ForgeError as exc:
+        if exc.code == "NOT_FOUND_OR_NO_ACCESS" and exc.status == 404:
+            return None
+        raise
+
+
+def _named_since(inv: Invocation, *segments: Any) -> Since:
+    """An object unique by name: one that is there after a lost answer, and was not before, is this call's."""
+    def mark() -> Callable[[], list[dict[str, Any]]]:
+        existed = _found(inv, *segments) is not None
+        return lambda: [] if existed else [f for f in [_found(inv, *segments)] if f is not None]
+    return mark
 
 
 # --- forge helpers: body edits ---
@@ -2939,11 +2960,16 @@ def release_list_op(inv: Invocation) -> Result:
 
 
 @operation("madt_releases", "view", cli=("release", "view"), kind="remote", mutating=False, idempotent=True,
-           summary="Show one release and its notes (fenced; long notes continue with offset).", params=(TAG, OFFSET))
+           summary="Show one release (without tag: the latest) and its notes (fenced; long notes continue with "
+                   "offset).", params=(replace(TAG, required=False), OFFSET))
 def release_view_op(inv: Invocation) -> Result:
-    r = _release_by_tag(inv)
+    # Without a tag: the newest published release that is not a pre-release, as the forge picks it.
+    r = _release_by_tag(inv) if inv.args.get("tag") else _found(inv, "releases", "latest")
+    if r is None:
+        return Result(f"{api(inv).target.slug} has no published release yet (drafts and pre-releases are never "
+                      f"the latest).", {"latest": None})
     notes, _end, more = window(clean(r.get("body")), int(inv.args.get("offset") or 0),
-                               _continue("madt_releases", "view", api(inv).target, tag=inv.args["tag"]), "notes")
+                               _continue("madt_releases", "view", api(inv).target, tag=r.get("tag_name")), "notes")
     row = _release_row(r) | {"notes": notes}
     return Result(f"{row['tag']} {row['title']}\n{row['url']}\n"
                   + fence(notes, _login(r.get("author")), "release author", "notes") + (f"\n{more}" if more else ""),
@@ -3095,6 +3121,178 @@ def repo_tags_op(inv: Invocation) -> Result:
     return Result("\n".join(f"{r['name']} {str(r['sha'])[:9]}" for r in rows) or "no tags", rows)
 
 
+REF = Param("ref", description="The branch, tag or commit to start from (default: the default branch).")
+BRANCH = Param("branch", description="The branch to create or rename.", required=True, positional=True)
+MAX_FILES = 300  # files of one commit listed by name; the diff shows every one
+
+
+def _commit_row(c: Mapping[str, Any]) -> dict[str, Any]:
+    git = c.get("commit") or {}
+    who = git.get("author") or {}
+    return {"sha": c.get("sha"), "title": clean_line((git.get("message") or "").split("\n", 1)[0]),
+            "author": _login(c.get("author")) if c.get("author") else clean_line(who.get("name")) or "unknown",
+            "date": (who.get("date") or c.get("created") or "")[:19], "url": c.get("html_url")}
+
+
+@operation("madt_repo", "commits", cli=("repo", "commits"), kind="remote", mutating=False, idempotent=True,
+           summary="List commits on the forge, newest first.",
+           params=(REF, Param("path", description="Only commits that change this file or folder."), LIMIT, PAGE))
+def repo_commits_op(inv: Invocation) -> Result:
+    params = {k: v for k, v in (("sha", inv.args.get("ref")), ("path", inv.args.get("path"))) if v}
+    found = api(inv).list("commits", params=params | _page_params(inv) | {"stat": "false", "files": "false",
+                                                                          "verification": "false"},
+                          limit=_limit(inv))
+    rows = [_commit_row(c) for c in found]
+    return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} @{r['author']} {r['title']}" for r in rows)
+                  or f"no commits match in {api(inv).target.slug}", rows)
+
+
+@operation("madt_repo", "commit", cli=("repo", "commit"), kind="remote", mutating=False, idempotent=True,
+           summary="Show one commit: message (fenced), author, changed files; diff=true adds the diff.",
+           params=(Param("sha", description="A commit sha, branch or tag.", required=True, positional=True),
+                   Param("diff", "bool", "Include the diff."), OFFSET))
+def repo_commit_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    c = remote.get("git", "commits", inv.args["sha"], params={"verification": "false"})
+    row = _commit_row(c)
+    sha = str(row["sha"])
+    git = c.get("commit") or {}
+    login = _login(c.get("author")) if c.get("author") else None
+    relation = _relation(inv, login, {}) if login else "git author, no forge account matched"
+    files = [{"path": clean_line(f.get("filename")), "status": f.get("status")} for f in c.get("files") or []]
+    stats = c.get("stats") or {}
+    row |= {"message": clean(git.get("message")), "parents": [p.get("sha") for p in c.get("parents") or []],
+            "files": files, "stats": stats}
+    lines = [f"commit {sha} on {remote.target.slug}, {row['date']}", str(row["url"]),
+             fence(git.get("message"), row["author"], relation, "commit message"),
+             f"{len(files)} files changed (+{stats.get('additions', 0)} -{stats.get('deletions', 0)})"]
+    listed = "\n".join(f"{f['status']} {f['path']}" for f in files[:MAX_FILES])
+    if files:
+        lines.append(fence(listed, row["author"], relation, "changed files"))
+    if len(files) > MAX_FILES:
+        lines.append(f"[{len(files) - MAX_FILES} more files not listed; the diff shows them all: "
+                     + guard.render_call(guard.call("madt_repo", action="commit", owner_repo=remote.target.full,
+                                                    sha=sha, diff=True)) + "]")
+    if inv.args.get("diff"):
+        text = clean(remote.scoped.get_text(f"git/commits/{sha}.diff"))
+        offset = int(inv.args.get("offset") or 0)
+        chunk, end, more = window(text, offset, _continue("madt_repo", "commit", remote.target, sha=sha, diff=True),
+                                  "diff")
+        lines += [fence(chunk, row["author"], relation, "diff")] + ([more] if more else [])
+        row |= {"diff_length": len(text), "offset": offset, "end": end}
+    return Result("\n".join(lines), row)
+
+
+def _ref_facts(inv: Invocation) -> guard.RefWrite:
+    """The repository's default branch and the token user's rights, read right before a branch or tag write."""
+    repo = api(inv).get()
+    rights = repo.get("permissions") or {}
+    return guard.RefWrite(inv.op.tool, inv.op.action, inv.args, api(inv).target.slug,
+                          str(repo.get("default_branch") or ""), admin=bool(rights.get("admin")))
+
+
+def _start_commit(inv: Invocation, facts: guard.RefWrite, ref: str, key: str) -> str:
+    """The sha a branch or tag will point at: the ref resolved once, so what was checked is what is written."""
+    found = _found(inv, "git", "commits", ref)
+    if found is None:
+        raise guard.no_such_ref(facts, ref, key)
+    return str(found.get("sha"))
+
+
+def _create_ref(inv: Invocation, kind: str, name: str,
+                payload: Callable[[str], dict[str, Any]]) -> tuple[dict[str, Any], str, str]:
+    """Create a branch or tag at ref (default: the default branch) once: (the forge's answer, ref, its sha)."""
+    facts, key = _ref_facts(inv), "tag" if kind == "tag" else "branch"
+    start = inv.args.get("ref") or facts.default_branch
+    sha = _start_commit(inv, facts, start, "ref")
+    where = "tags" if kind == "tag" else "branches"
+    if _found(inv, where, name) is not None:
+        raise guard.ref_exists(facts, kind, name, key)
+    try:
+        made = create_once(inv, where, payload(sha), kind, _named_since(inv, where, name),
+                           guard.call("madt_repo", action=where, owner_repo=api(inv).target.full))
+    except api(inv).forge.ForgeError as exc:
+        if exc.code == "CONFLICT":
+            raise guard.ref_exists(facts, kind, name, key) from None
+        raise
+    return made, start, sha
+
+
+@operation("madt_repo", "create_branch", cli=("repo", "create-branch"), kind="remote", mutating=True,
+           summary="Create a branch on the forge from ref.", params=(BRANCH, REF))
+def repo_create_branch_op(inv: Invocation) -> Result:
+    name = inv.args["branch"]
+    made, start, sha = _create_ref(inv, "branch", name, lambda sha: {"new_branch_name": name, "old_ref_name": sha})
+    at = str((made.get("commit") or {}).get("id") or "")
+    if at != sha:
+        warn(f"the forge reports branch {name} at {at[:9] or 'no commit'}, not at {sha[:9]} as asked.")
+    return Result(f"Created branch {made.get('name')} at {at[:9]} (from {start}) in {api(inv).target.slug}\n"
+                  f"{_web(inv, 'src', 'branch', name)}", {"branch": made.get("name"), "sha": at, "from": start})
+
+
+@operation("madt_repo", "rename_branch", cli=("repo", "rename-branch"), kind="remote", mutating=True,
+           summary="Rename a branch on the forge.",
+           params=(BRANCH, Param("new_name", description="The branch's new name.", required=True, positional=True),
+                   Param("allow_default_branch", "bool",
+                         "Needed to rename the default branch (it stays the default).")))
+def repo_rename_branch_op(inv: Invocation) -> Result:
+    old, new = inv.args["branch"], inv.args["new_name"]
+    facts = _ref_facts(inv)
+    branch = _found(inv, "branches", old)
+    if branch is None:
+        raise guard.no_such_ref(facts, old, "branch", branch=True)
+    facts = replace(facts, protected=bool(branch.get("protected")))
+    if _found(inv, "branches", new) is not None:
+        raise guard.ref_exists(facts, "branch", new, "new_name")
+    guard.check_branch_rename(facts, old, new)
+    remote = api(inv)
+    try:
+        remote.patch("branches", old, json={"name": new})
+    except remote.forge.ForgeError as exc:
+        if exc.status == 403 and facts.protected:
+            raise guard.protected_branch(facts, old, exc.message) from None
+        if exc.code != "FORGE_UNAVAILABLE":
+            raise
+        _settle_rename(inv, exc, old, new)  # the answer was lost: the read-back below says whether it landed
+    after = _found(inv, "branches", new)
+    if after is None or _found(inv, "branches", old) is not None:
+        warn(f"the read-back after the rename shows branch {old} {'still there' if after else 'unchanged'} and "
+             f"{new} {'there' if after else 'missing'}; another writer may have changed the branches meanwhile.")
+    sha = str(((after or {}).get("commit") or {}).get("id") or "")
+    default = old == facts.default_branch
+    text = f"Renamed branch {old} to {new} in {remote.target.slug} (at {sha[:9]})"
+    if default:
+        text += f"; {new} is the default branch now"
+    return Result(text + f"\nClones that fetch see {new}; their local {old} keeps its name until renamed there.",
+                  {"branch": new, "from": old, "sha": sha, "default": default})
+
+
+def _settle_rename(inv: Invocation, exc: Exception, old: str, new: str) -> None:
+    """A rename whose answer was lost: landed (noted), not landed (safe to send again) or unknown."""
+    there, gone = _found(inv, "branches", new) is not None, _found(inv, "branches", old) is None
+    if there and gone:
+        notice(f"the forge's answer was lost; a read-back shows {old} renamed to {new}, so it was done once and "
+               "not sent again.")
+        return
+    exc.outcome = "absent" if not there and not gone else "unknown"  # type: ignore[attr-defined]
+    raise settle_lost(inv, exc, "rename", guard.call("madt_repo", action="branches",
+                                                      owner_repo=api(inv).target.full)) from None
+
+
+@operation("madt_repo", "create_tag", cli=("repo", "create-tag"), kind="remote", mutating=True,
+           summary="Create a tag on the forge at ref.",
+           params=(Param("tag", description="The new tag's name, e.g. v1.2.0.", required=True, positional=True), REF,
+                   Param("message", description="Make it an annotated tag with this message.")))
+def repo_create_tag_op(inv: Invocation) -> Result:
+    tag, message = inv.args["tag"], inv.args.get("message")
+    made, start, _sha = _create_ref(inv, "tag", tag, lambda sha: {"tag_name": tag, "target": sha}
+                                    | ({"message": message} if message else {}))
+    at = str((made.get("commit") or {}).get("sha") or "")
+    kind = "annotated tag" if inv.args.get("message") else "tag"
+    return Result(f"Created {kind} {made.get('name')} at {at[:9]} (from {start}) in {api(inv).target.slug}\n"
+                  f"{_web(inv, 'src', 'tag', tag)}", {"tag": made.get("name"), "sha": at, "annotated": kind != "tag"})
+
+
 # --- madt_search ---
 
 Q = Param("q", description="The search words — not `query`.", required=True, positional=True)
@@ -3154,6 +3352,94 @@ def notification_read_op(inv: Invocation) -> Result:
     return Result("Marked all notifications as read.", {"all": True})
 
 
+# --- madt_people ---
+
+OPTIONAL_Q = replace(Q, required=False)
+OWNER = Param("owner", description="The user or organisation owning the packages.", required=True, positional=True)
+PACKAGE_TYPE = Param("type", description="The package type, e.g. npm or pypi.")
+
+
+def _people(inv: Invocation, path: str, q: str | None = None) -> list[Any]:
+    """A search endpoint's page of results ({ok, data}): bounded by limit, continued with page."""
+    params = {"limit": min(_limit(inv), api(inv).forge.PAGE_SIZE)} | _page_params(inv) | ({"q": q} if q else {})
+    return list((api(inv).root_get(path, params=params) or {}).get("data") or [])
+
+
+@operation("madt_people", "orgs", cli=("people", "orgs"), kind="remote", mutating=False, idempotent=True,
+           reach="account", summary="List the organisations you belong to.", params=(LIMIT,))
+def people_orgs_op(inv: Invocation) -> Result:
+    rows = [{"name": clean_line(o.get("username") or o.get("name")), "full_name": clean_line(o.get("full_name")),
+             "visibility": o.get("visibility"), "url": f"{api(inv).web_base}/{o.get('username') or o.get('name')}"}
+            for o in api(inv).root_list("/user/orgs", limit=_limit(inv))]
+    return Result("\n".join(f"{r['name']} ({r['full_name']}) {r['visibility']}" for r in rows) or "no organisations",
+                  rows)
+
+
+@operation("madt_people", "users", cli=("people", "users"), kind="remote", mutating=False, idempotent=True,
+           reach="account", summary="Search users by login or full name.", params=(Q, LIMIT, PAGE))
+def people_users_op(inv: Invocation) -> Result:
+    rows = [{"login": _login(u), "full_name": clean_line(u.get("full_name")), "url": u.get("html_url")}
+            for u in _people(inv, "/users/search", inv.args["q"])]
+    return Result("\n".join(f"@{r['login']} {r['full_name']}".rstrip() for r in rows) or "no users match", rows)
+
+
+@operation("madt_people", "teams", cli=("people", "teams"), kind="remote", mutating=False, idempotent=True,
+           reach="account", summary="Search an organisation's teams.",
+           params=(Param("org", description="The organisation whose teams to search.", required=True,
+                         positional=True), OPTIONAL_Q, LIMIT, PAGE))
+def people_teams_op(inv: Invocation) -> Result:
+    rows = [{"id": t.get("id"), "name": clean_line(t.get("name")), "permission": t.get("permission"),
+             "description": clean_line(t.get("description"))[:200]}
+            for t in _people(inv, f"/orgs/{_quote(inv.args['org'])}/teams/search", inv.args.get("q"))]
+    return Result("\n".join(f"{r['id']} {r['name']} ({r['permission']}) {r['description']}".rstrip() for r in rows)
+                  or "no teams match", rows)
+
+
+def _package_rows(inv: Invocation, found: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Package versions, kept to the server's repository list by the repository each is linked to."""
+    kept = api(inv).confine(found, lambda p: (p.get("repository") or {}).get("full_name"))
+    return [{"type": p.get("type"), "name": clean_line(p.get("name")), "version": clean_line(p.get("version")),
+             "repo": (p.get("repository") or {}).get("full_name"), "created": (p.get("created_at") or "")[:19],
+             "url": p.get("html_url")} for p in kept]
+
+
+def _package_lines(rows: Sequence[Mapping[str, Any]]) -> str:
+    return "\n".join(f"{r['type']} {r['name']} {r['version']} {r['created'][:10]}"
+                     + (f" ({r['repo']})" if r["repo"] else "") for r in rows)
+
+
+@operation("madt_people", "packages", cli=("people", "packages"), kind="remote", mutating=False, idempotent=True,
+           reach="forge", summary="List an owner's packages, one line per version.",
+           params=(OWNER, OPTIONAL_Q, PACKAGE_TYPE, LIMIT, PAGE))
+def people_packages_op(inv: Invocation) -> Result:
+    params = {k: v for k, v in (("q", inv.args.get("q")), ("type", inv.args.get("type"))) if v}
+    found = api(inv).root_list(f"/packages/{_quote(inv.args['owner'])}", params=params | _page_params(inv),
+                               limit=_limit(inv))
+    rows = _package_rows(inv, found)
+    return Result(_package_lines(rows) or f"no packages under {inv.args['owner']}", rows)
+
+
+@operation("madt_people", "package_versions", cli=("people", "package-versions"), kind="remote", mutating=False,
+           idempotent=True, reach="forge", summary="List one package's versions.",
+           params=(OWNER, replace(PACKAGE_TYPE, required=True, positional=True),
+                   Param("name", description="The package's name.", required=True, positional=True), LIMIT))
+def people_package_versions_op(inv: Invocation) -> Result:
+    owner, kind, name = inv.args["owner"], inv.args["type"], inv.args["name"]
+    if api(inv).flavour() == "forgejo":
+        # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
+        every = api(inv).root_list(f"/packages/{_quote(owner)}", params={"type": kind, "q": name}, limit=1000)
+        found = [p for p in every if p.get("name") == name and p.get("type") == kind][:_limit(inv)]
+    else:
+        try:
+            found = api(inv).root_list(f"/packages/{_quote(owner)}/{_quote(kind)}/{_quote(name)}", limit=_limit(inv))
+        except api(inv).forge.ForgeError as exc:
+            if exc.status != 404:  # no such package: the same answer as Forgejo's empty list
+                raise
+            found = []
+    rows = _package_rows(inv, found)
+    return Result(_package_lines(rows) or f"no versions of {kind} package {name} under {owner}", rows)
+
+
 # --- madt_wiki ---
 
 PAGE_NAME = Param("page_name", description="The wiki page's name.", required=True, positional=True)
@@ -3188,19 +3474,8 @@ def wiki_view_op(inv: Invocation) -> Result:
 
 
 def _wiki_since(inv: Invocation, name: str) -> Since:
-    """A wiki page is unique by name: one that is there after a lost answer, and was not before, is this call's."""
-    def page() -> list[dict[str, Any]]:
-        try:
-            return [api(inv).get("wiki", "page", name)]
-        except api(inv).forge.ForgeError as exc:
-            if exc.code == "NOT_FOUND_OR_NO_ACCESS":
-                return []
-            raise
-
-    def mark() -> Callable[[], list[dict[str, Any]]]:
-        existed = bool(page())
-        return lambda: [] if existed else page()
-    return mark
+    """A wiki page is unique by name."""
+    return _named_since(inv, "wiki", "page", name)
 
 
 @operation("madt_wiki", "create", cli=("wiki", "create"), kind="remote", mutating=True,
