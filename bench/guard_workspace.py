@@ -13,6 +13,7 @@ Targets: at most 50 ms, no git subprocess per child.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -56,7 +57,8 @@ def guard_check(top: Path) -> tuple[float, int, str]:
 _CPU: list[float] = []
 
 
-def measure(top: Path, runs: int) -> tuple[float, int, str]:
+def measure(top: Path, runs: int) -> tuple[float, float, int, str]:
+    """(median wall seconds, median CPU seconds of this process, git subprocesses per check, outcome)."""
     guard_check(top)  # first-call imports and cold caches are not the steady state
     times, counts, outcome = [], set(), ""
     del _CPU[:]
@@ -66,7 +68,7 @@ def measure(top: Path, runs: int) -> tuple[float, int, str]:
         counts.add(spawned)
     print(f"{top.name}: wall {_common.spread(times)} ms, CPU {_common.spread(_CPU)} ms "
           f"(min / median / max, {runs} checks)")
-    return _common.median(times), max(counts), outcome
+    return _common.median(times), _common.median(_CPU), max(counts), outcome
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         workspace = build(base, children)
         single = _common.make_repo(base / "single", origin="https://forge.example.test/acme/single.git")
         print(f"built a workspace with {children} nested repositories in {time.perf_counter() - started:.1f} s")
-        ws_time, ws_git, ws_outcome = measure(workspace, runs)
-        one_time, one_git, one_outcome = measure(single, runs)
+        ws_time, ws_cpu, ws_git, ws_outcome = measure(workspace, runs)
+        one_time, one_cpu, one_git, one_outcome = measure(single, runs)
     print(f"workspace ({children} nested): median {ws_time * 1000:.2f} ms over {runs} checks, "
           f"{ws_git} git subprocesses per check -> {ws_outcome}")
     print(f"single repository: median {one_time * 1000:.2f} ms over {runs} checks, "
@@ -90,9 +92,17 @@ def main(argv: list[str] | None = None) -> int:
                    what=f"git subprocesses per guard check, {children} nested repos",
                    baseline_what="the same check, no nested repos")
     print()
-    _common.report("guard_workspace", ws_time * 1000, one_time * 1000, TARGET_MS, "ms",
-                   what=f"guard check, {children} nested repos", baseline_what="the same check, no nested repos",
-                   ratio_of="target")
+    # On a shared machine wall time moves with other people's load; the verdict needs both within target.
+    ok = ws_time * 1000 <= TARGET_MS and ws_cpu * 1000 <= TARGET_MS
+    print(f"guard check, {children} nested repos: median wall {ws_time * 1000:.1f} ms, CPU {ws_cpu * 1000:.1f} ms "
+          f"(the same check, no nested repos: {one_time * 1000:.1f} ms, CPU {one_cpu * 1000:.1f} ms)")
+    print(f"target: <= {TARGET_MS:g} ms on wall and CPU: {'within target' if ok else 'OVER TARGET'}")
+    print("summary\t" + json.dumps({
+        "name": "guard_workspace", "what": f"guard check, {children} nested repos",
+        "measured": f"{ws_time * 1000:.1f} ms wall, {ws_cpu * 1000:.1f} ms CPU",
+        "baseline": f"{one_time * 1000:.1f} ms wall, {one_cpu * 1000:.1f} ms CPU (no nested repos)",
+        "ratio": f"{ws_time * 1000 / TARGET_MS:.2f} wall, {ws_cpu * 1000 / TARGET_MS:.2f} CPU (of the target)",
+        "target": f"<= {TARGET_MS:g} ms", "ok": ok}))
     return 0
 
 
