@@ -5,6 +5,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -646,7 +647,7 @@ def test_claude_plugin_wiring() -> None:
     plugin = _json(".claude-plugin/plugin.json")
     assert plugin["name"] == "madtea" and plugin["author"]["name"]  # `claude plugin validate --strict` wants it
     pre = _json("hooks/hooks.json")["hooks"]["PreToolUse"]
-    assert pre[0]["matcher"] == "Bash" and "${CLAUDE_PLUGIN_ROOT}/madtea.py" in pre[0]["hooks"][0]["command"]
+    assert pre[0]["matcher"] == "Bash" and "${CLAUDE_PLUGIN_ROOT}/bin/madtea" in pre[0]["hooks"][0]["command"]
     assert _json(".mcp.json")["mcpServers"]["madtea"] == _SERVER
 
 
@@ -721,3 +722,21 @@ def test_manifest_hook_without_madtea_wedges_nothing(sandbox: dict[str, str], tm
 def test_manifests_are_self_contained(rel: str) -> None:
     text = (ROOT / rel).read_text(encoding="utf-8")
     assert not re.search(r"\bADR\b|#\d|\bissue\b", text, re.I), rel
+
+
+def test_the_launcher_run_from_a_checkout_loads_the_modules_beside_it(sandbox: dict[str, str], tmp_path: Path) -> None:
+    """The plugin's hook command: bin/madtea of a copied checkout, no PYTHONPATH; bytecode is cached there."""
+    checkout = tmp_path / "plugin"
+    (checkout / "bin").mkdir(parents=True)
+    for name in ("madtea.py", "guard.py", "gitops.py", "forge.py", "bin/madtea"):
+        shutil.copy(ROOT / name, checkout / name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    event = json.dumps(_event("claude", "git add x && git commit -m y", sandbox["A"])).encode()
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-X", "importtime", str(checkout / "bin" / "madtea"), "hook"],
+                              input=event, capture_output=True, env=env, cwd=sandbox["A"], timeout=60)
+        assert proc.returncode == 2, proc.stderr.decode()
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode().splitlines()
+                if line.startswith("import time")}
+    assert {"guard", "gitops"} <= imported and "madtea" not in imported
+    assert sorted(p.name.split(".")[0] for p in (checkout / "__pycache__").glob("*.pyc")) == ["gitops", "guard"]
