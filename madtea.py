@@ -953,6 +953,9 @@ def run_error(exc: BaseException, inv: Invocation | None = None) -> Result:
     """An exception as its coded result: the one mapping from error types to codes and ways on."""
     if isinstance(exc, guard.Refusal):
         return refusal_result(exc)
+    if isinstance(exc, gitops.GitTimeout):  # before any target is known (reading the repository's state)
+        repo = getattr(inv, "repo", None)
+        return refusal_result(guard.git_timeout_refusal(repo.describe() if repo else "the repository", exc))
     if isinstance(exc, gitops.GitError):
         said = str(exc)  # git echoes what it was given: a long value would come back whole
         said = said if len(said) <= 4000 else said[:4000] + f"… ({len(said) - 4000} more characters)"
@@ -3944,7 +3947,8 @@ def finish_op(inv: Invocation) -> Result:
 
 # Failures a person resolves before a resumed finish can succeed; after any other, resuming is the way on.
 _PERSON_FIRST = {"AUTH_MISSING", "SCOPE_MISSING", "MERGE_BLOCKED", "MERGE_CONFLICT", "USER_ACTION_REQUIRED",
-                 "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "LEASE_REJECTED", "NOT_CONTAINED"}
+                 "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "LEASE_REJECTED", "NOT_CONTAINED", "DIVERGED",
+                 "GIT_TIMEOUT"}
 
 
 def _head_moved_steps(inv: Invocation, steps: _Steps, resume: dict[str, Any]) -> list[dict[str, Any]]:

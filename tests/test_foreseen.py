@@ -141,6 +141,17 @@ def test_a_git_timeout_is_its_own_code_with_words_for_a_person(single_repo: Sing
     assert run_git(repo, "log", "-1", "--format=%s") == "initial commit"
 
 
+def test_a_timeout_reading_the_repositorys_state_is_its_own_code(single_repo: SingleRepo,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import gitops
+
+    def slow(*args: Any, **kwargs: Any) -> Any:
+        raise gitops.GitTimeout(["git", "status"], 3.0)
+    monkeypatch.setattr(gitops, "status", slow)  # read for the rules, before any handler runs
+    result = refused("GIT_TIMEOUT", "madt_commit", single_repo.repo, files=["README.md"], title="t")
+    assert "MADTEA_GIT_TIMEOUT" in result.error["user_action"] and result.error["target"]
+
+
 def test_a_timeout_in_a_read_is_its_own_code_too(single_repo: SingleRepo,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import gitops

@@ -316,10 +316,7 @@ def run_steps(walk: Walk, steps: list[dict[str, Any]], seen: tuple, depth: int) 
 # --------------------------------------------------------------------------- the walk over every topology
 
 # Cases the walk finds broken whose fix is not on main yet: strict, so each flips when it lands.
-KNOWN: dict[tuple[str, str], str] = {
-    ("detached", "madt_finish"): "a finish that merged but cannot fast-forward a local default branch with commits "
-                                 "of its own proposes resuming, which meets the default branch and loops",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(scope="module")
