@@ -3134,6 +3134,7 @@ def _commit_row(c: Mapping[str, Any]) -> dict[str, Any]:
     who = git.get("author") or {}
     return {"sha": c.get("sha"), "title": clean_line((git.get("message") or "").split("\n", 1)[0]),
             "author": _login(c.get("author")) if c.get("author") else clean_line(who.get("name")) or "unknown",
+            "forge_user": bool(c.get("author")),  # else author is the git name, matched to no account
             "date": (who.get("date") or c.get("created") or "")[:19], "url": c.get("html_url")}
 
 
@@ -3146,7 +3147,8 @@ def repo_commits_op(inv: Invocation) -> Result:
                                                                           "verification": "false"},
                           limit=_limit(inv))
     rows = [_commit_row(c) for c in found]
-    return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} @{r['author']} {r['title']}" for r in rows)
+    return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {'@' * r['forge_user']}{r['author']}: {r['title']}"
+                            for r in rows)
                   or f"no commits match in {api(inv).target.slug}", rows)
 
 

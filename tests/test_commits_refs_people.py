@@ -209,9 +209,10 @@ def test_commits_list_compact_by_ref_and_path_and_bounded(env: Env) -> None:
     b = e.forge.commit("acme", "web", "feat", {"b.txt": "b\n"}, "Add b\n\nwith a body", author="Stranger <s@x.invalid>")
     result = e.ok("madt_repo", action="commits", ref="feat")
     assert [r["sha"] for r in result.data] == [b, a, _git(e, "rev-parse", "main")]
-    assert result.data[0] == {"sha": b, "title": "Add b", "author": "Stranger", "date": result.data[0]["date"],
-                              "url": f"{e.forge.root_url}acme/web/commit/{b}"}
-    assert result.text.splitlines()[1].startswith(f"{a[:9]} ") and "@alice Add a" in result.text
+    assert result.data[0] == {"sha": b, "title": "Add b", "author": "Stranger", "forge_user": False,
+                              "date": result.data[0]["date"], "url": f"{e.forge.root_url}acme/web/commit/{b}"}
+    assert result.text.splitlines()[1].startswith(f"{a[:9]} ") and " @alice: Add a" in result.text
+    assert " Stranger: Add b" in result.text.splitlines()[0]
     assert [r["sha"] for r in e.ok("madt_repo", action="commits", ref="feat", path="a.txt").data] == [a]
     assert len(e.ok("madt_repo", action="commits", ref="feat", limit=1).data) == 1
     assert [r["sha"] for r in e.ok("madt_repo", action="commits", ref="feat", limit=1, page=2).data] == [a]
