@@ -1133,6 +1133,116 @@ def check_local(t: Target) -> None:
     check_default_branch(t)
 
 
+# --------------------------------------------------------------------------- the call pipeline: what a call names
+
+__all__ += ["Asked", "no_such_tool", "check_no_action", "unknown_action", "check_arguments_object",
+            "no_launch_repo", "check_owner_repo", "check_owner_repo_host", "no_forge_origin", "no_default_repo"]
+
+
+@record(frozen=True)
+class Asked(_Guarded):
+    """A call as it was asked, before its target is resolved: what a refusal sends again."""
+
+    tool: str
+    action: str | None
+    args: Mapping[str, Any]
+
+
+def no_such_tool(tool: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
+                   user_action="Use one of the madtea tools the server lists.")
+
+
+def check_no_action(tool: str, action: Any, others: Mapping[str, Any]) -> None:
+    """A tool of one operation takes no action; the same call without it is the way on."""
+    if action is not None:
+        raise Refusal("UNKNOWN_PARAMETER", f"{tool} takes no action parameter.", target=tool,
+                      next=(call(tool, **others),))
+
+
+def unknown_action(tool: str, action: Any, names: Sequence[str], others: Mapping[str, Any],
+                   every: Sequence[Sequence[Call]], required: Mapping[str, Sequence[str]] | None = None) -> Refusal:
+    """A call whose action is missing, not one name, or none of the tool's *names*.
+
+    The way on is the corrected call where one is certain (a close spelling, a one-name list), else
+    *every* action as a choice. A corrected spelling carries placeholders for what that action
+    requires (*required*, by action) and the call does not give.
+    """
+    if action is None:
+        return Refusal("BAD_ARGUMENT", f"{tool} needs action: one of {', '.join(names)}.", target=tool,
+                       choices=every)
+    if not isinstance(action, str):
+        import json
+
+        only = action[0] if isinstance(action, list) and len(action) == 1 and action[0] in names else None
+        shown = json.dumps(action, ensure_ascii=False, default=str)[:80]
+        return Refusal("BAD_ARGUMENT", f"{tool}: action must be one name such as {names[0]!r}, not {shown}.",
+                       target=tool, next=(call(tool, action=only, **others),) if only else (),
+                       choices=() if only else every)
+    guess = did_you_mean(action, names)
+    needs = {n: placeholder(n) for n in (required or {}).get(guess, ())} if guess else {}
+    return Refusal("BAD_ARGUMENT", f"{tool} has no action {action[:80]!r}; its actions are: {', '.join(names)}.",
+                   target=tool, next=(call(tool, action=guess, **{**needs, **others}),) if guess else (),
+                   choices=() if guess else every)
+
+
+def check_arguments_object(tool: str, raw: Any) -> None:
+    from collections.abc import Mapping
+
+    if not isinstance(raw, Mapping):
+        raise Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool, next=(call(tool),))
+
+
+def no_launch_repo(c: _Guarded, launch_dir: str) -> Refusal:
+    """A local-git call without dir= from a server launched outside any repository."""
+    return Refusal("BAD_ARGUMENT", f"{c.where}: the server was launched outside any git repository ({launch_dir}), "
+                   f"so there is no repository to act on without dir=.", target=launch_dir,
+                   next=(c.retry(dir=placeholder("the absolute path of the repository")),))
+
+
+_REPO_NAME = r"[A-Za-z0-9._-]+"
+
+
+def check_owner_repo(value: str, where: str, c: _Guarded | None = None) -> tuple[str | None, str, str]:
+    """``owner/repo`` or ``host[:port]/owner/repo`` as (host or None, owner, repo); never a URL.
+
+    The way on is *c* sent again with owner_repo to fill in, or without *c* (an option, not a call)
+    the call *where* names.
+    """
+    import re
+
+    text = value.strip().removesuffix(".git").strip("/")
+    parts = text.split("/")
+    if "://" in value or "@" in value or len(parts) not in (2, 3) \
+            or not all(re.fullmatch(_REPO_NAME, p) for p in parts[-2:]) or {parts[-1], parts[-2]} & {".", ".."}:
+        tool, _, action = where.partition(" action=")
+        fill = placeholder("owner/repo, such as acme/web")
+        raise Refusal("BAD_ARGUMENT", f"{where}: owner_repo {value[:80]!r} is not owner/repo or host/owner/repo.",
+                      target=where, next=(c.retry(owner_repo=fill) if c else
+                                          call(tool, action=action or None, owner_repo=fill),))
+    return (parts[0].lower() if len(parts) == 3 else None), parts[-2], parts[-1]
+
+
+def check_owner_repo_host(c: _Guarded, owner_repo: str, host: str | None, launch_has_forge: bool) -> None:
+    """An owner/repo without a host takes the launch repo's forge; with none, the host must be named."""
+    if host is None and not launch_has_forge:
+        raise Refusal("BAD_ARGUMENT", f"{c.where}: owner_repo {owner_repo!r} names no host and the launch repo has "
+                      f"no forge origin to take it from.", target=c.where,
+                      next=(c.retry(owner_repo=placeholder("host/owner/repo")),))
+
+
+def no_forge_origin(c: _Guarded, top: str, problem: str) -> Refusal:
+    """A forge call given dir= whose checkout has no usable forge origin (*problem* says why, in words)."""
+    return Refusal("BAD_ARGUMENT", f"{c.where}: {top} {problem}.", target=top,
+                   next=(c.retry(dir=None, owner_repo=placeholder("owner/repo")),))
+
+
+def no_default_repo(c: _Guarded, why: str) -> Refusal:
+    """A forge call without owner_repo where the launch directory gives no repository to default to."""
+    return Refusal("BAD_ARGUMENT", f"{c.where}: {why}, so there is no repository to default to.", target=c.where,
+                   next=(c.retry(owner_repo=placeholder("owner/repo")),))
+
+
 # --------------------------------------------------------------------------- what local services find
 
 __all__ += ["check_branch_named", "is_full_sha", "is_short_sha", "check_lease", "lease_rejected", "push_rejected",

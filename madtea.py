@@ -221,17 +221,12 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
 
     With a server *scope*, the actions offered in a refusal are only those the scope lists.
     """
-    import json
-
     ops = tool_ops(tool, surface)
     if not ops:
-        raise guard.Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
-                            user_action="Use one of the madtea tools the server lists.")
+        raise guard.no_such_tool(tool)
     others = {k: v for k, v in (raw or {}).items() if k != "action"}
     if len(ops) == 1 and ops[0].action is None:
-        if action is not None:
-            raise guard.Refusal("UNKNOWN_PARAMETER", f"{tool} takes no action parameter.", target=tool,
-                                next=(guard.call(tool, **others),))
+        guard.check_no_action(tool, action, others)
         return ops[0]
     by_action = {op.action: op for op in ops}
     if isinstance(action, str) and action in by_action:
@@ -245,20 +240,8 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
     every = tuple((guard.call(tool, action=op.action, **{n: guard.placeholder(n) for n, spec in op.specs.items()
                                                           if spec.required}
                                              | {k: v for k, v in others.items() if k in op.specs}),) for op in ops)
-    if action is None:
-        raise guard.Refusal("BAD_ARGUMENT", f"{tool} needs action: one of {', '.join(names)}.", target=tool,
-                            choices=every)
-    if not isinstance(action, str):
-        only = action[0] if isinstance(action, list) and len(action) == 1 and action[0] in names else None
-        shown = json.dumps(action, ensure_ascii=False, default=str)[:80]
-        raise guard.Refusal("BAD_ARGUMENT", f"{tool}: action must be one name such as {names[0]!r}, not {shown}.",
-                            target=tool, next=(guard.call(tool, action=only, **others),) if only else (),
-                            choices=() if only else every)
-    guess = guard.did_you_mean(action, names)
-    needs = {n: guard.placeholder(n) for n, spec in by_action[guess].specs.items() if spec.required} if guess else {}
-    raise guard.Refusal("BAD_ARGUMENT", f"{tool} has no action {action[:80]!r}; its actions are: {', '.join(names)}.",
-                        target=tool, next=(guard.call(tool, action=guess, **needs | others),) if guess else (),
-                        choices=() if guess else every)
+    required = {str(a): [n for n, spec in op.specs.items() if spec.required] for a, op in by_action.items()}
+    raise guard.unknown_action(tool, action, names, others, every, required)
 
 
 # --- tool summaries and shared parameters ---
@@ -371,6 +354,11 @@ class Invocation:
         assert self.target is not None and self.target.state is not None
         return self.target.state
 
+    @property
+    def asked(self) -> guard.Asked:
+        """The call as it was asked, for a refusal that sends it again."""
+        return guard.Asked(self.op.tool, self.op.action, self.args)
+
     def again(self, **changes: Any) -> dict[str, Any]:
         """This call as a step, with *changes* (a None value leaves that argument out)."""
         return guard.call(self.op.tool, **guard._with_action(self.op.action, self.args | changes))
@@ -428,9 +416,7 @@ def _redacted(result: Result) -> Result:
 
 def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     from collections.abc import Mapping
-    if not isinstance(raw, Mapping):
-        raise guard.Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool,
-                            next=(guard.call(tool),))
+    guard.check_arguments_object(tool, raw)
     action = raw.get("action")
     if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
             any(op.tool == tool and op.cli_only for op in REGISTRY):
@@ -535,12 +521,7 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
             guard.check_repo_scope(ctx.scope, op.where, _forge_repo(target.origin), f"the origin of {target.top}")
     else:
         if launch is None:
-            raise guard.Refusal("BAD_ARGUMENT",
-                                f"{op.where}: the server was launched outside any git repository "
-                                f"({ctx.launch_dir}), so there is no repository to act on without dir=.",
-                                target=str(ctx.launch_dir),
-                                next=(guard.call(op.tool, **guard._with_action(op.action, args | {
-                                    "dir": guard.placeholder("the absolute path of the repository")})),))
+            raise guard.no_launch_repo(guard.Asked(op.tool, op.action, args), str(ctx.launch_dir))
         target, explicit = launch, False
     if args.get("files"):
         # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
@@ -579,30 +560,12 @@ class RemoteTarget:
         return f"{self.host}/{self.owner}/{self.repo}"
 
 
-_NAME = r"[A-Za-z0-9._-]+"
 
 
 def forge_target(origin: gitops.RemoteId) -> Any:
     """Where an origin's forge API lives (origin-first resolution)."""
     import forge
     return forge.resolve_target(origin.host, origin.port, origin.scheme, origin.path_prefix)
-
-
-def parse_owner_repo(value: str, where: str) -> tuple[str | None, str, str]:
-    """``owner/repo`` or ``host[:port]/owner/repo``; never a URL."""
-    import re
-
-    text = value.strip().removesuffix(".git").strip("/")
-    parts = text.split("/")
-    tool, _, action = where.partition(" action=")
-    bad = guard.Refusal("BAD_ARGUMENT", f"{where}: owner_repo {value[:80]!r} is not owner/repo or host/owner/repo.",
-                        target=where, next=(guard.call(tool, action=action or None,
-                                                       owner_repo=guard.placeholder("owner/repo, such as acme/web")),))
-    if "://" in value or "@" in value or len(parts) not in (2, 3):
-        raise bad
-    if not all(re.fullmatch(_NAME, p) for p in parts[-2:]) or {parts[-1], parts[-2]} & {".", ".."}:
-        raise bad
-    return (parts[0].lower() if len(parts) == 3 else None), parts[-2], parts[-1]
 
 
 def _explicit_forge(host: str, launch: Any) -> Any:
@@ -634,27 +597,17 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
             guard.check_repo_scope(inv.ctx.scope, inv.op.where, _forge_repo(facts.origin),
                                    f"the origin of {facts.top}")
         if facts.origin is None:
-            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {facts.top} {origin_problem(facts)}.",
-                                target=str(facts.top),
-                                next=(inv.again(dir=None, owner_repo=guard.placeholder("owner/repo")),))
+            raise guard.no_forge_origin(inv.asked, str(facts.top), origin_problem(facts))
         return RemoteTarget(forge_target(facts.origin), facts.origin.owner, facts.origin.repo, True, launch,
                             launch_host)
     if owner_repo:
-        try:
-            host, owner, repo = parse_owner_repo(owner_repo, inv.op.where)
-        except guard.Refusal as bad:  # the same call, every other argument kept
-            raise guard.Refusal(bad.code, bad.message, target=bad.target, next=(inv.again(
-                owner_repo=guard.placeholder("owner/repo, such as acme/web")),)) from None
-        if host is None and launch_forge is None:
-            raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: owner_repo {owner_repo!r} names no host and the "
-                                f"launch repo has no forge origin to take it from.", target=inv.op.where,
-                                next=(inv.again(owner_repo=guard.placeholder("host/owner/repo")),))
+        host, owner, repo = guard.check_owner_repo(owner_repo, inv.op.where, inv.asked)  # every other argument kept
+        guard.check_owner_repo_host(inv.asked, owner_repo, host, launch_forge is not None)
         target = _explicit_forge(host, launch_forge) if host else launch_forge
         return RemoteTarget(target, owner, repo, explicit, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
         where = f"{launch.top} {origin_problem(launch)}" if launch else f"{inv.ctx.launch_dir} is not a git repository"
-        raise guard.Refusal("BAD_ARGUMENT", f"{inv.op.where}: {where}, so there is no repository to default to.",
-                            target=inv.op.where, next=(inv.again(owner_repo=guard.placeholder("owner/repo")),))
+        raise guard.no_default_repo(inv.asked, where)
     return RemoteTarget(launch_forge, launch.origin.owner, launch.origin.repo, False, launch, launch_host)
 
 
@@ -718,7 +671,7 @@ def _call_target(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[str | N
     if args.get("dir"):
         return _dir_repo(str(args["dir"])), f"the origin of {args['dir']}"
     if args.get("owner_repo"):
-        host, owner, repo = parse_owner_repo(str(args["owner_repo"]), op.where)
+        host, owner, repo = guard.check_owner_repo(str(args["owner_repo"]), op.where)
         return named_repo(host, owner, repo, _launch_forge(ctx)), "owner_repo"
     if op.tool == "madt_api_call":
         segments, _query = _api_call_path(args.get("path"))
@@ -4628,7 +4581,7 @@ def _scope_repos(entries: Sequence[str], option: str, launch_dir: Path, problems
     out = []
     for entry in entries:
         try:
-            host, owner, repo = parse_owner_repo(entry, option)
+            host, owner, repo = guard.check_owner_repo(entry, option)
         except guard.Refusal:
             problems.append(f"{option}: {entry!r} is not HOST/OWNER/REPO or OWNER/REPO (a name, not a URL).")
             continue

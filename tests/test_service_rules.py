@@ -321,3 +321,76 @@ def test_a_deletion_is_typed_at_a_terminal_or_left_to_a_person() -> None:
 def test_only_filing_an_issue_crosses_to_another_forge_host() -> None:
     assert guard.cross_host_write("madt_issues", "create")
     assert not guard.cross_host_write("madt_issues", "edit") and not guard.cross_host_write("madt_pr", "create")
+
+
+# --------------------------------------------------------------------------- the call pipeline: what a call names
+
+ISSUES = guard.Asked("madt_issues", "list", {"owner_repo": "acme/web", "state": "all"})
+
+
+def test_a_call_names_a_tool_and_one_of_its_actions() -> None:
+    assert guard.no_such_tool("madt_nope").user_action == "Use one of the madtea tools the server lists."
+    guard.check_no_action("madt_status", None, {})
+    r = refusal(guard.check_no_action, "madt_status", "list", {"dir": "/w/web"})
+    assert (r.code, r.message, way(r)) == ("UNKNOWN_PARAMETER", "madt_status takes no action parameter.",
+                                           ["madt_status dir=/w/web"])
+    every = ((guard.call("madt_labels", action="list"),), (guard.call("madt_labels", action="create", name="<name>"),))
+    names = ["list", "create"]
+    cases = {None: ("madt_labels needs action: one of list, create.", [], 2),
+             "lsit": ("madt_labels has no action 'lsit'; its actions are: list, create.", ["madt_labels action=list"], 0),
+             "zzz": ("madt_labels has no action 'zzz'; its actions are: list, create.", [], 2)}
+    for action, (text, steps, choices) in cases.items():
+        r = guard.unknown_action("madt_labels", action, names, {}, every)
+        assert (r.code, r.message, way(r), len(r.choices)) == ("BAD_ARGUMENT", text, steps, choices)
+    r = guard.unknown_action("madt_labels", "craete", names, {"color": "red"}, every, {"create": ["name"], "list": []})
+    assert way(r) == ["madt_labels action=create name=<name> color=red"]
+    r = guard.unknown_action("madt_labels", "craete", names, {"name": "bug"}, every, {"create": ["name"]})
+    assert way(r) == ["madt_labels action=create name=bug"]
+    r = guard.unknown_action("madt_labels", ["list"], names, {}, every)
+    assert r.message == """madt_labels: action must be one name such as 'list', not ["list"]."""
+    assert way(r) == ["madt_labels action=list"]
+    assert len(guard.unknown_action("madt_labels", {"a": 1}, names, {}, every).choices) == 2
+
+
+def test_arguments_are_an_object() -> None:
+    guard.check_arguments_object("madt_status", {})
+    r = refusal(guard.check_arguments_object, "madt_status", ["dir"])
+    assert (r.message, way(r)) == ("madt_status: arguments must be an object.", ["madt_status"])
+
+
+def test_a_local_call_outside_any_repository_needs_dir() -> None:
+    r = guard.no_launch_repo(guard.Asked("madt_log", None, {"limit": 3}), "/tmp/x")
+    assert r.message.startswith("madt_log: the server was launched outside any git repository (/tmp/x)")
+    assert way(r) == ["madt_log limit=3 dir=<the absolute path of the repository>"]
+
+
+@pytest.mark.parametrize("value,parsed", [("acme/web", (None, "acme", "web")), (" acme/web.git ", (None, "acme", "web")), ("/acme/web/", (None, "acme", "web")),
+                                          ("Forge.Example:3000/acme/web", ("forge.example:3000", "acme", "web"))])
+def test_owner_repo_is_owner_slash_repo_with_an_optional_host(value: str, parsed: tuple[Any, ...]) -> None:
+    assert guard.check_owner_repo(value, "madt_issues action=list") == parsed
+
+
+@pytest.mark.parametrize("value", ["https://forge/acme/web", "git@forge:acme/web", "web", "a/b/c/d", "acme/../x",
+                                   "acme/we b", "acme/.."])
+def test_owner_repo_is_never_a_url_or_a_path(value: str) -> None:
+    r = refusal(guard.check_owner_repo, value, "madt_issues action=list")
+    assert r.message == f"madt_issues action=list: owner_repo {value!r} is not owner/repo or host/owner/repo."
+    assert way(r) == ["madt_issues action=list owner_repo=<owner/repo, such as acme/web>"]
+    again = refusal(guard.check_owner_repo, value, "madt_issues action=list", ISSUES)
+    assert way(again) == ["madt_issues action=list owner_repo=<owner/repo, such as acme/web> state=all"]
+    assert way(refusal(guard.check_owner_repo, value, "--repo")) == ["--repo owner_repo=<owner/repo, such as acme/web>"]
+
+
+def test_a_forge_call_needs_a_repository_to_reach() -> None:
+    guard.check_owner_repo_host(ISSUES, "acme/web", None, True)
+    guard.check_owner_repo_host(ISSUES, "h/acme/web", "h", False)
+    r = refusal(guard.check_owner_repo_host, ISSUES, "acme/web", None, False)
+    assert r.message == ("madt_issues action=list: owner_repo 'acme/web' names no host and the launch repo has no "
+                         "forge origin to take it from.")
+    assert way(r) == ["madt_issues action=list owner_repo=<host/owner/repo> state=all"]
+    r = guard.no_forge_origin(guard.Asked("madt_issues", "list", {"dir": "/w/x"}), "/w/x", "has no origin remote")
+    assert (r.message, way(r)) == ("madt_issues action=list: /w/x has no origin remote.",
+                                   ["madt_issues action=list owner_repo=<owner/repo>"])
+    r = guard.no_default_repo(ISSUES, "/tmp/x is not a git repository")
+    assert r.message == ("madt_issues action=list: /tmp/x is not a git repository, so there is no repository to "
+                         "default to.")
