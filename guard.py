@@ -2076,11 +2076,10 @@ def check_branch_rename(w: RefWrite, name: str, new_name: str) -> None:
         raise protected_branch(w, name)
 
 
-def protected_branch(w: RefWrite, name: str, said: str = "") -> Refusal:
-    """A branch protection rule stands in the way; *said* is the forge's own words, when it refused."""
-    why = f" (the forge said: {said})" if said else ""
+def protected_branch(w: RefWrite, name: str) -> Refusal:
+    """A branch protection rule stands in the way (read before the write, or the forge's refusal of it)."""
     return Refusal("PROTECTED_BRANCH", f"{name} in {w.repo} is protected by a branch rule, and only a repository "
-                   f"admin may rename it{why}; nothing was renamed.", target=f"{w.repo} branch {name}",
+                   f"admin may rename it; nothing was renamed.", target=f"{w.repo} branch {name}",
                    user_action=f"Ask an admin of {w.repo} to rename {name}, or to change its protection rule, if "
                                f"it should be renamed.")
 

@@ -3207,8 +3207,8 @@ def repo_rename_branch_op(inv: Invocation) -> Result:
     try:
         remote.patch("branches", old, json={"name": new})
     except remote.forge.ForgeError as exc:
-        if exc.status == 403 and facts.protected:
-            raise guard.protected_branch(facts, old, exc.message) from None
+        if exc.status == 403 and (facts.protected or (_found(inv, "branches", old) or {}).get("protected")):
+            raise guard.protected_branch(facts, old) from None  # a rule made since the read, too
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         _settle_rename(inv, exc, old, new)  # the answer was lost: the read-back below says whether it landed

@@ -310,6 +310,25 @@ def test_a_protected_branch_is_an_admins_to_rename_and_the_refusal_says_so(env: 
     assert e.repo.protected == {"stable"}
 
 
+def test_a_protection_rule_made_after_the_read_is_still_named_as_one(env: Env,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    e = env
+    e.forge.commit("acme", "web", "release", {"a.txt": "a\n"}, "Add a")
+    e.forge.grant("acme", "web", "bob", "write")
+    monkeypatch.setenv("MADTEA_TOKEN", "bob-token")
+    real = madtea.Api.patch
+
+    def patch(self: Any, *segments: Any, json: Any = None) -> Any:
+        e.forge.protect_branch("acme", "web", "release")  # someone protects it between the read and the write
+        return real(self, *segments, json=json)
+
+    monkeypatch.setattr(madtea.Api, "patch", patch)
+    refused = e.refused("PROTECTED_BRANCH", "madt_repo", action="rename_branch", branch="release", new_name="x")
+    assert refused.text.startswith("release in acme/web is protected by a branch rule")
+    assert len(e.forge.find_requests("PATCH", "/repos/acme/web/branches/release")) == 1
+    assert e.forge.branch_sha("acme", "web", "release")
+
+
 def test_a_rename_whose_answer_was_lost_is_read_back(env: Env, fast_client: list[float]) -> None:
     e = env
     e.forge.commit("acme", "web", "feat", {"a.txt": "a\n"}, "Add a")
