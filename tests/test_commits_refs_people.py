@@ -441,3 +441,14 @@ async def test_through_the_mcp_server_the_new_actions_are_listed_and_answer(env:
     assert made.is_error is False and "Created branch topic" in made.content[0].text
     assert refused.is_error is True and refused.structured_content["code"] == "DEFAULT_BRANCH"
     assert "npm left-pad 1.0.0" in versions.content[0].text
+
+
+def test_branch_names_with_slashes_are_one_segment_each_way(env: Env) -> None:
+    e = env
+    sha = e.forge.commit("acme", "web", "feat/base", {"a.txt": "a\n"}, "Add a")
+    e.ok("madt_repo", action="create_branch", branch="feat/topic", ref="feat/base")
+    assert e.forge.branch_sha("acme", "web", "feat/topic") == sha
+    e.ok("madt_repo", action="rename_branch", branch="feat/topic", new_name="fix/topic")
+    assert e.forge.branch_sha("acme", "web", "fix/topic") == sha
+    assert [r["sha"] for r in e.ok("madt_repo", action="commits", ref="fix/topic", limit=1).data] == [sha]
+    assert e.ok("madt_repo", action="commit", sha="fix/topic").data["sha"] == sha
