@@ -127,6 +127,7 @@ class Param:
     default_true: bool = False    # a boolean that is on unless turned off (CLI: --x / --no-x)
     minimum: int = 0              # the least whole number an "int" parameter takes, on both surfaces
     cli_help: str | None = None   # the CLI's wording, where the description speaks of the MCP server
+    secret: bool = False          # a value never shown back: scrubbed from every result of the call
 
 
 @record(frozen=True)
@@ -261,7 +262,8 @@ TOOL_SUMMARIES.update({
     "madt_notifications": "Your notifications on the forge.",
     "madt_people": "People on the forge: your organisations, user and team search, an owner's packages.",
     "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
-    "madt_actions": "Actions (CI) runs, jobs, workflows and logs, where the forge offers them.",
+    "madt_actions": "Actions (CI): runs, jobs, workflows, logs, artifacts, dispatch, secrets and variables, "
+                    "where the forge has them. Deleting a secret or variable is a person's act.",
 })
 
 
@@ -383,7 +385,8 @@ def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
         note = _narrow_error(result.error, ctx)
         result.text = f"{result.text}\n{note}" if note else result.text
     result.notes = notes + result.notes
-    return _redacted(result)
+    secrets = _secret_values(tool, raw)
+    return _redacted(_without_secrets(result, secrets) if secrets else result)
 
 
 def _redacted(result: Result) -> Result:
@@ -410,6 +413,42 @@ def _redacted(result: Result) -> Result:
     result.text = scrubbed(result.text)
     result.data = scrubbed(result.data)
     result.error = scrubbed(result.error)
+    result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
+    return result
+
+
+def _secret_values(tool: str, raw: Any) -> list[str]:
+    """The values a call gives for its secret parameters (a secret being set)."""
+    if not isinstance(raw, dict):
+        return []
+    names = {p.name for op in REGISTRY if op.tool == tool and op.action == raw.get("action")
+             for p in op.params if p.secret}
+    return [v for k, v in raw.items() if k in names and isinstance(v, str) and v]
+
+
+def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
+    """*result* with each secret value gone from its text, data, error and notes: whole, as JSON or Python would
+    escape it, or cut short the way refusals cut an echoed value."""
+    import json
+    forms: set[str] = set()
+    for value in secrets:
+        for form in (value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1]):
+            forms.update(form[:n] for n in range(min(len(form), 8), len(form) + 1))
+    ordered = sorted(forms, key=len, reverse=True)
+    hidden = guard.placeholder("the secret value")
+
+    def scrubbed(value: Any) -> Any:
+        if isinstance(value, str):
+            for form in ordered:
+                value = value.replace(form, hidden) if form in value else value
+            return value
+        if isinstance(value, (list, tuple)):
+            return type(value)(scrubbed(v) for v in value)
+        if isinstance(value, dict):
+            return {k: scrubbed(v) for k, v in value.items()}
+        return value
+
+    result.text, result.data, result.error = scrubbed(result.text), scrubbed(result.data), scrubbed(result.error)
     result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
     return result
 
@@ -1818,6 +1857,17 @@ def _named_since(inv: Invocation, *segments: Any) -> Since:
     return mark
 
 
+def _settled(remote: Api, exc: Exception, read: Callable[[], Any], landed: Callable[[Any], bool]) -> Any:
+    """A write that failed: its read-back when the answer was lost and it shows the write landed; else the failure."""
+    if getattr(exc, "code", None) != "FORGE_UNAVAILABLE":
+        raise exc
+    found = read()
+    if not landed(found):
+        raise exc
+    notice("the forge's answer was lost; a read-back shows the write landed, so it was not sent again.")
+    return found
+
+
 # --- forge helpers: body edits ---
 
 def _body_sha(body: str | None) -> str:
@@ -2219,6 +2269,8 @@ def _edit(inv: Invocation, kind: str) -> Result:
             done.append(f"set base to {a['base']}")
         if fields.keys() - {"base"}:
             done.append("set " + ", ".join(sorted(fields.keys() - {"base"})))
+        if kind == "pr" and (a.get("add_reviewer") or a.get("remove_reviewer")):
+            done.append(_set_reviewers(inv, number))
         if add_ids:
             api(inv).post("issues", number, "labels", json={"labels": add_ids})
             done.append("added labels " + ", ".join(a["add_label"]))
@@ -2237,6 +2289,31 @@ def _edit(inv: Invocation, kind: str) -> Result:
     item = api(inv).get("issues", number)
     return Result(f"Edited #{number} in {api(inv).target.slug}: " + "; ".join(done) + f"\n{item.get('html_url')}",
                   issue_row(item))
+
+
+def _set_reviewers(inv: Invocation, number: int) -> str:
+    """Requested reviewers added and removed as sets; what the forge holds afterwards, read back."""
+    remote = api(inv)
+
+    def asked() -> set[str]:
+        return {_login(u) for u in remote.get("pulls", number).get("requested_reviewers") or []}
+    before = {n.casefold() for n in asked()}
+    add = [n for n in inv.args.get("add_reviewer") or [] if n.casefold() not in before]
+    remove = [n for n in inv.args.get("remove_reviewer") or [] if n.casefold() in before]
+    lost = None
+    for send, names in ((remote.scoped.post, add), (remote.scoped.delete, remove)):
+        if names:
+            try:
+                send(["pulls", str(number), "requested_reviewers"], json={"reviewers": names})
+            except remote.forge.ForgeError as exc:
+                if exc.code != "FORGE_UNAVAILABLE":
+                    raise
+                lost = exc  # the answer was lost: the read-back below says whether it landed
+    now = asked()
+    folded = {n.casefold() for n in now}
+    if lost and not ({n.casefold() for n in add} <= folded and not {n.casefold() for n in remove} & folded):
+        raise lost
+    return "review requested from " + (", ".join(f"@{n}" for n in sorted(now)) or "no one")
 
 
 def _set_state(inv: Invocation, state: str, noun: str) -> Result:
@@ -2292,6 +2369,10 @@ def _comment(inv: Invocation, noun: str) -> Result:
     made = post_comment(inv, number, body)
     return Result(f"Commented on {noun} #{number} in {api(inv).target.slug} (comment {made.get('id')})\n"
                   f"{made.get('html_url')}", {"id": made.get("id"), "url": made.get("html_url")})
+
+
+def _forge_call(inv: Invocation, secret: str | None = None) -> guard.ForgeCall:
+    return guard.ForgeCall(inv.op.tool, inv.op.action, inv.args, api(inv).target.slug, secret)
 
 
 # --- madt_issues ---
@@ -2428,6 +2509,106 @@ def issue_unlock_op(inv: Invocation) -> Result:
     return Result(f"Unlocked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": False})
 
 
+def _tracked(remote: Api, number: int) -> tuple[list[dict[str, Any]], int]:
+    """An issue's tracked times and their total, in seconds."""
+    times = remote.list("issues", number, "times", limit=1000)
+    return times, sum(int(t.get("time") or 0) for t in times)
+
+
+def _hms(seconds: int) -> str:
+    hours, rest = divmod(int(seconds), 3600)
+    return " ".join(f"{n}{unit}" for n, unit in ((hours, "h"), (rest // 60, "m"), (rest % 60, "s")) if n) or "0s"
+
+
+def _times_look(inv: Invocation, number: int) -> dict[str, Any]:
+    return guard.call("madt_issues", action="times", owner_repo=api(inv).target.full, number=number)
+
+
+@operation("madt_issues", "times", cli=("issue", "times"), kind="remote", mutating=False, idempotent=True,
+           summary="List tracked time, with the total.", params=(NUMBER,))
+def issue_times_op(inv: Invocation) -> Result:
+    number, remote = _issue_number(inv), api(inv)
+    times, total = _tracked(remote, number)
+    rows: list[dict[str, Any]] = [{"id": t.get("id"), "user": clean_line(t.get("user_name")),
+                                   "seconds": int(t.get("time") or 0), "created": str(t.get("created") or "")[:19]}
+                                  for t in times]
+    lines = [f"{r['id']} {_hms(r['seconds'])} by @{r['user']} {r['created'][:10]}" for r in rows]
+    return Result("\n".join(lines + [f"total on #{number}: {_hms(total)}"]), {"times": rows, "total": total})
+
+
+@operation("madt_issues", "add_time", cli=("issue", "add-time"), kind="remote", mutating=True,
+           summary="Track time spent; gives the new total.",
+           params=(NUMBER, Param("duration", description="The time spent, e.g. 1h30m, 45m or 90s.", required=True)))
+def issue_add_time_op(inv: Invocation) -> Result:
+    number, remote = _issue_number(inv), api(inv)
+    seconds = guard.duration_seconds(_forge_call(inv), inv.args["duration"])
+    me = _me(inv).casefold()
+    made = create_once(inv, ("issues", number, "times"), {"time": seconds}, "tracked time",
+                       made_since(lambda: remote.list("issues", number, "times", limit=1000),
+                                  lambda t: int(t.get("time") or 0) == seconds
+                                  and str(t.get("user_name")).casefold() == me), _times_look(inv, number))
+    _, total = _tracked(remote, number)
+    return Result(f"Tracked {_hms(seconds)} on #{number} in {remote.target.slug} (entry {made.get('id')}); its "
+                  f"total is now {_hms(total)}.", {"id": made.get("id"), "seconds": seconds, "total": total})
+
+
+@operation("madt_issues", "start_stopwatch", cli=("issue", "start-stopwatch"), kind="remote", mutating=True,
+           idempotent=True, summary="Start your stopwatch on an issue.", params=(NUMBER,))
+def issue_start_stopwatch_op(inv: Invocation) -> Result:
+    number, remote = _issue_number(inv), api(inv)
+    running = False
+    for attempt in (1, 2):  # a second start after a lost answer is safe: the forge says it is running
+        try:
+            remote.post("issues", number, "stopwatch", "start")
+            break
+        except remote.forge.ForgeError as exc:
+            if exc.status == 409:
+                running = attempt == 1
+                break
+            if exc.code != "FORGE_UNAVAILABLE" or attempt == 2:
+                raise
+    _, total = _tracked(remote, number)
+    said = "was already running" if running else "started"
+    return Result(f"Your stopwatch on #{number} in {remote.target.slug} {said}; the time tracked so far is "
+                  f"{_hms(total)}, and stopping it adds the time since.", {"number": number, "total": total})
+
+
+@operation("madt_issues", "stop_stopwatch", cli=("issue", "stop-stopwatch"), kind="remote", mutating=True,
+           summary="Stop your stopwatch, tracking the time.", params=(NUMBER,))
+def issue_stop_stopwatch_op(inv: Invocation) -> Result:
+    number, remote = _issue_number(inv), api(inv)
+    before = {t.get("id") for t in _tracked(remote, number)[0]}
+    lost = None
+    try:
+        remote.post("issues", number, "stopwatch", "stop")
+    except remote.forge.ForgeError as exc:
+        if exc.status == 409:
+            raise guard.no_stopwatch(_forge_call(inv), number) from None
+        if exc.code != "FORGE_UNAVAILABLE":
+            raise
+        lost = exc
+    times, total = _tracked(remote, number)
+    new = [t for t in times if t.get("id") not in before]
+    if not new:
+        if lost:
+            raise guard.lost_write(_forge_call(inv), str(lost), "the stopwatch stopped", _times_look(inv, number))
+        raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists "
+                                      f"no new tracked time.")
+    spent = int(new[-1].get("time") or 0)
+    return Result(f"Stopped your stopwatch on #{number} in {remote.target.slug}: tracked {_hms(spent)}; its total "
+                  f"is now {_hms(total)}.", {"id": new[-1].get("id"), "seconds": spent, "total": total})
+
+
+@operation("madt_issues", "attachments", cli=("issue", "attachments"), kind="remote", mutating=False,
+           idempotent=True, summary="List attached files.", params=(NUMBER,))
+def issue_attachments_op(inv: Invocation) -> Result:
+    number, remote = _issue_number(inv), api(inv)
+    rows = [{"id": a.get("id"), "name": clean_line(a.get("name")), "size": a.get("size"),
+             "url": remote.client.asset_url(a)} for a in remote.get("issues", number, "assets") or []]
+    return Result("\n".join(f"{r['id']} {r['name']} ({r['size']} bytes) {r['url']}" for r in rows)
+                  or f"no files are attached to #{number}", rows)
+
+
 # --- madt_pr ---
 
 _WIP = ("WIP:", "[WIP]")
@@ -2554,7 +2735,9 @@ def pr_create_op(inv: Invocation) -> Result:
                    Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
                    Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
                    MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
-                   Param("comment_id", "int", "Edit this comment's body instead of the pull request's.", minimum=1)))
+                   Param("comment_id", "int", "Edit this comment's body instead of the pull request's.", minimum=1),
+                   Param("add_reviewer", "strs", "Usernames to ask for a review."),
+                   Param("remove_reviewer", "strs", "Usernames to no longer ask.")))
 def pr_edit_op(inv: Invocation) -> Result:
     return _edit(inv, "pr")
 
@@ -2674,22 +2857,172 @@ def pr_diff_op(inv: Invocation) -> Result:
     return Result("\n".join(lines), {"number": number, "length": len(text), "offset": offset, "end": end})
 
 
+_EVENTS = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT", "pending": "PENDING"}
+EVENT = Param("event", "enum", "approve, request_changes, comment, or pending (submit it later).",
+              choices=tuple(_EVENTS), required=True)
+REVIEW_ID = Param("review_id", "int", "The review's id.", required=True, minimum=1)
+
+
 @operation("madt_pr", "review", cli=("pr", "review"), kind="remote", mutating=True,
-           summary="Review a pull request: approve, request changes, or comment.",
-           params=(NUMBER, Param("event", "enum", "approve, request_changes or comment.",
-                                 choices=("approve", "request_changes", "comment"), required=True),
-                   BODY_NEW, BODY_FILE))
+           summary="Review a pull request: approve, request changes, or comment, with inline comments.",
+           params=(NUMBER, EVENT, BODY_NEW, BODY_FILE,
+                   Param("inline", "json", 'Inline comments: [{"path": "a.py", "line": 3, "body": "..."}]; '
+                         "old_line for a removed line.")))
 def pr_review_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
-    event = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT"}[inv.args["event"]]
+    event = _EVENTS[inv.args["event"]]
     remote, body = api(inv), inv.args.get("body", "")
-    review = create_once(inv, ("pulls", number, "reviews"), {"event": event, "body": body}, "review",
+    payload: dict[str, Any] = {"event": event, "body": body}
+    if inv.args.get("inline") is not None:
+        payload["comments"] = guard.inline_comments(_forge_call(inv), inv.args["inline"])
+    review = create_once(inv, ("pulls", number, "reviews"), payload, "review",
                          made_since(lambda: remote.list("pulls", number, "reviews", limit=1000),
                                     lambda r: r.get("state") == event and (r.get("body") or "") == body),
-                         guard.call("madt_api_call", owner_repo=remote.target.full,
-                                    path=f"/repos/{remote.target.slug}/pulls/{number}/reviews"))
-    return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.args['event']} (review {review.get('id')}).",
-                  {"id": review.get("id"), "state": review.get("state")})
+                         guard.call("madt_pr", action="reviews", owner_repo=remote.target.full, number=number))
+    inline = f", {review.get('comments_count') or 0} inline comments" if payload.get("comments") else ""
+    later = (f"; it is pending until submitted: " + guard.render_call(guard.call(
+        "madt_pr", action="submit_review", owner_repo=remote.target.full, number=number, review_id=review.get("id"),
+        event=guard.placeholder("approve, request_changes or comment")))) if event == "PENDING" else ""
+    return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.args['event']} (review "
+                  f"{review.get('id')}{inline}){later}.", {"id": review.get("id"), "state": review.get("state"),
+                                                            "comments_count": review.get("comments_count")})
+
+
+@operation("madt_pr", "submit_review", cli=("pr", "submit-review"), kind="remote", mutating=True, idempotent=True,
+           summary="Submit a pending review.", params=(NUMBER, REVIEW_ID, EVENT, BODY_NEW, BODY_FILE))
+def pr_submit_review_op(inv: Invocation) -> Result:
+    number, rid = _issue_number(inv), inv.args["review_id"]
+    event, remote = _EVENTS[inv.args["event"]], api(inv)
+    try:
+        review = remote.post("pulls", number, "reviews", rid, json={"event": event, "body": inv.args.get("body", "")})
+    except remote.forge.ForgeError as exc:
+        review = _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid),
+                          lambda r: r.get("state") == event)
+    return Result(f"Submitted review {rid} on PR #{number} in {remote.target.slug}: {inv.args['event']}.",
+                  {"id": rid, "state": review.get("state")})
+
+
+@operation("madt_pr", "dismiss_review", cli=("pr", "dismiss-review"), kind="remote", mutating=True, idempotent=True,
+           summary="Dismiss an approval or change request.",
+           params=(NUMBER, REVIEW_ID, replace(BODY_NEW, required=True), BODY_FILE))
+def pr_dismiss_review_op(inv: Invocation) -> Result:
+    number, rid, remote = _issue_number(inv), inv.args["review_id"], api(inv)
+    try:
+        remote.post("pulls", number, "reviews", rid, "dismissals", json={"message": inv.args["body"]})
+    except remote.forge.ForgeError as exc:
+        _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid), lambda r: bool(r.get("dismissed")))
+    review = remote.get("pulls", number, "reviews", rid)
+    return Result(f"Dismissed review {rid} ({review.get('state')} by @{_login(review.get('user'))}) on PR #{number} "
+                  f"in {remote.target.slug}.", {"id": rid, "dismissed": bool(review.get("dismissed"))})
+
+
+def _review_comments(remote: Api, number: int, review: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return list(remote.get("pulls", number, "reviews", review.get("id"), "comments") or []) \
+        if review.get("comments_count") else []
+
+
+def _comment_where(c: Mapping[str, Any]) -> str:
+    line = f"line {c.get('position')}" if c.get("position") else f"old line {c.get('original_position')}"
+    return f"{clean_line(c.get('path'))} {line}"
+
+
+def _fenced_comment(inv: Invocation, c: Mapping[str, Any], cache: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """One review comment, fenced with its author, their relation, its review and its file and line."""
+    target, who = api(inv).target, _login(c.get("user"))
+    number, cid = _issue_number(inv), c.get("id")
+    body, _end, tail = window(clean(c.get("body")), 0, lambda end: guard.render_call(guard.call(
+        "madt_api_call", owner_repo=target.full,
+        path=f"/repos/{target.slug}/pulls/{number}/reviews/{c.get('pull_request_review_id')}/comments")), "comment")
+    what = f"review comment {cid} (review {c.get('pull_request_review_id')}, {_comment_where(c)})"
+    row = {"id": cid, "review_id": c.get("pull_request_review_id"), "path": clean_line(c.get("path")),
+           "line": c.get("position") or None, "old_line": None if c.get("position") else c.get("original_position"),
+           "author": who, "body": body, "resolved_by": _login(c["resolver"]) if c.get("resolver") else None}
+    return fence(body, who, _relation(inv, who, cache), what) + (f"\n{tail}" if tail else ""), row
+
+
+@operation("madt_pr", "reviews", cli=("pr", "reviews"), kind="remote", mutating=False, idempotent=True,
+           summary="List reviews; comments=true adds their inline comments.",
+           params=(NUMBER, COMMENTS))
+def pr_reviews_op(inv: Invocation) -> Result:
+    number, remote = _issue_number(inv), api(inv)
+    cache: dict[str, str] = {}
+    lines, rows = [], []
+    budget = 3 * MAX_TEXT  # many long reviews: past this, the rest is named, not shown
+    reviews = remote.list("pulls", number, "reviews", limit=1000)
+    for index, r in enumerate(reviews):
+        if budget <= 0:
+            lines.append(f"[{len(reviews) - index} more reviews not shown; read them with " + guard.render_call(
+                guard.call("madt_api_call", owner_repo=remote.target.full,
+                           path=f"/repos/{remote.target.slug}/pulls/{number}/reviews")) + "]")
+            break
+        who = _login(r.get("user"))
+        row = {"id": r.get("id"), "state": r.get("state"), "author": who, "dismissed": bool(r.get("dismissed")),
+               "submitted": (r.get("submitted_at") or "")[:19], "comments_count": r.get("comments_count") or 0}
+        flags = "".join(f" ({k})" for k in ("dismissed", "stale") if r.get(k))
+        lines.append(f"review {row['id']} {row['state']}{flags} by @{who} {row['submitted'][:10]}, "
+                     f"{row['comments_count']} inline comments")
+        if r.get("body"):
+            body, _end, tail = window(clean(r.get("body")), 0, lambda end: guard.render_call(guard.call(
+                "madt_api_call", owner_repo=remote.target.full,
+                path=f"/repos/{remote.target.slug}/pulls/{number}/reviews/{row['id']}")), "review")
+            lines.append(fence(body, who, _relation(inv, who, cache), f"review {row['id']}") + (f"\n{tail}" if tail else ""))
+            row["body"], budget = body, budget - len(body)
+        if inv.args.get("comments"):
+            row["comments"] = []
+            for c in _review_comments(remote, number, r):
+                text, data = _fenced_comment(inv, c, cache)
+                lines.append(text)
+                row["comments"].append(data)
+                budget -= len(data["body"])
+        rows.append(row)
+    return Result("\n".join(lines) or f"PR #{number} in {remote.target.slug} has no reviews", rows)
+
+
+@operation("madt_pr", "reply", cli=("pr", "reply"), kind="remote", mutating=True,
+           summary="Reply in a review comment's thread (Forgejo).",
+           params=(NUMBER, Param("comment_id", "int", "The review comment's id.",
+                                 required=True, minimum=1), replace(BODY_NEW, required=True), BODY_FILE))
+def pr_reply_op(inv: Invocation) -> Result:
+    number, remote, body = _issue_number(inv), api(inv), inv.args["body"]
+    if remote.flavour() == "gitea":
+        raise remote.not_supported("Replying to a review comment", "Gitea's API has no endpoint for it; a person "
+                                   "can reply on the pull request's files page")
+    found = next(((r, c) for r in remote.list("pulls", number, "reviews", limit=1000)
+                  for c in _review_comments(remote, number, r) if c.get("id") == inv.args["comment_id"]), None)
+    if found is None:
+        raise guard.no_review_comment(_forge_call(inv), number, inv.args["comment_id"])
+    review, original = found
+    rid = review.get("id")
+    same_line = (lambda c: c.get("path") == original.get("path") and c.get("position") == original.get("position")
+                 and (c.get("position") or c.get("original_position") == original.get("original_position")))
+    payload = {"path": original.get("path"), "body": body, "new_position": original.get("position") or 0,
+               "old_position": 0 if original.get("position") else original.get("original_position") or 0}
+    made = create_once(inv, ("pulls", number, "reviews", rid, "comments"), payload, "reply",
+                       made_since(lambda: remote.get("pulls", number, "reviews", rid, "comments"),
+                                  lambda c: (c.get("body") or "") == body and same_line(c)),
+                       guard.call("madt_pr", action="reviews", owner_repo=remote.target.full, number=number,
+                                  comments=True))
+    # The thread is read again after the write: the reply in its place, with whatever else landed meanwhile.
+    thread = [c for c in remote.get("pulls", number, "reviews", rid, "comments") or [] if same_line(c)]
+    cache: dict[str, str] = {}
+    shown = [_fenced_comment(inv, c, cache) for c in thread]
+    return Result(f"Replied to review comment {inv.args['comment_id']} on PR #{number} in {remote.target.slug} "
+                  f"(comment {made.get('id')}); the thread at {_comment_where(original)} now reads:\n"
+                  + "\n".join(text for text, _ in shown), {"id": made.get("id"), "thread": [row for _, row in shown]})
+
+
+@operation("madt_pr", "files", cli=("pr", "files"), kind="remote", mutating=False, idempotent=True,
+           summary="List the files changed.", params=(NUMBER, LIMIT, PAGE))
+def pr_files_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    items = api(inv).list("pulls", number, "files", params=_page_params(inv), limit=_limit(inv, 100))
+    rows = [{"path": clean_line(f.get("filename")), "status": f.get("status"), "additions": f.get("additions"),
+             "deletions": f.get("deletions")}
+            | ({"previous": clean_line(f.get("previous_filename"))} if f.get("previous_filename") else {})
+            for f in items]
+    text = "\n".join(f"{r['status']:<8} +{r['additions']} -{r['deletions']} {r['path']}"
+                     + (f" (was {r['previous']})" if r.get("previous") else "") for r in rows)
+    return Result(text or f"PR #{number} changes no files", rows)
 
 
 @operation("madt_pr", "comment", cli=("pr", "comment"), kind="remote", mutating=True,
@@ -3503,9 +3836,12 @@ def actions_runs_op(inv: Invocation) -> Result:
                   or "no runs", rows)
 
 
+RUN_ID = Param("run_id", "int", "The workflow run's id.", positional=True, minimum=1)
+
+
 @operation("madt_actions", "jobs", cli=("actions", "jobs"), kind="remote", mutating=False, idempotent=True,
            summary="List the jobs of a workflow run.",
-           params=(Param("run_id", "int", "The run whose jobs to list.", required=True, positional=True, minimum=1),))
+           params=(replace(RUN_ID, required=True),))
 def actions_jobs_op(inv: Invocation) -> Result:
     jobs = _actions(inv, "runs", inv.args["run_id"], "jobs", listing="jobs") or []
     rows = [{"id": j.get("id"), "name": clean_line(j.get("name")), "status": j.get("status"),
@@ -3537,6 +3873,157 @@ def actions_logs_op(inv: Invocation) -> Result:
     offset = int(inv.args.get("offset") or 0)
     shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.args["job_id"]))
     return Result(shown, {"job_id": inv.args["job_id"], "length": len(text)})
+
+
+@operation("madt_actions", "artifacts", cli=("actions", "artifacts"), kind="remote", mutating=False, idempotent=True,
+           summary="List artifacts, of one run or all (Gitea).", params=(RUN_ID, LIMIT))
+def actions_artifacts_op(inv: Invocation) -> Result:
+    segments = ("runs", inv.args["run_id"], "artifacts") if inv.args.get("run_id") else ("artifacts",)
+    found = (_actions(inv, *segments, listing="artifacts") or [])[:_limit(inv)]
+    rows = [{"id": a.get("id"), "name": clean_line(a.get("name")), "size": a.get("size_in_bytes"),
+             "expired": bool(a.get("expired")), "run_id": (a.get("workflow_run") or {}).get("id")} for a in found]
+    return Result("\n".join(f"{r['id']} {r['name']} {r['size']} bytes, run {r['run_id']}"
+                            + (" (expired)" if r["expired"] else "") for r in rows) or "no artifacts", rows)
+
+
+@operation("madt_actions", "download", cli=("actions", "download"), kind="remote", mutating=True,
+           summary="Save an artifact's zip to a new file (Gitea).",
+           params=(Param("artifact_id", "int", "The artifact's id.", required=True, positional=True, minimum=1),
+                   Param("output", description="Absolute path of a new file to save to.",
+                         required=True, short="O")))
+def actions_download_op(inv: Invocation) -> Result:
+    remote, c = api(inv), _forge_call(inv)
+    path = guard.saved_file(c, inv.args["output"])
+    artifact = _actions(inv, "artifacts", inv.args["artifact_id"])
+    name, size, limit = clean_line(artifact.get("name")), int(artifact.get("size_in_bytes") or 0), \
+        remote.forge.MAX_BODY_BYTES
+    if size > limit:
+        raise guard.artifact_too_large(c, name, size, limit, _web(inv, "actions"))
+    data = remote.client.download(remote.client.api_base + remote.forge.repo_path(
+        remote.target.owner, remote.target.repo, "actions", "artifacts", inv.args["artifact_id"], "zip"),
+        max_bytes=limit)
+    try:
+        with open(path, "xb") as out:  # never over a file that appeared meanwhile
+            out.write(data)
+    except FileExistsError:
+        guard.saved_file(c, str(path))  # refuses: the file is there now
+        raise
+    return Result(f"Saved the artifact {name} of {remote.target.slug} to {path} ({len(data)} bytes).",
+                  {"id": inv.args["artifact_id"], "name": name, "path": str(path), "size": len(data)})
+
+
+@operation("madt_actions", "dispatch", cli=("actions", "dispatch"), kind="remote", mutating=True,
+           summary="Run a workflow on a ref, with inputs.",
+           params=(Param("workflow", description="The workflow's file name, e.g. ci.yml.", required=True,
+                         positional=True),
+                   Param("ref", description="The branch or tag (default: the default branch)."),
+                   Param("inputs", "json", 'Its inputs, e.g. {"level": "3"}.')))
+def actions_dispatch_op(inv: Invocation) -> Result:
+    import json
+    remote, c = api(inv), _forge_call(inv)
+    inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
+    ref = inv.args.get("ref") or str(remote.get().get("default_branch"))
+    payload: dict[str, Any] = {"ref": ref, "inputs": inputs}
+    forgejo = remote.flavour() == "forgejo"
+    if forgejo:
+        payload["return_run_info"] = True
+    runs = guard.call("madt_actions", action="runs", owner_repo=remote.target.full)
+    try:
+        started = remote.post("actions", "workflows", inv.args["workflow"], "dispatches", json=payload)
+    except remote.forge.ForgeError as exc:
+        if exc.code != "FORGE_UNAVAILABLE":
+            raise
+        raise guard.lost_write(c, str(exc), "a run started", runs) from None
+    said = f"{inv.args['workflow']} on {ref}" + (f" with inputs {json.dumps(inputs, ensure_ascii=False)}" if inputs
+                                                 else "")
+    if isinstance(started, dict) and started.get("id"):
+        jobs = ", ".join(clean_line(str(j)) for j in started.get("jobs") or [])
+        return Result(f"Dispatched {said} in {remote.target.slug}: run {started['id']} (number "
+                      f"{started.get('run_number')}){'; jobs: ' + jobs if jobs else ''}.",
+                      {"workflow": inv.args["workflow"], "ref": ref, "inputs": inputs, "run_id": started["id"]})
+    return Result(f"Dispatched {said} in {remote.target.slug}; the forge does not say which run it started (the "
+                  f"newest runs: {guard.render_call(runs)}).",
+                  {"workflow": inv.args["workflow"], "ref": ref, "inputs": inputs, "run_id": None})
+
+
+NAME = Param("name", description="The secret's or variable's name, e.g. DEPLOY_KEY.", required=True, positional=True)
+VALUE = Param("body", description="The value (a secret's is never shown back).",
+              required=True, short="b", cli_help="The value (a secret's is write-only: never shown or read back); "
+              "--body-file - reads it from standard input, which keeps it out of the shell's history.")
+
+
+@operation("madt_actions", "set_secret", cli=("actions", "set-secret"), kind="remote", mutating=True,
+           destructive=True, idempotent=True, summary="Set a secret (write-only).",
+           params=(NAME, replace(VALUE, secret=True), BODY_FILE))
+def actions_set_secret_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    name = guard.actions_name(_forge_call(inv, "body"), inv.args["name"], "secret")
+
+    def names() -> set[str]:  # the secrets' names (the only thing the forge ever shows of them)
+        return {str(s.get("name")).upper() for s in remote.list("actions", "secrets", limit=1000)}
+    had = name in names()
+    remote.put("actions", "secrets", name, json={"data": inv.args["body"]})
+    if name not in names():
+        raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"The forge accepted the secret {name} but does not list "
+                                      f"it afterwards.")
+    return Result(f"{'Updated' if had else 'Created'} the secret {name} in {remote.target.slug}; its value is not "
+                  f"shown and cannot be read back.", {"name": name, "created": not had})
+
+
+def _variable(remote: Api, name: str) -> dict[str, Any] | None:
+    try:
+        return dict(remote.get("actions", "variables", name))
+    except remote.forge.ForgeError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _variable_text(name: str, value: Any) -> str:
+    chunk = clean(str(value or ""))
+    more = f"\n[value truncated at {MAX_TEXT} of {len(chunk)} characters]" if len(chunk) > MAX_TEXT else ""
+    return fence(chunk[:MAX_TEXT], "unknown", "set by a repository admin", f"variable {name}") + more
+
+
+@operation("madt_actions", "variables", cli=("actions", "variables"), kind="remote", mutating=False,
+           idempotent=True, summary="List variables, or show one by name.",
+           params=(replace(NAME, required=False),))
+def actions_variables_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    if inv.args.get("name"):
+        name = guard.actions_name(_forge_call(inv), inv.args["name"], "variable")
+        found = _variable(remote, name)
+        if found is None:
+            raise remote.forge.ForgeError("NOT_FOUND_OR_NO_ACCESS", f"{remote.target.slug} has no variable {name}.",
+                                          404, "GET", f"actions/variables/{name}", host=remote.target.host)
+        items = [found]
+    else:
+        items = remote.list("actions", "variables", limit=1000)
+    rows = [{"name": clean_line(v.get("name")), "value": clean(str(v.get("data") or ""))[:MAX_TEXT]} for v in items]
+    return Result("\n".join(_variable_text(r["name"], r["value"]) for r in rows) or "no variables", rows)
+
+
+@operation("madt_actions", "set_variable", cli=("actions", "set-variable"), kind="remote", mutating=True,
+           destructive=True, idempotent=True, summary="Create or update a variable.",
+           params=(NAME, VALUE, BODY_FILE))
+def actions_set_variable_op(inv: Invocation) -> Result:
+    remote, value = api(inv), inv.args["body"]
+    name = guard.actions_name(_forge_call(inv), inv.args["name"], "variable")
+    had = _variable(remote, name) is not None
+    try:
+        if had:
+            remote.put("actions", "variables", name, json={"value": value})
+        else:
+            remote.post("actions", "variables", name, json={"value": value})
+    except remote.forge.ForgeError as exc:
+        if exc.status == 409:  # made meanwhile: this call's value replaces it
+            remote.put("actions", "variables", name, json={"value": value})
+        else:
+            _settled(remote, exc, lambda: _variable(remote, name), lambda v: bool(v) and v.get("data") == value)
+    now = _variable(remote, name) or {}
+    held = "" if now.get("data") == value else " (another write changed it since)"
+    return Result(f"{'Updated' if had else 'Created'} the variable {name} in {remote.target.slug}{held}; the forge "
+                  f"now holds:\n{_variable_text(name, now.get('data'))}", {"name": name, "value": now.get("data")})
 
 
 # --- madt_whoami ---
@@ -3748,6 +4235,23 @@ def comment_delete_op(inv: Invocation) -> Result:
     _confirm_at_terminal(label, str(inv.args["comment_id"]))
     api(inv).delete("issues", "comments", inv.args["comment_id"])
     return Result(closing(f"Deleted {label}"), {"deleted": inv.args["comment_id"]})
+
+
+ACTIONS_NAME = replace(NAME, description="The secret's or variable's name.")
+
+
+@operation("madt_actions", "delete_secret", cli=("actions", "delete-secret"), kind="remote", mutating=True,
+           destructive=True, cli_only=True, summary=_delete_summary("secret"), params=(ACTIONS_NAME,))
+def secret_delete_op(inv: Invocation) -> Result:
+    name = guard.actions_name(_forge_call(inv), inv.args["name"], "secret")
+    return _delete(inv, "secret", ACTIONS_NAME, lambda: ("actions", "secrets", name))
+
+
+@operation("madt_actions", "delete_variable", cli=("actions", "delete-variable"), kind="remote", mutating=True,
+           destructive=True, cli_only=True, summary=_delete_summary("variable"), params=(ACTIONS_NAME,))
+def variable_delete_op(inv: Invocation) -> Result:
+    name = guard.actions_name(_forge_call(inv), inv.args["name"], "variable")
+    return _delete(inv, "variable", ACTIONS_NAME, lambda: ("actions", "variables", name))
 
 
 def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Refusal:

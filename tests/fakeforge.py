@@ -662,6 +662,7 @@ _ROUTES: tuple[_Route, ...] = (
            flavours=("gitea",)),
     _Route("POST", _R + "/actions/workflows/{workflow_id}/dispatches", "workflow_dispatch", scope="repository",
            token=True, perm="write", form=True),
+    _Route("GET", _R + "/actions/secrets", "secrets_list", scope="repository", token=True, perm="admin"),
     _Route("PUT", _R + "/actions/secrets/{secretname}", "secret_put", scope="repository", token=True,
            perm="admin", form=True),
     _Route("DELETE", _R + "/actions/secrets/{secretname}", "secret_delete", scope="repository", token=True,
@@ -4280,9 +4281,10 @@ class FakeForge:
         return self._json(200, self._artifact_json(ctx.repo, *self._artifact(ctx)))
 
     def _h_artifact_zip(self, ctx: _Ctx) -> _Response:
-        # Gitea answers with a redirect to a signed address for the blob, on its own origin.
+        # Gitea answers with a redirect to a signed address for the blob on its own origin (built from its
+        # ROOT_URL; here relative, so the fake's address is the one reached).
         _, artifact = self._artifact(ctx)
-        return _Response(302, b"", None, {"Location": f"{self.root_url}artifacts-blob/{artifact[0]}?sig=fake"})
+        return _Response(302, b"", None, {"Location": f"/artifacts-blob/{artifact[0]}?sig=fake"})
 
     def _artifact_blob(self, key: str) -> _Response:
         with self._lock:
@@ -4326,6 +4328,13 @@ class FakeForge:
         if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name) or name.startswith(("GITEA_", "GITHUB_")):
             raise self._error(400, f"invalid {key.removesuffix('name')} name")
         return name
+
+    def _h_secrets_list(self, ctx: _Ctx) -> _Response:
+        repo = ctx.repo
+        assert repo is not None
+        items, headers = self._page(ctx, sorted(repo.secrets), link=False)
+        extra = {"description": ""} if self.flavour == "gitea" else {}
+        return self._json(200, [{"name": n, "created_at": _ts(repo.created)} | extra for n in items], headers)
 
     def _h_secret_put(self, ctx: _Ctx) -> _Response:
         repo = ctx.repo

@@ -77,7 +77,7 @@ def test_no_delete_action_on_the_agent_surface() -> None:
 def test_people_only_operations_are_exactly_the_forge_deletions_and_are_on_the_cli() -> None:
     people = [op for op in madtea.REGISTRY if op.cli_only]
     assert {op.tool for op in people} == {"madt_issues", "madt_labels", "madt_milestones", "madt_releases",
-                                          "madt_wiki", "madt_repo"}
+                                          "madt_wiki", "madt_repo", "madt_actions"}
     for op in people:
         assert op.action.startswith("delete") and op.destructive
         assert _cli_parser_for(op).description == op.summary

@@ -164,8 +164,8 @@ def test_start_up_problems(tmp_path: Path) -> None:
     assert problems == [
         "MADTEA_READ_ONLY: 'maybe' is neither 1 nor 0.",
         "--tools: 'madt_isues': there is no such tool. Did you mean madt_issues?",
-        "--exclude-tools: 'madt_pr:mrege': madt_pr has no action 'mrege' (its actions: list, view, create, edit, "
-        "close, reopen, merge, diff, review, comment, checks, update_branch, ready). Did you mean madt_pr:merge?",
+        "--exclude-tools: 'madt_pr:mrege': madt_pr has no action 'mrege' (its actions: "
+        + ", ".join(str(op.action) for op in madtea.tool_ops("madt_pr")) + "). Did you mean madt_pr:merge?",
         f"--repo: 'acme/web' names no host, and {tmp_path} has no forge origin to take one from; write it as "
         "HOST/OWNER/REPO.",
         "--repo: 'https://x.test/a/b' is not HOST/OWNER/REPO or OWNER/REPO (a name, not a URL).",
@@ -280,7 +280,8 @@ async def test_read_only_server(forge_env: Any) -> None:
     server = _server(e, "--read-only")
     tools = await _list(server)
     assert "madt_commit" not in tools and "madt_finish" not in tools
-    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "view"]
+    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "view", "times",
+                                                                                "attachments"]
     assert tools["madt_api_call"].input_schema["properties"]["method"]["enum"] == ["GET"]
     assert all(t.annotations.read_only_hint for t in tools.values())
     before = snapshot([e.web])
@@ -334,7 +335,8 @@ async def test_tool_lists(forge_env: Any) -> None:
 async def test_read_only_with_tools(forge_env: Any) -> None:
     tools = await _list(_server(forge_env, "--read-only", "--tools", "madt_issues,madt_commit,madt_api_call"))
     assert list(tools) == ["madt_issues", "madt_api_call"]
-    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "view"]
+    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "view", "times",
+                                                                                "attachments"]
 
 
 @pytest.mark.anyio
@@ -476,7 +478,7 @@ async def test_stdio_server_scoped_by_the_environment(forge_env: Any) -> None:
         other = await client.call_tool("madt_issues", {"action": "list", "owner_repo": "acme/api"})
         instructions = client.instructions or ""
     assert list(tools) == ["madt_status", "madt_issues"]
-    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list"]
+    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "times", "attachments"]
     assert listed.is_error is False and "Login fails on web" in listed.content[0].text
     _refused(write, "READ_ONLY", "(MADTEA_READ_ONLY=1)")
     _refused(view, "OUT_OF_SCOPE", "(MADTEA_EXCLUDE_TOOLS)")
