@@ -1680,6 +1680,63 @@ def delete_is_a_persons_act(noun: str, what: str, web: str) -> Refusal:
                    user_action=f"Ask the user to delete {noun} {what} themselves at {web} if they want it gone.")
 
 
+# --------------------------------------------------------------------------- body edits and lost answers
+
+__all__ += ["lost_create", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
+            "body_kept_changing"]
+
+
+def lost_create(repo: str, failure: str, what: str, outcome: str | None, look: Call, again: Call) -> Refusal | None:
+    """A create whose answer was lost, as far as a look settled it: *outcome* "unknown" (look before sending
+    it again), "absent" (sending it again is safe), or None (not a lost answer: no refusal)."""
+    if outcome == "unknown":
+        return Refusal("FORGE_UNAVAILABLE", f"{failure} Whether the {what} was made is unknown; look for it before "
+                       f"sending this again: {render_call(look)}", target=repo, next=(look,))
+    if outcome == "absent":
+        return Refusal("FORGE_UNAVAILABLE", f"{failure} The {what} was not made; sending the same call again is safe.",
+                       target=repo, next=(again,))
+    return None
+
+
+def check_checklist_item(item: str, found: int, view: Call) -> None:
+    """A tick or untick names exactly one checklist item of the body by its text."""
+    if found != 1:
+        raise Refusal("BAD_ARGUMENT", f"The body has {found} checklist items with the text {item[:80]!r}; exactly "
+                      f"one is needed.", next=(view,))
+
+
+def check_whole_body(seen: str | None, versions: Sequence[Any], view: Call, updated_at: Any,
+                     shown: Callable[[], str]) -> None:
+    """A whole-body replacement names the version it replaces (*seen*: its updated_at or body sha), and
+    that version is one of the current *versions*; otherwise the current body (*shown*) comes back."""
+    if not seen:
+        raise Refusal("BAD_ARGUMENT", "Replacing the whole body needs updated_at from the version you read, so an "
+                      "edit you have not seen is never overwritten.", next=(view,))
+    if seen not in versions:
+        raise Refusal("STALE_BODY", f"The body changed since you read it (it is now at updated_at {updated_at}); "
+                      f"nothing was written. Current version:\n" + shown(), next=(view,))
+
+
+def check_replace_once(count: int, view: Call) -> None:
+    if count != 1:
+        raise Refusal("BAD_ARGUMENT", f"replace_old occurs {count} times in the current body; it must occur exactly "
+                      "once.", next=(view,))
+
+
+def body_replaced(updated_at: Any, carried: str, shown: str, view: Call) -> Refusal:
+    """A whole body madtea wrote that another edit replaced before it was read back."""
+    return Refusal("STALE_BODY", f"madtea wrote your body, but another edit replaced it before it could be read back "
+                   f"(it is now at updated_at {updated_at}); your text is not the current body.{carried} Current "
+                   f"version:\n" + shown, next=(view,))
+
+
+def body_kept_changing(tries: int, edit: str, updated_at: Any, carried: str, shown: str, view: Call) -> Refusal:
+    """An edit that every one of madtea's bounded writes lost to another writer."""
+    return Refusal("STALE_BODY", f"The body changed under each of madtea's {tries} writes of {edit}, and the "
+                   f"read-back does not show it (the body is now at updated_at {updated_at}).{carried} Current "
+                   f"version:\n" + shown, next=(view,))
+
+
 # --------------------------------------------------------------------------- repository files through the forge
 
 _DRIVE = regex(r"[A-Za-z]:")

@@ -1791,14 +1791,7 @@ def this_call(inv: Invocation) -> dict[str, Any]:
 def settle_lost(inv: Invocation, exc: Exception, what: str, look: dict[str, Any]) -> Exception:
     """A create that failed after it may have been applied, as a result that says exactly what is known."""
     outcome = getattr(exc, "outcome", None)
-    target = api(inv).target.slug
-    if outcome == "unknown":
-        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} Whether the {what} was made is unknown; look for it "
-                             f"before sending this again: {guard.render_call(look)}", target=target, next=(look,))
-    if outcome == "absent":
-        return guard.Refusal("FORGE_UNAVAILABLE", f"{exc} The {what} was not made; sending the same call again "
-                             "is safe.", target=target, next=(this_call(inv),))
-    return exc
+    return guard.lost_create(api(inv).target.slug, str(exc), what, outcome, look, this_call(inv)) or exc
 
 
 def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what: str, since: Since,
@@ -1879,10 +1872,7 @@ def _checklist(body: str, item: str, ticked: bool, view_call: dict[str, Any]) ->
     import re
     # Blanks within a line only: a \s* at each line start could run across every following line (quadratic).
     pattern = re.compile(r"^([ \t]*[-*+] \[)[ xX](\] " + re.escape(item) + r"[ \t\r]*)$", re.M)
-    found = pattern.findall(body)
-    if len(found) != 1:
-        raise guard.Refusal("BAD_ARGUMENT", f"The body has {len(found)} checklist items with the text "
-                            f"{item[:80]!r}; exactly one is needed.", next=(view_call,))
+    guard.check_checklist_item(item, len(pattern.findall(body)), view_call)
     return pattern.sub(lambda m: m.group(1) + ("x" if ticked else " ") + m.group(2), body)
 
 
@@ -1891,21 +1881,12 @@ def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, A
     body = current.get("body") or ""
     a = inv.args
     if "body" in a:
-        seen = a.get("updated_at")
-        if not seen:
-            raise guard.Refusal("BAD_ARGUMENT", "Replacing the whole body needs updated_at from the version you read, "
-                                "so an edit you have not seen is never overwritten.", next=(view_call,))
-        if seen not in (current.get("updated_at"), _body_sha(body)):
-            raise guard.Refusal("STALE_BODY", "The body changed since you read it (it is now at updated_at "
-                                f"{current.get('updated_at')}); nothing was written. Current version:\n"
-                                + fence(body, _login(current.get("user")), "current body"), next=(view_call,))
+        guard.check_whole_body(a.get("updated_at"), (current.get("updated_at"), _body_sha(body)), view_call,
+                               current.get("updated_at"), lambda: fence(body, _login(current.get("user")), "current body"))
         return str(a["body"])
     edited = body
     if a.get("replace_old") is not None:
-        count = edited.count(a["replace_old"])
-        if count != 1:
-            raise guard.Refusal("BAD_ARGUMENT", f"replace_old occurs {count} times in the current body; it must occur "
-                                "exactly once.", next=(view_call,))
+        guard.check_replace_once(edited.count(a["replace_old"]), view_call)
         edited = edited.replace(a["replace_old"], a.get("replace_new") or "")
     if a.get("check"):
         edited = _checklist(edited, a["check"], True, view_call)
@@ -2149,16 +2130,12 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
                 return current, (f" Body updated; the read-back shows {_what_edit(a)}, and also an edit made "
                                  f"meanwhile by another writer ({size}).")
             if "body" in a and not _same_text(now, base):
-                raise guard.Refusal("STALE_BODY", "madtea wrote your body, but another edit replaced it before "
-                                    f"it could be read back (it is now at updated_at {current.get('updated_at')}); "
-                                    f"your text is not the current body.{_carried(current, fields)} Current version:\n"
-                                    + fence(now, _login(current.get("user")), "current body"), next=(view_call,))
+                raise guard.body_replaced(current.get("updated_at"), _carried(current, fields),
+                                          fence(now, _login(current.get("user")), "current body"), view_call)
             # Another writer's body replaced ours, or our write did not land: edit the body as it is now.
-    raise guard.Refusal("STALE_BODY", f"The body changed under each of madtea's {BODY_TRIES} writes of "
-                        f"{_what_edit(a)}, and the read-back does not show it (the body is now at updated_at "
-                        f"{current.get('updated_at')}).{_carried(current, fields)} Current version:\n"
-                        + fence(current.get("body") or "", _login(current.get("user")), "current body"),
-                        next=(view_call,))
+    raise guard.body_kept_changing(BODY_TRIES, _what_edit(a), current.get("updated_at"), _carried(current, fields),
+                                   fence(current.get("body") or "", _login(current.get("user")), "current body"),
+                                   view_call)
 
 
 # --- forge helpers: issues and pull requests alike ---

@@ -394,3 +394,62 @@ def test_a_forge_call_needs_a_repository_to_reach() -> None:
     r = guard.no_default_repo(ISSUES, "/tmp/x is not a git repository")
     assert r.message == ("madt_issues action=list: /tmp/x is not a git repository, so there is no repository to "
                          "default to.")
+
+
+# --------------------------------------------------------------------------- body edits and lost answers
+
+VIEW = guard.call("madt_issues", action="view", owner_repo="acme/web", number=4)
+
+
+def test_a_lost_create_says_what_a_look_settled() -> None:
+    look = guard.call("madt_issues", action="list", owner_repo="acme/web", state="all")
+    again = guard.call("madt_issues", action="create", owner_repo="acme/web", title="t")
+    unknown = guard.lost_create("acme/web", "The forge did not answer.", "issue", "unknown", look, again)
+    assert unknown is not None and unknown.message == (
+        "The forge did not answer. Whether the issue was made is unknown; look for it before sending this again: "
+        + guard.render_call(look))
+    assert unknown.next == (look,) and unknown.code == "FORGE_UNAVAILABLE"
+    absent = guard.lost_create("acme/web", "The forge did not answer.", "issue", "absent", look, again)
+    assert absent is not None and absent.next == (again,) and absent.message.endswith("sending the same call again is safe.")
+    assert guard.lost_create("acme/web", "x", "issue", None, look, again) is None
+
+
+@pytest.mark.parametrize("found", [0, 2])
+def test_a_tick_names_exactly_one_checklist_item(found: int) -> None:
+    guard.check_checklist_item("Docs", 1, VIEW)
+    r = refusal(guard.check_checklist_item, "Docs", found, VIEW)
+    assert r.message == f"The body has {found} checklist items with the text 'Docs'; exactly one is needed."
+    assert r.next == (VIEW,)
+
+
+def test_a_whole_body_replacement_names_the_version_it_replaces() -> None:
+    versions = ("2026-01-01T00:00:00Z", "0123456789ab")
+    shown: list[str] = []
+    body = lambda: shown.append("read") or "<fenced body>"  # noqa: E731
+    for seen in versions:
+        guard.check_whole_body(seen, versions, VIEW, versions[0], body)
+    assert not shown  # the current body is fenced only for a refusal that shows it
+    r = refusal(guard.check_whole_body, None, versions, VIEW, versions[0], body)
+    assert r.code == "BAD_ARGUMENT" and r.message.startswith("Replacing the whole body needs updated_at")
+    r = refusal(guard.check_whole_body, "2025-12-31T00:00:00Z", versions, VIEW, versions[0], body)
+    assert r.code == "STALE_BODY" and r.next == (VIEW,)
+    assert r.message == ("The body changed since you read it (it is now at updated_at 2026-01-01T00:00:00Z); nothing "
+                         "was written. Current version:\n<fenced body>")
+
+
+@pytest.mark.parametrize("count", [0, 3])
+def test_replace_old_occurs_exactly_once(count: int) -> None:
+    guard.check_replace_once(1, VIEW)
+    r = refusal(guard.check_replace_once, count, VIEW)
+    assert r.message == f"replace_old occurs {count} times in the current body; it must occur exactly once."
+
+
+def test_a_body_lost_to_another_writer_shows_the_current_one() -> None:
+    r = guard.body_replaced("T2", " The title was changed.", "<fenced>", VIEW)
+    assert r.code == "STALE_BODY" and r.next == (VIEW,)
+    assert r.message == ("madtea wrote your body, but another edit replaced it before it could be read back (it is "
+                         "now at updated_at T2); your text is not the current body. The title was changed. Current "
+                         "version:\n<fenced>")
+    r = guard.body_kept_changing(4, "the appended text", "T3", "", "<fenced>", VIEW)
+    assert r.message == ("The body changed under each of madtea's 4 writes of the appended text, and the read-back "
+                         "does not show it (the body is now at updated_at T3). Current version:\n<fenced>")
