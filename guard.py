@@ -1247,7 +1247,8 @@ def no_default_repo(c: _Guarded, why: str) -> Refusal:
 
 __all__ += ["check_branch_named", "is_full_sha", "is_short_sha", "check_lease", "lease_rejected", "push_rejected",
             "check_local_branch", "check_branch_delete", "check_worktree_path_given", "check_worktree_remove",
-            "check_finish_branch_form", "check_finish_title", "finish_no_close", "check_forge_origin"]
+            "check_finish_branch_form", "check_finish_title", "finish_no_close", "check_forge_origin",
+            "check_origin_has_base"]
 
 
 def check_branch_named(t: Target, branch: str | None) -> str:
@@ -1360,6 +1361,29 @@ def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: s
                       f"work.", target=where,
                       user_action=f"Ask the user whether the unmerged work on {name} may be discarded; only a "
                                   f"person deletes it.")
+
+
+def check_origin_has_base(t: Target, branch: str, default: str, *, origin_has: bool, local_has: bool) -> None:
+    """A pull request merges into origin's default branch: an empty repository on the forge has none yet.
+
+    With a local default branch, pushing it starts origin's and the finish then goes on; without one (a
+    repository whose first commit is this work), that commit starts the default branch itself.
+    """
+    if origin_has:
+        return
+    where, top = t.target.describe(), str(t.target.top) if t.explicit else None
+    why = (f"origin of {where} has no {default} branch yet (its repository on the forge is empty), so there is "
+           f"no branch for a pull request to merge into; nothing was committed or pushed.")
+    if local_has and branch != default:
+        raise Refusal("NO_BASE_BRANCH", why + f" Pushing the local {default} starts it.", target=where,
+                      next=(call("madt_push", dir=top, branch=default), t.retry()))
+    files, title = t.args.get("files"), t.args.get("title")
+    commit = (call("madt_commit", dir=top, files=files, title=title or placeholder("the commit title"),
+                   body=t.args.get("body")),) if files and not t.args.get("branch") else ()
+    raise Refusal("NO_BASE_BRANCH", why + f" This work becomes the first commit of {default}: there is nothing "
+                  f"before it to review it against.", target=where,
+                  next=commit + (call("madt_branch_create", dir=top, name=default, start_point=branch),
+                                 call("madt_push", dir=top, branch=default)))
 
 
 def check_worktree_path_given(t: Target, raw: str | None) -> str:

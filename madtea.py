@@ -4404,6 +4404,12 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     default = inv.state.default_branch
     if branch_form:
         guard.check_finish_branch_form(inv.local, branch, gitops.ref_exists(repo, f"refs/heads/{branch}"))
+    if not gitops.ref_exists(repo, f"refs/remotes/origin/{default}"):
+        # No tracking ref: an empty repository on the forge, or one never fetched; origin says which.
+        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+            origin_has = gitops.remote_branch_sha(repo, default, env=env) is not None
+        guard.check_origin_has_base(inv.local, branch, default, origin_has=origin_has,
+                                    local_has=gitops.ref_exists(repo, f"refs/heads/{default}"))
     closes = list(a.get("closes") or [])
     no_close = guard.finish_no_close(inv.local)
     if a.get("close_linked") and not no_close:

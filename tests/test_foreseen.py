@@ -225,3 +225,37 @@ def test_a_pull_on_a_detached_head_offers_a_switch_to_each_branch_then_the_pull(
     assert [{"tool": "madt_switch", "args": {"dir": str(clone), "branch": "main"}},
             {"tool": "madt_pull", "args": {}}] in result.error["choices"]
     run_steps(result.error["choices"][-1], clone)
+
+
+# --------------------------------------------------------------------------- a finish into an empty repository
+
+def test_a_finish_from_an_unborn_repo_whose_forge_repo_is_empty_starts_its_default_branch(
+        fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
+    fake_forge.add_repo("acme", "empty", init=False)
+    repo = clone_of(fake_forge, tmp_path / "empty", repo="empty")
+    write_files(repo, {"a.py": "a\n"})
+    first = refused("DEFAULT_BRANCH", "madt_finish", repo, files=["a.py"], title="First")
+    run_steps(first.error["next"][:-1], repo)  # the branch for the work; then the finish again
+    pulls = len([i for i in fake_forge.repo("acme", "empty").issues.values() if i.pull is not None])
+    result = refused("NO_BASE_BRANCH", "madt_finish", repo, files=["a.py"], title="First")
+    assert "empty" in result.text and "NOT_FOUND" not in result.text
+    assert fake_forge.branch_sha("acme", "empty", run_git(repo, "branch", "--show-current")) is None  # not pushed
+    run_steps(result.error["next"], repo)
+    assert fake_forge.git("acme", "empty", "show", "main:a.py") == "a"
+    assert len([i for i in fake_forge.repo("acme", "empty").issues.values() if i.pull is not None]) == pulls
+
+
+def test_a_finish_whose_origin_is_empty_but_a_local_default_branch_exists_pushes_that_first(
+        fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from topologies import commit_files
+    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
+    fake_forge.add_repo("acme", "empty", init=False)
+    repo = clone_of(fake_forge, tmp_path / "empty", repo="empty")
+    commit_files(repo, {"README.md": "# empty\n"}, "initial commit")
+    run_git(repo, "switch", "-q", "-c", "feat")
+    write_files(repo, {"a.py": "a\n"})
+    result = refused("NO_BASE_BRANCH", "madt_finish", repo, files=["a.py"], title="Add a")
+    assert [s["tool"] for s in result.error["next"]] == ["madt_push", "madt_finish"]
+    run_steps(result.error["next"], repo)
+    assert fake_forge.git("acme", "empty", "show", "main:a.py") == "a"
