@@ -3709,7 +3709,9 @@ def _hk_cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -
                 got[p["name"]] = _hk_cli_value(p, t, None)
                 positional.pop(0)
         i += 1
-    return [(p["name"], got[p["name"]]) for p in params if p["name"] in got]
+    # A secret typed on the command line is not repeated in the text that steers it to its tool.
+    return [(p["name"], placeholder("the secret value") if p.get("secret") else got[p["name"]])
+            for p in params if p["name"] in got]
 
 
 def _hk_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:

@@ -6049,7 +6049,8 @@ def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
         for p in op.params:
             flags = ["--" + (p.flag or p.name.replace("_", "-"))] + (["-" + p.short] if p.short else [])
             params.append({"name": p.name, "type": p.type, "flags": flags, "positional": p.positional,
-                           "cli_only": p.cli_only, "choices": p.choices, "enum_flags": p.enum_flags})
+                           "cli_only": p.cli_only, "choices": p.choices, "enum_flags": p.enum_flags,
+                           "secret": p.secret})
         if getattr(op, "cli_only", False):
             # no MCP twin: a destructive one is a person's act, anything else may run
             table[tuple(op.cli)] = {"tool": None, "person": op.destructive}

@@ -374,3 +374,13 @@ def test_the_cli_verbs(env: Env) -> None:
     assert out.returncode == 0 and "total is now 45m" in out.stdout, out.stderr
     out = e.cli("actions", "set-variable", "LEVEL", "--body", "7")
     assert out.returncode == 0 and "LEVEL" in out.stdout, out.stderr
+
+
+def test_the_hook_steers_a_typed_secret_without_repeating_it(tmp_path: Any) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": str(tmp_path), "session_id": "s",
+             "tool_input": {"command": f"madtea actions set-secret DEPLOY --body {SECRET}"}}
+    out = subprocess.run([sys.executable, "-m", "madtea", "hook"], input=json.dumps(event), capture_output=True,
+                         text=True, env=child_env(), timeout=60)
+    assert out.returncode == 2 and "madt_actions action=set_secret" in out.stderr
+    assert SECRET[:8] not in out.stderr + out.stdout and 'body="<the secret value>"' in out.stderr
