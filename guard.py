@@ -1706,7 +1706,7 @@ def delete_is_a_persons_act(noun: str, what: str, web: str) -> Refusal:
 
 # --------------------------------------------------------------------------- body edits and lost answers
 
-__all__ += ["lost_create", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
+__all__ += ["lost_create", "batch_stopped", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
             "body_kept_changing"]
 
 
@@ -1745,6 +1745,14 @@ def check_replace_once(count: int, view: Call) -> None:
     if count != 1:
         raise Refusal("BAD_ARGUMENT", f"replace_old occurs {count} times in the current body; it must occur exactly "
                       "once.", next=(view,))
+
+
+def batch_stopped(done: Sequence[str], number: int, failed: Refusal, again: Call, rest: Sequence[int]) -> Refusal:
+    """A batch a refusal stopped at #*number*: what was *done* before it, then the refusal, whose own call
+    (*again*) is sent again for the *rest* of the numbers only (those before are done)."""
+    steps = [dict(s, args=s["args"] | {"numbers": list(rest)}) if s == again else s for s in failed.next]
+    return Refusal(failed.code, "\n".join([*done, f"#{number} failed, and the rest were not tried: {failed.message}"]),
+                   target=failed.target, next=steps)
 
 
 def body_replaced(updated_at: Any, carried: str, shown: str, view: Call) -> Refusal:

@@ -2308,10 +2308,7 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
                 raise
             # Only the rest is sent again: the numbers before this one are done, comments included.
             rest = inv.args["numbers"][inv.args["numbers"].index(number):]
-            steps = [dict(s, args=s["args"] | {"numbers": rest}) if s == this_call(inv) else s for s in exc.next]
-            raise guard.Refusal(exc.code, "\n".join(lines + [f"#{number} failed, and the rest were not tried: "
-                                                              f"{exc.message}"]), target=exc.target,
-                                next=steps) from None
+            raise guard.batch_stopped(lines, number, exc, this_call(inv), rest) from None
         except api(inv).forge.ForgeError as exc:
             if not lines and not commented:
                 raise

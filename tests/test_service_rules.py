@@ -453,3 +453,13 @@ def test_a_body_lost_to_another_writer_shows_the_current_one() -> None:
     r = guard.body_kept_changing(4, "the appended text", "T3", "", "<fenced>", VIEW)
     assert r.message == ("The body changed under each of madtea's 4 writes of the appended text, and the read-back "
                          "does not show it (the body is now at updated_at T3). Current version:\n<fenced>")
+
+
+def test_a_batch_stopped_part_way_says_what_was_done_and_sends_only_the_rest() -> None:
+    again = guard.call("madt_issues", action="close", owner_repo="acme/web", numbers=[3, 4, 5])
+    look = guard.call("madt_issues", action="list", owner_repo="acme/web")
+    failed = guard.Refusal("FORGE_UNAVAILABLE", "The forge did not answer.", target="acme/web", next=(look, again))
+    r = guard.batch_stopped(["Closed #3."], 4, failed, again, [4, 5])
+    assert (r.code, r.target) == ("FORGE_UNAVAILABLE", "acme/web")
+    assert r.message == "Closed #3.\n#4 failed, and the rest were not tried: The forge did not answer."
+    assert list(r.next) == [look, guard.call("madt_issues", action="close", owner_repo="acme/web", numbers=[4, 5])]
