@@ -886,9 +886,10 @@ def api(inv: Invocation) -> Api:
     return inv.remote
 
 
-def forge_call(inv: Invocation) -> guard.ForgeCall:
-    """The forge call as the guard sees it: the call, and the repository it reaches."""
-    return guard.ForgeCall(inv.op.tool, inv.op.action, inv.args, api(inv).target.slug)
+def forge_call(inv: Invocation, secret: str | None = None) -> guard.ForgeCall:
+    """The forge call as the guard sees it: the call, the repository it reaches, and the parameter (a secret's
+    value) its refusals never repeat."""
+    return guard.ForgeCall(inv.op.tool, inv.op.action, inv.args, api(inv).target.slug, secret)
 
 
 # --- the call pipeline: error mapping ---
@@ -2345,10 +2346,6 @@ def _comment(inv: Invocation, noun: str) -> Result:
                   f"{made.get('html_url')}", {"id": made.get("id"), "url": made.get("html_url")})
 
 
-def _forge_call(inv: Invocation, secret: str | None = None) -> guard.ForgeCall:
-    return guard.ForgeCall(inv.op.tool, inv.op.action, inv.args, api(inv).target.slug, secret)
-
-
 # --- madt_issues ---
 
 @operation("madt_issues", "list", cli=("issue", "list"), kind="remote", mutating=False, idempotent=True,
@@ -2515,7 +2512,7 @@ def issue_times_op(inv: Invocation) -> Result:
            params=(NUMBER, Param("duration", description="The time spent, e.g. 1h30m, 45m or 90s.", required=True)))
 def issue_add_time_op(inv: Invocation) -> Result:
     number, remote = _issue_number(inv), api(inv)
-    seconds = guard.duration_seconds(_forge_call(inv), inv.args["duration"])
+    seconds = guard.duration_seconds(forge_call(inv), inv.args["duration"])
     me = _me(inv).casefold()
     made = create_once(inv, ("issues", number, "times"), {"time": seconds}, "tracked time",
                        made_since(lambda: remote.list("issues", number, "times", limit=1000),
@@ -2557,7 +2554,7 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
         remote.post("issues", number, "stopwatch", "stop")
     except remote.forge.ForgeError as exc:
         if exc.status == 409:
-            raise guard.no_stopwatch(_forge_call(inv), number) from None
+            raise guard.no_stopwatch(forge_call(inv), number) from None
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         lost = exc
@@ -2565,7 +2562,7 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
     new = [t for t in times if t.get("id") not in before]
     if not new:
         if lost:
-            raise guard.lost_write(_forge_call(inv), str(lost), "the stopwatch stopped", _times_look(inv, number))
+            raise guard.lost_write(forge_call(inv), str(lost), "the stopwatch stopped", _times_look(inv, number))
         raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists "
                                       f"no new tracked time.")
     spent = int(new[-1].get("time") or 0)
@@ -2848,7 +2845,7 @@ def pr_review_op(inv: Invocation) -> Result:
     remote, body = api(inv), inv.args.get("body", "")
     payload: dict[str, Any] = {"event": event, "body": body}
     if inv.args.get("inline") is not None:
-        payload["comments"] = guard.inline_comments(_forge_call(inv), inv.args["inline"])
+        payload["comments"] = guard.inline_comments(forge_call(inv), inv.args["inline"])
     review = create_once(inv, ("pulls", number, "reviews"), payload, "review",
                          made_since(lambda: remote.list("pulls", number, "reviews", limit=1000),
                                     lambda r: r.get("state") == event and (r.get("body") or "") == body),
@@ -2964,7 +2961,7 @@ def pr_reply_op(inv: Invocation) -> Result:
     found = next(((r, c) for r in remote.list("pulls", number, "reviews", limit=1000)
                   for c in _review_comments(remote, number, r) if c.get("id") == inv.args["comment_id"]), None)
     if found is None:
-        raise guard.no_review_comment(_forge_call(inv), number, inv.args["comment_id"])
+        raise guard.no_review_comment(forge_call(inv), number, inv.args["comment_id"])
     review, original = found
     rid = review.get("id")
     same_line = (lambda c: c.get("path") == original.get("path") and c.get("position") == original.get("position")
@@ -3866,7 +3863,7 @@ def actions_artifacts_op(inv: Invocation) -> Result:
                    Param("output", description="Absolute path of a new file to save to.",
                          required=True, short="O")))
 def actions_download_op(inv: Invocation) -> Result:
-    remote, c = api(inv), _forge_call(inv)
+    remote, c = api(inv), forge_call(inv)
     path = guard.saved_file(c, inv.args["output"])
     artifact = _actions(inv, "artifacts", inv.args["artifact_id"])
     name, size, limit = clean_line(artifact.get("name")), int(artifact.get("size_in_bytes") or 0), \
@@ -3894,7 +3891,7 @@ def actions_download_op(inv: Invocation) -> Result:
                    Param("inputs", "json", 'Its inputs, e.g. {"level": "3"}.')))
 def actions_dispatch_op(inv: Invocation) -> Result:
     import json
-    remote, c = api(inv), _forge_call(inv)
+    remote, c = api(inv), forge_call(inv)
     inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
     ref = inv.args.get("ref") or str(remote.get().get("default_branch"))
     payload: dict[str, Any] = {"ref": ref, "inputs": inputs}
@@ -3931,7 +3928,7 @@ VALUE = Param("body", description="The value (a secret's is never shown back).",
            params=(NAME, replace(VALUE, secret=True), BODY_FILE))
 def actions_set_secret_op(inv: Invocation) -> Result:
     remote = api(inv)
-    name = guard.actions_name(_forge_call(inv, "body"), inv.args["name"], "secret")
+    name = guard.actions_name(forge_call(inv, "body"), inv.args["name"], "secret")
 
     def names() -> set[str]:  # the secrets' names (the only thing the forge ever shows of them)
         return {str(s.get("name")).upper() for s in remote.list("actions", "secrets", limit=1000)}
@@ -3965,7 +3962,7 @@ def _variable_text(name: str, value: Any) -> str:
 def actions_variables_op(inv: Invocation) -> Result:
     remote = api(inv)
     if inv.args.get("name"):
-        name = guard.actions_name(_forge_call(inv), inv.args["name"], "variable")
+        name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
         found = _variable(remote, name)
         if found is None:
             raise remote.forge.ForgeError("NOT_FOUND_OR_NO_ACCESS", f"{remote.target.slug} has no variable {name}.",
@@ -3982,7 +3979,7 @@ def actions_variables_op(inv: Invocation) -> Result:
            params=(NAME, VALUE, BODY_FILE))
 def actions_set_variable_op(inv: Invocation) -> Result:
     remote, value = api(inv), inv.args["body"]
-    name = guard.actions_name(_forge_call(inv), inv.args["name"], "variable")
+    name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
     had = _variable(remote, name) is not None
     try:
         if had:
@@ -4217,14 +4214,14 @@ ACTIONS_NAME = replace(NAME, description="The secret's or variable's name.")
 @operation("madt_actions", "delete_secret", cli=("actions", "delete-secret"), kind="remote", mutating=True,
            destructive=True, cli_only=True, summary=_delete_summary("secret"), params=(ACTIONS_NAME,))
 def secret_delete_op(inv: Invocation) -> Result:
-    name = guard.actions_name(_forge_call(inv), inv.args["name"], "secret")
+    name = guard.actions_name(forge_call(inv), inv.args["name"], "secret")
     return _delete(inv, "secret", ACTIONS_NAME, lambda: ("actions", "secrets", name))
 
 
 @operation("madt_actions", "delete_variable", cli=("actions", "delete-variable"), kind="remote", mutating=True,
            destructive=True, cli_only=True, summary=_delete_summary("variable"), params=(ACTIONS_NAME,))
 def variable_delete_op(inv: Invocation) -> Result:
-    name = guard.actions_name(_forge_call(inv), inv.args["name"], "variable")
+    name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
     return _delete(inv, "variable", ACTIONS_NAME, lambda: ("actions", "variables", name))
 
 
