@@ -914,9 +914,10 @@ def check_ref_names(t: Target) -> None:
                       target=t.target.describe(), next=(t.retry(**{key: fixed}),))
     # Which branch was meant only the caller knows: the branches there are, when there are several.
     current = state.branch if state else None
+    # A switch may be offered every branch there is; a delete, push or finish of a branch nobody named
+    # is never offered, so beyond the current branch's own push or pull only a person can say.
     ways = ([[t.retry(**{key: None})]] if t.tool in ("madt_push", "madt_pull") and current else []) + \
-        [[t.retry(**{key: b})] for b in known if (b != current or t.tool == "madt_finish")
-         and not (t.tool == "madt_push" and state and b == state.default_branch)][:5]
+        [[t.retry(**{key: b})] for b in known if b != current and t.tool == "madt_switch"][:5]
     if len(ways) < 2:
         raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(),
                       user_action=f"Ask the user which branch they meant: no branch can be called {value!r}.")

@@ -259,3 +259,13 @@ def test_a_finish_whose_origin_is_empty_but_a_local_default_branch_exists_pushes
     assert [s["tool"] for s in result.error["next"]] == ["madt_push", "madt_finish"]
     run_steps(result.error["next"], repo)
     assert fake_forge.git("acme", "empty", "show", "main:a.py") == "a"
+
+
+def test_a_branch_name_git_cannot_take_never_proposes_deleting_or_finishing_another(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    for name in ("side", "other"):
+        run_git(repo, "branch", name)
+    for tool in ("madt_branch_delete", "madt_finish"):
+        key = "name" if tool == "madt_branch_delete" else "branch"
+        result = refused("BAD_ARGUMENT", tool, repo, **{key: "bad..x"})
+        assert result.error["user_action"] and not result.error["choices"], result.error
