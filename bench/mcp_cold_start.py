@@ -5,7 +5,7 @@ virtual environment (``_common.install_copy``); the baseline is a one-tool
 ``MCPServer`` started by that environment's interpreter (``python -m
 <module>``, same working directory, same environment). Both are driven by the
 same client, newline-delimited JSON-RPC over pipes with the legacy handshake
-real clients send today, alternating, after two warm-up starts of each. Prints
+real clients send today, alternating, after a warm-up start of each. Prints
 min / median / max of the time to the tools/list answer and of the child's CPU
 time (user + sys, to its exit), and the median ratios; the target is at most
 1.10x on both. A benchmark, not a test: nothing here asserts on time.
@@ -41,9 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     n = int(args[0]) if args else 25
     with _common.sandbox() as base:
         repo, env, madtea, bare = _common.madtea_and_bare_servers(base)
-        for _ in range(2):  # warm the file cache for both
-            cold_start(madtea, repo, env)
-            cold_start(bare, repo, env)
+        cold_start(madtea, repo, env)  # warm the file cache for both
+        cold_start(bare, repo, env)
         ours: tuple[list[float], list[float]] = ([], [])
         theirs: tuple[list[float], list[float]] = ([], [])
         for _ in range(n):
