@@ -338,7 +338,7 @@ class Invocation:
     args: dict[str, Any]
     ctx: Context
     target: guard.Target | None = None   # local-git calls: the repository and its state
-    remote: Any = None                   # forge calls: the connected Api, once resolved and guarded
+    remote: Api | None = None            # forge calls: the connected Api, once resolved and guarded
 
     @property
     def local(self) -> guard.Target:
