@@ -33,6 +33,7 @@ __all__ = [
     "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
+    "check_changes",
 ]
 
 # --- wrong-repo guard and rules ---
@@ -121,7 +122,8 @@ def render_call(step: Mapping[str, Any]) -> str:
     parts = [step["tool"]]
     for key, value in step["args"].items():
         parts.append(f"{key}={value}" if key == "action" and isinstance(value, str) else f"{key}={_call_value(value)}")
-    return " ".join(parts)
+    # A caller's lone surrogate, echoed in a step, is shown escaped: the text must be sendable as UTF-8.
+    return " ".join(parts).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _call_value(value: Any) -> str:
@@ -1614,8 +1616,11 @@ def check_api_path(text: str, segments: Sequence[str]) -> None:
 
 
 def check_api_method(c: _Guarded, method: str, path: str, host: str, has_body: bool) -> None:
-    """The passthrough never deletes (a person's act), and a read sends no body."""
-    if method == "DELETE":
+    """The passthrough never deletes (a person's act), and a read sends no body.
+
+    Removing a repository file is a commit that history keeps: it is forwarded like any file write."""
+    parts = path.split("/")
+    if method == "DELETE" and not (len(parts) > 5 and parts[1].lower() == "repos" and parts[4].lower() == "contents"):
         raise Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; deleting "
                       f"is a person's act.", target=path,
                       user_action=f"Ask the user to delete it themselves (DELETE {path} on {host}).")
@@ -1638,6 +1643,7 @@ _COVERED = [
     (r"releases$", "madt_releases", "create"), (r"releases/\d+$", "madt_releases", "edit"),
     (r"releases/\d+/assets$", "madt_releases", "upload"),
     (r"wiki/new$", "madt_wiki", "create"), (r"wiki/page/[^/]+$", "madt_wiki", "edit"),
+    (r"contents(/.+)?$", "madt_files", "edit"),
     (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
 ]
 # The same for paths outside a repository: "repos/..." is handled above.
@@ -1659,6 +1665,8 @@ def covered_write(method: str, segments: Sequence[str], default_repo: str) -> tu
     sub = "/".join(segments[3 if in_repo else 0:]).lower()
     for pattern, tool, action in _COVERED if in_repo else _COVERED_ROOT:
         if re.fullmatch(pattern, sub):
+            if tool == "madt_files":  # one file's create or removal, else an edit (several files: change)
+                action = {"POST": "create" if "/" in sub else "change", "DELETE": "remove"}.get(method, "edit")
             return tool, action, f"{segments[1]}/{segments[2]}" if in_repo else default_repo, sub
     return None
 
@@ -1678,6 +1686,14 @@ def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], 
     comment = re.search(r"comments/(\d+)$", sub)
     if comment and "comment_id" in specs:
         args["comment_id"] = int(comment.group(1))
+    if tool == "madt_files":  # the file's path is in the URL; the forge's content is base64, its message a title
+        from urllib.parse import unquote
+        file_path = [unquote(part) for part in path.split("/")[5:]]
+        if file_path:
+            args["path"] = "/".join(file_path)
+        if isinstance(body, Mapping):
+            renamed = {"content": "content_base64", "message": "title"}
+            body = {renamed.get(k, k): v for k, v in body.items()}
     if isinstance(body, Mapping):
         args |= {k: v for k, v in body.items() if k in specs and isinstance(v, (str, int, bool))}
     args |= {name: placeholder(name) for name, p in specs.items() if p.required and name not in args}
@@ -1813,6 +1829,29 @@ class FileWrite(_Guarded):
     default_branch: str
     branches: frozenset[str]             # the repository's branch names
     title: str                           # the commit subject the write will carry
+    index: int | None = None             # which of several changes (action=change) a file rule is about
+
+    @property
+    def file(self) -> Mapping[str, Any]:
+        """The arguments of the one file a rule is about: the call's own, or one of its changes."""
+        return self.args if self.index is None else self.args["changes"][self.index]
+
+    @property
+    def op(self) -> str:
+        """What is done to that file: create, edit, rename or remove."""
+        if self.index is None:
+            return str(self.action)
+        f = self.file
+        return "remove" if f.get("remove") else "rename" if f.get("from_path") else "edit" if f.get("sha") \
+            else "create"
+
+    def again(self, **changes: Any) -> Call:
+        """The same call with *changes* to that file's arguments (None leaves one out)."""
+        if self.index is None:
+            return self.retry(**changes)
+        items = [dict(c) for c in self.args["changes"]]
+        items[self.index] = {k: v for k, v in (items[self.index] | changes).items() if v is not None}
+        return self.retry(changes=items)
 
     @property
     def base(self) -> str:
@@ -1854,13 +1893,56 @@ def check_file_branch(w: FileWrite) -> None:
                   choices=(steps, (w.retry(allow_default_branch=True),)))
 
 
+MAX_CHANGES = 100  # files in one commit through the forge
+
+
+def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec], args: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The changes of one commit: 1 to MAX_CHANGES objects, each checked like a call's arguments, one per path."""
+    where = _where(tool, action)
+    items = args.get("changes")
+    if isinstance(items, str):  # the command line's --changes is JSON text
+        try:
+            items = gitops.from_json(items)
+        except ValueError:
+            pass
+    example = {"path": placeholder("a path"), "sha": placeholder("its sha"),
+               "replace_old": placeholder("the exact text"), "replace_new": placeholder("its replacement")}
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_CHANGES or \
+            not all(isinstance(item, dict) for item in items):
+        raise Refusal("BAD_ARGUMENT", f"{where}: changes must be a list of 1 to {MAX_CHANGES} objects, one per "
+                      f"file, not {_shown(items)}.", target=where,
+                      next=(call(tool, **_with_action(action, dict(args) | {"changes": [example]})),))
+    out: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        try:
+            out.append(check_arguments(tool, action, specs, item))
+        except Refusal as bad:
+            def fixed(step: Call) -> Call:
+                edited = [dict(i) for i in items]
+                edited[index] = {k: v for k, v in step["args"].items() if k != "action"}
+                return call(tool, **_with_action(action, dict(args) | {"changes": edited}))
+            raise Refusal(bad.code, bad.message.replace(where, f"{where} changes[{index}]", 1), target=where,
+                          next=tuple(fixed(step) for step in bad.next),
+                          choices=tuple(tuple(fixed(step) for step in choice) for choice in bad.choices),
+                          user_action=bad.user_action) from None
+    paths = [item["path"] for item in out] + [item["from_path"] for item in out if item.get("from_path")]
+    twice = sorted({path for path in paths if paths.count(path) > 1})
+    if twice:
+        raise Refusal("BAD_ARGUMENT", f"{where}: changes name {', '.join(twice)} more than once; each file is "
+                      f"changed by one entry.", target=where,
+                      next=(call(tool, **_with_action(action, dict(args) | {"changes": placeholder(
+                          "the changes, one entry per path")})),))
+    return out
+
+
 def check_file_sha(w: FileWrite, path: str, current: str | None, view: Call) -> None:
     """A write names the blob sha of the version it replaces; a create names a path that is free."""
-    given = w.args.get("sha")
+    given = w.file.get("sha")
     on = f"{w.base} of {w.repo}"
-    if w.action == "create":
+    if w.op == "create":
         if current is not None:
-            edit = call(w.tool, **_with_action("edit", dict(w.args) | {"sha": current}))
+            edit = w.again(sha=current) if w.index is not None else \
+                call(w.tool, **_with_action("edit", dict(w.args) | {"sha": current}))
             raise Refusal("CONFLICT", f"{path} already exists on {on} (sha {current}); creating it would "
                           f"replace a file you have not read.", target=path, next=(view, edit))
         return
@@ -1871,10 +1953,10 @@ def check_file_sha(w: FileWrite, path: str, current: str | None, view: Call) -> 
     if not given:
         raise Refusal("BAD_ARGUMENT", f"{w.where} needs sha: the blob sha of the version of {path} you read, so "
                       f"a change you have not seen is never overwritten.", target=path,
-                      next=(view, w.retry(sha=current)))
+                      next=(view, w.again(sha=current)))
     if given != current:
         raise Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, not "
-                      f"{given}. Nothing was written.", target=path, next=(view, w.retry(sha=current)))
+                      f"{given}. Nothing was written.", target=path, next=(view, w.again(sha=current)))
 
 
 def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) -> None:
@@ -1896,17 +1978,17 @@ def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) 
 def check_file_content(w: FileWrite, path: str, binary: bool, current_length: int | None, new_length: int,
                        window: int) -> None:
     """Text edits only on text; a whole-content write never cuts a file that was too long to read in one view."""
-    if binary and w.args.get("replace_old") is not None:
+    if binary and w.file.get("replace_old") is not None:
         raise Refusal("BAD_ARGUMENT", f"{path} is binary; replace_old and replace_new edit text. Send the whole "
                       f"new file as content_base64.", target=path,
-                      next=(w.retry(replace_old=None, replace_new=None,
+                      next=(w.again(replace_old=None, replace_new=None,
                                     content_base64=placeholder("the whole new file, base64-encoded")),))
-    whole = w.args.get("content") is not None or w.args.get("content_base64") is not None
+    whole = w.file.get("content") is not None or w.file.get("content_base64") is not None
     if whole and not binary and current_length is not None and window < current_length and new_length < current_length:
         raise Refusal("BAD_ARGUMENT", f"{path} is {current_length} characters long, more than one view shows "
                       f"({window}); writing {new_length} in its place would cut the rest. Replace the part you "
                       f"mean with replace_old and replace_new.", target=path,
-                      next=(w.retry(content=None, content_base64=None,
+                      next=(w.again(content=None, content_base64=None,
                                     replace_old=placeholder("the exact text to replace"),
                                     replace_new=placeholder("the text that replaces it")),))
 
@@ -1924,29 +2006,29 @@ def no_ref_to_read(repo: str, ref: str, again: Call) -> Refusal:
 
 def check_file_input(w: FileWrite, given: Sequence[str], allowed: Sequence[str]) -> None:
     """A write carries exactly one form of the new content its action takes, and replace_new only with replace_old."""
-    if w.args.get("replace_new") is not None and w.args.get("replace_old") is None:
+    if w.file.get("replace_new") is not None and w.file.get("replace_old") is None:
         raise Refusal("BAD_ARGUMENT", f"{w.where}: replace_new needs replace_old, the exact text it replaces.",
-                      target=w.where, next=(w.retry(replace_old=placeholder("the exact text to replace")),))
+                      target=w.where, next=(w.again(replace_old=placeholder("the exact text to replace")),))
     if not allowed or len(given) == 1:
         return
     if given:
         raise Refusal("BAD_ARGUMENT", f"{w.where} takes one of {', '.join(allowed)}, not {' and '.join(given)}.",
-                      target=w.where, choices=tuple((w.retry(**{g: w.args[g] if n == g else None for g in given}
+                      target=w.where, choices=tuple((w.again(**{g: w.file[g] if n == g else None for g in given}
                                                              ),) for n in given))
     raise Refusal("BAD_ARGUMENT", f"{w.where} needs the new content: one of {', '.join(allowed)}.", target=w.where,
-                  next=(w.retry(content=placeholder("the whole new content")),))
+                  next=(w.again(content=placeholder("the whole new content")),))
 
 
 def bad_base64(w: FileWrite) -> Refusal:
     return Refusal("BAD_ARGUMENT", f"{w.where}: content_base64 is not valid base64.", target=w.where,
-                   next=(w.retry(content_base64=placeholder("the whole new file, base64-encoded")),))
+                   next=(w.again(content_base64=placeholder("the whole new file, base64-encoded")),))
 
 
 def check_rename_target(w: FileWrite, path: str, there: str | None) -> None:
     """A move never replaces what is at its destination."""
     if there is not None:
         raise Refusal("CONFLICT", f"{path} already exists on {w.base} of {w.repo} ({there}); moving onto it would "
-                      f"replace it.", target=path, next=(w.retry(path=placeholder("a path that is free")),))
+                      f"replace it.", target=path, next=(w.again(path=placeholder("a path that is free")),))
 
 
 # --------------------------------------------------------------------------- the server's scope

@@ -262,6 +262,7 @@ TOOL_SUMMARIES.update({
     "madt_notifications": "Your notifications on the forge.",
     "madt_people": "People on the forge: your organisations, user and team search, an owner's packages.",
     "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
+    "madt_files": "Repository files: read, and commit changes without a checkout.",
     "madt_actions": "Actions (CI): runs, jobs, workflows, logs, artifacts, dispatch, secrets and variables, "
                     "where the forge has them. Deleting a secret or variable is a person's act.",
 })
@@ -938,7 +939,7 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
                        f"for a token and checks it with the forge), then call again.")
     where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)
     host = getattr(exc, "host", None)
-    target = f"{where} on {host}" if where and host else (where or host)
+    target = f"{where} on {host}" if where and host else (where or host or (inv.op.where if inv else None))
     return error_result(code, str(exc), target, user_action=user_action)
 
 
@@ -3759,6 +3760,407 @@ def wiki_edit_op(inv: Invocation) -> Result:
                           json={"title": inv.args["page_name"], "content_base64": _b64(inv.args["content"]),
                                 "message": inv.args.get("message", "")})
     return Result(f"Updated wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
+
+
+# --- madt_files ---
+
+FILE_PATH = Param("path", description="Path in the repository, e.g. src/app.py.", required=True, positional=True)
+FILE_REF = Param("ref", description="Branch, tag or commit (default: default branch).")
+FILE_OFFSET = Param("offset", "int", "Continue from this character.")
+FILE_WRITES = (
+    Param("branch", description="Branch to commit on (default: default branch)."),
+    Param("new_branch", description="Make this branch from branch and commit on it."),
+    Param("title", description="Commit subject — not `message`.", short="t"),
+    Param("allow_default_branch", "bool", "Commit onto the default branch (this call only)."),
+)
+FILE_SHA = Param("sha", description="Blob sha of the version you read.", required=True)
+FILE_CONTENT = (
+    Param("content", description="Whole new content (text)."),
+    Param("content_base64", description="The same, base64 (binary)."),
+)
+FILE_REPLACE = (
+    Param("replace_old", description="Exact text to replace (must occur once)."),
+    Param("replace_new", description="Text replacing replace_old."),
+)
+
+
+def _file_segments(path: str) -> tuple[str, ...]:
+    return tuple(path.split("/"))
+
+
+def _checked_path(inv: Invocation, name: str = "path") -> str:
+    """The path a call names, checked; a read may name a directory with a trailing /."""
+    value = inv.args[name].rstrip("/") if not inv.op.mutating else inv.args[name]
+    return guard.check_file_path(value, inv.op.where, lambda v: inv.again(**{name: v}), name)
+
+
+def _file_at(inv: Invocation, path: str, ref: str | None) -> Any:
+    """The forge's entry for *path* at *ref*: a file's ContentsResponse, a directory's list, or None."""
+    remote = api(inv)
+    try:
+        return remote.get("contents", *_file_segments(path), params={"ref": ref} if ref else None)
+    except remote.forge.ForgeError as exc:
+        if exc.code == "NOT_FOUND_OR_NO_ACCESS":
+            return None
+        raise
+
+
+def _file_bytes(inv: Invocation, item: Mapping[str, Any], ref: str | None) -> bytes:
+    """A file's bytes: from its base64 content, or from the raw endpoint when the forge left it out (large files)."""
+    import base64
+    if item.get("content") is not None:
+        return base64.b64decode(str(item["content"]))
+    return bytes(api(inv).scoped.get_bytes(("raw", *_file_segments(str(item.get("path")))),
+                                           params={"ref": ref} if ref else None))
+
+
+def _as_text(data: bytes) -> str | None:
+    """A file's text, or None when it is binary (a NUL byte early on, as git judges, or not UTF-8)."""
+    if b"\0" in data[:8000]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _view_call(inv: Invocation, path: str, ref: str | None) -> dict[str, Any]:
+    return guard.call("madt_files", action="view", owner_repo=api(inv).target.full, path=path, ref=ref)
+
+
+def _fenced_listing(inv: Invocation, text: str, ref: str, what: str) -> str:
+    return fence(text, api(inv).target.slug, f"repository content at {clean_line(ref)}", what)
+
+
+def _default_branch(inv: Invocation) -> str:
+    return str(api(inv).get().get("default_branch") or "main")
+
+
+def _commit_of(inv: Invocation, ref: str) -> str:
+    """The commit a branch, tag or commit names; a name that is neither is refused."""
+    import re
+    remote = api(inv)
+    if re.fullmatch(r"[0-9a-f]{7,64}", ref):
+        return ref
+    try:
+        return str(remote.get("branches", ref)["commit"]["id"])
+    except remote.forge.ForgeError as exc:
+        if exc.code != "NOT_FOUND_OR_NO_ACCESS":
+            raise
+    for tag in remote.list("tags", limit=1000):
+        if tag.get("name") == ref:
+            return str((tag.get("commit") or {}).get("sha") or tag.get("id"))
+    raise guard.no_ref_to_read(remote.target.full, ref, inv.again(ref=None))
+
+
+MAX_TREE_PAGES = 10  # of 1000 entries each: a listing this long is bounded, and says so
+
+
+@operation("madt_files", "tree", cli=("files", "tree"), kind="remote", mutating=False, idempotent=True,
+           summary="List files (recursive).",
+           params=(replace(FILE_PATH, required=False), FILE_REF, FILE_OFFSET))
+def files_tree_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    under = _checked_path(inv) if inv.args.get("path") else ""
+    ref = inv.args.get("ref") or _default_branch(inv)
+    commit = _commit_of(inv, ref)
+    entries: list[dict[str, Any]] = []
+    for page in range(1, MAX_TREE_PAGES + 1):
+        got = remote.get("git", "trees", commit, params={"recursive": "true", "page": page, "per_page": 1000})
+        entries += (got or {}).get("tree") or []
+        if not (got or {}).get("truncated"):
+            break
+    else:
+        notice(f"the tree has more than {len(entries)} entries; only those are listed.")
+    kinds = {"blob": "file", "tree": "dir", "commit": "submodule"}
+    rows = [{"path": clean(e.get("path")), "type": kinds.get(str(e.get("type")), str(e.get("type"))),
+             "size": e.get("size"), "sha": e.get("sha")} for e in entries
+            if not under or e.get("path") == under or str(e.get("path")).startswith(under + "/")]
+    if under and not rows:
+        raise guard.no_such_file(remote.target.full, under, ref, inv.again(path=None))
+    lines = [f"{(r['size'] if r['type'] == 'file' else r['type']):>9}  {clean_line(r['path'])}"
+             + ("/" if r["type"] == "dir" else "") for r in rows]
+    text, end, more = window("\n".join(lines), int(inv.args.get("offset") or 0),
+                             _continue("madt_files", "tree", remote.target, path=under or None, ref=ref), "tree")
+    head = f"{remote.target.slug} @ {clean_line(ref)}{' under ' + under if under else ''}: {len(rows)} entries"
+    return Result(f"{head}\n" + _fenced_listing(inv, text, ref, "tree") + (f"\n{more}" if more else ""),
+                  {"ref": ref, "commit": commit, "entries": rows, "truncated_at": end if more else None})
+
+
+@operation("madt_files", "view", cli=("files", "view"), kind="remote", mutating=False, idempotent=True,
+           summary="Show a file or a directory.",
+           params=(FILE_PATH, FILE_REF, FILE_OFFSET))
+def files_view_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    path = _checked_path(inv)
+    ref = inv.args.get("ref")
+    shown_ref = ref or "the default branch"
+    item = _file_at(inv, path, ref)
+    if item is None:
+        raise guard.no_such_file(remote.target.full, path, shown_ref,
+                                 guard.call("madt_files", action="tree", owner_repo=remote.target.full,
+                                            path=path.rpartition("/")[0] or None, ref=ref))
+    if isinstance(item, list):
+        rows = [{"name": clean(e.get("name")), "type": e.get("type"), "size": e.get("size"), "sha": e.get("sha")}
+                for e in item]
+        lines = [f"{(r['size'] if r['type'] == 'file' else r['type']):>9}  {clean_line(r['name'])}"
+                 + ("/" if r["type"] == "dir" else "") for r in rows]
+        listing, _end, more = window("\n".join(lines), int(inv.args.get("offset") or 0),
+                                     _continue("madt_files", "view", remote.target, path=path, ref=ref), "listing")
+        return Result(f"{remote.target.slug}:{path}/ @ {shown_ref}: {len(rows)} entries\n"
+                      + _fenced_listing(inv, listing, shown_ref, f"directory {path}") + (f"\n{more}" if more else ""),
+                      {"path": path, "ref": ref, "type": "dir", "entries": rows})
+    kind = item.get("type")
+    row = {"path": path, "ref": ref, "type": kind, "sha": item.get("sha"), "size": item.get("size")}
+    head = f"{remote.target.slug}:{path} @ {shown_ref}: {kind}, {item.get('size')} bytes, sha {item.get('sha')}"
+    if kind == "symlink":
+        row["target"] = clean_line(item.get("target"))
+        return Result(f"{head}\nsymlink to {row['target']}", row)
+    if kind != "file":
+        row["url"] = item.get("submodule_git_url")
+        return Result(f"{head}\n{kind} {clean_line(item.get('submodule_git_url'))}", row)
+    data = _file_bytes(inv, item, ref)
+    text = _as_text(data)
+    if text is None:
+        row["binary"] = True
+        return Result(f"{head}\nbinary content, not shown as text; write it with content_base64.", row)
+    shown = clean(text)
+    chunk, end, more = window(shown, int(inv.args.get("offset") or 0),
+                              _continue("madt_files", "view", remote.target, path=path, ref=ref), "file")
+    row |= {"content": chunk, "length": len(shown)}
+    if more:
+        row["truncated_at"] = end
+    return Result(f"{head}\n" + _fenced_listing(inv, chunk, shown_ref, f"file {path}") + (f"\n{more}" if more else ""),
+                  row)
+
+
+def _new_bytes(w: guard.FileWrite, path: str, old: bytes | None, view: dict[str, Any]) -> bytes | None:
+    """What the file will hold after this call: whole content, a replacement in the old text, or its old bytes."""
+    import base64
+    import binascii
+    f = w.file
+    op = w.op
+    if op == "remove":
+        return None
+    given = [name for name in ("content", "content_base64", "replace_old") if f.get(name) is not None]
+    if op != "rename" or given:  # a move keeps the content unless it carries new content too
+        guard.check_file_input(w, given, ("content", "content_base64") if op == "create" else
+                               ("content", "content_base64", "replace_old"))
+    if f.get("content") is not None:
+        return str(f["content"]).encode("utf-8")
+    if f.get("content_base64") is not None:
+        try:
+            return base64.b64decode(str(f["content_base64"]), validate=True)
+        except (binascii.Error, ValueError):
+            raise guard.bad_base64(w) from None
+    if f.get("replace_old") is not None and old is not None:
+        text = _as_text(old)
+        guard.check_file_content(w, path, text is None, None, 0, MAX_TEXT)
+        assert text is not None
+        guard.check_replacement(w, path, text, f["replace_old"], view)
+        return text.replace(f["replace_old"], f.get("replace_new") or "").encode("utf-8")
+    return old
+
+
+_FILE_VERBS = {"create": "Add", "edit": "Update", "rename": "Move", "remove": "Remove"}
+_FILE_DONE = {"create": "added", "edit": "updated", "rename": "moved", "remove": "removed"}
+_FILE_OPERATIONS = {"create": "create", "edit": "update", "rename": "update", "remove": "delete"}
+
+
+@record
+class _FileChange:
+    """One file of a commit: the rule's view of it, where it is and goes, what it held and will hold."""
+
+    w: guard.FileWrite
+    path: str
+    source: str
+    old: bytes | None
+    new: bytes | None
+    landed: bool = False
+    sha: str | None = None
+
+    def operation(self) -> dict[str, Any]:
+        """The change as the forge's change-files endpoint takes it (a move is an update with from_path)."""
+        import base64
+        op = self.w.op
+        change: dict[str, Any] = {"operation": _FILE_OPERATIONS[op], "path": self.path}
+        if op != "create":
+            change["sha"] = self.w.file["sha"]
+        if op == "rename":
+            change["from_path"] = self.source
+        if self.new is not None:
+            change["content"] = base64.b64encode(self.new).decode("ascii")
+        return change
+
+    def said(self) -> str:
+        op = self.w.op
+        where = f"{self.source} to {self.path}" if op == "rename" else self.path
+        return f"{_FILE_DONE[op]} {where}" + (f" ({len(self.new)} bytes)" if self.new is not None else "")
+
+
+def _file_change(inv: Invocation, w: guard.FileWrite) -> _FileChange:
+    """Check one file's change against the file as it is now on the branch the commit starts from."""
+    f = w.file
+    op = w.op
+    check = (lambda value, name: guard.check_file_path(value, w.where, lambda v: w.again(**{name: v}), name))
+    path = check(f["path"], "path")
+    source = check(f["from_path"], "from_path") if op == "rename" else path
+    found = _file_at(inv, source, w.base)
+    item = found if isinstance(found, dict) and found.get("type") == "file" else None
+    if op == "create":
+        current = found.get("sha") if isinstance(found, dict) else ("a directory" if found else None)
+    else:
+        current = item.get("sha") if item else None
+    view = _view_call(inv, source, w.base)
+    guard.check_file_sha(w, source, current, view)
+    if op == "rename":
+        taken = _file_at(inv, path, w.base)
+        guard.check_rename_target(w, path, taken.get("sha") if isinstance(taken, dict) else
+                                  ("a directory" if taken else None))
+    old = _file_bytes(inv, item, w.base) if item else None
+    new = _new_bytes(w, path, old, view)
+    if op == "edit" and old is not None and new is not None:
+        old_text, new_text = _as_text(old), _as_text(new)
+        guard.check_file_content(w, path, old_text is None, len(old_text) if old_text is not None else None,
+                                 len(new_text) if new_text is not None else len(new), MAX_TEXT)
+    return _FileChange(w, path, source, old, new)
+
+
+def _file_landed(inv: Invocation, branch: str, change: _FileChange) -> tuple[bool, str | None]:
+    """Whether *branch* shows the change (the file holds exactly its new bytes, or is gone; a moved file left its
+    old path), and the sha the file has there."""
+    now = _file_at(inv, change.path, branch)
+    if change.new is None:
+        return now is None, None
+    if not (isinstance(now, dict) and now.get("type") == "file" and _file_bytes(inv, now, branch) == change.new):
+        return False, None
+    return change.source == change.path or _file_at(inv, change.source, branch) is None, str(now.get("sha"))
+
+
+def _write_file(inv: Invocation) -> Result:
+    """A change of one file, or of several in one commit, through the forge: checked, written once, read back."""
+    remote = api(inv)
+    a = inv.args
+    items = guard.check_changes(inv.op.tool, str(inv.op.action), CHANGE_SPECS, a) if inv.op.action == "change" \
+        else [a]
+    default = _default_branch(inv)
+    branches = frozenset(str(b.get("name")) for b in remote.list("branches", limit=1000))
+    if inv.op.action == "change":
+        a = dict(a) | {"changes": items}  # as checked: the steps of a refusal name them so
+    first = guard.FileWrite(inv.op.tool, inv.op.action, a, remote.target.full, default, branches, "",
+                            None if inv.op.action != "change" else 0)
+    if len(items) == 1:
+        f = items[0]
+        title = f"Move {f.get('from_path')} to {f['path']}" if first.op == "rename" else \
+            f"{_FILE_VERBS[first.op]} {f['path']}"
+    else:
+        title = f"Change {len(items)} files"
+    w = replace(first, title=str(a.get("title") or title))
+    guard.check_file_branch(w)
+    key = "/".join([remote.target.host, remote.target.owner.lower(), remote.target.repo.lower(), "branch",
+                    w.lands_on])
+    with body_lock(key) as locked:
+        if not locked:
+            notice(f"another madtea call kept the lock of branch {w.lands_on} for over {BODY_LOCK_WAIT:g} s; madtea "
+                   "wrote without waiting longer, and reports only what it reads back.")
+        changes = [_file_change(inv, replace(w, index=None if inv.op.action != "change" else index))
+                   for index in range(len(items))]
+        if all(c.old == c.new and c.w.op == "edit" for c in changes):
+            names = ", ".join(c.path for c in changes)
+            return Result(f"{remote.target.slug}: {names} on {w.base} already hold exactly this content; nothing was "
+                          "committed.", {"branch": w.base, "commit": None, "files": [{"path": c.path} for c in changes]})
+        payload: dict[str, Any] = {"branch": w.base, "message": w.title, "files": [c.operation() for c in changes]}
+        if a.get("new_branch"):
+            payload["new_branch"] = a["new_branch"]
+        look = _view_call(inv, changes[0].path if changes[0].new is not None else changes[0].source, w.lands_on)
+
+        def shows() -> dict[str, Any] | None:
+            """The branch's head when every change shows on it; None when one does not (yet)."""
+            if a.get("new_branch") and w.lands_on not in {str(b.get("name")) for b in
+                                                          remote.list("branches", limit=1000)}:
+                return None
+            if not all(_file_landed(inv, w.lands_on, c)[0] for c in changes):
+                return None
+            return {"commit": {"sha": remote.get("branches", w.lands_on)["commit"]["id"]}}
+        try:
+            made = remote.scoped.create("contents", payload, lookup=shows)
+            value, recovered = made.value, made.recovered
+        except remote.forge.ForgeError as exc:
+            # A refusal after a lost answer may be the forge meeting this very change a second time.
+            value = shows() if exc.code in ("BAD_ARGUMENT", "CONFLICT") and exc.status in (409, 422) else None
+            if value is None:
+                if exc.status in (409, 422):
+                    for c in changes:
+                        now = _file_at(inv, c.source, w.base)
+                        guard.check_file_sha(c.w, c.source, now.get("sha") if isinstance(now, dict) else None,
+                                             _view_call(inv, c.source, w.base))
+                raise settle_lost(inv, exc, "commit", look) from None
+            recovered = True
+        if recovered:
+            notice("the forge's answer was lost; a read-back found the change on "
+                   f"{w.lands_on}, so it was made once and not sent again.")
+        sha = str(((value or {}).get("commit") or {}).get("sha") or "")
+        for c in changes:
+            c.landed, c.sha = _file_landed(inv, w.lands_on, c)
+    landed = all(c.landed for c in changes)
+    check = "the read-back shows it" if landed else \
+        "but the read-back does not show it all: another write to that branch came after it"
+    lines = [f"Committed {sha[:9]} on {w.lands_on} in {remote.target.slug}: "
+             + ", ".join(c.said() for c in changes) + f"; {check}."]
+    lines += [f"{c.path} is now at sha {c.sha}." for c in changes if c.sha]
+    data: dict[str, Any] = {"commit": sha, "branch": w.lands_on, "read_back": landed,
+                            "files": [{"path": c.path, "sha": c.sha, "read_back": c.landed} for c in changes]}
+    if len(changes) == 1:
+        data |= {"path": changes[0].path, "sha": changes[0].sha}
+    if a.get("new_branch"):
+        pr = guard.call("madt_pr", action="create", owner_repo=remote.target.full, head=w.lands_on, base=default,
+                        title=w.title)
+        lines.append(f"Open a pull request for review: {guard.render_call(pr)}")
+        data["next"] = pr
+    return Result("\n".join(lines), data)
+
+
+@operation("madt_files", "create", cli=("files", "create"), kind="remote", mutating=True,
+           summary="Commit a new file.", params=(FILE_PATH, *FILE_CONTENT, *FILE_WRITES))
+def files_create_op(inv: Invocation) -> Result:
+    return _write_file(inv)
+
+
+@operation("madt_files", "edit", cli=("files", "edit"), kind="remote", mutating=True, destructive=True,
+           summary="Commit a file edit.",
+           params=(FILE_PATH, FILE_SHA, *FILE_CONTENT, *FILE_REPLACE, *FILE_WRITES))
+def files_edit_op(inv: Invocation) -> Result:
+    return _write_file(inv)
+
+
+@operation("madt_files", "rename", cli=("files", "rename"), kind="remote", mutating=True, destructive=True,
+           summary="Commit a file move.",
+           params=(FILE_PATH, Param("from_path", description="Current path (to move it).", required=True), FILE_SHA,
+                   *FILE_WRITES))
+def files_rename_op(inv: Invocation) -> Result:
+    return _write_file(inv)
+
+
+@operation("madt_files", "remove", cli=("files", "remove"), kind="remote", mutating=True, destructive=True,
+           summary="Commit a file removal.", params=(FILE_PATH, FILE_SHA, *FILE_WRITES))
+def files_remove_op(inv: Invocation) -> Result:
+    return _write_file(inv)
+
+
+# The arguments of one entry of changes: a file's own, as the single-file actions take them.
+CHANGE_SPECS = {p.name: p for p in (
+    FILE_PATH, replace(FILE_SHA, required=False), *FILE_CONTENT, *FILE_REPLACE,
+    Param("from_path", description="The file's current path, to move it to path."),
+    Param("remove", "bool", "Remove the file."))}
+
+
+@operation("madt_files", "change", cli=("files", "change"), kind="remote", mutating=True, destructive=True,
+           summary="Commit several files at once.",
+           params=(Param("changes", "json", "Per file: edit's fields, from_path to move, remove=true; no sha: "
+                         "a new file.", required=True),
+                   *FILE_WRITES))
+def files_change_op(inv: Invocation) -> Result:
+    return _write_file(inv)
 
 
 # --- madt_actions ---

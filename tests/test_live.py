@@ -17,7 +17,6 @@ from the agent surface, by design).
 """
 from __future__ import annotations
 
-import base64
 import ipaddress
 import json
 import os
@@ -119,12 +118,11 @@ def test_live_issue_lifecycle(live: Path) -> None:
 
 
 def test_live_pull_request_is_opened_and_merged(live: Path) -> None:
-    owner, name = LIVE_REPO.split("/")
     default = call(live, "madt_repo", action="view").data["default_branch"]
     branch = f"madtea-live-{uuid.uuid4().hex[:8]}"
-    content = base64.b64encode(f"written by the madtea live lane on {branch}\n".encode()).decode()
-    call(live, "madt_api_call", path=f"/repos/{owner}/{name}/contents/{branch}.txt", method="POST",
-         body={"content": content, "message": f"Live lane: {branch}", "branch": default, "new_branch": branch})
+    made = call(live, "madt_files", action="create", path=f"{branch}.txt", title=f"Live lane: {branch}",
+                content=f"written by the madtea live lane on {branch}\n", branch=default, new_branch=branch)
+    assert made.data["read_back"] is True and made.data["next"]["args"]["head"] == branch
     opened = call(live, "madt_pr", action="create", title=f"Live lane {branch}", head=branch, base=default)
     number = opened.data["number"]
     again = call(live, "madt_pr", action="create", title="again", head=branch, base=default)

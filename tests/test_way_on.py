@@ -62,3 +62,22 @@ def test_a_retry_that_fixes_another_argument_carries_no_override(tmp_path) -> No
     assert not any(guard.is_override(step) for step in refused.error["next"])
     direct = guard.Refusal("BAD_ARGUMENT", "x.", next=(OVERRIDE,))
     assert direct.next == (COMMIT,)
+
+
+def test_a_lone_surrogate_echoed_in_a_step_is_shown_escaped(tmp_path) -> None:
+    """Another argument's value is refused first; the step that fixes it still shows this one, sendably."""
+    assert guard.render_call(guard.call("madt_x", id="\ud800")) == 'madt_x id="\\ud800"'
+    refused = madtea.run("madt_notifications", {"action": "read", "owner_repo": [], "id": "\ud800"},
+                         madtea.Context("mcp", tmp_path))
+    assert refused.error and refused.error["code"] == "BAD_ARGUMENT"
+    madtea.render_text(refused, "mcp").encode("utf-8")
+
+
+def test_a_forge_refusal_made_before_any_request_names_the_call_as_its_target(tmp_path) -> None:
+    """The repository client refuses a control character in a path segment before it sends anything."""
+    import forge
+
+    op = madtea.find_op("madt_wiki", "view")
+    result = madtea._forge_error(forge.ForgeError("BAD_ARGUMENT", "A sub-path segment contains control characters."),
+                                 madtea.Invocation(op, {"page_name": "\b"}, madtea.Context("mcp", tmp_path)))
+    assert result is not None and result.error["target"] == "madt_wiki action=view"
