@@ -175,15 +175,16 @@ def test_a_switch_on_a_foreign_primary_forwards_to_a_worktree_of_that_existing_b
     primary = _facts("/x/lib")
     r = _refusal(_target("madt_switch", {"branch": "release", "dir": "/x/lib"}, primary, branch="main"))
     assert r.code == "FOREIGN_PRIMARY"
-    add, finish = r.next
+    # a switch asked for a checkout of that branch, nothing to finish: the worktree is the whole way on
+    (add,) = r.next
     assert add["args"] == {"action": "add", "dir": "/x/lib", "path": "/x/lib-release", "commit_ish": "release"}
-    assert finish["args"] == {"dir": "/x/lib", "branch": "release", "title": "<the pull request title>"}
     current = _refusal(_target("madt_switch", {"branch": "main", "dir": "/x/lib"}, primary, branch="main"))
     # main is checked out there: a new branch starts from it instead
     assert current.next[0]["args"]["b"] == "work/contribution" and current.next[0]["args"]["commit_ish"] == "main"
     pull = _refusal(_target("madt_pull", {"branch": "main", "dir": "/x/lib"}, primary, branch="main"))
     assert pull.next[0]["args"]["b"] == "work/contribution"
-    assert pull.next[1]["args"]["branch"] == "work/contribution"
+    # the pull the caller asked for, run in the new worktree
+    assert pull.next[1] == {"tool": "madt_pull", "args": {"dir": "/x/lib-work-contribution", "branch": "main"}}
 
 
 def test_finish_on_a_foreign_worktree_commits_the_declared_files_then_finishes_with_every_argument() -> None:
