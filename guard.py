@@ -33,7 +33,7 @@ __all__ = [
     "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
-    "check_changes",
+    "check_changes", "check_package_type",
 ]
 
 # --- wrong-repo guard and rules ---
@@ -1789,6 +1789,21 @@ def body_kept_changing(tries: int, edit: str, updated_at: Any, carried: str, sho
 # --------------------------------------------------------------------------- repository files through the forge
 
 _DRIVE = regex(r"[A-Za-z]:")
+
+
+# The package types both forges' specs list; another is refused before it is sent.
+PACKAGE_TYPES = ("alpine", "cargo", "chef", "composer", "conan", "conda", "container", "cran", "debian", "generic",
+                 "go", "helm", "maven", "npm", "nuget", "pub", "pypi", "rpm", "rubygems", "swift", "vagrant")
+
+
+def check_package_type(where: str, value: str | None, again: Callable[[str], Call]) -> None:
+    """A package type is one the forge knows."""
+    if value is None or value in PACKAGE_TYPES:
+        return
+    guess = did_you_mean(value, PACKAGE_TYPES)
+    raise Refusal("BAD_ARGUMENT", f"{where}: type must be a package type ({', '.join(PACKAGE_TYPES)}), not "
+                  f"{_shown(value)}.", target=where,
+                  next=(again(guess or placeholder("a package type such as npm")),))
 
 
 def check_file_path(path: str, where: str, again: Callable[[str], Call], name: str = "path") -> str:

@@ -3675,6 +3675,7 @@ def _package_lines(rows: Sequence[Mapping[str, Any]]) -> str:
            reach="forge", summary="List an owner's packages, one line per version.",
            params=(OWNER, OPTIONAL_Q, PACKAGE_TYPE, LIMIT, PAGE))
 def people_packages_op(inv: Invocation) -> Result:
+    guard.check_package_type(inv.op.where, inv.args.get("type"), lambda v: inv.again(type=v))
     params = {k: v for k, v in (("q", inv.args.get("q")), ("type", inv.args.get("type"))) if v}
     found = api(inv).root_list(f"/packages/{_quote(inv.args['owner'])}", params=params | _page_params(inv),
                                limit=_limit(inv))
@@ -3688,6 +3689,7 @@ def people_packages_op(inv: Invocation) -> Result:
                    Param("name", description="The package's name.", required=True, positional=True), LIMIT))
 def people_package_versions_op(inv: Invocation) -> Result:
     owner, kind, name = inv.args["owner"], inv.args["type"], inv.args["name"]
+    guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
     if api(inv).flavour() == "forgejo":
         # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
         every = api(inv).root_list(f"/packages/{_quote(owner)}", params={"type": kind, "q": name}, limit=1000)

@@ -81,3 +81,15 @@ def test_a_forge_refusal_made_before_any_request_names_the_call_as_its_target(tm
     result = madtea._forge_error(forge.ForgeError("BAD_ARGUMENT", "A sub-path segment contains control characters."),
                                  madtea.Invocation(op, {"page_name": "\b"}, madtea.Context("mcp", tmp_path)))
     assert result is not None and result.error["target"] == "madt_wiki action=view"
+
+
+def test_a_package_type_the_forges_do_not_know_is_refused_before_it_is_sent() -> None:
+    """The sweep found a hostile type sent to the forge as a query value its spec does not allow."""
+    import pytest as _pytest
+    with _pytest.raises(guard.Refusal) as refused:
+        guard.check_package_type("madt_people action=packages", "nugget", lambda v: guard.call("madt_people", type=v))
+    assert refused.value.next == (guard.call("madt_people", type="nuget"),)
+    with _pytest.raises(guard.Refusal):
+        guard.check_package_type("madt_people action=packages", "\u202eevil", lambda v: guard.call("madt_people"))
+    guard.check_package_type("madt_people action=packages", "pypi", lambda v: guard.call("madt_people"))
+    guard.check_package_type("madt_people action=packages", None, lambda v: guard.call("madt_people"))
