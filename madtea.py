@@ -419,12 +419,24 @@ def _redacted(result: Result) -> Result:
 
 
 def _secret_values(tool: str, raw: Any) -> list[str]:
-    """The values a call gives for its secret parameters (a secret being set)."""
+    """The values a call gives for its secret parameters (a secret being set), of whatever shape they were given:
+    also under an action no tool has (a misspelt one) and in a passthrough body sent to an Actions secrets path."""
     if not isinstance(raw, dict):
         return []
-    names = {p.name for op in REGISTRY if op.tool == tool and op.action == raw.get("action")
+    actions = {op.action for op in REGISTRY if op.tool == tool}
+    action = raw.get("action") if raw.get("action") in actions else None
+    names = {p.name for op in REGISTRY if op.tool == tool and (action is None or op.action == action)
              for p in op.params if p.secret}
-    return [v for k, v in raw.items() if k in names and isinstance(v, str) and v]
+    if tool == "madt_api_call" and "/actions/secrets" in str(raw.get("path", "")).casefold():
+        names.add("body")
+
+    def strings(value: Any) -> list[str]:
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, (list, tuple)):
+            return [s for v in value for s in strings(v)]
+        return [str(value)] if value not in (None, "", True, False) else []
+    return [s for k, v in raw.items() if k in names for s in strings(v)]
 
 
 def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
@@ -5017,10 +5029,20 @@ def _cli_misspelt(parser: Any, args: Sequence[str]) -> tuple[Any, str] | None:
 
 
 def _cli_unknown_flags(sub: Any, extras: Sequence[str]) -> str:
-    """The error for arguments a subcommand does not take, naming the closest flag it does."""
+    """The error for arguments a subcommand does not take, naming the closest flag it does.
+
+    A command that takes a secret repeats only the flags, never a value (one may be the secret typed in the
+    wrong place).
+    """
     import difflib
 
-    message = f"unrecognized arguments: {' '.join(extras)}"
+    op = sub.get_default("_op")
+    shown = list(extras)
+    if op is not None and any(p.secret for p in op.params):
+        flags = [w.split("=", 1)[0] for w in extras if w.startswith("-")]
+        values = len(extras) - len(flags)
+        shown = [*flags, *([f"{values} value{'s' if values > 1 else ''} not repeated here"] if values else [])]
+    message = f"unrecognized arguments: {' '.join(shown)}"
     for word in extras:
         if word.startswith("-"):
             close = difflib.get_close_matches(word.split("=", 1)[0], list(sub._option_string_actions), n=1)
