@@ -1811,6 +1811,8 @@ def check_file_path(path: str, where: str, again: Callable[[str], Call], name: s
 
     *again* is the refused call with *name* set to a given value.
     """
+    import unicodedata  # only file writes need it; the hook never loads it
+
     why = None
     segments = path.split("/")
     if not path.strip():
@@ -1819,13 +1821,13 @@ def check_file_path(path: str, where: str, again: Callable[[str], Call], name: s
         why = "is absolute; paths are relative to the repository's root"
     elif "\\" in path:
         why = "has a backslash; separate folders with /"
-    elif any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
-        why = "has control characters"
+    elif any(ord(ch) < 32 or ord(ch) == 127 or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in path):
+        why = "has control characters or invisible formatting characters"
     elif "" in segments:
         why = "has an empty segment (a leading, trailing or doubled /)"
     elif any(seg in (".", "..") for seg in segments):
         why = "has a '.' or '..' segment"
-    elif any(seg.rstrip(". ").casefold() == ".git" for seg in segments):
+    elif any(seg.rstrip(". ").casefold() in (".git", "git~1") for seg in segments):  # git~1: .git's NTFS short name
         why = "is inside .git, which holds git's own data, not the repository's files"
     if why is None:
         return path

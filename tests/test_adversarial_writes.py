@@ -51,3 +51,17 @@ def test_the_cli_never_echoes_a_secret_under_a_misspelt_verb_or_a_bad_name(env: 
         out = env.cli(*argv)
         assert out.returncode != 0 and SECRET[:8] not in out.stdout + out.stderr, argv
     assert "unrecognized arguments: --vaule\n" in out.stderr
+
+
+@pytest.mark.parametrize("path", [".g\u200cit/config", "src/.gi\u200dt/hooks/x", "\u202eevil.txt", "a\u2028b",
+                                  "\ufeffa.txt", "git~1/config", "sub/GIT~1/hooks/x"])
+def test_an_invisible_character_or_git_s_short_name_is_refused_before_any_request(path: str) -> None:
+    with pytest.raises(guard.Refusal) as refused:
+        guard.check_file_path(path, "madt_files action=create", lambda v: guard.call("madt_files", path=v))
+    assert refused.value.code == "BAD_ARGUMENT" and guard.is_placeholder(refused.value.next[0]["args"]["path"])
+
+
+def test_a_path_with_an_invisible_character_commits_nothing(env: Env) -> None:
+    result = env.refused("BAD_ARGUMENT", "madt_files", action="create", path=".g\u200cit/config", content="x",
+                         new_branch="t1")
+    assert "invisible" in result.text and "t1" not in env.forge.git("acme", "web", "branch", "--list")
