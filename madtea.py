@@ -424,7 +424,8 @@ def _secret_values(tool: str, raw: Any) -> list[str]:
     if not isinstance(raw, dict):
         return []
     actions = {op.action for op in REGISTRY if op.tool == tool}
-    action = raw.get("action") if raw.get("action") in actions else None
+    given = raw.get("action")
+    action = given if isinstance(given, str) and given in actions else None
     names = {p.name for op in REGISTRY if op.tool == tool and (action is None or op.action == action)
              for p in op.params if p.secret}
     if tool == "madt_api_call" and "/actions/secrets" in str(raw.get("path", "")).casefold():

@@ -25,9 +25,11 @@ def _channels(result: madtea.Result) -> str:
     {"action": "set_secret", "name": "X", "body": {"v": SECRET}},
     {"action": "set_secret", "name": "X", "value": SECRET},
     {"action": "set_secret", "name": "X", "body": SECRET, "body_file": "/nonexistent"},
+    {"action": [], "name": "X", "body": SECRET}, {"action": {"a": 1}, "body": SECRET},
 ])
 def test_a_secret_given_in_any_shape_or_under_a_misspelt_action_is_never_echoed(env: Env, args: dict[str, Any]) -> None:
     result = env.call("madt_actions", **args)
+    assert "Traceback" not in result.text
     assert SECRET[:8] not in _channels(result)
 
 
