@@ -1541,7 +1541,7 @@ def check_remote(c: RemoteCall) -> None:
 # --------------------------------------------------------------------------- what forge services find
 
 __all__ += ["cross_host_write", "check_fields", "check_labels", "no_such_milestone", "check_something_to_change", "check_pr_head",
-            "check_due_date", "check_upload_files", "check_api_path", "check_api_method", "covered_write",
+            "check_due_date", "check_upload_files", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
             "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act"]
 
 
@@ -1629,6 +1629,19 @@ def check_api_method(c: _Guarded, method: str, path: str, host: str, has_body: b
                       next=(c.retry(body=None),))
 
 
+def check_api_secret(method: str, segments: Sequence[str], web: str) -> None:
+    """An organisation's or user's Actions secret reaches every repository it owns: a person sets it."""
+    import re
+
+    sub = "/".join(segments).lower()
+    owner = re.fullmatch(r"(?:orgs/([^/]+)|user)/actions/secrets/[^/]+", sub)
+    if method != "GET" and owner:
+        page = f"{web}/org/{segments[1]}/settings" if owner.group(1) else f"{web}/user/settings"
+        raise Refusal("USER_ACTION_REQUIRED", f"{method} /{'/'.join(segments)} sets a secret every repository of "
+                      f"{segments[1] if owner.group(1) else 'the user'} can read; madtea leaves that to a person.",
+                      target="/".join(segments), user_action=f"Ask the user to set it at {page}/actions/secrets.")
+
+
 # Non-GET paths a dedicated tool covers, by the path below /repos/{owner}/{repo}/ (lower case): the
 # passthrough forwards there so body edits keep their stale check and merges their head check.
 _COVERED = [
@@ -1644,6 +1657,7 @@ _COVERED = [
     (r"releases/\d+/assets$", "madt_releases", "upload"),
     (r"wiki/new$", "madt_wiki", "create"), (r"wiki/page/[^/]+$", "madt_wiki", "edit"),
     (r"contents(/.+)?$", "madt_files", "edit"),
+    (r"actions/secrets/[^/]+$", "madt_actions", "set_secret"), (r"actions/variables/[^/]+$", "madt_actions", "set_variable"),
     (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
 ]
 # The same for paths outside a repository: "repos/..." is handled above.
@@ -1686,6 +1700,10 @@ def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], 
     comment = re.search(r"comments/(\d+)$", sub)
     if comment and "comment_id" in specs:
         args["comment_id"] = int(comment.group(1))
+    if tool == "madt_actions" and "name" in specs:  # the name is in the URL; a variable's value is the body
+        args["name"] = path.rsplit("/", 1)[-1]
+        if isinstance(body, Mapping) and action == "set_variable":
+            body = {"body": body.get("value")}
     if tool == "madt_files":  # the file's path is in the URL; the forge's content is base64, its message a title
         from urllib.parse import unquote
         file_path = [unquote(part) for part in path.split("/")[5:]]

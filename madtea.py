@@ -4494,6 +4494,7 @@ def api_call_op(inv: Invocation) -> Result:
     path = "/" + "/".join(map(_quote_segment, segments))
     remote = api(inv)
     guard.check_api_method(forge_call(inv), method, path, remote.target.host, a.get("body") is not None)
+    guard.check_api_secret(method, segments, remote.web_base)
     in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
     covered = guard.covered_write(method, segments, remote.target.full)
     if covered is not None:
