@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -177,3 +178,23 @@ async def test_stdio_error_result_reaches_the_client(single_repo) -> None:
     assert result.is_error is True
     assert result.structured_content["code"] == "UNDECLARED_FILES", result.content[0].text
     assert json.dumps(result.structured_content)
+
+
+def test_server_start_skips_the_sdk_package_inits_yet_every_sdk_name_still_imports(tmp_path: Path) -> None:
+    """The server imports the SDK's low-level modules only; a later ``from mcp import X`` still works."""
+    probe = """
+import sys
+import madtea
+madtea.build_server()
+from mcp.server.stdio import stdio_server
+skipped = [m for m in ("mcp.client.client", "mcp.server.mcpserver", "httpx2") if m in sys.modules]
+from mcp import ClientSession, types
+from mcp.server import MCPServer, Server
+import mcp
+print(skipped, mcp.Client.__name__, MCPServer.__name__, Server is madtea.build_server().__class__, types.Tool.__name__)
+"""
+    env = {"PYTHONPATH": str(ROOT), "HOME": os.environ["HOME"], "PATH": os.environ.get("PATH", "")}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["[]", "Client", "MCPServer", "True", "Tool"]
