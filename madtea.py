@@ -442,18 +442,40 @@ def _secret_values(tool: str, raw: Any) -> list[str]:
 
 def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
     """*result* with each secret value gone from its text, data, error and notes: whole, as JSON or Python would
-    escape it, or cut short the way refusals cut an echoed value."""
+    escape it, or cut short the way refusals cut an echoed value.
+
+    A value shorter than 8 characters goes only where it stands quoted (as every echo quotes it) or as a whole
+    string: hidden wherever its letters occur, madtea's own words would spell it out around the gaps.
+    """
     import json
     forms: set[str] = set()
+    quoted: set[str] = set()
     for value in secrets:
         for form in (value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1], repr(value)[1:-1]):
-            forms.update(form[:n] for n in range(min(len(form), 8), len(form) + 1))
+            forms.update([form] if len(form) >= 8 else [])
+        quoted.update((json.dumps(value), json.dumps(value, ensure_ascii=False), repr(value)))
     ordered = sorted(forms, key=len, reverse=True)
     hidden = guard.placeholder("the secret value")
 
+    def cut(text: str, form: str) -> str:
+        # Each place the form's first 8 characters occur loses the longest prefix of the form found there.
+        pieces, start, head = [], 0, form[:8]
+        while (at := text.find(head, start)) >= 0:
+            low, high = 8, min(len(form), len(text) - at)
+            while low < high:  # binary search: a longer prefix matches only if every shorter one does
+                mid = (low + high + 1) // 2
+                low, high = (mid, high) if text.startswith(form[:mid], at) else (low, mid - 1)
+            pieces += [text[start:at], hidden]
+            start = at + low
+        return "".join(pieces) + text[start:] if pieces else text
+
     def scrubbed(value: Any) -> Any:
         if isinstance(value, str):
+            if value in secrets:
+                return hidden
             for form in ordered:
+                value = cut(value, form)
+            for form in quoted:
                 value = value.replace(form, hidden) if form in value else value
             return value
         if isinstance(value, (list, tuple)):
