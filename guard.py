@@ -1824,6 +1824,23 @@ def check_package_type(where: str, value: str | None, again: Callable[[str], Cal
                   next=(again(guess or placeholder("a package type such as npm")),))
 
 
+def check_path_name(where: str, name: str, value: str, what: str, again: Callable[[str], Call]) -> str:
+    """A name sent as one segment of an API path, which no server may read as ``.`` or ``..``: such a name
+    (also percent-encoded, or between slashes) would address another path than the one named."""
+    from urllib.parse import unquote  # only these names need it; the hook never loads it
+
+    text = value
+    for _ in range(5):  # decoded until stable, as a server in front of the forge may decode it again
+        text, before = unquote(text), text
+        if text == before:
+            break
+    if any(piece in (".", "..") for piece in text.replace("\\", "/").split("/")):
+        raise Refusal("BAD_ARGUMENT", f"{where}: {name} {_shown(value)} cannot name {what}: a '.' or '..' in it "
+                      f"would address another path of the forge's API.", target=where,
+                      next=(again(placeholder(what)),))
+    return value
+
+
 def check_file_path(path: str, where: str, again: Callable[[str], Call], name: str = "path") -> str:
     """A path inside the repository, as the forge stores it: relative, plain segments, never under ``.git``.
 

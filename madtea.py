@@ -3686,6 +3686,7 @@ def people_users_op(inv: Invocation) -> Result:
            params=(Param("org", description="The organisation whose teams to search.", required=True,
                          positional=True), OPTIONAL_Q, LIMIT, PAGE))
 def people_teams_op(inv: Invocation) -> Result:
+    guard.check_path_name(inv.op.where, "org", inv.args["org"], "an organisation", lambda v: inv.again(org=v))
     rows = [{"id": t.get("id"), "name": clean_line(t.get("name")), "permission": t.get("permission"),
              "description": clean_line(t.get("description"))[:200]}
             for t in _people(inv, f"/orgs/{_quote(inv.args['org'])}/teams/search", inv.args.get("q"))]
@@ -3711,6 +3712,8 @@ def _package_lines(rows: Sequence[Mapping[str, Any]]) -> str:
            params=(OWNER, OPTIONAL_Q, PACKAGE_TYPE, LIMIT, PAGE))
 def people_packages_op(inv: Invocation) -> Result:
     guard.check_package_type(inv.op.where, inv.args.get("type"), lambda v: inv.again(type=v))
+    guard.check_path_name(inv.op.where, "owner", inv.args["owner"], "a user or organisation",
+                          lambda v: inv.again(owner=v))
     params = {k: v for k, v in (("q", inv.args.get("q")), ("type", inv.args.get("type"))) if v}
     found = api(inv).root_list(f"/packages/{_quote(inv.args['owner'])}", params=params | _page_params(inv),
                                limit=_limit(inv))
@@ -3725,6 +3728,8 @@ def people_packages_op(inv: Invocation) -> Result:
 def people_package_versions_op(inv: Invocation) -> Result:
     owner, kind, name = inv.args["owner"], inv.args["type"], inv.args["name"]
     guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
+    guard.check_path_name(inv.op.where, "owner", owner, "a user or organisation", lambda v: inv.again(owner=v))
+    guard.check_path_name(inv.op.where, "name", name, "a package", lambda v: inv.again(name=v))
     if api(inv).flavour() == "forgejo":
         # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
         every = api(inv).root_list(f"/packages/{_quote(owner)}", params={"type": kind, "q": name}, limit=1000)
@@ -4331,6 +4336,7 @@ def actions_download_op(inv: Invocation) -> Result:
 def actions_dispatch_op(inv: Invocation) -> Result:
     import json
     remote, c = api(inv), forge_call(inv)
+    guard.check_path_name(c.where, "workflow", inv.args["workflow"], "a workflow file", lambda v: c.retry(workflow=v))
     inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
     ref = inv.args.get("ref") or str(remote.get().get("default_branch"))
     payload: dict[str, Any] = {"ref": ref, "inputs": inputs}

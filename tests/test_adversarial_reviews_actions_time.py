@@ -47,3 +47,54 @@ def test_a_secret_the_size_of_a_key_file_is_hidden_in_bounded_memory() -> None:
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "not \"<the secret value>… and <the secret value> {'echo': '<the secret value>'}"
+
+
+# =========================================================================== names sent as one URL segment
+
+@pytest.mark.parametrize("tool, args, name", [
+    ("madt_people", {"action": "teams", "org": ".."}, "org"),
+    ("madt_people", {"action": "teams", "org": "%2e%2e"}, "org"),
+    ("madt_people", {"action": "packages", "owner": ".."}, "owner"),
+    ("madt_people", {"action": "packages", "owner": "acme/../x"}, "owner"),
+    ("madt_people", {"action": "package_versions", "owner": "acme", "type": "npm", "name": ".."}, "name"),
+    ("madt_people", {"action": "package_versions", "owner": "%252E%252E", "type": "npm", "name": "x"}, "owner"),
+    ("madt_actions", {"action": "dispatch", "workflow": "../.."}, "workflow"),
+    ("madt_actions", {"action": "dispatch", "workflow": "..\\ci.yml"}, "workflow"),
+])
+def test_a_name_that_reads_as_a_dot_segment_is_refused_before_any_request(env: Env, tool: str, args: dict[str, Any],
+                                                                           name: str) -> None:
+    env.forge.clear_requests()
+    refused = env.refused("BAD_ARGUMENT", tool, **args)
+    assert f"{name} " in refused.text and "'.' or '..'" in refused.text
+    assert refused.error["next"][0]["args"][name].startswith("<")  # the same call, the name to fill in
+    assert not [r for r in env.forge.requests if "/version" not in r.path]
+
+
+@pytest.mark.parametrize("tool, args, segment", [
+    ("madt_people", {"action": "package_versions", "owner": "acme", "type": "npm", "name": "@scope/left-pad"},
+     "/%40scope%2Fleft-pad"),
+    ("madt_actions", {"action": "dispatch", "workflow": "deploy.yml?x=1#y"}, "/deploy.yml%3Fx%3D1%23y/"),
+])
+def test_a_name_with_a_slash_or_a_query_sign_is_sent_escaped_in_its_segment(env: Env, tool: str, args: dict[str, Any],
+                                                                              segment: str) -> None:
+    env.forge.clear_requests()
+    env.call(tool, **args)
+    sent = [r for r in env.forge.requests if "/version" not in r.path and "/repos/acme/web" != r.path[7:]]
+    if env.forge.flavour == "forgejo" and tool == "madt_people":  # no versions endpoint: the list, by name
+        assert sent[-1].path == "/api/v1/packages/acme" and sent[-1].query["q"] == "@scope/left-pad"
+        return
+    assert segment in sent[-1].path and not {"x", "y"} & set(sent[-1].query), [(r.path, r.query) for r in sent]
+
+
+@pytest.mark.parametrize("value, refused", [("..", True), (".", True), ("a/..", True), ("..\\x", True),
+                                            ("%2E%2e", True), ("%25252e%25252e", True), ("a/./b", True),
+                                            ("..a", False), ("v1.0", False), ("@scope/pkg", False), ("a%2Fb", False)])
+def test_which_names_read_as_a_dot_segment(value: str, refused: bool) -> None:
+    import guard
+    try:
+        guard.check_path_name("madt_people action=teams", "org", value, "an organisation",
+                              lambda v: guard.call("madt_people", action="teams", org=v))
+    except guard.Refusal as caught:
+        assert refused and caught.code == "BAD_ARGUMENT" and guard.is_placeholder(caught.next[0]["args"]["org"])
+    else:
+        assert not refused
