@@ -1541,7 +1541,7 @@ def check_remote(c: RemoteCall) -> None:
 # --------------------------------------------------------------------------- what forge services find
 
 __all__ += ["cross_host_write", "check_fields", "check_labels", "no_such_milestone", "check_something_to_change", "check_pr_head",
-            "check_due_date", "check_upload_files", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
+            "check_due_date", "check_upload_file", "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
             "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act"]
 
 
@@ -1594,12 +1594,49 @@ def check_due_date(c: _Guarded, due: str, exact: bool) -> None:
                       target=c.where, next=(c.retry(due_date=placeholder("a date as YYYY-MM-DD")),))
 
 
-def check_upload_files(c: _Guarded, files: Mapping[str, bool]) -> None:
-    """Each file to upload is an absolute path to a file; *files* maps each as given to whether it is one."""
-    for raw, is_file in files.items():
-        if not is_file:
-            raise Refusal("BAD_ARGUMENT", f"{raw!r} is not the absolute path of a file.", target=raw,
-                          next=(c.retry(files=[placeholder("the absolute path of each file")]),))
+MAX_UPLOAD = 50 * 1024 * 1024  # bytes of one uploaded file, read whole into memory before it is sent
+# File names and directories that hold credentials; an upload of one is refused (fail closed: a false
+# positive leaves the upload to a person, a miss would publish a key).
+_CREDENTIAL_NAME = regex(r"(?i)id_(rsa|dsa|ecdsa|ed25519)(_sk)?|.*\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk)|"
+                         r"\.env(\..*)?|[._]netrc|\.git-credentials|\.pgpass|\.npmrc|\.pypirc|\.htpasswd|"
+                         r"credentials(\.\w+)?|secrets?(\.\w+)?|.*tokens?(\.\w+)?")
+_CREDENTIAL_DIR = frozenset({".git", ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config"})
+_CREDENTIAL_TEXT = regex(rb"PRIVATE KEY( BLOCK)?-----|aws_secret_access_key|\b(ghp|gho|ghs|github_pat|glpat|xox[bp])"
+                         rb"[_-][A-Za-z0-9_]{16,}")
+
+
+def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: str | None) -> None:
+    """One file to upload, before it is read: *real* is where it resolves (symbolic links followed), *size* its
+    size when it is a regular file, *tree* the work tree it must be in (None on the command line, where a
+    person names the file). A file that may hold credentials is never sent."""
+    from pathlib import PurePath
+
+    again = c.retry(files=[placeholder("a file in the launch repository's work tree" if tree else "a file")])
+    if tree == "":
+        raise Refusal("OUT_OF_SCOPE", f"{raw!r}: this server was started outside a repository, so it uploads no "
+                      f"file.", target=raw, user_action="Ask the user to upload it themselves.")
+    if tree is not None and not real.startswith(tree.rstrip("/") + "/"):
+        raise Refusal("OUT_OF_SCOPE", f"{raw!r} is outside the launch repository's work tree {tree}; only files "
+                      f"there are uploaded from here, so nothing else on this machine leaves it.", target=raw,
+                      next=(again,))
+    if size is None:
+        raise Refusal("BAD_ARGUMENT", f"{raw!r} is not a file.", target=raw, next=(again,))
+    parts = PurePath(real[len(tree):] if tree else real).parts
+    if any(p.lower() in _CREDENTIAL_DIR for p in parts[:-1]) or _CREDENTIAL_NAME.fullmatch(parts[-1]):
+        raise Refusal("USER_ACTION_REQUIRED", f"{raw!r} may hold credentials (by its name or folder), so madtea "
+                      f"does not upload it.", target=raw,
+                      user_action="Ask the user to upload it themselves if it holds no secret.")
+    if size > MAX_UPLOAD:
+        raise Refusal("BAD_ARGUMENT", f"{raw!r} is {size} bytes; madtea uploads files of at most {MAX_UPLOAD} "
+                      f"bytes.", target=raw, user_action="Ask the user to upload it in the forge's web page.")
+
+
+def check_upload_content(raw: str, data: bytes) -> None:
+    """A file to upload whose content holds a private key or a token is never sent."""
+    if _CREDENTIAL_TEXT.search(data):
+        raise Refusal("USER_ACTION_REQUIRED", f"{raw!r} holds what looks like a private key or token, so madtea "
+                      f"does not upload it.", target=raw,
+                      user_action="Ask the user to upload it themselves if it holds no secret.")
 
 
 def check_api_path(text: str, segments: Sequence[str]) -> None:

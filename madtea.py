@@ -167,13 +167,13 @@ class Op:
         return f"{self.tool} action={self.action}" if self.action else self.tool
 
 
-DIR = Param("dir", description="Absolute path of the repository to act on (a checkout or linked worktree). "
-            "Leave it out to act on the server's launch repo.",
+DIR = Param("dir", description="Absolute path of the checkout or linked worktree to act on (default: the "
+            "server's launch repo).",
             cli_help="The repository to act on (a checkout or linked worktree). Leave it out to act on the "
             "repository of the current directory.")
 OWNER_REPO = Param("owner_repo", flag="repo", short="R",
-                   description="The repository on the forge, as owner/repo or host/owner/repo (not a URL). "
-                   "Leave it out to use the launch repo's origin.",
+                   description="The forge repository as owner/repo or host/owner/repo, not a URL (default: the "
+                   "launch repo's origin).",
                    cli_help="The repository on the forge, as owner/repo or host/owner/repo (not a URL). "
                    "Leave it out to use the origin of the current directory's repository.")
 JSON_OUT = Param("json", "bool", "Print the structured result as JSON.", cli_only=True)
@@ -2606,14 +2606,74 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
                   f"is now {_hms(total)}.", {"id": new[-1].get("id"), "seconds": spent, "total": total})
 
 
+ATTACHED_TO = Param("comment_id", "int", "This comment's files instead of the issue's.", minimum=1)
+UPLOAD_FILES = Param("files", "strs", "Paths of the files (over MCP: in the launch repo's work tree).",
+                     positional=True, required=True, cli_help="Paths of the files to upload.")
+
+
+def _attached(inv: Invocation) -> tuple[str, tuple[Any, ...]]:
+    """What the call attaches to (#N, or a comment of it) and the API path of its files."""
+    if inv.args.get("comment_id"):
+        return f"comment {inv.args['comment_id']}", ("issues", "comments", inv.args["comment_id"], "assets")
+    return f"#{_issue_number(inv)}", ("issues", _issue_number(inv), "assets")
+
+
 @operation("madt_issues", "attachments", cli=("issue", "attachments"), kind="remote", mutating=False,
-           idempotent=True, summary="List attached files.", params=(NUMBER,))
+           idempotent=True, summary="List attached files.", params=(NUMBER, ATTACHED_TO))
 def issue_attachments_op(inv: Invocation) -> Result:
-    number, remote = _issue_number(inv), api(inv)
+    remote, (what, path) = api(inv), _attached(inv)
     rows = [{"id": a.get("id"), "name": clean_line(a.get("name")), "size": a.get("size"),
-             "url": remote.client.asset_url(a)} for a in remote.get("issues", number, "assets") or []]
+             "url": remote.client.asset_url(a)} for a in remote.get(*path) or []]
     return Result("\n".join(f"{r['id']} {r['name']} ({r['size']} bytes) {r['url']}" for r in rows)
-                  or f"no files are attached to #{number}", rows)
+                  or f"no files are attached to {what}", rows)
+
+
+def _upload_files(inv: Invocation) -> list[tuple[str, bytes]]:
+    """The files a call uploads, as (name, content), each checked before any is sent: over MCP only files in
+    the launch repo's work tree (symbolic links followed), on either surface none that may hold credentials."""
+    from pathlib import Path
+    launch = _launch_repo(inv.ctx) if inv.ctx.surface == "mcp" else None
+    tree = os.path.realpath(launch.top) if launch else ("" if inv.ctx.surface == "mcp" else None)
+    c, files = forge_call(inv), []
+    for raw in inv.args["files"]:
+        real = os.path.realpath(Path(tree or os.getcwd(), os.path.expanduser(raw) if tree is None else raw))
+        size = os.stat(real).st_size if os.path.isfile(real) else None
+        guard.check_upload_file(c, raw, real, size, tree)
+        data = Path(real).read_bytes()
+        guard.check_upload_content(raw, data)
+        files.append((Path(real).name, data))
+    return files
+
+
+def _upload(inv: Invocation, path: tuple[Any, ...],
+            params: Callable[[str], Mapping[str, Any]] = lambda name: {}) -> list[str]:
+    """Upload each file once to *path*; an answer lost on the way is settled by the forge's list there,
+    never by sending the file again."""
+    remote, files, done = api(inv), _upload_files(inv), []
+    for name, data in files:
+        before = {a.get("id") for a in remote.get(*path) or []}
+        try:
+            asset = remote.scoped.upload(path, name, data, params=params(name))
+        except remote.forge.ForgeError as exc:
+            asset = _settled(remote, exc, lambda: [a for a in remote.get(*path) or [] if a.get("id") not in before],
+                             lambda new: any(a.get("size") == len(data) for a in new))[-1]
+        done.append(f"{clean_line(asset.get('name'))} ({asset.get('size')} bytes)")
+    return done
+
+
+@operation("madt_issues", "attach", cli=("issue", "attach"), kind="remote", mutating=True,
+           summary="Upload files to an issue or comment.", params=(NUMBER, UPLOAD_FILES, ATTACHED_TO))
+def issue_attach_op(inv: Invocation) -> Result:
+    what, path = _attached(inv)
+    look = guard.call("madt_issues", action="attachments", owner_repo=api(inv).target.full,
+                      number=_issue_number(inv), comment_id=inv.args.get("comment_id"))
+    try:
+        done = _upload(inv, path)
+    except api(inv).forge.ForgeError as exc:
+        if exc.code != "FORGE_UNAVAILABLE":
+            raise
+        raise guard.lost_write(forge_call(inv), str(exc), "the file was attached", look) from None
+    return Result(f"Attached {', '.join(done)} to {what} in {api(inv).target.slug}.", {"attached": done})
 
 
 # --- madt_pr ---
@@ -3303,19 +3363,16 @@ def release_edit_op(inv: Invocation) -> Result:
 
 
 @operation("madt_releases", "upload", cli=("release", "upload"), kind="remote", mutating=True,
-           summary="Upload files as assets of a release.",
-           params=(TAG, Param("files", "strs", "Absolute paths of the files to upload.", positional=True, required=True)))
+           summary="Upload files as assets of a release.", params=(TAG, UPLOAD_FILES))
 def release_upload_op(inv: Invocation) -> Result:
-    from pathlib import Path
     r = _release_by_tag(inv)
-    names = []
-    guard.check_upload_files(forge_call(inv), {raw: Path(raw).is_absolute() and Path(raw).is_file()
-                                               for raw in inv.args["files"]})
-    for raw in inv.args["files"]:
-        path = Path(raw)
-        asset = api(inv).scoped.upload(("releases", r["id"], "assets"), path.name, path.read_bytes(),
-                                       params={"name": path.name})
-        names.append(f"{asset.get('name')} ({asset.get('size')} bytes)")
+    look = guard.call("madt_releases", action="view", owner_repo=api(inv).target.full, tag=r.get("tag_name"))
+    try:
+        names = _upload(inv, ("releases", r["id"], "assets"), lambda name: {"name": name})
+    except api(inv).forge.ForgeError as exc:
+        if exc.code != "FORGE_UNAVAILABLE":
+            raise
+        raise guard.lost_write(forge_call(inv), str(exc), "the asset was uploaded", look) from None
     return Result(f"Uploaded {', '.join(names)} to release {r.get('tag_name')} in {api(inv).target.slug}.",
                   {"assets": names})
 

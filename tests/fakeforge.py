@@ -232,6 +232,7 @@ class Comment:
     body: str
     created: int
     updated: int
+    attachments: list["Asset"] = field(default_factory=list)
 
 
 @dataclass
@@ -685,6 +686,8 @@ _ROUTES: tuple[_Route, ...] = (
            perm="write"),
     _Route("GET", _R + "/issues/{index}/assets", "issue_assets", scope="issue"),
     _Route("POST", _R + "/issues/{index}/assets", "issue_asset_upload", scope="issue", token=True),
+    _Route("GET", _R + "/issues/comments/{id}/assets", "comment_assets", scope="issue"),
+    _Route("POST", _R + "/issues/comments/{id}/assets", "comment_asset_upload", scope="issue", token=True),
 )
 _COMPILED = tuple((route, route.compile()) for route in _ROUTES)
 
@@ -1639,7 +1642,8 @@ class FakeForge:
             "id": issue.id, "url": self._api_url("repos", repo.owner, repo.name, "issues", str(issue.number)),
             "html_url": self._issue_html(repo, issue), "number": issue.number,
             "user": self._login_json(issue.user), "original_author": "", "original_author_id": 0,
-            "title": issue.title, "body": issue.body, "ref": issue.ref, "assets": [],
+            "title": issue.title, "body": issue.body, "ref": issue.ref,
+            "assets": [self._asset_json(a) for a in issue.attachments],
             "labels": [self._label_json(repo, repo.labels[i]) for i in issue.labels if i in repo.labels],
             "milestone": self._milestone_json(repo, milestone) if milestone else None,
             "assignee": assignees[0] if assignees else None, "assignees": assignees or None,
@@ -1708,7 +1712,8 @@ class FakeForge:
         return {"id": comment.id, "html_url": f"{html}#issuecomment-{comment.id}",
                 "pull_request_url": html if issue.pull else "", "issue_url": "" if issue.pull else html,
                 "user": self._login_json(comment.user), "original_author": "", "original_author_id": 0,
-                "body": comment.body, "assets": [], "created_at": _ts(comment.created),
+                "body": comment.body, "assets": [self._asset_json(a) for a in comment.attachments],
+                "created_at": _ts(comment.created),
                 "updated_at": _ts(comment.updated)}
 
     def _release_json(self, repo: Repo, release: Release) -> dict[str, Any]:
@@ -4470,17 +4475,31 @@ class FakeForge:
 
     def _h_issue_asset_upload(self, ctx: _Ctx) -> _Response:
         issue = self._issue(ctx)
+        asset = self._attachment(ctx)
+        issue.attachments.append(asset)
+        issue.updated = asset.created
+        return self._json(201, self._asset_json(asset))
+
+    def _h_comment_assets(self, ctx: _Ctx) -> _Response:
+        return self._json(200, [self._asset_json(a) for a in self._comment(ctx).attachments])
+
+    def _h_comment_asset_upload(self, ctx: _Ctx) -> _Response:
+        comment = self._comment(ctx)
+        asset = self._attachment(ctx)
+        comment.attachments.append(asset)
+        comment.updated = asset.created
+        return self._json(201, self._asset_json(asset))
+
+    def _attachment(self, ctx: _Ctx) -> Asset:
+        """The one file of a multipart upload (field ``attachment``), named by ``name`` or its file name."""
         if not ctx.content_type.lower().startswith("multipart/form-data"):
             raise self._error(400, "Could not get file: request Content-Type isn't multipart/form-data")
         parts = _multipart(ctx.body, ctx.content_type)
         if "attachment" not in parts:
             raise self._error(400, "Could not get file: http: no such file")
         filename, data = parts["attachment"]
-        asset = Asset(self._next("asset"), ctx.q("name") or filename or "attachment", len(data), str(uuid.uuid4()),
-                      self._tick(), data)
-        issue.attachments.append(asset)
-        issue.updated = asset.created
-        return self._json(201, self._asset_json(asset))
+        return Asset(self._next("asset"), ctx.q("name") or filename or "attachment", len(data), str(uuid.uuid4()),
+                     self._tick(), data)
 
     # ================================================================== endpoints: notifications and search
 

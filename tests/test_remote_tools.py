@@ -568,11 +568,13 @@ def test_releases(env: Env, tmp_path: Path) -> None:
     e.ok("madt_releases", action="edit", tag="v1.0.0", title="First!", notes="New notes")
     [release] = [r for r in e.repo.releases.values() if r.tag_name == "v1.0.0"]
     assert (release.name, release.body) == ("First!", "New notes")
-    asset = tmp_path / "app.tar.gz"
+    asset = e.clone / "app.tar.gz"
     asset.write_bytes(b"\x00binary\xffdata" * 10)
+    (tmp_path / "elsewhere.tar.gz").write_bytes(b"x")
     up = e.ok("madt_releases", action="upload", tag="v1.0.0", files=[str(asset)])
     assert "app.tar.gz (120 bytes)" in up.text and release.assets[0].data == asset.read_bytes()
-    e.refused("BAD_ARGUMENT", "madt_releases", action="upload", tag="v1.0.0", files=["app.tar.gz"])
+    e.refused("BAD_ARGUMENT", "madt_releases", action="upload", tag="v1.0.0", files=["missing.tar.gz"])
+    e.refused("OUT_OF_SCOPE", "madt_releases", action="upload", tag="v1.0.0", files=[str(tmp_path / "elsewhere.tar.gz")])
     out = e.cli("release", "view", "v1.0.0", "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["assets"] == ["app.tar.gz"], out.stderr
 

@@ -245,10 +245,35 @@ def test_a_pull_request_needs_its_head_a_milestone_a_date_an_upload_files() -> N
     guard.check_due_date(ms, "2026-03-31", True)
     r = refusal(guard.check_due_date, ms, "31/03/2026", False)
     assert r.message == "madt_milestones action=create: due_date '31/03/2026' is not a date such as 2026-03-31."
-    up = forge("madt_releases", "upload", {"tag": "v1", "files": ["/tmp/a", "b"]})
-    guard.check_upload_files(up, {"/tmp/a": True})
-    r = refusal(guard.check_upload_files, up, {"/tmp/a": True, "b": False})
-    assert (r.message, r.target) == ("'b' is not the absolute path of a file.", "b")
+    up = forge("madt_releases", "upload", {"tag": "v1", "files": ["a", "b"]})
+    guard.check_upload_file(up, "a", "/w/a", 3, "/w")
+    guard.check_upload_file(up, "/tmp/a", "/tmp/a", 3, None)  # the command line: a person's own path
+    r = refusal(guard.check_upload_file, up, "b", "/w/b", None, "/w")
+    assert (r.message, r.target) == ("'b' is not a file.", "b")
+    assert way(r) == ["madt_releases action=upload owner_repo=acme/web tag=v1 "
+                      "files=[<a file in the launch repository's work tree>]"]
+
+
+@pytest.mark.parametrize("raw,real,code", [
+    ("../x", "/x", "OUT_OF_SCOPE"), ("/wx/a", "/wx/a", "OUT_OF_SCOPE"), ("/w", "/w", "OUT_OF_SCOPE"),
+    (".git/config", "/w/.git/config", "USER_ACTION_REQUIRED"), ("k/.ssh/id_rsa", "/w/k/.ssh/id_rsa", "USER_ACTION_REQUIRED"),
+    ("id_ed25519", "/w/id_ed25519", "USER_ACTION_REQUIRED"), (".env.local", "/w/.env.local", "USER_ACTION_REQUIRED"),
+    ("site.KEY", "/w/site.KEY", "USER_ACTION_REQUIRED"), ("api_token.txt", "/w/api_token.txt", "USER_ACTION_REQUIRED"),
+    (".netrc", "/w/.netrc", "USER_ACTION_REQUIRED"), ("a/credentials", "/w/a/credentials", "USER_ACTION_REQUIRED"),
+])
+def test_an_upload_stays_in_the_work_tree_and_never_takes_a_credential_file(raw: str, real: str, code: str) -> None:
+    up = forge("madt_issues", "attach", {"number": 1, "files": [raw]})
+    assert refusal(guard.check_upload_file, up, raw, real, 10, "/w").code == code
+    assert refusal(guard.check_upload_file, up, raw, real, 10, "").code == "OUT_OF_SCOPE"  # no launch repo
+
+
+def test_an_upload_is_bounded_and_its_content_never_a_key_or_token() -> None:
+    up = forge("madt_issues", "attach", {"number": 1, "files": ["big.zip"]})
+    assert refusal(guard.check_upload_file, up, "big.zip", "/w/big.zip", guard.MAX_UPLOAD + 1, "/w").user_action
+    guard.check_upload_file(up, "tokenizer.py", "/w/tokenizer.py", 10, "/w")
+    guard.check_upload_content("a.txt", b"plain text, sha 0123456789abcdef0123456789abcdef01234567")
+    for data in (b"-----BEGIN OPENSSH PRIVATE KEY-----", b"x ghp_" + b"a" * 36, b"aws_secret_access_key = x"):
+        assert refusal(guard.check_upload_content, "a.txt", data).code == "USER_ACTION_REQUIRED"
 
 
 # --------------------------------------------------------------------------- the passthrough
