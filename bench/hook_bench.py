@@ -5,9 +5,10 @@ environment (``_common.install_copy``) and runs its ``madtea`` script, the file
 pip writes and a harness runs, on two Claude Code ``PreToolUse`` events in a
 fresh repository: ``git status`` (allowed, with a note) and ``git add x && git
 commit -m y`` (denied). The baseline is ``python -c pass`` from the same
-interpreter. Each round runs all four commands in turn, so load on a shared
-machine falls on all of them alike. Prints min / median / max of wall time and
-of the child's CPU time (user + sys), and the median ratios. Targets: hook at
+interpreter. Each round runs all four commands in turn, the order rotated
+every round, so load on a shared machine falls on all of them alike. Prints
+min / median / max of wall time and of the child's CPU time (user + sys), and
+of the per-round ratios; the median of those is judged. Targets: hook at
 most 2.0x on wall and CPU for both events; ``--version`` at most 2.5x. A
 benchmark, not a test: nothing here asserts on time.
 
@@ -48,18 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             "deny": ([script, "hook"], _event(str(repo), "git add x && git commit -m y"), 2),
             "version": ([script, "--version"], b"", 0),
         }
-        for name, (command, stdin, code) in cases.items():  # warm the file cache; check each does what it should
-            for _ in range(2):
-                _, _, status = _common.spawn(command, stdin, cwd=repo, env=env)
-                if status != code:
-                    raise SystemExit(f"{name}: exit {status}, expected {code}")
-        walls: dict[str, list[float]] = {name: [] for name in cases}
-        cpus: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(rounds):
-            for name, (command, stdin, _code) in cases.items():
-                wall, cpu, _status = _common.spawn(command, stdin, cwd=repo, env=env)
-                walls[name].append(wall)
-                cpus[name].append(cpu)
+        walls, cpus = _common.time_commands(cases, rounds, cwd=repo, env=env)
     bare = "python -c pass"
     print(f"{bare}: wall {_common.spread(walls['bare'])} ms, CPU {_common.spread(cpus['bare'])} ms "
           f"(min / median / max, {rounds} runs)")

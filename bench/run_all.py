@@ -7,8 +7,10 @@ benchmarks print (the ``_common.report`` shapes). A benchmark that fails or
 prints none shows as such. The benchmarks that time console scripts share one
 temporary install of each kind for the run. Nothing here asserts.
 
-With ``--markdown`` the table is also printed as Markdown, headed by when and
-how it was made, for the README's performance section.
+With ``--markdown`` the table is also printed as Markdown, ready to paste as
+the README's performance table: headed by when it was made and how long it
+took, the tree's commit (and whether the checkout had changes beyond it), the
+interpreter, cores and load average at the start and at the end.
 
     python bench/run_all.py [--markdown]
 """
@@ -62,10 +64,26 @@ def run(script: Path, env: dict[str, str]) -> list[dict[str, str]]:
     return rows_from(script.stem, proc.stdout)
 
 
+def tree() -> str:
+    """The commit the benchmarks ran on, and whether the checkout had changes beyond it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=HERE.parent, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL).stdout.strip()
+    commit = git("rev-parse", "--short=12", "HEAD") or "an unknown commit"
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return f"tree {commit}" + (" with uncommitted changes" if dirty else "")
+
+
+def load_average() -> str:
+    return " / ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
 def markdown(table: list[dict[str, str]], started: datetime.datetime, seconds: float, load: str) -> str:
-    lines = [f"Made by one `python bench/run_all.py` run on {started:%Y-%m-%d %H:%M} UTC ({seconds / 60:.0f} min): "
-             f"Python {platform.python_version()}, {os.cpu_count()} cores, load average {load} at the start; "
-             "each figure beside its baseline from the same run.", "",
+    lines = [f"Made by one `python bench/run_all.py --markdown` run on {started:%Y-%m-%d %H:%M} UTC "
+             f"({seconds / 60:.1f} min) from {tree()}: Python {platform.python_version()}, {os.cpu_count()} cores, "
+             f"load average {load} at the start and {load_average()} at the end; each figure beside its baseline "
+             "from the same run; a timed figure alternates with its baseline, and its ratio is the median of "
+             "the per-round ratios.", "",
              "| what | measured | baseline | ratio | target | verdict |", "|---|---|---|---|---|---|"]
     for row in table:
         cells = [row.get("what", row["name"]), row["measured"], row["baseline"], row["ratio"],
@@ -77,7 +95,7 @@ def markdown(table: list[dict[str, str]], started: datetime.datetime, seconds: f
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     started, clock = datetime.datetime.now(datetime.timezone.utc), time.perf_counter()
-    load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
+    load = load_average()
     installs = tempfile.mkdtemp(prefix="madtea-bench-installs-")
     table: list[dict[str, str]] = []
     try:
@@ -92,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in table:
         print("  ".join(row.get(c, "").ljust(widths[c]) for c in COLUMNS))
     if "--markdown" in args:
-        print("\n" + markdown(table, started, time.perf_counter() - clock, load))
+        print("\nThe README's performance table, from the line below to the end:\n")
+        print(markdown(table, started, time.perf_counter() - clock, load))
     return 0
 
 

@@ -5,8 +5,9 @@ Builds the zipapp from this checkout's committed tree (``release/release.py
 each command in turn, ``python3 -c pass``, the zipapp's hook on a Claude Code
 ``PreToolUse`` event for ``git status`` (allowed) and for ``git add x && git
 commit -m y`` (denied), and ``python madtea-X.Y.Z.pyz --version``, all from the
-same interpreter. Prints min / median / max of wall time and of the child's CPU
-time (user + sys), and the median ratios. Target: the hook at most 2.0x on wall
+same interpreter, the order rotated every round. Prints min / median / max of
+wall time, of the child's CPU time (user + sys) and of the per-round ratios;
+the median of those is judged. Target: the hook at most 2.0x on wall
 and CPU for both events, as for the installed command. A benchmark, not a
 test: nothing here asserts on time.
 
@@ -39,18 +40,7 @@ def main(argv: list[str] | None = None) -> int:
             "deny": ([sys.executable, str(pyz), "hook"], _event(str(repo), "git add x && git commit -m y"), 2),
             "version": ([sys.executable, str(pyz), "--version"], b"", 0),
         }
-        for name, (command, stdin, code) in cases.items():  # warm the file cache; check each does what it should
-            for _ in range(2):
-                _, _, status = _common.spawn(command, stdin, cwd=repo, env=env)
-                if status != code:
-                    raise SystemExit(f"{name}: exit {status}, expected {code}")
-        walls: dict[str, list[float]] = {name: [] for name in cases}
-        cpus: dict[str, list[float]] = {name: [] for name in cases}
-        for _ in range(rounds):
-            for name, (command, stdin, _code) in cases.items():
-                wall, cpu, _status = _common.spawn(command, stdin, cwd=repo, env=env)
-                walls[name].append(wall)
-                cpus[name].append(cpu)
+        walls, cpus = _common.time_commands(cases, rounds, cwd=repo, env=env)
         size = pyz.stat().st_size
     bare = "python -c pass"
     print(f"{pyz.name}: {size:,} bytes")
