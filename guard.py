@@ -2469,6 +2469,15 @@ def lost_write(c: ForgeCall, failure: str, what: str, look: Call) -> Refusal:
                    f"{render_call(look)}", target=c.repo, next=(look,))
 
 
+def review_submitted(c: ForgeCall, number: int, review_id: int, state: str) -> Refusal:
+    """A submit of a review already submitted with another verdict: the forge keeps the first."""
+    return Refusal("BAD_ARGUMENT", f"Review {review_id} on PR #{number} in {c.repo} was already submitted as "
+                   f"{state}; a submitted review cannot be submitted again, so leave a new review instead.",
+                   target=f"{c.repo}#{number}",
+                   next=(call(c.tool, action="review", owner_repo=c.args.get("owner_repo"), number=number,
+                              event=c.args.get("event"), body=c.args.get("body")),))
+
+
 def no_review_comment(c: ForgeCall, number: int, comment_id: int) -> Refusal:
     return Refusal("NOT_FOUND_OR_NO_ACCESS", f"PR #{number} in {c.repo} has no review comment {comment_id}; "
                    f"nothing was sent.", target=f"{c.repo}#{number}",

@@ -98,3 +98,27 @@ def test_which_names_read_as_a_dot_segment(value: str, refused: bool) -> None:
         assert refused and caught.code == "BAD_ARGUMENT" and guard.is_placeholder(caught.next[0]["args"]["org"])
     else:
         assert not refused
+
+
+# =========================================================================== retried and lost writes
+
+def _pull(e: Env) -> int:
+    from test_reviews_actions_time import open_pull
+    return open_pull(e.forge)
+
+
+def test_a_review_submitted_again_with_the_same_verdict_is_done_and_another_verdict_is_a_new_review(env: Env) -> None:
+    number = _pull(env)
+    rid = env.ok("madt_pr", action="review", number=number, event="pending", body="draft").data["id"]
+    env.forge.inject("drop-after", method="POST", path_contains=f"/reviews/{rid}")
+    first = env.ok("madt_pr", action="submit_review", number=number, review_id=rid, event="comment", body="see")
+    assert first.data["state"] == "COMMENT" and "answer was lost" in first.notes[0][1]
+    again = env.ok("madt_pr", action="submit_review", number=number, review_id=rid, event="comment", body="see")
+    assert again.text == f"Review {rid} on PR #{number} in acme/web was already submitted: comment."
+    other = env.refused("BAD_ARGUMENT", "madt_pr", action="submit_review", number=number, review_id=rid,
+                        event="approve")
+    assert "already submitted as COMMENT" in other.text
+    assert other.error["next"][0] == {"tool": "madt_pr", "args": {"action": "review", "number": number,
+                                                                  "event": "approve"}}
+    reviews = env.ok("madt_pr", action="reviews", number=number).data
+    assert [(r["id"], r["state"]) for r in reviews] == [(rid, "COMMENT")]  # submitted once, nothing new made
