@@ -2327,6 +2327,8 @@ def _set_reviewers(inv: Invocation, number: int) -> str:
     folded = {n.casefold() for n in now}
     if lost and not ({n.casefold() for n in add} <= folded and not {n.casefold() for n in remove} & folded):
         raise lost
+    if lost:
+        notice("the forge's answer was lost; a read-back shows the reviewers changed, so it was not sent again.")
     return "review requested from " + (", ".join(f"@{n}" for n in sorted(now)) or "no one")
 
 

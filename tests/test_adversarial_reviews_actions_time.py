@@ -122,3 +122,91 @@ def test_a_review_submitted_again_with_the_same_verdict_is_done_and_another_verd
                                                                   "event": "approve"}}
     reviews = env.ok("madt_pr", action="reviews", number=number).data
     assert [(r["id"], r["state"]) for r in reviews] == [(rid, "COMMENT")]  # submitted once, nothing new made
+
+
+def _carol(e: Env) -> None:
+    e.forge.add_user("carol", token="carol-token")
+
+
+def _dispatches(e: Env) -> int:
+    return len(e.forge.dispatches)
+
+
+def _time_entries(e: Env) -> int:
+    return len(e.ok("madt_issues", action="times", number=2).data["times"])
+
+
+def _reviews(e: Env) -> int:
+    return len(e.ok("madt_pr", action="reviews", number=1).data)
+
+
+def _asked(e: Env) -> list[str]:
+    return [u["login"] for u in e.forge.pull("acme", "web", 1)["requested_reviewers"]]
+
+
+LOST = [  # the write, the request whose answer is lost, and what must be there exactly once afterwards
+    ("madt_issues", {"action": "add_time", "number": 2, "duration": "1h"}, "POST", "/times", _time_entries, 1),
+    ("madt_pr", {"action": "review", "number": 1, "event": "comment", "body": "LGTM"}, "POST", "/reviews",
+     _reviews, 1),
+    ("madt_pr", {"action": "edit", "number": 1, "add_reviewer": ["carol"]}, "POST", "/requested_reviewers",
+     _asked, ["carol"]),
+    ("madt_actions", {"action": "set_variable", "name": "LEVEL", "body": "3"}, "POST", "/actions/variables/",
+     lambda e: e.repo.variables, {"LEVEL": "3"}),
+]
+
+
+@pytest.mark.parametrize("tool, args, method, path, seen, expected", LOST,
+                         ids=[f"{t}-{a['action']}" for t, a, *_ in LOST])
+def test_a_write_whose_answer_is_lost_lands_once_and_says_so(env: Env, tool: str, args: dict[str, Any], method: str,
+                                                             path: str, seen: Any, expected: Any) -> None:
+    _pull(env)
+    env.forge.create_issue("acme", "web", "Track me")
+    _carol(env)
+    env.forge.inject("drop-after", method=method, path_contains=path)
+    done = env.ok(tool, **args)
+    again = env.ok(tool, **args) if args["action"] == "edit" else None  # a set: asking again adds nothing
+    assert seen(env) == expected
+    assert len(env.forge.find_requests(method, path)) == 1, [r.path for r in env.forge.find_requests(method)]
+    assert [n for _, n in done.notes if "answer was lost" in n and "not sent again" in n], done.notes
+    if again is not None:
+        assert "review requested from @carol" in again.text and not again.notes
+
+
+def test_a_dispatch_whose_answer_is_lost_is_never_sent_twice(env: Env) -> None:
+    env.forge.commit("acme", "web", "main", {".gitea/workflows/deploy.yml": "on: workflow_dispatch\n"}, "ci")
+    env.forge.inject("drop-after", method="POST", path_contains="/dispatches")
+    lost = env.refused("FORGE_UNAVAILABLE", "madt_actions", action="dispatch", workflow="deploy.yml")
+    assert _dispatches(env) == 1 and len(env.forge.find_requests("POST", "/dispatches")) == 1
+    assert lost.error["next"] == [{"tool": "madt_actions", "args": {"action": "runs", "owner_repo": lost.error[
+        "next"][0]["args"]["owner_repo"]}}] and "look before sending this again" in lost.text
+    env.ok("madt_actions", action="dispatch", workflow="deploy.yml")  # a deliberate second dispatch is a second run
+    assert _dispatches(env) == 2
+
+
+def test_a_stopwatch_whose_stop_answer_is_lost_tracks_its_time_once(env: Env) -> None:
+    number = env.forge.create_issue("acme", "web", "Track me")["number"]
+    env.forge.inject("drop-after", method="POST", path_contains="/stopwatch/start")
+    assert "started" in env.ok("madt_issues", action="start_stopwatch", number=number).text
+    env.forge.inject("drop-after", method="POST", path_contains="/stopwatch/stop")
+    stopped = env.ok("madt_issues", action="stop_stopwatch", number=number)
+    times = env.ok("madt_issues", action="times", number=number).data
+    assert len(times["times"]) == 1 and times["total"] == stopped.data["total"] == stopped.data["seconds"]
+    assert len(env.forge.find_requests("POST", "/stopwatch/stop")) == 1
+    env.refused("BAD_ARGUMENT", "madt_issues", action="stop_stopwatch", number=number)  # nothing runs any more
+
+
+def test_a_dismissal_or_a_reply_whose_answer_is_lost_lands_once(env: Env) -> None:
+    from test_reviews_actions_time import call
+    number = _pull(env)
+    _, _, review = call(env.forge, "POST", f"/repos/acme/web/pulls/{number}/reviews", token="bob-token", body={
+        "event": "REQUEST_CHANGES", "body": "no", "comments": [{"path": "app.py", "body": "why?", "new_position": 1}]})
+    env.forge.inject("drop-after", method="POST", path_contains="/dismissals")
+    done = env.ok("madt_pr", action="dismiss_review", number=number, review_id=review["id"], body="addressed")
+    assert done.data["dismissed"] and len(env.forge.find_requests("POST", "/dismissals")) == 1
+    if env.forge.flavour == "gitea":
+        return  # no replies on Gitea (NOT_SUPPORTED before any request, tested with the reviews)
+    comment = env.ok("madt_pr", action="reviews", number=number, comments=True).data[0]["comments"][0]["id"]
+    env.forge.inject("drop-after", method="POST", path_contains=f"/reviews/{review['id']}/comments")
+    replied = env.ok("madt_pr", action="reply", number=number, comment_id=comment, body="fixed")
+    assert [c["body"] for c in replied.data["thread"]] == ["why?", "fixed"]
+    assert len(env.forge.find_requests("POST", f"/reviews/{review['id']}/comments")) == 1
