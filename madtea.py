@@ -290,8 +290,8 @@ BODY_FILE = Param("body_file", description="Read the body from this file ('-' fo
 COMMENT = Param("comment", description="Also leave this comment.", short="c")
 COMMENTS = Param("comments", "bool", "Include the comments.", short="C")
 OFFSET = Param("offset", "int", "Continue a truncated body or diff from this character.")
-FIELDS = Param("fields", "strs", "More of the forge's own fields to include, by their API names (e.g. assignees, "
-               "milestone, created_at, comments); the default result is a compact summary.")
+FIELDS = Param("fields", "strs", "More of the forge's own fields, by API name (e.g. created_at); the default is a "
+               "compact summary.")
 
 
 BODY_EDIT = (
@@ -1759,8 +1759,9 @@ def with_fields(inv: Invocation, rows: list[dict[str, Any]], items: Sequence[Map
         if not extra:
             continue
         row.update(extra)
+        of = f"#{row['number']}" if "number" in row else str(row.get("sha"))[:9]
         lines.append(fence(json.dumps(extra, ensure_ascii=False), row.get("author") or "unknown",
-                           "forge data", f"fields of #{row.get('number')}"))
+                           "forge data", f"fields of {of}"))
     return "\n" + "\n".join(lines) if lines else ""
 
 
@@ -3500,16 +3501,18 @@ def _commit_row(c: Mapping[str, Any]) -> dict[str, Any]:
 
 @operation("madt_repo", "commits", cli=("repo", "commits"), kind="remote", mutating=False, idempotent=True,
            summary="List commits on the forge, newest first.",
-           params=(REF, Param("path", description="Only commits that change this file or folder."), LIMIT, PAGE))
+           params=(REF, Param("path", description="Only commits that change this file or folder."), LIMIT, PAGE,
+                   FIELDS))
 def repo_commits_op(inv: Invocation) -> Result:
     params = {k: v for k, v in (("sha", inv.args.get("ref")), ("path", inv.args.get("path"))) if v}
     found = api(inv).list("commits", params=params | _page_params(inv) | {"stat": "false", "files": "false",
                                                                           "verification": "false"},
                           limit=_limit(inv))
     rows = [_commit_row(c) for c in found]
+    extra = with_fields(inv, rows, found)
     return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {'@' * r['forge_user']}{r['author']}: {r['title']}"
                             for r in rows)
-                  or f"no commits match in {api(inv).target.slug}", rows)
+                  + extra or f"no commits match in {api(inv).target.slug}", rows)
 
 
 @operation("madt_repo", "commit", cli=("repo", "commit"), kind="remote", mutating=False, idempotent=True,
