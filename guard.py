@@ -33,6 +33,7 @@ __all__ = [
     "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
+    "check_path_spelling",
     "check_changes", "check_package_type",
 ]
 
@@ -2014,7 +2015,10 @@ def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec], args: 
                           next=tuple(fixed(step) for step in bad.next),
                           choices=tuple(tuple(fixed(step) for step in choice) for choice in bad.choices),
                           user_action=bad.user_action) from None
-    paths = [item["path"] for item in out] + [item["from_path"] for item in out if item.get("from_path")]
+    import unicodedata  # two spellings of one path (NFC, NFD) are one file to a person, two to git
+
+    paths = [unicodedata.normalize("NFC", item[key]) for key in ("path", "from_path") for item in out
+             if item.get(key)]
     twice = sorted({path for path in paths if paths.count(path) > 1})
     if twice:
         raise Refusal("BAD_ARGUMENT", f"{where}: changes name {', '.join(twice)} more than once; each file is "
@@ -2111,6 +2115,16 @@ def check_file_input(w: FileWrite, given: Sequence[str], allowed: Sequence[str])
 def bad_base64(w: FileWrite) -> Refusal:
     return Refusal("BAD_ARGUMENT", f"{w.where}: content_base64 is not valid base64.", target=w.where,
                    next=(w.again(content_base64=placeholder("the whole new file, base64-encoded")),))
+
+
+def check_path_spelling(w: FileWrite, name: str, path: str, spelt: str | None) -> None:
+    """A path the branch holds in another Unicode normal form (*spelt*) is that file or folder, never a second
+    one that looks the same."""
+    if spelt is not None:
+        raise Refusal("BAD_ARGUMENT", f"{w.where}: {name} {to_json(path)} is {to_json(spelt)} on {w.base} of "
+                      f"{w.repo} in another Unicode form (NFC or NFD); git would keep both as two paths that look "
+                      f"the same.",
+                      target=path, next=(w.again(**{name: spelt}),))
 
 
 def check_rename_target(w: FileWrite, path: str, there: str | None) -> None:

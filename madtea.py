@@ -3917,6 +3917,24 @@ def _file_at(inv: Invocation, path: str, ref: str | None) -> Any:
         raise
 
 
+def _spelt_in_tree(inv: Invocation, path: str, ref: str) -> str | None:
+    """How the tree at *ref* spells *path* where it holds it, or a folder of it, in another Unicode normal form
+    (NFC or NFD: macOS and Linux differ); None where it does not. Git keeps both as two different paths."""
+    import unicodedata
+    if path.isascii():
+        return None
+    given, spelt = path.split("/"), []
+    for segment in given:
+        listing = _file_at(inv, "/".join(spelt), ref) if spelt else api(inv).get("contents", params={"ref": ref})
+        names = [str(e.get("name")) for e in listing] if isinstance(listing, list) else []
+        same = [n for n in names if unicodedata.normalize("NFC", n) == unicodedata.normalize("NFC", segment)]
+        if not same:
+            break
+        spelt.append(segment if segment in same else same[0])
+    whole = "/".join(spelt + given[len(spelt):])
+    return whole if whole != path else None
+
+
 def _file_bytes(inv: Invocation, item: Mapping[str, Any], ref: str | None) -> bytes:
     """A file's bytes: from its base64 content, or from the raw endpoint when the forge left it out (large files)."""
     import base64
@@ -4118,6 +4136,9 @@ def _file_change(inv: Invocation, w: guard.FileWrite) -> _FileChange:
     path = check(f["path"], "path")
     source = check(f["from_path"], "from_path") if op == "rename" else path
     found = _file_at(inv, source, w.base)
+    if found is None:
+        guard.check_path_spelling(w, "from_path" if op == "rename" else "path", source,
+                                  _spelt_in_tree(inv, source, w.base))
     item = found if isinstance(found, dict) and found.get("type") == "file" else None
     if op == "create":
         current = found.get("sha") if isinstance(found, dict) else ("a directory" if found else None)
@@ -4127,6 +4148,8 @@ def _file_change(inv: Invocation, w: guard.FileWrite) -> _FileChange:
     guard.check_file_sha(w, source, current, view)
     if op == "rename":
         taken = _file_at(inv, path, w.base)
+        if taken is None:
+            guard.check_path_spelling(w, "path", path, _spelt_in_tree(inv, path, w.base))
         guard.check_rename_target(w, path, taken.get("sha") if isinstance(taken, dict) else
                                   ("a directory" if taken else None))
     old = _file_bytes(inv, item, w.base) if item else None
