@@ -210,3 +210,115 @@ def test_a_dismissal_or_a_reply_whose_answer_is_lost_lands_once(env: Env) -> Non
     replied = env.ok("madt_pr", action="reply", number=number, comment_id=comment, body="fixed")
     assert [c["body"] for c in replied.data["thread"]] == ["why?", "fixed"]
     assert len(env.forge.find_requests("POST", f"/reviews/{review['id']}/comments")) == 1
+
+
+# =========================================================================== read-only, pinned and cross-host servers
+
+import guard  # noqa: E402
+from remote_env import other  # noqa: E402,F401 - fixture
+
+ONE_FLAVOUR = pytest.mark.parametrize("fake_forge", ["gitea"], indirect=True)  # decided before any request
+
+WRITES = [("madt_actions", {"action": "dispatch", "workflow": "deploy.yml"}),
+          ("madt_actions", {"action": "set_variable", "name": "L", "body": "1"}),
+          ("madt_actions", {"action": "set_secret", "name": "S", "body": "secret-value-9"}),
+          ("madt_pr", {"action": "review", "number": 1, "event": "comment", "body": "x"}),
+          ("madt_pr", {"action": "submit_review", "number": 1, "review_id": 1, "event": "comment"}),
+          ("madt_pr", {"action": "dismiss_review", "number": 1, "review_id": 1, "body": "x"}),
+          ("madt_pr", {"action": "reply", "number": 1, "comment_id": 1, "body": "x"}),
+          ("madt_pr", {"action": "edit", "number": 1, "add_reviewer": ["bob"]}),
+          ("madt_issues", {"action": "add_time", "number": 1, "duration": "1m"}),
+          ("madt_issues", {"action": "start_stopwatch", "number": 1}),
+          ("madt_issues", {"action": "stop_stopwatch", "number": 1})]
+REPO_READS = [("madt_actions", {"action": "variables"}), ("madt_pr", {"action": "reviews", "number": 1}),
+              ("madt_pr", {"action": "files", "number": 1}), ("madt_issues", {"action": "times", "number": 1})]
+ACCOUNT_READS = [("madt_people", {"action": "orgs"}), ("madt_people", {"action": "users", "q": "a"}),
+                 ("madt_people", {"action": "teams", "org": "acme"}),
+                 ("madt_people", {"action": "packages", "owner": "acme"}),
+                 ("madt_people", {"action": "package_versions", "owner": "acme", "type": "npm", "name": "x"})]
+
+
+@ONE_FLAVOUR
+def test_a_read_only_server_refuses_every_new_write_before_any_request_and_answers_the_reads(env: Env) -> None:
+    _pull(env)
+    ctx = madtea.Context("mcp", env.clone, scope=guard.Scope(read_only=True))
+    for tool, args in WRITES:
+        env.forge.clear_requests()
+        result = madtea.run(tool, dict(args), ctx)
+        assert result.error and result.error["code"] == "READ_ONLY", (tool, args, result.text)
+        assert not env.forge.requests and "secret-val" not in result.text, (tool, args)
+    for tool, args in REPO_READS + ACCOUNT_READS:
+        assert not madtea.run(tool, dict(args), ctx).is_error, (tool, args)
+    offered = {t: madtea.tool_schema(t, ctx.scope)["properties"]["action"]["enum"]
+               for t in ("madt_actions", "madt_pr", "madt_issues")}
+    assert not {a for _, a in ((t, w["action"]) for t, w in WRITES)} & {a for v in offered.values() for a in v}
+
+
+@ONE_FLAVOUR
+def test_a_pinned_server_refuses_every_new_call_on_another_repository_before_any_request(env: Env) -> None:
+    ctx = madtea.Context("mcp", env.clone, scope=guard.Scope(repos=("127.0.0.1:1/acme/other",)))
+    for tool, args in WRITES + REPO_READS + ACCOUNT_READS:
+        env.forge.clear_requests()
+        result = madtea.run(tool, dict(args), ctx)
+        assert result.error and result.error["code"] == "OUT_OF_SCOPE", (tool, args, result.text)
+        assert not env.forge.requests, (tool, args, [r.path for r in env.forge.requests])
+
+
+@ONE_FLAVOUR
+def test_another_hosts_repository_gets_no_new_write_and_reads_stay_inside_it(env: Env, other: Any) -> None:
+    target = f"{other.host_name}/acme/web"
+    for tool, args in WRITES:
+        other.clear_requests()
+        refused = env.refused("OUT_OF_SCOPE", tool, **args, owner_repo=target)
+        assert not other.requests and "secret-val" not in refused.text, (tool, args)
+    for tool, args in ACCOUNT_READS:
+        other.clear_requests()
+        env.refused("OUT_OF_SCOPE", tool, **args, owner_repo=target)
+        assert not [r for r in other.requests if r.header("Authorization")], (tool, args)
+    other.clear_requests()
+    for tool, args in REPO_READS:
+        env.call(tool, **args, owner_repo=target)
+    assert other.requests and all(r.path.startswith("/api/v1/repos/acme/web/") or r.path == "/api/v1/version"
+                                  for r in other.requests), [r.path for r in other.requests]
+    assert not [r for r in other.requests if r.path == "/api/v1/version" and r.header("Authorization")]
+
+
+# =========================================================================== both surfaces
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scope, expected", [
+    (None, {"madt_actions": (False, True, False), "madt_pr": (False, True, False),
+            "madt_issues": (False, True, False), "madt_people": (True, None, None)}),
+    (guard.Scope(read_only=True), {"madt_actions": (True, None, None), "madt_pr": (True, None, None),
+                                   "madt_issues": (True, None, None), "madt_people": (True, None, None)}),
+    (guard.Scope(tools=("madt_actions:dispatch", "madt_actions:variables", "madt_pr:submit_review",
+                        "madt_pr:dismiss_review", "madt_issues:start_stopwatch", "madt_issues:add_time")),
+     {"madt_actions": (False, False, False), "madt_pr": (False, False, True), "madt_issues": (False, False, False)}),
+    (guard.Scope(tools=("madt_actions:set_variable", "madt_actions:set_secret")),
+     {"madt_actions": (False, True, True)}),
+])
+async def test_the_listed_annotations_say_what_the_offered_actions_do(tmp_path: Any, scope: Any,
+                                                                       expected: dict[str, Any]) -> None:
+    from mcp.client import Client
+
+    async with Client(madtea.build_server(tmp_path, scope=scope), mode="legacy") as client:
+        tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
+    seen = {name: (tools[name].read_only_hint, tools[name].destructive_hint, tools[name].idempotent_hint)
+            for name in expected}
+    assert seen == expected
+
+
+@ONE_FLAVOUR
+def test_the_cli_gives_the_same_answers(env: Env) -> None:
+    number = _pull(env)
+    rid = env.ok("madt_pr", action="review", number=number, event="pending", body="draft").data["id"]
+    for expected in (f"Submitted review {rid}", f"Review {rid} on PR #{number} in acme/web was already submitted"):
+        out = env.cli("pr", "submit-review", str(number), "--review-id", str(rid), "--event", "comment")
+        assert out.returncode == 0 and expected in out.stdout, out.stderr
+    out = env.cli("people", "teams", "..")
+    assert out.returncode == 1 and "org \"..\" cannot name an organisation" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    done = subprocess.run([sys.executable, "-m", "madtea", "actions", "set-secret", "K", "--body-file", "-"],
+                          cwd=env.clone, env=child_env(), input="e", capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("Created the secret K in acme/web;"), done.stderr
+    assert HIDDEN not in done.stdout + done.stderr
