@@ -322,3 +322,108 @@ def test_the_cli_gives_the_same_answers(env: Env) -> None:
                           cwd=env.clone, env=child_env(), input="e", capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("Created the secret K in acme/web;"), done.stderr
     assert HIDDEN not in done.stdout + done.stderr
+
+
+# =========================================================================== fuzzing every parameter
+
+import collections  # noqa: E402
+import os  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+FUZZED = {("madt_actions", a) for a in ("dispatch", "variables", "set_variable", "set_secret")} \
+    | {("madt_pr", a) for a in ("review", "submit_review", "dismiss_review", "reply", "reviews", "files", "edit")} \
+    | {("madt_issues", a) for a in ("times", "add_time", "start_stopwatch", "stop_stopwatch")} \
+    | {("madt_people", a) for a in ("orgs", "users", "teams", "packages", "package_versions")}
+FUZZ_OPS = [op for op in madtea.REGISTRY if (op.tool, op.action) in FUZZED]
+# Each action starts from a call that works against the populated forge; one or two parameters are then drawn.
+WELL_FORMED: dict[str, dict[str, Any]] = {
+    "dispatch": {"workflow": "deploy.yml", "ref": "main", "inputs": {"level": "3"}}, "variables": {"name": "LEVEL"},
+    "set_variable": {"name": "LEVEL", "body": "3"}, "set_secret": {"name": "KEY", "body": "fuzzed-secret-value"},
+    "review": {"number": 1, "event": "comment", "body": "x", "inline": [{"path": "app.py", "line": 1, "body": "c"}]},
+    "submit_review": {"number": 1, "review_id": 2, "event": "comment"},
+    "dismiss_review": {"number": 1, "review_id": 1, "body": "d"}, "reply": {"number": 1, "comment_id": 1, "body": "r"},
+    "reviews": {"number": 1, "comments": True}, "files": {"number": 1}, "times": {"number": 2},
+    "add_time": {"number": 2, "duration": "1m"}, "start_stopwatch": {"number": 2}, "stop_stopwatch": {"number": 2},
+    "orgs": {}, "users": {"q": "a"}, "teams": {"org": "acme", "q": "d"}, "packages": {"owner": "acme", "type": "npm"},
+    "package_versions": {"owner": "acme", "type": "npm", "name": "left-pad"},
+    "edit": {"number": 1, "add_reviewer": ["bob"], "remove_reviewer": ["carol"]}}
+HOSTILE = ["", " ", "\x00", "a\x00b", "\n", "\u202eevil", "\u200b", "\ud800", "é", "--x", "-", "..", "../..", ".",
+           "a/b", "a/../b", "/", "%2e%2e", "%2F", "?x=1", "#f", "&q=1", "a b", "x" * 300, "x" * 100_000, "deploy.yml",
+           "main", "feature", "bob", "alice", "carol", "acme", "npm", "pypi", "left-pad", "LEVEL", "1h", "1h30m",
+           "0s", "1", "１h", ".gitea/workflows/deploy.yml", "refs/heads/main", "v1.0", "HEAD", "e", "GITEA_X"]
+NUMBERS = [-1, 0, 1, 2, 3, 2**31, 2**63, 10**30, 1.5, True, False, "1", "2", [1], [1, 2]]
+FUZZ = settings(max_examples=int(os.environ.get("MADTEA_FUZZ_EXAMPLES", "200")) * 2 // 5, deadline=None,
+                derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+COUNTS: collections.Counter[str] = collections.Counter()
+
+
+def _values(p: madtea.Param) -> st.SearchStrategy[Any]:
+    text = st.one_of(st.sampled_from(HOSTILE), st.sampled_from(HOSTILE), st.text(max_size=8))
+    inline = st.lists(st.dictionaries(st.sampled_from(["path", "body", "line", "old_line", "x"]),
+                                      st.one_of(text, st.sampled_from(NUMBERS)), max_size=4), max_size=2)
+    own = {"str": text, "enum": st.one_of(st.sampled_from(p.choices or ("x",)), text),
+           "strs": st.lists(text, max_size=3), "bool": st.booleans(), "int": st.sampled_from(NUMBERS),
+           "number": st.sampled_from(NUMBERS),
+           "json": st.one_of(st.dictionaries(text, st.one_of(text, st.sampled_from(NUMBERS), st.none()), max_size=3),
+                             inline, text)}.get(p.type, text)
+    anything = st.recursive(st.one_of(st.sampled_from(HOSTILE), st.sampled_from(NUMBERS), st.none()),
+                            lambda i: st.lists(i, max_size=2) | st.dictionaries(st.text(max_size=3), i, max_size=2),
+                            max_leaves=3)
+    return st.one_of(own, own, own, anything)
+
+
+@st.composite
+def _calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
+    op = draw(st.sampled_from(FUZZ_OPS))
+    names = sorted(n for n in op.specs if n not in ("body_file", "json"))
+    args = dict(WELL_FORMED[str(op.action)])
+    for name in draw(st.lists(st.sampled_from(names), unique=True, min_size=1, max_size=2)):
+        args[name] = draw(_values(op.specs[name]))
+    return op.tool, {"action": op.action} | args
+
+
+def _populated(e: Env) -> Any:
+    from test_reviews_actions_time import call
+    f = e.forge
+    f.commit("acme", "web", "main", {".gitea/workflows/deploy.yml": "on: workflow_dispatch\n"}, "ci")
+    number = _pull(e)
+    call(f, "POST", f"/repos/acme/web/pulls/{number}/reviews", token="bob-token", body={
+        "event": "REQUEST_CHANGES", "body": "no", "comments": [{"path": "app.py", "body": "why?", "new_position": 1}]})
+    call(f, "POST", f"/repos/acme/web/pulls/{number}/reviews", body={"event": "PENDING", "body": ""})
+    f.create_issue("acme", "web", "Track me")
+    f.add_package("acme", "npm", "left-pad", "1.0.0")
+    _carol(e)
+    return f.add_repo("acme", "bystander")
+
+
+def test_fuzz_every_parameter_of_the_review_actions_time_and_people_actions(env: Env) -> None:
+    bystander = _populated(env)
+    COUNTS.clear()
+
+    @FUZZ
+    @given(drawn=_calls())
+    def one(drawn: tuple[str, dict[str, Any]]) -> None:
+        tool, args = drawn
+        COUNTS["calls"] += 1
+        result = env.call(tool, **args)
+        where = f"{tool} {json.dumps(args, default=str)[:300]}\n{result.text[:1000]}"
+        COUNTS[result.error["code"] if result.error else "ok"] += 1
+        assert not (result.error and result.error["code"] == "INTERNAL_ERROR"), where
+        assert "Traceback" not in result.text, where
+        result.text.encode("utf-8")
+        if result.error:
+            assert guard.way_on_problem(result.error["next"], result.error["choices"],
+                                        result.error["user_action"]) is None, where
+        secret = args.get("body") if args["action"] == "set_secret" else None
+        if isinstance(secret, str) and len(secret) >= 8:
+            seen = result.text + json.dumps([result.data, result.error, result.notes], default=str)
+            assert secret[:8] not in seen, where
+        assert not env.forge.take_violations(), where
+
+    try:
+        one()
+    finally:
+        print(f"\nfuzz (reviews, Actions, time, people; {env.forge.flavour}): {dict(sorted(COUNTS.items()))}")
+    assert (bystander.issues, bystander.secrets, bystander.variables) == ({}, {}, {})
+    assert COUNTS["calls"] >= 40 and COUNTS["ok"] >= 5
