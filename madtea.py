@@ -4420,6 +4420,19 @@ def actions_download_op(inv: Invocation) -> Result:
                   {"id": inv.args["artifact_id"], "name": name, "path": str(path), "size": len(data)})
 
 
+def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Any]]]:
+    """Run before a dispatch: the look-up of runs of this workflow dispatched since, by you (Gitea names the
+    workflow in the run's path, Forgejo as its id)."""
+    me: list[str] = []
+
+    def mine(r: dict[str, Any]) -> bool:
+        me[:] = me or [_me(inv).casefold()]
+        workflow = r.get("workflow_id") or str(r.get("path") or "").split("@")[0]
+        return workflow == inv.args["workflow"] and _login(r.get("actor") or r.get("trigger_user")).casefold() == me[0]
+    return made_since(lambda: _actions(inv, "runs", params={"event": "workflow_dispatch", "limit": 50},
+                                       listing="workflow_runs"), mine)()
+
+
 @operation("madt_actions", "dispatch", cli=("actions", "dispatch"), kind="remote", mutating=True,
            summary="Run a workflow on a ref, with inputs.",
            params=(Param("workflow", description="The workflow's file name, e.g. ci.yml.", required=True,
@@ -4437,12 +4450,20 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     if forgejo:
         payload["return_run_info"] = True
     runs = guard.call("madt_actions", action="runs", owner_repo=remote.target.full)
+    since = _dispatched_since(inv)
     try:
         started = remote.post("actions", "workflows", inv.args["workflow"], "dispatches", json=payload)
     except remote.forge.ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
-        raise guard.lost_write(c, str(exc), "a run started", runs) from None
+        try:
+            found = since()
+        except remote.forge.ForgeError:
+            found = []
+        if len(found) != 1:
+            raise guard.lost_write(c, str(exc), "a run started", runs) from None
+        recovered("run", found[0])
+        started = {"id": found[0].get("id"), "run_number": found[0].get("run_number") or found[0].get("index_in_repo")}
     said = f"{inv.args['workflow']} on {ref}" + (f" with inputs {json.dumps(inputs, ensure_ascii=False)}" if inputs
                                                  else "")
     if isinstance(started, dict) and started.get("id"):

@@ -172,11 +172,18 @@ def test_a_write_whose_answer_is_lost_lands_once_and_says_so(env: Env, tool: str
         assert "review requested from @carol" in again.text and not again.notes
 
 
-def test_a_dispatch_whose_answer_is_lost_is_never_sent_twice(env: Env) -> None:
+def test_a_dispatch_whose_answer_is_lost_names_its_run_and_is_never_sent_twice(env: Env) -> None:
     env.forge.commit("acme", "web", "main", {".gitea/workflows/deploy.yml": "on: workflow_dispatch\n"}, "ci")
+    env.forge.add_action_run("acme", "web", workflow="deploy.yml")  # an older run of the same workflow
     env.forge.inject("drop-after", method="POST", path_contains="/dispatches")
-    lost = env.refused("FORGE_UNAVAILABLE", "madt_actions", action="dispatch", workflow="deploy.yml")
+    settled = env.ok("madt_actions", action="dispatch", workflow="deploy.yml")
+    run = env.forge.dispatches[-1]["run"]
     assert _dispatches(env) == 1 and len(env.forge.find_requests("POST", "/dispatches")) == 1
+    assert settled.data["run_id"] == run and f": run {run} (number " in settled.text
+    assert f"found the run this call made (id {run})" in settled.notes[-1][1]
+    env.forge.inject("drop", method="POST", path_contains="/dispatches")  # lost before the forge applied it
+    lost = env.refused("FORGE_UNAVAILABLE", "madt_actions", action="dispatch", workflow="deploy.yml")
+    assert _dispatches(env) == 1 and len(env.forge.find_requests("POST", "/dispatches")) == 2
     assert lost.error["next"] == [{"tool": "madt_actions", "args": {"action": "runs", "owner_repo": lost.error[
         "next"][0]["args"]["owner_repo"]}}] and "look before sending this again" in lost.text
     env.ok("madt_actions", action="dispatch", workflow="deploy.yml")  # a deliberate second dispatch is a second run
