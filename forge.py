@@ -1137,36 +1137,41 @@ def _check_base_url(api_base: str) -> str:
 class _Verbs:
     """The HTTP verbs, defined once over ``send``: parsed JSON back (``None`` for an empty body).
 
-    *where* is what the class's ``send`` takes: an API path for :class:`Client`, a
-    sub-path or segments inside the repository for :class:`RepoClient`.
+    *where* is what the class's ``send`` takes: an API path for :class:`Client`; for :class:`RepoClient`,
+    a sub-path inside the repository (one string or one sequence) or its literal segments as arguments
+    (``repo.get("issues", 12, "comments", params=...)``).
     """
 
     def send(self, method: str, where: Any, params: Mapping[str, Any] | None = None, json: Any = None, *,
              accept: str = "application/json") -> Response:
         raise NotImplementedError
 
-    def get(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("GET", where, params, json).json()
+    def _address(self, where: tuple[Any, ...]) -> Any:
+        """What ``send`` takes, from a verb's positional arguments."""
+        raise NotImplementedError
 
-    def post(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("POST", where, params, json).json()
+    def get(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("GET", self._address(where), params, json).json()
 
-    def patch(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("PATCH", where, params, json).json()
+    def post(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("POST", self._address(where), params, json).json()
 
-    def put(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("PUT", where, params, json).json()
+    def patch(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("PATCH", self._address(where), params, json).json()
 
-    def delete(self, where: Any = "", params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
-        return self.send("DELETE", where, params, json).json()
+    def put(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("PUT", self._address(where), params, json).json()
 
-    def get_text(self, where: Any = "", params: Mapping[str, Any] | None = None) -> str:
+    def delete(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+        return self.send("DELETE", self._address(where), params, json).json()
+
+    def get_text(self, *where: Any, params: Mapping[str, Any] | None = None) -> str:
         """A non-JSON answer (a diff, a log) as text."""
-        return self.send("GET", where, params, accept="text/plain, */*").text()
+        return self.send("GET", self._address(where), params, accept="text/plain, */*").text()
 
-    def get_bytes(self, where: Any = "", params: Mapping[str, Any] | None = None) -> bytes:
+    def get_bytes(self, *where: Any, params: Mapping[str, Any] | None = None) -> bytes:
         """A raw answer (a repository file's bytes) as it came, undecoded."""
-        return self.send("GET", where, params, accept="application/octet-stream, */*").body
+        return self.send("GET", self._address(where), params, accept="application/octet-stream, */*").body
 
 
 class Client(_Verbs):
@@ -1223,6 +1228,11 @@ class Client(_Verbs):
     def _count(self, _method: str, _url: str) -> None:
         with self._lock:
             self._requests += 1
+
+    def _address(self, where: tuple[Any, ...]) -> str:
+        if len(where) != 1 or not isinstance(where[0], str):
+            raise TypeError(f"Client verbs take one API path, not {len(where)} arguments")
+        return where[0]
 
     def send(self, method: str, path: str, params: Mapping[str, Any] | None = None, json: Any = None, *,
              accept: str = "application/json", scope: str | None = None,
@@ -1460,7 +1470,8 @@ class RepoClient(_Verbs):
 
     Every method takes a sub-path relative to the repository — a string
     (``"issues/12"``, percent-encoding allowed) or a sequence of literal
-    segments (``("branches", "feat/x")``). Absolute paths, ``.``/``..``
+    segments (``("branches", "feat/x")``); the verbs also take the literal
+    segments as arguments (``get("branches", "feat/x")``). Absolute paths, ``.``/``..``
     (however encoded) and redirects that leave the repository are refused
     with ``OUT_OF_SCOPE``. With *read_only*, only GET is sent.
     """
@@ -1486,6 +1497,13 @@ class RepoClient(_Verbs):
     def path(self, sub: str | Sequence[str | int] = "") -> str:
         """The API path for *sub*, checked."""
         return self._prefix + _confine(sub, f"{self.owner}/{self.repo}")
+
+    @staticmethod
+    def _address(where: tuple[Any, ...]) -> str | Sequence[str | int]:
+        """One argument is the sub-path (a string, or a sequence of segments); several are the segments."""
+        if len(where) == 1 and isinstance(where[0], (str, Sequence)):
+            return where[0]
+        return where
 
     def _write(self, method: str) -> None:
         if self.read_only:

@@ -805,7 +805,8 @@ def _narrow_error(error: dict[str, Any], ctx: Context) -> str | None:
 # --- the call pipeline: the forge connection ---
 
 class Api:
-    """The forge, as one remote call sees it: repo-relative helpers over the request funnel."""
+    """The forge, as one remote call sees it: the repository's confined client (its requests are this object's),
+    the host-wide reads it may make, and the call's target and repository list."""
 
     def __init__(self, target: RemoteTarget, confined: bool, read_only: bool,
                  scope: guard.Scope | None = None) -> None:
@@ -819,6 +820,11 @@ class Api:
         if token and self.client.api_base.startswith("http://") and not _loopback_host(target.host):
             warn(f"the token for {target.host} travels unencrypted: its API address is http://, not https://.")
         self.scoped = forge.RepoClient(self.client, target.owner, target.repo, read_only=read_only)
+        # The requests are the confined client's own, taking the repository's segments as arguments:
+        # api(inv).get("issues", 3, "comments", params=...) is that client's get.
+        (self.get, self.post, self.patch, self.put, self.delete, self.get_text, self.get_bytes, self.create,
+         self.upload) = (self.scoped.get, self.scoped.post, self.scoped.patch, self.scoped.put, self.scoped.delete,
+                         self.scoped.get_text, self.scoped.get_bytes, self.scoped.create, self.scoped.upload)
         self.confined = confined
         # Outside the launch scope the token goes only to the repository's own paths: the
         # server's /version (which needs no token) is asked by a client that holds none.
@@ -833,28 +839,13 @@ class Api:
             raise self.forge.ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
                                         f"launch repo; only its own repository paths may be read from here.")
 
-    def get(self, *segments: Any, params: Mapping[str, Any] | None = None) -> Any:
-        return self.scoped.get([str(s) for s in segments], params=params)
-
-    def post(self, *segments: Any, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
-        return self.scoped.post([str(s) for s in segments], json=json, params=params)
-
-    def patch(self, *segments: Any, json: Any = None) -> Any:
-        return self.scoped.patch([str(s) for s in segments], json=json)
-
-    def put(self, *segments: Any, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
-        return self.scoped.put([str(s) for s in segments], json=json, params=params)
-
-    def delete(self, *segments: Any) -> Any:
-        return self.scoped.delete([str(s) for s in segments])
-
     def list(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
         params = dict(params or {})
         page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
         if page > 1 and limit <= self.forge.PAGE_SIZE:
             return list(self.get(*segments, params=params | {"page": page, "limit": limit}) or [])
         skip = (page - 1) * limit if page > 1 else 0
-        items, total = self.scoped.paginate([str(s) for s in segments], params=params, limit=skip + limit)
+        items, total = self.scoped.paginate(segments, params=params, limit=skip + limit)
         items = items[skip:]
         if total is not None and total > skip + len(items) and len(items) >= limit:
             notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
@@ -1850,7 +1841,7 @@ def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what
                                           f"the answer was lost ({names})")
         return found[0] if found else None
     try:
-        made = remote.scoped.create(segments, dict(payload), lookup=lookup)
+        made = remote.create(segments, dict(payload), lookup=lookup)
     except remote.forge.ForgeError as exc:
         raise settle_lost(inv, exc, what, look) from None
     if made.recovered:
@@ -2316,10 +2307,10 @@ def _set_reviewers(inv: Invocation, number: int) -> str:
     add = [n for n in inv.args.get("add_reviewer") or [] if n.casefold() not in before]
     remove = [n for n in inv.args.get("remove_reviewer") or [] if n.casefold() in before]
     lost = None
-    for send, names in ((remote.scoped.post, add), (remote.scoped.delete, remove)):
+    for send, names in ((remote.post, add), (remote.delete, remove)):
         if names:
             try:
-                send(["pulls", str(number), "requested_reviewers"], json={"reviewers": names})
+                send("pulls", number, "requested_reviewers", json={"reviewers": names})
             except remote.forge.ForgeError as exc:
                 if exc.code != "FORGE_UNAVAILABLE":
                     raise
@@ -2656,7 +2647,7 @@ def _upload(inv: Invocation, path: tuple[Any, ...],
     for name, data in files:
         before = {a.get("id") for a in remote.get(*path) or []}
         try:
-            asset = remote.scoped.upload(path, name, data, params=params(name))
+            asset = remote.upload(path, name, data, params=params(name))
         except remote.forge.ForgeError as exc:
             asset = _settled(remote, exc, lambda: [a for a in remote.get(*path) or [] if a.get("id") not in before],
                              lambda new: any(a.get("size") == len(data) for a in new))[-1]
@@ -2753,7 +2744,7 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
     if existing:
         return existing, False
     try:
-        created = a.scoped.create("pulls", payload, lookup=lambda: find_open_pr(a, payload["head"], payload["base"]))
+        created = a.create("pulls", payload, lookup=lambda: find_open_pr(a, payload["head"], payload["base"]))
         if created.recovered:
             recovered("pull request", created.value)
         made = created.value
@@ -2919,7 +2910,7 @@ def pr_diff_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     remote = api(inv)
     author = _login(remote.get("pulls", number).get("user"))
-    text = clean(remote.scoped.get_text(f"pulls/{number}.diff"))
+    text = clean(remote.get_text(f"pulls/{number}.diff"))
     offset = int(inv.args.get("offset") or 0)
     chunk, end, more = window(text, offset, _continue("madt_pr", "diff", remote.target, number=number), "diff")
     # The diff is the PR author's content: fenced like a body, with madtea's continuation line after the fence.
@@ -3542,7 +3533,7 @@ def repo_commit_op(inv: Invocation) -> Result:
                      + guard.render_call(guard.call("madt_repo", action="commit", owner_repo=remote.target.full,
                                                     sha=sha, diff=True)) + "]")
     if inv.args.get("diff"):
-        text = clean(remote.scoped.get_text(f"git/commits/{sha}.diff"))
+        text = clean(remote.get_text(f"git/commits/{sha}.diff"))
         offset = int(inv.args.get("offset") or 0)
         chunk, end, more = window(text, offset, _continue("madt_repo", "commit", remote.target, sha=sha, diff=True),
                                   "diff")
@@ -3940,8 +3931,8 @@ def _file_bytes(inv: Invocation, item: Mapping[str, Any], ref: str | None) -> by
     import base64
     if item.get("content") is not None:
         return base64.b64decode(str(item["content"]))
-    return bytes(api(inv).scoped.get_bytes(("raw", *_file_segments(str(item.get("path")))),
-                                           params={"ref": ref} if ref else None))
+    return bytes(api(inv).get_bytes(("raw", *_file_segments(str(item.get("path")))),
+                                    params={"ref": ref} if ref else None))
 
 
 def _as_text(data: bytes) -> str | None:
@@ -4218,7 +4209,7 @@ def _write_file(inv: Invocation) -> Result:
                 return None
             return {"commit": {"sha": remote.get("branches", w.lands_on)["commit"]["id"]}}
         try:
-            made = remote.scoped.create("contents", payload, lookup=shows)
+            made = remote.create("contents", payload, lookup=shows)
             value, recovered = made.value, made.recovered
         except remote.forge.ForgeError as exc:
             # A refusal after a lost answer may be the forge meeting this very change a second time.
@@ -4373,7 +4364,7 @@ def actions_logs_op(inv: Invocation) -> Result:
     remote = api(inv)
     _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
     try:
-        text = remote.scoped.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
+        text = remote.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
     except remote.forge.ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
             raise remote.forge.ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None

@@ -178,6 +178,7 @@ def test_the_fake_answers_people_and_package_searches(fake_forge: FakeForge) -> 
 
 import subprocess  # noqa: E402
 
+import forge  # noqa: E402
 import madtea  # noqa: E402
 from remote_env import Env, env, fast_client  # noqa: E402,F401 - fixtures
 
@@ -316,13 +317,13 @@ def test_a_protection_rule_made_after_the_read_is_still_named_as_one(env: Env,
     e.forge.commit("acme", "web", "release", {"a.txt": "a\n"}, "Add a")
     e.forge.grant("acme", "web", "bob", "write")
     monkeypatch.setenv("MADTEA_TOKEN", "bob-token")
-    real = madtea.Api.patch
+    real = forge.RepoClient.patch
 
     def patch(self: Any, *segments: Any, json: Any = None) -> Any:
         e.forge.protect_branch("acme", "web", "release")  # someone protects it between the read and the write
         return real(self, *segments, json=json)
 
-    monkeypatch.setattr(madtea.Api, "patch", patch)
+    monkeypatch.setattr(forge.RepoClient, "patch", patch)
     refused = e.refused("PROTECTED_BRANCH", "madt_repo", action="rename_branch", branch="release", new_name="x")
     assert refused.text.startswith("release in acme/web is protected by a branch rule")
     assert len(e.forge.find_requests("PATCH", "/repos/acme/web/branches/release")) == 1

@@ -485,7 +485,7 @@ def test_create_timeout_looks_up_before_any_retry(serve: Callable[..., Server]) 
     api = client(server, timeout=0.2)
 
     def lookup() -> Any:
-        found = api.get("/repos/acme/web/issues", {"q": "Login fails"})
+        found = api.get("/repos/acme/web/issues", params={"q": "Login fails"})
         return found[0] if found else None
 
     result = api.create("/repos/acme/web/issues", {"title": "Login fails"}, lookup=lookup)
@@ -715,6 +715,24 @@ def test_repo_client_is_confined_by_construction(serve: Callable[..., Server]) -
     with pytest.raises(forge.ForgeError):
         reader.create("issues", {"title": "x"})
     assert len(server.seen) == 3
+
+
+def test_repo_client_verbs_take_the_segments_as_arguments(serve: Callable[..., Server]) -> None:
+    server = serve(lambda seen: Reply(200, {"path": seen.path, "query": seen.query}))
+    repo = forge.RepoClient(client(server), "acme", "web")
+    assert repo.get("branches", "feat/x") == {"path": "/api/v1/repos/acme/web/branches/feat%2Fx", "query": {}}
+    assert repo.get("issues", 12, "comments", params={"page": 2})["path"] == "/api/v1/repos/acme/web/issues/12/comments"
+    assert repo.patch("issues", 12, json={"title": "x"})["path"] == "/api/v1/repos/acme/web/issues/12"
+    assert repo.get(12) == {"path": "/api/v1/repos/acme/web/12", "query": {}}
+    assert "/api/v1/repos/acme/web/pulls/3.diff" in repo.get_text("pulls", "3.diff")
+    for segments in (("..", "evil"), ("issues", ""), ("issues", "."), ("issues", None), ("issues", True)):
+        with pytest.raises(forge.ForgeError) as caught:
+            repo.get(*segments)
+        assert caught.value.code == "OUT_OF_SCOPE", segments
+    assert len(server.seen) == 5
+    with pytest.raises(TypeError):
+        client(server).get("/repos", "acme")  # the unconfined client takes one API path
+    assert len(server.seen) == 5
 
 
 def test_repo_client_refuses_redirects_out_of_the_repo(serve: Callable[..., Server]) -> None:

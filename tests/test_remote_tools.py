@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import guard
+import forge
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from topologies import make_repo, run_git
@@ -231,7 +232,7 @@ def test_issue_body_full_replacement_and_stale(seeded: Env) -> None:
 
 def test_issue_body_edit_interleaved_is_reported(seeded: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     e = seeded
-    real = madtea.Api.patch
+    real = forge.RepoClient.patch
 
     def patch(self: Any, *segments: Any, json: Any = None) -> Any:
         out = real(self, *segments, json=json)
@@ -239,7 +240,7 @@ def test_issue_body_edit_interleaved_is_reported(seeded: Env, monkeypatch: pytes
             e.forge.call("PATCH", "/repos/acme/web/issues/1", json_body={"body": json["body"] + "\nand theirs"})
         return out
 
-    monkeypatch.setattr(madtea.Api, "patch", patch)
+    monkeypatch.setattr(forge.RepoClient, "patch", patch)
     result = e.ok("madt_issues", action="edit", number=1, append="mine")
     assert "also an edit made meanwhile by another writer" in result.text
     assert e.issue(1).body.endswith("mine\nand theirs")

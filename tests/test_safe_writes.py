@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+import forge
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from remote_env import Env, clone_of, env, fast_client  # noqa: F401 - fixtures
@@ -40,7 +41,7 @@ def gitea_env(gitea_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.Monkey
 
 def _another_writer(e: Env, monkeypatch: pytest.MonkeyPatch, rewrite: Any, times: int = 1) -> list[str]:
     """After each of madtea's next *times* body writes, another writer (not madtea) sets the body to rewrite(...)."""
-    real = madtea.Api.patch
+    real = forge.RepoClient.patch
     seen: list[str] = []
 
     def patch(self: Any, *segments: Any, json: Any = None) -> Any:
@@ -50,7 +51,7 @@ def _another_writer(e: Env, monkeypatch: pytest.MonkeyPatch, rewrite: Any, times
             e.forge.call("PATCH", "/repos/acme/web/issues/1", json_body={"body": rewrite(json["body"])})
         return out
 
-    monkeypatch.setattr(madtea.Api, "patch", patch)
+    monkeypatch.setattr(forge.RepoClient, "patch", patch)
     return seen
 
 
@@ -308,7 +309,7 @@ def test_a_lost_create_that_two_identical_creates_made_is_unknown(env: Env, fast
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """A twin made after the mark, by another call, leaves two candidates: madtea says it cannot tell."""
     e = env
-    real = madtea.Api.get
+    real = forge.RepoClient.get
 
     def get(self: Any, *segments: Any, params: Any = None) -> Any:
         out = real(self, *segments, params=params)
@@ -316,7 +317,7 @@ def test_a_lost_create_that_two_identical_creates_made_is_unknown(env: Env, fast
             e.forge.create_issue("acme", "web", "Twin", "same")  # someone else, between the mark and the POST
         return out
 
-    monkeypatch.setattr(madtea.Api, "get", get)
+    monkeypatch.setattr(forge.RepoClient, "get", get)
     _lost(e, "/repos/acme/web/issues")
     result = e.refused("FORGE_UNAVAILABLE", "madt_issues", action="create", title="Twin", body="same")
     assert "2 matching issues were made while the answer was lost (#2, #1)" in result.text
@@ -459,12 +460,12 @@ def test_a_lost_create_on_the_cli_says_it_was_made_once(env: Env) -> None:
 
 def test_a_forge_that_trims_the_body_on_save_is_no_other_writer(issue: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     e = issue
-    real = madtea.Api.patch
+    real = forge.RepoClient.patch
 
     def patch(self: Any, *segments: Any, json: Any = None) -> Any:
         return real(self, *segments, json={"body": json["body"].rstrip() + "\r\n"} if json and "body" in json else json)
 
-    monkeypatch.setattr(madtea.Api, "patch", patch)
+    monkeypatch.setattr(forge.RepoClient, "patch", patch)
     done = e.ok("madt_issues", action="edit", number=1, append="mine\n\n")
     assert "Body updated and read back (" in done.text and "another writer" not in done.text
     seen = e.ok("madt_issues", action="view", number=1).data
@@ -475,12 +476,12 @@ def test_a_forge_that_trims_the_body_on_save_is_no_other_writer(issue: Env, monk
 def test_a_lost_create_on_a_forge_that_ignores_page_is_still_made_once(env: Env, fast_client: list[float],
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     e = env
-    real = madtea.Api.get
+    real = forge.RepoClient.get
 
     def get(self: Any, *segments: Any, params: Any = None) -> Any:
         return real(self, *segments, params={k: v for k, v in (params or {}).items() if k != "page"} or None)
 
-    monkeypatch.setattr(madtea.Api, "get", get)
+    monkeypatch.setattr(forge.RepoClient, "get", get)
     _lost(e, "/repos/acme/web/issues")
     result = e.ok("madt_issues", action="create", title="Paged", body="x")
     assert result.data["number"] == 1 and len(e.repo.issues) == 1
