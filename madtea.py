@@ -3914,7 +3914,8 @@ def _spelt_in_tree(inv: Invocation, path: str, ref: str) -> str | None:
     import unicodedata
     if path.isascii():
         return None
-    given, spelt = path.split("/"), []
+    given = path.split("/")
+    spelt: list[str] = []
     for segment in given:
         listing = _file_at(inv, "/".join(spelt), ref) if spelt else api(inv).get("contents", params={"ref": ref})
         names = [str(e.get("name")) for e in listing] if isinstance(listing, list) else []
