@@ -1967,6 +1967,9 @@ def check_file_branch(w: FileWrite) -> None:
                       f"exists.", target=w.repo,
                       next=(w.retry(branch=None, new_branch=w.base),))
     new = w.args.get("new_branch")
+    if isinstance(new, str) and new and ref_name_problem(new) is not None:
+        raise Refusal("BAD_ARGUMENT", f"{w.where}: new_branch {_shown(new)} is not a branch name git takes (it "
+                      f"{ref_name_problem(new)}).", target=w.repo, next=(w.retry(new_branch=valid_branch_name(new)),))
     if new and new in w.branches:
         raise Refusal("BAD_ARGUMENT", f"new_branch {new} already exists in {w.repo}; new_branch makes a branch, "
                       f"branch names one to commit on.", target=w.repo,

@@ -172,3 +172,11 @@ def test_one_commit_cannot_name_a_path_in_both_unicode_forms(env: Env) -> None:
     twice = env.refused("BAD_ARGUMENT", "madt_files", action="change", branch="dev", changes=[
         {"path": NFC, "content": "a\n"}, {"path": NFD, "content": "b\n"}])
     assert "more than once" in twice.text and not env.forge.find_requests("POST", "/contents")
+
+
+@pytest.mark.parametrize("name", ["?\n", "a..b", "x.lock", "-x y"])
+def test_a_new_branch_git_cannot_take_is_refused_before_the_commit(env: Env, name: str) -> None:
+    bad = env.refused("BAD_ARGUMENT", "madt_files", action="create", path="n.md", content="x\n", new_branch=name)
+    assert "not a branch name git takes" in bad.text and not env.forge.find_requests("POST", "/contents")
+    fixed = bad.error["next"][0]["args"]["new_branch"]
+    env.ok("madt_files", action="create", path="n.md", content="x\n", new_branch=fixed)
