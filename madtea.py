@@ -813,7 +813,6 @@ class Api:
         forge = _forge()
         self.scope = scope or guard.Scope()
 
-        self.forge = forge
         self.target = target
         token, self.token_source = forge.token_for(target.host, target.launch_host)
         self.client = forge.Client.from_target(target.forge, token)
@@ -836,13 +835,13 @@ class Api:
 
     def _check_root(self) -> None:
         if self.confined:
-            raise self.forge.ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
-                                        f"launch repo; only its own repository paths may be read from here.")
+            raise _forge().ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
+                                      f"launch repo; only its own repository paths may be read from here.")
 
     def list(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
         params = dict(params or {})
         page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
-        if page > 1 and limit <= self.forge.PAGE_SIZE:
+        if page > 1 and limit <= _forge().PAGE_SIZE:
             return list(self.get(*segments, params=params | {"page": page, "limit": limit}) or [])
         skip = (page - 1) * limit if page > 1 else 0
         items, total = self.scoped.paginate(segments, params=params, limit=skip + limit)
@@ -874,7 +873,7 @@ class Api:
         """"gitea" or "forgejo"; on another host whose /version wants a token, "unknown" (none is sent there)."""
         try:
             return self._about.flavour()
-        except self.forge.ForgeError:
+        except _forge().ForgeError:
             if not self.confined:
                 raise
             return "unknown"
@@ -1837,12 +1836,12 @@ def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what
         found = lookup_since()
         if len(found) > 1:
             names = ", ".join(_ident(i) for i in found)
-            raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
-                                          f"the answer was lost ({names})")
+            raise _forge().ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
+                                      f"the answer was lost ({names})")
         return found[0] if found else None
     try:
         made = remote.create(segments, dict(payload), lookup=lookup)
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         raise settle_lost(inv, exc, what, look) from None
     if made.recovered:
         recovered(what, made.value)
@@ -1865,7 +1864,7 @@ def _found(inv: Invocation, *segments: Any) -> dict[str, Any] | None:
     """An object the forge has at these segments, or None when it answers that there is none."""
     try:
         return dict(api(inv).get(*segments) or {})
-    except api(inv).forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS" and exc.status == 404:
             return None
         raise
@@ -2139,13 +2138,13 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
                 return (api(inv).patch(*path, json=fields) if fields else current), ""
             try:
                 api(inv).patch(*path, json={"body": body} | fields)
-            except api(inv).forge.ForgeError as exc:
+            except _forge().ForgeError as exc:
                 if exc.code != "FORGE_UNAVAILABLE":
                     raise
             try:
                 current = api(inv).get(*path)
-            except api(inv).forge.ForgeError as exc:
-                raise api(inv).forge.ForgeError(
+            except _forge().ForgeError as exc:
+                raise _forge().ForgeError(
                     exc.code, f"madtea sent the body edit{_with(fields)} but could not read the body back ({exc.message}); "
                     "whether it landed is unknown. Read it with " + guard.render_call(view_call) + " before "
                     "editing again.", exc.status, exc.method, exc.path, transient=exc.transient,
@@ -2283,11 +2282,11 @@ def _edit(inv: Invocation, kind: str) -> Result:
         for label_id, name in zip(remove_ids, a.get("remove_label") or []):
             api(inv).delete("issues", number, "labels", label_id)
             done.append(f"removed label {name}")
-    except api(inv).forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if not done:
             raise
         # A later request failed: say what already landed, so nothing is repeated blindly.
-        raise api(inv).forge.ForgeError(
+        raise _forge().ForgeError(
             exc.code, f"#{number} was partly edited: " + "; ".join(done) + f"; then a request failed and the rest "
             f"was not done: {exc.message}", exc.status, exc.method, exc.path, transient=exc.transient,
             host=exc.host) from None
@@ -2311,7 +2310,7 @@ def _set_reviewers(inv: Invocation, number: int) -> str:
         if names:
             try:
                 send("pulls", number, "requested_reviewers", json={"reviewers": names})
-            except remote.forge.ForgeError as exc:
+            except _forge().ForgeError as exc:
                 if exc.code != "FORGE_UNAVAILABLE":
                     raise
                 lost = exc  # the answer was lost: the read-back below says whether it landed
@@ -2340,11 +2339,11 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
             # Only the rest is sent again: the numbers before this one are done, comments included.
             rest = inv.args["numbers"][inv.args["numbers"].index(number):]
             raise guard.batch_stopped(lines, number, exc, this_call(inv), rest) from None
-        except api(inv).forge.ForgeError as exc:
+        except _forge().ForgeError as exc:
             if not lines and not commented:
                 raise
             # A batch that fails part-way says what it already did, so no step is repeated blindly.
-            raise api(inv).forge.ForgeError(
+            raise _forge().ForgeError(
                 exc.code, "\n".join(lines + [f"#{number} failed{' after its comment was posted' if commented else ''}"
                                              f", and the rest were not tried: {exc.message}"]),
                 exc.status, exc.method, exc.path, transient=exc.transient, host=exc.host) from None
@@ -2428,7 +2427,7 @@ def _issues_since(inv: Invocation, payload: Mapping[str, Any]) -> Since:
             seen: set[int] = set()
             for page in range(1, 6):  # newest first, down to the mark: a busy repo may need more than a page
                 items = remote.get("issues", params={"state": "all", "type": "issues", "page": page,
-                                                     "limit": remote.forge.PAGE_SIZE}) or []
+                                                     "limit": _forge().PAGE_SIZE}) or []
                 numbers = {int(i.get("number") or 0) for i in items}
                 found |= {int(i["number"]): i for i in items if int(i.get("number") or 0) > top and same(i)}
                 if not numbers - seen or min(numbers) <= top:  # the end, the mark, or a forge that ignores page=
@@ -2562,7 +2561,7 @@ def issue_start_stopwatch_op(inv: Invocation) -> Result:
         try:
             remote.post("issues", number, "stopwatch", "start")
             break
-        except remote.forge.ForgeError as exc:
+        except _forge().ForgeError as exc:
             if exc.status == 409:
                 running = attempt == 1
                 break
@@ -2582,7 +2581,7 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
     lost = None
     try:
         remote.post("issues", number, "stopwatch", "stop")
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.status == 409:
             raise guard.no_stopwatch(forge_call(inv), number) from None
         if exc.code != "FORGE_UNAVAILABLE":
@@ -2593,8 +2592,8 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
     if not new:
         if lost:
             raise guard.lost_write(forge_call(inv), str(lost), "the stopwatch stopped", _times_look(inv, number))
-        raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists "
-                                      f"no new tracked time.")
+        raise _forge().ForgeError("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists "
+                                  f"no new tracked time.")
     spent = int(new[-1].get("time") or 0)
     return Result(f"Stopped your stopwatch on #{number} in {remote.target.slug}: tracked {_hms(spent)}; its total "
                   f"is now {_hms(total)}.", {"id": new[-1].get("id"), "seconds": spent, "total": total})
@@ -2648,7 +2647,7 @@ def _upload(inv: Invocation, path: tuple[Any, ...],
         before = {a.get("id") for a in remote.get(*path) or []}
         try:
             asset = remote.upload(path, name, data, params=params(name))
-        except remote.forge.ForgeError as exc:
+        except _forge().ForgeError as exc:
             asset = _settled(remote, exc, lambda: [a for a in remote.get(*path) or [] if a.get("id") not in before],
                              lambda new: any(a.get("size") == len(data) for a in new))[-1]
         done.append(f"{clean_line(asset.get('name'))} ({asset.get('size')} bytes)")
@@ -2663,7 +2662,7 @@ def issue_attach_op(inv: Invocation) -> Result:
                       number=_issue_number(inv), comment_id=inv.args.get("comment_id"))
     try:
         done = _upload(inv, path)
-    except api(inv).forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         raise guard.lost_write(forge_call(inv), str(exc), "the file was attached", look) from None
@@ -2748,7 +2747,7 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
         if created.recovered:
             recovered("pull request", created.value)
         made = created.value
-    except a.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if getattr(exc, "status", None) == 409:
             again = find_open_pr(a, payload["head"], payload["base"])
             if again:
@@ -2781,7 +2780,7 @@ def pr_create_op(inv: Invocation) -> Result:
         payload["title"] = "WIP: " + payload["title"]
     try:
         pr, created = open_pr(remote, payload)
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         raise settle_lost(inv, exc, "pull request", guard.call("madt_pr", action="list", owner_repo=remote.target.full,
                                                                state="all")) from None
     verb = "Opened" if created else "Reused the open"
@@ -2825,20 +2824,20 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_br
         payload["MergeMessageField"] = body
     try:
         a.post("pulls", number, "merge", json=payload)
-    except a.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         # Forgejo answers 403 when the merge succeeded but the branch delete did not, and a lost
         # answer says nothing: the PR as the forge now shows it decides.
         try:
             after = a.get("pulls", number)
-        except a.forge.ForgeError:
+        except _forge().ForgeError:
             if exc.status is None:
-                raise a.forge.ForgeError(exc.code, f"{exc.message} Reading PR #{number} back failed too, so whether "
+                raise _forge().ForgeError(exc.code, f"{exc.message} Reading PR #{number} back failed too, so whether "
                                          "it was merged is unknown; read it before merging again.", exc.status,
                                          exc.method, exc.path, transient=exc.transient, host=exc.host) from None
             raise exc from None
         if not after.get("merged"):
             if exc.status is None:
-                raise a.forge.ForgeError(exc.code, f"{exc.message} A read right after shows PR #{number} not "
+                raise _forge().ForgeError(exc.code, f"{exc.message} A read right after shows PR #{number} not "
                                          "merged; the forge never merges a pull request twice, so merging it "
                                          "again is safe.", exc.status, exc.method, exc.path,
                                          transient=exc.transient, host=exc.host) from None
@@ -2898,7 +2897,7 @@ def _branch_gone(a: Api, branch: str | None) -> str:
         return ""
     try:
         a.get("branches", branch)
-    except a.forge.ForgeError:
+    except _forge().ForgeError:
         return f" Deleted remote branch {branch}."
     warn(f"the merge succeeded but the remote branch {branch} still exists.")
     return f" The remote branch {branch} was not deleted."
@@ -2957,7 +2956,7 @@ def pr_submit_review_op(inv: Invocation) -> Result:
     said = f"Submitted review {rid} on PR #{number} in {remote.target.slug}"
     try:
         review = remote.post("pulls", number, "reviews", rid, json={"event": event, "body": inv.args.get("body", "")})
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.status != 422:
             review = _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid),
                               lambda r: r.get("state") == event)
@@ -2978,7 +2977,7 @@ def pr_dismiss_review_op(inv: Invocation) -> Result:
     number, rid, remote = _issue_number(inv), inv.args["review_id"], api(inv)
     try:
         remote.post("pulls", number, "reviews", rid, "dismissals", json={"message": inv.args["body"]})
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid), lambda r: bool(r.get("dismissed")))
     review = remote.get("pulls", number, "reviews", rid)
     return Result(f"Dismissed review {rid} ({review.get('state')} by @{_login(review.get('user'))}) on PR #{number} "
@@ -3371,7 +3370,7 @@ def release_upload_op(inv: Invocation) -> Result:
     look = guard.call("madt_releases", action="view", owner_repo=api(inv).target.full, tag=r.get("tag_name"))
     try:
         names = _upload(inv, ("releases", r["id"], "assets"), lambda name: {"name": name})
-    except api(inv).forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         raise guard.lost_write(forge_call(inv), str(exc), "the asset was uploaded", look) from None
@@ -3570,7 +3569,7 @@ def _create_ref(inv: Invocation, kind: str, name: str,
     try:
         made = create_once(inv, where, payload(sha), kind, _named_since(inv, where, name),
                            guard.call("madt_repo", action=where, owner_repo=api(inv).target.full))
-    except api(inv).forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code == "CONFLICT":
             raise guard.ref_exists(facts, kind, name, key) from None
         raise
@@ -3607,7 +3606,7 @@ def repo_rename_branch_op(inv: Invocation) -> Result:
     remote = api(inv)
     try:
         remote.patch("branches", old, json={"name": new})
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.status == 403 and (facts.protected or (_found(inv, "branches", old) or {}).get("protected")):
             raise guard.protected_branch(facts, old) from None  # a rule made since the read, too
         if exc.code != "FORGE_UNAVAILABLE":
@@ -3720,7 +3719,7 @@ PACKAGE_TYPE = Param("type", description="The package type, e.g. npm or pypi.")
 
 def _people(inv: Invocation, path: str, q: str | None = None) -> list[Any]:
     """A search endpoint's page of results ({ok, data}): bounded by limit, continued with page."""
-    params = {"limit": min(_limit(inv), api(inv).forge.PAGE_SIZE)} | _page_params(inv) | ({"q": q} if q else {})
+    params = {"limit": min(_limit(inv), _forge().PAGE_SIZE)} | _page_params(inv) | ({"q": q} if q else {})
     return list((api(inv).root_get(path, params=params) or {}).get("data") or [])
 
 
@@ -3798,7 +3797,7 @@ def people_package_versions_op(inv: Invocation) -> Result:
     else:
         try:
             found = api(inv).root_list(f"/packages/{_quote(owner)}/{_quote(kind)}/{_quote(name)}", limit=_limit(inv))
-        except api(inv).forge.ForgeError as exc:
+        except _forge().ForgeError as exc:
             if exc.status != 404:  # no such package: the same answer as Forgejo's empty list
                 raise
             found = []
@@ -3902,7 +3901,7 @@ def _file_at(inv: Invocation, path: str, ref: str | None) -> Any:
     remote = api(inv)
     try:
         return remote.get("contents", *_file_segments(path), params={"ref": ref} if ref else None)
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS":
             return None
         raise
@@ -3966,7 +3965,7 @@ def _commit_of(inv: Invocation, ref: str) -> str:
         return ref
     try:
         return str(remote.get("branches", ref)["commit"]["id"])
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code != "NOT_FOUND_OR_NO_ACCESS":
             raise
     for tag in remote.list("tags", limit=1000):
@@ -4212,7 +4211,7 @@ def _write_file(inv: Invocation) -> Result:
         try:
             made = remote.create("contents", payload, lookup=shows)
             value, recovered = made.value, made.recovered
-        except remote.forge.ForgeError as exc:
+        except _forge().ForgeError as exc:
             # A refusal after a lost answer may be the forge meeting this very change a second time.
             value = shows() if exc.code in ("BAD_ARGUMENT", "CONFLICT") and exc.status in (409, 422) else None
             if value is None:
@@ -4306,10 +4305,10 @@ def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None =
         _forgejo_lacks(remote, "actions/" + "/".join(map(str, segments)))
     try:
         found = remote.get("actions", *segments, params=params)
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
-            raise remote.forge.ForgeError("NOT_SUPPORTED", f"Forgejo does not offer the Gitea Actions endpoint "
-                                          f"actions/{'/'.join(map(str, segments))} through its API.") from None
+            raise _forge().ForgeError("NOT_SUPPORTED", f"Forgejo does not offer the Gitea Actions endpoint "
+                                      f"actions/{'/'.join(map(str, segments))} through its API.") from None
         raise
     return found.get(listing) if listing and isinstance(found, dict) else found
 
@@ -4366,9 +4365,9 @@ def actions_logs_op(inv: Invocation) -> Result:
     _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
     try:
         text = remote.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
-            raise remote.forge.ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None
+            raise _forge().ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None
         raise
     offset = int(inv.args.get("offset") or 0)
     shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.args["job_id"]))
@@ -4396,10 +4395,10 @@ def actions_download_op(inv: Invocation) -> Result:
     path = guard.saved_file(c, inv.args["output"])
     artifact = _actions(inv, "artifacts", inv.args["artifact_id"])
     name, size, limit = clean_line(artifact.get("name")), int(artifact.get("size_in_bytes") or 0), \
-        remote.forge.MAX_BODY_BYTES
+        _forge().MAX_BODY_BYTES
     if size > limit:
         raise guard.artifact_too_large(c, name, size, limit, _web(inv, "actions"))
-    data = remote.client.download(remote.client.api_base + remote.forge.repo_path(
+    data = remote.client.download(remote.client.api_base + _forge().repo_path(
         remote.target.owner, remote.target.repo, "actions", "artifacts", inv.args["artifact_id"], "zip"),
         max_bytes=limit)
     try:
@@ -4445,12 +4444,12 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     since = _dispatched_since(inv)
     try:
         started = remote.post("actions", "workflows", inv.args["workflow"], "dispatches", json=payload)
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         try:
             found = since()
-        except remote.forge.ForgeError:
+        except _forge().ForgeError:
             found = []
         if len(found) != 1:
             raise guard.lost_write(c, str(exc), "a run started", runs) from None
@@ -4486,8 +4485,8 @@ def actions_set_secret_op(inv: Invocation) -> Result:
     had = name in names()
     remote.put("actions", "secrets", name, json={"data": inv.args["body"]})
     if name not in names():
-        raise remote.forge.ForgeError("FORGE_UNAVAILABLE", f"The forge accepted the secret {name} but does not list "
-                                      f"it afterwards.")
+        raise _forge().ForgeError("FORGE_UNAVAILABLE", f"The forge accepted the secret {name} but does not list "
+                                  f"it afterwards.")
     return Result(f"{'Updated' if had else 'Created'} the secret {name} in {remote.target.slug}; its value is not "
                   f"shown and cannot be read back.", {"name": name, "created": not had})
 
@@ -4495,7 +4494,7 @@ def actions_set_secret_op(inv: Invocation) -> Result:
 def _variable(remote: Api, name: str) -> dict[str, Any] | None:
     try:
         return dict(remote.get("actions", "variables", name))
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.status == 404:
             return None
         raise
@@ -4516,8 +4515,8 @@ def actions_variables_op(inv: Invocation) -> Result:
         name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
         found = _variable(remote, name)
         if found is None:
-            raise remote.forge.ForgeError("NOT_FOUND_OR_NO_ACCESS", f"{remote.target.slug} has no variable {name}.",
-                                          404, "GET", f"actions/variables/{name}", host=remote.target.host)
+            raise _forge().ForgeError("NOT_FOUND_OR_NO_ACCESS", f"{remote.target.slug} has no variable {name}.",
+                                      404, "GET", f"actions/variables/{name}", host=remote.target.host)
         items = [found]
     else:
         items = remote.list("actions", "variables", limit=1000)
@@ -4537,7 +4536,7 @@ def actions_set_variable_op(inv: Invocation) -> Result:
             remote.put("actions", "variables", name, json={"value": value})
         else:
             remote.post("actions", "variables", name, json={"value": value})
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         if exc.status == 409:  # made meanwhile: this call's value replaces it
             remote.put("actions", "variables", name, json={"value": value})
         else:
@@ -4555,12 +4554,12 @@ def actions_set_variable_op(inv: Invocation) -> Result:
 def whoami_op(inv: Invocation) -> Result:
     remote = api(inv)
     data: dict[str, Any] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
-                            "credential": remote.forge.describe_source(remote.token_source), "launch_repo": str(remote.target.launch.top)
+                            "credential": _forge().describe_source(remote.token_source), "launch_repo": str(remote.target.launch.top)
                             if remote.target.launch else None}
     data["user"] = None
     try:
         data["forge"] = f"{remote.flavour()} {remote.version()}"
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         warn(f"the forge did not say which version it runs: {exc}")
     try:
         if remote.confined:
@@ -4570,7 +4569,7 @@ def whoami_op(inv: Invocation) -> Result:
                    f"asked, since there only {remote.target.slug}'s own paths may be read.")
         else:
             data["user"] = remote.client.get("/user").get("login")
-    except remote.forge.ForgeError as exc:
+    except _forge().ForgeError as exc:
         warn(f"the forge did not say who the credential belongs to: {exc}")
     lines = [f"forge host {data['host']} ({data.get('forge', 'unknown version')}) at {data['api']}",
              f"user: {data['user'] or 'unknown'}; credential from {data['credential'] or 'nowhere (none found)'}",
@@ -4638,10 +4637,10 @@ def api_call_op(inv: Invocation) -> Result:
         owner, repo = segments[1], segments[2]
         if remote.confined and (owner.lower(), repo.lower()) != (remote.target.owner.lower(),
                                                                  remote.target.repo.lower()):
-            raise remote.forge.ForgeError("OUT_OF_SCOPE", f"{path} names another repository than "
-                                          f"{remote.target.full}; on another forge host only that repository's "
-                                          f"own paths may be read.")
-        scoped = remote.forge.RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
+            raise _forge().ForgeError("OUT_OF_SCOPE", f"{path} names another repository than "
+                                      f"{remote.target.full}; on another forge host only that repository's "
+                                      f"own paths may be read.")
+        scoped = _forge().RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
         if paginate:
             found: Any = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
         else:
@@ -4801,7 +4800,7 @@ def _untabled_web(inv: Invocation) -> str:
     if "comment_id" in inv.args:
         try:
             found = api(inv).get("issues", "comments", inv.args["comment_id"])
-        except api(inv).forge.ForgeError:
+        except _forge().ForgeError:
             return _web(inv, "issues")
         return str((found or {}).get("html_url") or _web(inv, "issues"))
     if "tag" in inv.args:
@@ -5013,16 +5012,16 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         steps.add(f"Waited for the forge's mergeability check ({polls} looks)")
     forge_head = (pr.get("head") or {}).get("sha")
     if forge_head and forge_head != head_sha:
-        raise remote.forge.ForgeError("HEAD_MOVED", f"PR #{pr['number']}'s head on the forge is {forge_head[:9]}, "
-                                      f"not the {(head_sha or '')[:9]} madtea pushed; nothing was merged.")
+        raise _forge().ForgeError("HEAD_MOVED", f"PR #{pr['number']}'s head on the forge is {forge_head[:9]}, "
+                                  f"not the {(head_sha or '')[:9]} madtea pushed; nothing was merged.")
     style = a.get("style", "merge")
     message = strip_closing(a.get("body")) if no_close else None
     merged = merge_pr(remote, pr["number"], style=style, head_sha=head_sha,
                       delete_branch=a.get("delete_branch", True), subject=a.get("title") if style != "rebase" else None,
                       body=message)
     if not merged.get("merged"):
-        raise remote.forge.ForgeError("MERGE_BLOCKED", f"The forge accepted the merge of PR #{pr['number']} but "
-                                      f"does not show it merged.")
+        raise _forge().ForgeError("MERGE_BLOCKED", f"The forge accepted the merge of PR #{pr['number']} but "
+                                  f"does not show it merged.")
     text = (f"Merged PR #{pr['number']} by {style} into {default} at {str(merged.get('merge_commit_sha'))[:9]} "
             f"(head {(head_sha or '')[:9]}).")
     if a.get("delete_branch", True):
