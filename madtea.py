@@ -18,7 +18,6 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
-    import builtins  # Api.list shadows the builtin inside Api
     from contextlib import AbstractContextManager
     from pathlib import Path
     from typing import Any
@@ -838,7 +837,9 @@ class Api:
             raise _forge().ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
                                       f"launch repo; only its own repository paths may be read from here.")
 
-    def list(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+    def list_items(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+        """Up to *limit* items of the repository's list at *segments*, from page= on; a notice says when there are
+        more."""
         params = dict(params or {})
         page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
         if page > 1 and limit <= _forge().PAGE_SIZE:
@@ -854,7 +855,7 @@ class Api:
         self._check_root()
         return self.client.get(path, params=params)
 
-    def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> builtins.list[Any]:
+    def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
         self._check_root()
         return self.client.paginate(path, params=dict(params or {}), limit=limit)[0]
 
@@ -1760,7 +1761,7 @@ def _issue_number(inv: Invocation) -> int:
 
 
 def _all_labels(inv: Invocation) -> list[dict[str, Any]]:
-    return api(inv).list("labels", limit=1000)
+    return api(inv).list_items("labels", limit=1000)
 
 
 def label_ids(inv: Invocation, names: Sequence[str]) -> list[int]:
@@ -1772,7 +1773,7 @@ def label_ids(inv: Invocation, names: Sequence[str]) -> list[int]:
 
 
 def milestone_id(inv: Invocation, name: str) -> int:
-    milestones = api(inv).list("milestones", params={"state": "all"}, limit=1000)
+    milestones = api(inv).list_items("milestones", params={"state": "all"}, limit=1000)
     for m in milestones:
         if str(m.get("title")).casefold() == name.casefold() or str(m.get("id")) == name:
             return int(m["id"])
@@ -2394,7 +2395,7 @@ def issue_list_op(inv: Invocation) -> Result:
                          ("search", "q")):
         if a.get(ours):
             params[theirs] = a[ours]
-    items = api(inv).list("issues", params=params, limit=_limit(inv))
+    items = api(inv).list_items("issues", params=params, limit=_limit(inv))
     result = list_result([issue_row(i) for i in items], "issues", api(inv).target)
     result.text += with_fields(inv, result.data, items)
     return result
@@ -2511,7 +2512,7 @@ def issue_unlock_op(inv: Invocation) -> Result:
 
 def _tracked(remote: Api, number: int) -> tuple[list[dict[str, Any]], int]:
     """An issue's tracked times and their total, in seconds."""
-    times = remote.list("issues", number, "times", limit=1000)
+    times = remote.list_items("issues", number, "times", limit=1000)
     return times, sum(int(t.get("time") or 0) for t in times)
 
 
@@ -2544,7 +2545,7 @@ def issue_add_time_op(inv: Invocation) -> Result:
     seconds = guard.duration_seconds(forge_call(inv), inv.args["duration"])
     me = _me(inv).casefold()
     made = create_once(inv, ("issues", number, "times"), {"time": seconds}, "tracked time",
-                       made_since(lambda: remote.list("issues", number, "times", limit=1000),
+                       made_since(lambda: remote.list_items("issues", number, "times", limit=1000),
                                   lambda t: int(t.get("time") or 0) == seconds
                                   and str(t.get("user_name")).casefold() == me), _times_look(inv, number))
     _, total = _tracked(remote, number)
@@ -2695,8 +2696,8 @@ def pr_list_op(inv: Invocation) -> Result:
         params["labels"] = label_ids(inv, a["label"])
     if a.get("author"):
         params["poster"] = a["author"]
-    items = api(inv).list("pulls", params=params, limit=_limit(inv) if not (a.get("base") or a.get("head") or
-                                                                          state == "merged") else 1000)
+    items = api(inv).list_items("pulls", params=params, limit=_limit(inv) if not (a.get("base") or a.get("head") or
+                                                                                state == "merged") else 1000)
     if state == "merged":
         items = [i for i in items if i.get("merged")]
     if a.get("base"):
@@ -2726,7 +2727,7 @@ def find_open_pr(a: Api, head: str, base: str) -> dict[str, Any] | None:
         item = None
     if item and item.get("state") == "open":
         return item
-    for pr in a.list("pulls", params={"state": "open"}, limit=1000):
+    for pr in a.list_items("pulls", params={"state": "open"}, limit=1000):
         if (pr.get("head") or {}).get("ref") == head and (pr.get("base") or {}).get("ref") == base:
             return pr
     return None
@@ -2936,7 +2937,7 @@ def pr_review_op(inv: Invocation) -> Result:
     if inv.args.get("inline") is not None:
         payload["comments"] = guard.inline_comments(forge_call(inv), inv.args["inline"])
     review = create_once(inv, ("pulls", number, "reviews"), payload, "review",
-                         made_since(lambda: remote.list("pulls", number, "reviews", limit=1000),
+                         made_since(lambda: remote.list_items("pulls", number, "reviews", limit=1000),
                                     lambda r: r.get("state") == event and (r.get("body") or "") == body),
                          guard.call("madt_pr", action="reviews", owner_repo=remote.target.full, number=number))
     inline = f", {review.get('comments_count') or 0} inline comments" if payload.get("comments") else ""
@@ -3016,7 +3017,7 @@ def pr_reviews_op(inv: Invocation) -> Result:
     cache: dict[str, str] = {}
     lines, rows = [], []
     budget = 3 * MAX_TEXT  # many long reviews: past this, the rest is named, not shown
-    reviews = remote.list("pulls", number, "reviews", limit=1000)
+    reviews = remote.list_items("pulls", number, "reviews", limit=1000)
     for index, r in enumerate(reviews):
         if budget <= 0:
             lines.append(f"[{len(reviews) - index} more reviews not shown; read them with " + guard.render_call(
@@ -3055,7 +3056,7 @@ def pr_reply_op(inv: Invocation) -> Result:
     if remote.flavour() == "gitea":
         raise remote.not_supported("Replying to a review comment", "Gitea's API has no endpoint for it; a person "
                                    "can reply on the pull request's files page")
-    found = next(((r, c) for r in remote.list("pulls", number, "reviews", limit=1000)
+    found = next(((r, c) for r in remote.list_items("pulls", number, "reviews", limit=1000)
                   for c in _review_comments(remote, number, r) if c.get("id") == inv.args["comment_id"]), None)
     if found is None:
         raise guard.no_review_comment(forge_call(inv), number, inv.args["comment_id"])
@@ -3083,7 +3084,7 @@ def pr_reply_op(inv: Invocation) -> Result:
            summary="List the files changed.", params=(NUMBER, LIMIT, PAGE))
 def pr_files_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
-    items = api(inv).list("pulls", number, "files", params=_page_params(inv), limit=_limit(inv, 100))
+    items = api(inv).list_items("pulls", number, "files", params=_page_params(inv), limit=_limit(inv, 100))
     rows = [{"path": clean_line(f.get("filename")), "status": f.get("status"), "additions": f.get("additions"),
              "deletions": f.get("deletions")}
             | ({"previous": clean_line(f.get("previous_filename"))} if f.get("previous_filename") else {})
@@ -3159,7 +3160,7 @@ def _label_row(l: Mapping[str, Any]) -> dict[str, Any]:
 @operation("madt_labels", "list", cli=("label", "list"), kind="remote", mutating=False, idempotent=True,
            summary="List the repository's labels.", params=(LIMIT,))
 def label_list_op(inv: Invocation) -> Result:
-    rows = [_label_row(l) for l in api(inv).list("labels", limit=_limit(inv, 1000))]
+    rows = [_label_row(l) for l in api(inv).list_items("labels", limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
                   or "no labels", rows)
 
@@ -3168,7 +3169,7 @@ def label_list_op(inv: Invocation) -> Result:
            summary="Create a label.", params=(LABEL_NAME, COLOR, DESCRIPTION))
 def label_create_op(inv: Invocation) -> Result:
     a = inv.args
-    existing = [l for l in api(inv).list("labels", limit=1000) if str(l["name"]).casefold() == a["name"].casefold()]
+    existing = [l for l in api(inv).list_items("labels", limit=1000) if str(l["name"]).casefold() == a["name"].casefold()]
     if existing:
         return Result(f"Label {existing[0]['name']} already exists in {api(inv).target.slug}; nothing created.",
                       _label_row(existing[0]))
@@ -3216,8 +3217,8 @@ def _milestone_line(r: Mapping[str, Any]) -> str:
 @operation("madt_milestones", "list", cli=("milestone", "list"), kind="remote", mutating=False, idempotent=True,
            summary="List milestones.", params=(STATE, LIMIT))
 def milestone_list_op(inv: Invocation) -> Result:
-    rows = [_milestone_row(m) for m in api(inv).list("milestones", params={"state": inv.args.get("state", "open")},
-                                                     limit=_limit(inv))]
+    rows = [_milestone_row(m) for m in api(inv).list_items("milestones", params={"state": inv.args.get("state", "open")},
+                                                           limit=_limit(inv))]
     return Result("\n".join(map(_milestone_line, rows)) or "no milestones", rows)
 
 
@@ -3253,7 +3254,7 @@ def _milestone_fields(inv: Invocation) -> dict[str, Any]:
 def milestone_create_op(inv: Invocation) -> Result:
     title = inv.args["title"]
     made = create_once(inv, "milestones", {"title": title} | _milestone_fields(inv), "milestone",
-                       made_since(lambda: api(inv).list("milestones", params={"state": "all"}, limit=1000),
+                       made_since(lambda: api(inv).list_items("milestones", params={"state": "all"}, limit=1000),
                                   lambda m: m.get("title") == title),
                        guard.call("madt_milestones", action="view", owner_repo=api(inv).target.full, title=title))
     return Result(f"Created milestone {made['title']} (id {made['id']}) in {api(inv).target.slug}.",
@@ -3311,7 +3312,7 @@ def _release_by_tag(inv: Invocation) -> dict[str, Any]:
 @operation("madt_releases", "list", cli=("release", "list"), kind="remote", mutating=False, idempotent=True,
            summary="List releases.", params=(LIMIT,))
 def release_list_op(inv: Invocation) -> Result:
-    rows = [_release_row(r) for r in api(inv).list("releases", limit=_limit(inv))]
+    rows = [_release_row(r) for r in api(inv).list_items("releases", limit=_limit(inv))]
     return Result("\n".join(f"{r['tag']} {r['title']}" + (" (draft)" if r["draft"] else "") +
                             (" (pre-release)" if r["prerelease"] else "") for r in rows) or "no releases", rows)
 
@@ -3345,7 +3346,7 @@ def _release_payload(inv: Invocation) -> dict[str, Any]:
 def release_create_op(inv: Invocation) -> Result:
     tag = inv.args["tag"]
     made = create_once(inv, "releases", {"tag_name": tag} | _release_payload(inv), "release",
-                       made_since(lambda: api(inv).list("releases", limit=100), lambda r: r.get("tag_name") == tag),
+                       made_since(lambda: api(inv).list_items("releases", limit=100), lambda r: r.get("tag_name") == tag),
                        guard.call("madt_releases", action="view", owner_repo=api(inv).target.full, tag=tag))
     state = "draft" if made.get("draft") else "published"
     text = f"Created {state} release {made.get('tag_name')} in {api(inv).target.slug}\n{made.get('html_url')}"
@@ -3462,7 +3463,7 @@ def repo_edit_op(inv: Invocation) -> Result:
            summary="List the repository's branches on the forge.", params=(LIMIT,))
 def repo_branches_op(inv: Invocation) -> Result:
     rows = [{"name": b.get("name"), "sha": (b.get("commit") or {}).get("id"), "protected": b.get("protected")}
-            for b in api(inv).list("branches", limit=_limit(inv))]
+            for b in api(inv).list_items("branches", limit=_limit(inv))]
     return Result("\n".join(f"{r['name']} {str(r['sha'])[:9]}" + (" (protected)" if r["protected"] else "")
                             for r in rows) or "no branches", rows)
 
@@ -3471,7 +3472,7 @@ def repo_branches_op(inv: Invocation) -> Result:
            summary="List the repository's tags on the forge.", params=(LIMIT,))
 def repo_tags_op(inv: Invocation) -> Result:
     rows = [{"name": t.get("name"), "sha": (t.get("commit") or {}).get("sha") or t.get("id")}
-            for t in api(inv).list("tags", limit=_limit(inv))]
+            for t in api(inv).list_items("tags", limit=_limit(inv))]
     return Result("\n".join(f"{r['name']} {str(r['sha'])[:9]}" for r in rows) or "no tags", rows)
 
 
@@ -3495,9 +3496,9 @@ def _commit_row(c: Mapping[str, Any]) -> dict[str, Any]:
                    FIELDS))
 def repo_commits_op(inv: Invocation) -> Result:
     params = {k: v for k, v in (("sha", inv.args.get("ref")), ("path", inv.args.get("path"))) if v}
-    found = api(inv).list("commits", params=params | _page_params(inv) | {"stat": "false", "files": "false",
-                                                                          "verification": "false"},
-                          limit=_limit(inv))
+    found = api(inv).list_items("commits", params=params | _page_params(inv) | {"stat": "false", "files": "false",
+                                                                                "verification": "false"},
+                                limit=_limit(inv))
     rows = [_commit_row(c) for c in found]
     extra = with_fields(inv, rows, found)
     return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {'@' * r['forge_user']}{r['author']}: {r['title']}"
@@ -3820,7 +3821,7 @@ def _b64(text: str) -> str:
            summary="List wiki pages.", params=(LIMIT,))
 def wiki_list_op(inv: Invocation) -> Result:
     rows = [{"title": clean_line(p.get("title")), "updated": ((p.get("last_commit") or {}).get("created") or "")[:19]}
-            for p in api(inv).list("wiki", "pages", limit=_limit(inv))]
+            for p in api(inv).list_items("wiki", "pages", limit=_limit(inv))]
     return Result("\n".join(r["title"] for r in rows) or "no wiki pages", rows)
 
 
@@ -3968,7 +3969,7 @@ def _commit_of(inv: Invocation, ref: str) -> str:
     except _forge().ForgeError as exc:
         if exc.code != "NOT_FOUND_OR_NO_ACCESS":
             raise
-    for tag in remote.list("tags", limit=1000):
+    for tag in remote.list_items("tags", limit=1000):
         if tag.get("name") == ref:
             return str((tag.get("commit") or {}).get("sha") or tag.get("id"))
     raise guard.no_ref_to_read(remote.target.full, ref, inv.again(ref=None))
@@ -4170,7 +4171,7 @@ def _write_file(inv: Invocation) -> Result:
     items = guard.check_changes(inv.op.tool, str(inv.op.action), CHANGE_SPECS, a) if inv.op.action == "change" \
         else [a]
     default = _default_branch(inv)
-    branches = frozenset(str(b.get("name")) for b in remote.list("branches", limit=1000))
+    branches = frozenset(str(b.get("name")) for b in remote.list_items("branches", limit=1000))
     if inv.op.action == "change":
         a = dict(a) | {"changes": items}  # as checked: the steps of a refusal name them so
     first = guard.FileWrite(inv.op.tool, inv.op.action, a, remote.target.full, default, branches, "",
@@ -4203,7 +4204,7 @@ def _write_file(inv: Invocation) -> Result:
         def shows() -> dict[str, Any] | None:
             """The branch's head when every change shows on it; None when one does not (yet)."""
             if a.get("new_branch") and w.lands_on not in {str(b.get("name")) for b in
-                                                          remote.list("branches", limit=1000)}:
+                                                          remote.list_items("branches", limit=1000)}:
                 return None
             if not all(_file_landed(inv, w.lands_on, c)[0] for c in changes):
                 return None
@@ -4481,7 +4482,7 @@ def actions_set_secret_op(inv: Invocation) -> Result:
     name = guard.actions_name(forge_call(inv, "body"), inv.args["name"], "secret")
 
     def names() -> set[str]:  # the secrets' names (the only thing the forge ever shows of them)
-        return {str(s.get("name")).upper() for s in remote.list("actions", "secrets", limit=1000)}
+        return {str(s.get("name")).upper() for s in remote.list_items("actions", "secrets", limit=1000)}
     had = name in names()
     remote.put("actions", "secrets", name, json={"data": inv.args["body"]})
     if name not in names():
@@ -4519,7 +4520,7 @@ def actions_variables_op(inv: Invocation) -> Result:
                                       404, "GET", f"actions/variables/{name}", host=remote.target.host)
         items = [found]
     else:
-        items = remote.list("actions", "variables", limit=1000)
+        items = remote.list_items("actions", "variables", limit=1000)
     rows = [{"name": clean_line(v.get("name")), "value": clean(str(v.get("data") or ""))[:MAX_TEXT]} for v in items]
     return Result("\n".join(_variable_text(r["name"], r["value"]) for r in rows) or "no variables", rows)
 
@@ -4854,7 +4855,7 @@ def _finish_api(inv: Invocation) -> Api:
 
 
 def _merged_pr_for(a: Api, branch: str) -> dict[str, Any] | None:
-    for pr in a.list("pulls", params={"state": "closed"}, limit=200):
+    for pr in a.list_items("pulls", params={"state": "closed"}, limit=200):
         if (pr.get("head") or {}).get("ref") == branch and pr.get("merged"):
             return pr
     return None
