@@ -838,26 +838,32 @@ class Api:
                                       f"launch repo; only its own repository paths may be read from here.")
 
     def list_items(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
-        """Up to *limit* items of the repository's list at *segments*, from page= on; a notice says when there are
-        more."""
-        params = dict(params or {})
-        page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
-        if page > 1 and limit <= _forge().PAGE_SIZE:
-            return list(self.get(*segments, params=params | {"page": page, "limit": limit}) or [])
-        skip = (page - 1) * limit if page > 1 else 0
-        items, total = self.scoped.paginate(segments, params=params, limit=skip + limit)
-        items = items[skip:]
-        if total is not None and total > skip + len(items) and len(items) >= limit:
-            notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
-        return items
+        """Up to *limit* items of the repository's list at *segments* (see :meth:`_listed`)."""
+        return self._listed(self.scoped, segments, params, limit)
 
     def root_get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         self._check_root()
         return self.client.get(path, params=params)
 
     def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+        """Up to *limit* items of a forge-wide list at the API *path* (see :meth:`_listed`)."""
         self._check_root()
-        return self.client.paginate(path, params=dict(params or {}), limit=limit)[0]
+        return self._listed(self.client, path, params, limit)
+
+    @staticmethod
+    def _listed(client: Any, where: Any, params: Mapping[str, Any] | None, limit: int) -> list[Any]:
+        """Up to *limit* items of a list endpoint, from page= on (pages of *limit* items, 1-based); a notice says
+        when the forge holds more."""
+        params = dict(params or {})
+        page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
+        if page > 1 and limit <= _forge().PAGE_SIZE:
+            return list(client.get(where, params=params | {"page": page, "limit": limit}) or [])
+        skip = (page - 1) * limit if page > 1 else 0
+        items, total = client.paginate(where, params=params, limit=skip + limit)
+        items = items[skip:]
+        if total is not None and total > skip + len(items) and len(items) >= limit:
+            notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
+        return items
 
     def confine(self, items: Sequence[Any], repo_of: Callable[[Any], Any]) -> Sequence[Any]:
         """A forge-wide answer kept to the server's repository list (all of it without one)."""

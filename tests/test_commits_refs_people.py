@@ -405,6 +405,19 @@ def test_packages_and_their_versions_on_both_flavours(env: Env) -> None:
     assert not e.forge.take_violations()
 
 
+def test_packages_listed_from_a_later_page(env: Env) -> None:
+    """page= on a forge-wide list starts there, as it does on a repository's lists; a notice says there is more."""
+    e = env
+    for version in ("1.0", "2.0", "3.0"):
+        e.forge.add_package("acme", "npm", "left-pad", version)
+    first = e.ok("madt_people", action="packages", owner="acme", limit=1)
+    assert [r["version"] for r in first.data] == ["3.0"]
+    assert any("showing 1 of 3" in text for _, text in first.notes)
+    second = e.ok("madt_people", action="packages", owner="acme", limit=1, page=2)
+    assert [r["version"] for r in second.data] == ["2.0"]
+    assert [r["version"] for r in e.ok("madt_people", action="packages", owner="acme", limit=2, page=2).data] == ["1.0"]
+
+
 def test_a_read_only_or_pinned_server_keeps_these_in_their_place(env: Env) -> None:
     e = env
     e.forge.add_package("acme", "npm", "linked", "1.0", repo="web")
