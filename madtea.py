@@ -178,7 +178,23 @@ OWNER_REPO = Param("owner_repo", flag="repo", short="R",
 JSON_OUT = Param("json", "bool", "Print the structured result as JSON.", cli_only=True)
 
 REGISTRY: list[Op] = []
-TOOL_SUMMARIES: dict[str, str] = {}
+# What a tool with several actions is for, above their list (tools/list, the CLI's noun help).
+TOOL_SUMMARIES: dict[str, str] = {
+    "madt_worktrees": "Linked worktrees of a repository: list them, add one, or remove one that holds no unsaved work.",
+    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deleting an issue is a person's act and is not offered.",
+    "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
+    "madt_labels": "Repository labels. Deleting a label is a person's act and is not offered.",
+    "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
+    "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
+    "madt_repo": "Repositories on the forge: view, list, create, fork, edit; their commits, branches and tags.",
+    "madt_search": "Search issues and pull requests (action=issues) or repositories (action=repos).",
+    "madt_notifications": "Your notifications on the forge.",
+    "madt_people": "People on the forge: your organisations, user and team search, an owner's packages.",
+    "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
+    "madt_files": "Repository files: read, and commit changes without a checkout.",
+    "madt_actions": "Actions (CI): runs, jobs, workflows, logs, artifacts, dispatch, secrets and variables, "
+                    "where the forge has them. Deleting a secret or variable is a person's act.",
+}
 
 
 def operation(tool: str, action: str | None = None, *, cli: tuple[str, ...], summary: str,
@@ -244,33 +260,7 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
     raise guard.unknown_action(tool, action, names, others, every, required)
 
 
-# --- tool summaries and shared parameters ---
-
-TOOL_SUMMARIES.update({
-    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deleting an issue is a person's act and is not offered.",
-    "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
-})
-
-
-TOOL_SUMMARIES.update({
-    "madt_labels": "Repository labels. Deleting a label is a person's act and is not offered.",
-    "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
-    "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
-    "madt_repo": "Repositories on the forge: view, list, create, fork, edit; their commits, branches and tags.",
-    "madt_search": "Search issues and pull requests (action=issues) or repositories (action=repos).",
-    "madt_notifications": "Your notifications on the forge.",
-    "madt_people": "People on the forge: your organisations, user and team search, an owner's packages.",
-    "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
-    "madt_files": "Repository files: read, and commit changes without a checkout.",
-    "madt_actions": "Actions (CI): runs, jobs, workflows, logs, artifacts, dispatch, secrets and variables, "
-                    "where the forge has them. Deleting a secret or variable is a person's act.",
-})
-
-
-TOOL_SUMMARIES.update({
-    "madt_worktrees": "Linked worktrees of a repository: list them, add one, or remove one that holds no unsaved work.",
-})
-
+# --- shared parameters ---
 
 NUMBER = Param("number", "number", "The issue or pull request number, e.g. 12.", required=True, positional=True)
 NUMBERS = Param("numbers", "numbers", "One or more issue or pull request numbers, e.g. [12, 14].", required=True,
