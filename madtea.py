@@ -297,6 +297,14 @@ BODY_EDIT = (
 )
 
 
+# What an issue's or a pull request's edit adds and removes, besides its title and body.
+EDIT_SETS = (
+    Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
+    Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
+    MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
+)
+
+
 DESCRIPTION = Param("description", description="A short description.", short="d")
 
 
@@ -2451,9 +2459,7 @@ def issue_create_op(inv: Invocation) -> Result:
 @operation("madt_issues", "edit", cli=("issue", "edit"), kind="remote", mutating=True, destructive=True,
            summary="Edit an issue's title, body (safely), labels, assignees or milestone.",
            params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
-                   Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
-                   Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
-                   MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
+                   *EDIT_SETS,
                    Param("comment_id", "int", "Edit this comment's body instead of the issue's.", minimum=1)))
 def issue_edit_op(inv: Invocation) -> Result:
     return _edit(inv, "issue")
@@ -2789,9 +2795,7 @@ def pr_create_op(inv: Invocation) -> Result:
            summary="Edit a pull request's title, body (safely), base, labels, assignees or milestone.",
            params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
                    Param("base", description="Change the branch to merge into.", short="B"),
-                   Param("add_label", "strs", "Label names to add."), Param("remove_label", "strs", "Label names to remove."),
-                   Param("add_assignee", "strs", "Usernames to add."), Param("remove_assignee", "strs", "Usernames to remove."),
-                   MILESTONE, Param("remove_milestone", "bool", "Clear the milestone."),
+                   *EDIT_SETS,
                    Param("comment_id", "int", "Edit this comment's body instead of the pull request's.", minimum=1),
                    Param("add_reviewer", "strs", "Usernames to ask for a review."),
                    Param("remove_reviewer", "strs", "Usernames to no longer ask.")))
