@@ -768,6 +768,17 @@ def test_a_credentialed_origin_is_warned_about_without_the_secret(gitea: FakeFor
     assert TOKEN not in text and TOKEN not in json.dumps(result.data)
 
 
+def test_a_token_sent_over_plain_http_to_another_machine_is_warned_about(tmp_path, monkeypatch) -> None:
+    from topologies import make_repo
+
+    repo = make_repo(tmp_path / "web", origin="http://forge.example.test/acme/web.git")
+    monkeypatch.setenv("MADTEA_TOKEN", "a-token-for-the-test")
+    result = madtea.run("madt_issues", {"action": "list"}, madtea.Context("mcp", repo))
+    assert ("warning", "the token for forge.example.test travels unencrypted: its API address is http://, "
+                       "not https://.") in result.notes
+    assert "a-token-for-the-test" not in result.text
+
+
 # --------------------------------------------------------------------------- the launch scope, through the tools
 
 @pytest.fixture

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
+import gitops
 import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from remote_env import clone_of
-from topologies import SingleRepo, run_git, snapshot, write_files
+from topologies import SingleRepo, commit_files, make_bare, make_repo, run_git, snapshot, write_files
 
 
 def call(tool: str, where: Path, **args: Any) -> madtea.Result:
@@ -123,6 +124,46 @@ def test_a_push_of_a_missing_local_branch_offers_the_current_one_or_making_it(cl
     assert "topic" not in branches(clone)
     run_steps(make, clone)
     assert fake_forge.branch_sha("acme", "web", "topic") == run_git(clone, "rev-parse", "topic")
+
+
+# --------------------------------------------------------------------------- a push the remote turns away
+
+def _pushed_clone(tmp_path: Path) -> tuple[Path, Path]:
+    """A clone on branch feat that is pushed to a local bare origin, plus a second clone of it."""
+    bare = make_bare(tmp_path / "origin.git")
+    one = make_repo(tmp_path / "one")
+    run_git(one, "remote", "add", "origin", str(bare))
+    run_git(one, "switch", "-q", "-c", "feat")
+    run_git(one, "push", "-q", "-u", "origin", "feat")
+    two = tmp_path / "two"
+    run_git(tmp_path, "clone", "-q", "-b", "feat", str(bare), str(two))
+    commit_files(two, {"theirs.txt": "theirs\n"}, "their work")
+    run_git(two, "push", "-q", "origin", "feat")
+    run_git(one, "fetch", "-q", "origin")
+    return one, two
+
+
+def test_a_diverged_push_asks_the_user_instead_of_pointing_at_a_pull_that_cannot_work(tmp_path: Path) -> None:
+    one, _ = _pushed_clone(tmp_path)
+    commit_files(one, {"mine.txt": "mine\n"}, "my work")
+    result = madtea.run("madt_push", {"dir": str(one)}, madtea.Context("mcp", one))
+    assert result.error["code"] == "BAD_ARGUMENT"
+    assert result.error["next"] == [] and "Ask the user whether to bring origin/feat" in result.error["user_action"]
+    assert run_git(one, "rev-parse", "origin/feat") != run_git(one, "rev-parse", "HEAD")
+
+
+def test_a_push_that_is_only_behind_points_at_the_pull_that_catches_up(tmp_path: Path, monkeypatch) -> None:
+    one, _ = _pushed_clone(tmp_path)
+    real = gitops.push
+
+    def rejected(*args: Any, **kwargs: Any) -> Any:
+        raise gitops.PushRejected(["git", "push"], 1, "rejected", reason="fetch first", kind="non-fast-forward")
+    monkeypatch.setattr(gitops, "push", rejected)
+    result = madtea.run("madt_push", {"dir": str(one)}, madtea.Context("mcp", one))
+    monkeypatch.setattr(gitops, "push", real)
+    assert result.error["next"] == [{"tool": "madt_pull", "args": {"dir": str(one), "branch": "feat"}}]
+    pulled = madtea.run("madt_pull", result.error["next"][0]["args"], madtea.Context("mcp", one))
+    assert pulled.error is None, pulled.text
 
 
 # --------------------------------------------------------------------------- a git child that runs out of time

@@ -754,6 +754,49 @@ def test_repo_client_paginates_inside_the_repo(serve: Callable[..., Server]) -> 
     assert {s.path for s in server.seen} == {"/api/v1/repos/acme/web/labels"}
 
 
+def test_a_redirect_with_an_encoded_dot_segment_does_not_leave_the_repository() -> None:
+    """A redirect to /repos/acme/web/%2e%2e/%2e%2e/acme/secret passed the prefix check of the confined client."""
+    import http.server
+    import threading
+
+    import forge
+
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            seen.append(self.path)
+            if self.path.startswith("/api/v1/repos/acme/web/issues"):
+                self.send_response(301)
+                self.send_header("Location", "/api/v1/repos/acme/web/%2e%2e/%2E%2e/acme/secret/issues")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                body = b"[]"
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        host = f"127.0.0.1:{server.server_port}"
+        client = forge.Client(f"http://{host}/api/v1", host, "a" * 40, retries=0)
+        scoped = forge.RepoClient(client, "acme", "web", read_only=True)
+        with pytest.raises(forge.ForgeError) as raised:
+            scoped.get("issues")
+        assert raised.value.code == "OUT_OF_SCOPE"
+        assert seen == ["/api/v1/repos/acme/web/issues"]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 # --------------------------------------------------------------------------- version and flavour
 
 @pytest.mark.parametrize("version,flavour", [

@@ -15,7 +15,8 @@ import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from remote_env import clone_of
-from topologies import ForeignRepo, SingleRepo, assert_only_changed, commit_files, run_git, snapshot, write_files
+from topologies import (ForeignRepo, SingleRepo, assert_only_changed, commit_files, make_bare, make_pushed_repo,
+                        make_repo, run_git, snapshot, write_files)
 
 
 def call(tool: str, where: Path, **args: Any) -> madtea.Result:
@@ -74,6 +75,37 @@ def test_finish_without_a_local_default_branch_recreates_it_from_origin(clone: P
     assert "main" in result.text
 
 
+# --------------------------------------------------------------------------- containment proves a branch is merged
+
+def test_a_tag_named_like_the_branch_does_not_prove_the_branch_contained(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    run_git(repo, "switch", "-q", "-c", "v1")
+    work = commit_files(repo, {"x.txt": "unmerged\n"}, "unmerged work")
+    run_git(repo, "switch", "-q", "main")
+    run_git(repo, "tag", "v1", "main")   # "v1" now also names a commit that main holds
+    result = call("madt_branch_delete", repo, name="v1", dir=str(repo))
+    assert result.error and result.error["code"] == "NOT_CONTAINED", result.text
+    assert run_git(repo, "rev-parse", "refs/heads/v1") == work
+    pruned = call("madt_prune", repo, dir=str(repo))
+    assert not pruned.is_error and "v1" in pruned.data["kept"], pruned.text
+    assert run_git(repo, "rev-parse", "refs/heads/v1") == work
+
+
+def test_containment_counts_the_default_branchs_own_upstream(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    upstream = make_bare(tmp_path / "upstream.git")
+    run_git(repo, "remote", "add", "upstream", str(upstream))
+    run_git(repo, "switch", "-q", "-c", "feat")
+    commit_files(repo, {"f.txt": "f\n"}, "feature")
+    run_git(repo, "push", "-q", "upstream", "feat:main")
+    run_git(repo, "fetch", "-q", "upstream")
+    run_git(repo, "switch", "-q", "main")
+    run_git(repo, "branch", "-q", "--set-upstream-to=upstream/main", "main")
+    result = call("madt_branch_delete", repo, name="feat", dir=str(repo))
+    assert not result.is_error, result.text
+    assert "nothing left to verify" in result.text
+
+
 # --------------------------------------------------------------------------- declared files and titles
 
 def test_blanket_files_on_the_default_branch_are_undeclared_first(single_repo: SingleRepo) -> None:
@@ -115,6 +147,92 @@ def test_a_title_is_one_line(single_repo: SingleRepo) -> None:
     done = ok(step["tool"], repo, **step["args"])
     assert run_git(repo, "log", "-1", "--format=%s", done.data["sha"]) == "Add a"
     refused("BAD_ARGUMENT", "madt_finish", repo, files=["a.py"], title="one\rtwo")
+
+
+def test_a_blank_commit_title_is_a_bad_argument(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    run_git(repo, "switch", "-q", "-c", "feat")
+    (repo / "z.txt").write_text("z\n", encoding="utf-8")
+    result = call("madt_commit", repo, files=["z.txt"], title="  ", dir=str(repo))
+    assert result.error and result.error["code"] == "BAD_ARGUMENT", result.text
+    assert "title" in result.text
+    finish = call("madt_finish", repo, files=["z.txt"], title=" ", dir=str(repo))
+    assert finish.error and finish.error["code"] == "BAD_ARGUMENT", finish.text
+    assert run_git(repo, "status", "--porcelain") == "?? z.txt"
+
+
+def test_an_absolute_file_spelt_through_the_symlinked_dir_is_inside_the_repo(tmp_path: Path,
+                                                                           hermetic_seal: Path) -> None:
+    real = make_repo(tmp_path / "real" / "web")
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    run_git(real, "switch", "-q", "-c", "feat")
+    (real / "a.py").write_text("a\n", encoding="utf-8")
+    result = call("madt_commit", real, files=[str(link / "a.py")], title="Add a", dir=str(link))
+    assert not result.is_error, result.text
+    assert result.data["files"] == ["a.py"] and f"web @ {real} (feat)" in result.text
+
+
+# --------------------------------------------------------------------------- worktrees and the identity echo
+
+def test_worktree_remove_refuses_a_detached_worktrees_own_commits(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    wt = tmp_path / "wt"
+    added = call("madt_worktrees", repo, action="add", path=str(wt), dir=str(repo))
+    assert not added.is_error, added.text
+    lone = commit_files(wt, {"y.txt": "only here\n"}, "work on a detached HEAD")
+    result = call("madt_worktrees", repo, action="remove", path=str(wt), dir=str(repo))
+    assert result.error and result.error["code"] == "UNSAVED_WORK", result.text
+    assert "detached HEAD" in result.text and wt.exists()
+    assert run_git(wt, "rev-parse", "HEAD") == lone
+
+
+def test_worktree_remove_of_a_clean_detached_worktree_goes_ahead(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    wt = tmp_path / "wt"
+    assert not call("madt_worktrees", repo, action="add", path=str(wt), dir=str(repo)).is_error
+    result = call("madt_worktrees", repo, action="remove", path=str(wt), dir=str(repo))
+    assert not result.is_error, result.text
+    assert f"web @ {repo} (main)" in result.text and not wt.exists()
+
+
+def test_a_padded_or_relative_worktree_path_is_refused_naming_path_not_dir(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    wt = str(tmp_path / "wt")
+    padded = call("madt_worktrees", repo, action="add", path=f" {wt} ", b="feat", dir=str(repo))
+    assert padded.error and padded.error["code"] == "BAD_ARGUMENT"
+    assert "path" in padded.text and "dir" not in padded.text.split(":", 1)[1].split(".")[0]
+    assert padded.error["next"] == [{"tool": "madt_worktrees",
+                                     "args": {"action": "add", "path": wt, "b": "feat", "dir": str(repo)}}]
+    relative = call("madt_worktrees", repo, action="add", path="wt", dir=str(repo))
+    assert relative.error and "path 'wt' is relative" in relative.text
+    assert relative.error["next"][0]["args"]["path"] == "<the absolute path of the worktree>"
+
+
+def test_switch_and_worktree_add_echo_the_identity(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    run_git(repo, "branch", "feat")
+    switched = call("madt_switch", repo, branch="feat", dir=str(repo))
+    assert switched.text == f"Switched web @ {repo} (feat) from main to feat."
+    added = call("madt_worktrees", repo, action="add", path=str(tmp_path / "wt"), dir=str(repo))
+    assert added.text == f"Added worktree {tmp_path / 'wt'} on a detached HEAD for web @ {repo} (feat)."
+
+
+# --------------------------------------------------------------------------- a push's lease
+
+def test_an_abbreviated_lease_is_answered_with_the_full_sha(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo = make_pushed_repo(tmp_path)
+    full = run_git(repo, "rev-parse", "origin/main")
+    result = call("madt_push", repo, branch="main", force_with_lease=full[:7], dir=str(repo))
+    assert result.error and result.error["code"] == "BAD_ARGUMENT", result.text
+    assert result.error["next"] == [{"tool": "madt_push",
+                                     "args": {"branch": "main", "force_with_lease": full, "dir": str(repo)}}]
+    named = call("madt_push", repo, branch="main", force_with_lease="origin/main", dir=str(repo))
+    assert named.error and named.error["code"] == "BAD_ARGUMENT", named.text
+    look, retry = named.error["next"]
+    assert look == {"tool": "madt_log", "args": {"dir": str(repo), "ref": "origin/main"}}
+    assert guard.is_placeholder(retry["args"]["force_with_lease"]) and not named.error["user_action"]
+    assert "INTERNAL" not in named.text
 
 
 # --------------------------------------------------------------------------- typed git failures
@@ -262,6 +380,19 @@ def test_a_switch_of_a_dirty_foreign_worktree_is_refused(foreign_repo: ForeignRe
         result = refused("DIRTY_TREE", tool, f.home, dir=str(f.foreign_worktree), **args)
         assert result.error["next"][0]["tool"] == "madt_worktrees"
     assert_only_changed(before, snapshot(f.repos), set())
+
+
+def test_a_switch_on_a_foreign_primary_is_answered_with_a_worktree_add_that_works(tmp_path: Path,
+                                                                                 hermetic_seal: Path) -> None:
+    home = make_repo(tmp_path / "home")
+    lib = make_pushed_repo(tmp_path)
+    run_git(lib, "branch", "release")
+    r = call("madt_switch", home, branch="release", dir=str(lib))
+    assert r.error and r.error["code"] == "FOREIGN_PRIMARY", r.text
+    add = r.error["next"][0]
+    done = call(add["tool"], home, **add["args"])
+    assert not done.is_error, done.text
+    assert run_git(Path(add["args"]["path"]), "branch", "--show-current") == "release"
 
 
 # --------------------------------------------------------------------------- signals compare working trees

@@ -279,6 +279,44 @@ def test_launched_outside_any_repo_every_dir_target_is_foreign() -> None:
     assert r.code == "FOREIGN_PRIMARY"
 
 
+def test_finish_branch_form_on_the_default_branch_forwards_to_a_new_branch_not_to_itself() -> None:
+    r = refused(target("madt_finish", {"branch": "main", "title": "Fix it", "dir": "/w/web"}, at=WEB, explicit=True,
+                       branch="main"))
+    assert r.code == "DEFAULT_BRANCH" and "branch=main" in r.message
+    create, finish = r.next
+    assert create == {"tool": "madt_branch_create", "args": {"dir": "/w/web", "name": "work/fix-it",
+                                                             "start_point": "main"}}
+    assert finish == {"tool": "madt_finish", "args": {"branch": "work/fix-it", "title": "Fix it", "dir": "/w/web"}}
+
+
+def test_a_switch_on_a_foreign_primary_forwards_to_a_worktree_of_that_existing_branch() -> None:
+    r = refused(target("madt_switch", {"branch": "release", "dir": "/x/lib"}, at=FOREIGN, explicit=True, branch="main"))
+    assert r.code == "FOREIGN_PRIMARY"
+    # a switch asked for a checkout of that branch, nothing to finish: the worktree is the whole way on
+    (add,) = r.next
+    assert add["args"] == {"action": "add", "dir": "/x/lib", "path": "/x/lib-release", "commit_ish": "release"}
+    current = refused(target("madt_switch", {"branch": "main", "dir": "/x/lib"}, at=FOREIGN, explicit=True,
+                             branch="main"))
+    # main is checked out there: a new branch starts from it instead
+    assert current.next[0]["args"]["b"] == "work/contribution" and current.next[0]["args"]["commit_ish"] == "main"
+    pull = refused(target("madt_pull", {"branch": "main", "dir": "/x/lib"}, at=FOREIGN, explicit=True, branch="main"))
+    assert pull.next[0]["args"]["b"] == "work/contribution"
+    # the pull the caller asked for, run in the new worktree
+    assert pull.next[1] == {"tool": "madt_pull", "args": {"dir": "/x/lib-work-contribution", "branch": "main"}}
+
+
+def test_finish_on_a_foreign_worktree_commits_the_declared_files_then_finishes_with_every_argument() -> None:
+    wt = repo("/x/lib-fix", linked=True, common="/x/lib/.git")
+    args = {"files": ["a.py"], "title": "Fix", "body": "why", "style": "squash", "dir": "/x/lib-fix"}
+    r = refused(target("madt_finish", args, at=wt, explicit=True, branch="fix"))
+    assert r.code == "FOREIGN_TARGET"
+    commit, finish = r.next
+    assert commit == {"tool": "madt_commit", "args": {"dir": "/x/lib-fix", "files": ["a.py"], "title": "Fix",
+                                                      "body": "why"}}
+    assert finish == {"tool": "madt_finish", "args": {"title": "Fix", "body": "why", "style": "squash",
+                                                      "dir": "/x/lib-fix", "branch": "fix"}}
+
+
 # --------------------------------------------------------------------------- rules on every target
 
 @pytest.mark.parametrize("files", [[], ["."], ["./"], [""], ["/w/web"], ["*"]])

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -198,3 +199,19 @@ print(skipped, mcp.Client.__name__, MCPServer.__name__, Server is madtea.build_s
                          timeout=120, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["[]", "Client", "MCPServer", "True", "Tool"]
+
+
+@pytest.mark.anyio
+async def test_dir_null_is_no_dir_and_still_meets_the_roots_signal(tmp_path: Path, hermetic_seal: Path) -> None:
+    web = make_repo(tmp_path / "web", origin="https://forge.example.test/acme/web.git")
+    api = make_repo(tmp_path / "api", origin="https://forge.example.test/acme/api.git")
+    run_git(web, "switch", "-q", "-c", "feat")
+    (web / "b.txt").write_text("b\n", encoding="utf-8")
+
+    async def roots(context: Any) -> ListRootsResult:
+        return ListRootsResult(roots=[Root(uri=api.as_uri(), name="api")])
+
+    async with Client(madtea.build_server(web), mode="legacy", list_roots_callback=roots) as client:
+        result = await client.call_tool("madt_commit", {"title": "t", "files": ["b.txt"], "dir": None})
+    assert result.structured_content["code"] == "WRONG_REPO", result.content[0].text
+    assert run_git(web, "status", "--porcelain") == "?? b.txt"

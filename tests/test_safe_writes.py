@@ -504,6 +504,16 @@ async def test_a_lost_comment_through_mcp_says_it_was_made_once(env: Env) -> Non
     assert [e.forge._comments[c].body for c in e.issue(1).comment_ids] == ["Once"]
 
 
+def test_a_lost_create_is_not_taken_for_an_older_issue_of_the_same_title(env: Env, fast_client: list[float]) -> None:
+    """The look-up after a dropped create matched last week's issue by title alone and reported it as made."""
+    env.forge.create_issue("acme", "web", "Weekly report", "week 1")  # by the token's own user
+    env.forge.inject("drop", method="POST", path_contains="/repos/acme/web/issues")
+    made = env.ok("madt_issues", action="create", title="Weekly report", body="week 2")
+    issues = env.repo.issues
+    assert made.data["number"] == 2 and issues[2].body == "week 2"
+    assert sorted(i.body for i in issues.values()) == ["week 1", "week 2"]
+
+
 # --------------------------------------------------------------------------- one write per edit
 
 def test_an_edit_sends_its_body_and_fields_in_one_patch(issue: Env) -> None:

@@ -1,6 +1,8 @@
 """A refusal's way on has one explicit shape: steps (next), alternatives (choices), or words for a person."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import guard
@@ -93,3 +95,10 @@ def test_a_package_type_the_forges_do_not_know_is_refused_before_it_is_sent() ->
         guard.check_package_type("madt_people action=packages", "\u202eevil", lambda v: guard.call("madt_people"))
     guard.check_package_type("madt_people action=packages", "pypi", lambda v: guard.call("madt_people"))
     guard.check_package_type("madt_people action=packages", None, lambda v: guard.call("madt_people"))
+
+
+def test_a_value_of_the_wrong_shape_is_refused_with_a_way_on() -> None:
+    result = madtea.run("madt_log", {"limit": "lots"}, madtea.Context("mcp", Path("/")))
+    assert result.error and result.error["code"] == "BAD_ARGUMENT"
+    assert result.error["next"] == [{"tool": "madt_log", "args": {"limit": "<a whole number of at least 1 (and below 2^63)>"}}]
+    assert not result.error["user_action"]

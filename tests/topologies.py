@@ -24,6 +24,7 @@ __all__ = [
     "commit_files",
     "make_repo",
     "make_bare",
+    "make_pushed_repo",
     "make_worktree",
     "make_dirty",
     "make_mid_operation",
@@ -128,6 +129,14 @@ def make_bare(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     run_git(path, "init", "-q", "--bare", "-b", "main")
     return Path(os.path.realpath(path))
+
+
+def make_pushed_repo(base: Path) -> Path:
+    """The repo ``base/web`` whose main is pushed to the bare origin ``base/origin.git``."""
+    bare = make_bare(base / "origin.git")
+    repo = make_repo(base / "web", origin=str(bare))
+    run_git(repo, "push", "-q", "origin", "main")
+    return repo
 
 
 def make_worktree(repo: Path, path: Path, branch: str) -> Path:
