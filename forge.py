@@ -958,6 +958,10 @@ def map_error(
                              status, method, path, host=answered_by)
         refused.redirected_from = host
         return refused
+    if status in (413, 414, 431):  # a proxy's or the server's size limit, often as an HTML page: nothing was done
+        what = {413: "body", 414: "address", 431: "headers"}[status]
+        return err("BAD_ARGUMENT", f"The forge at {host} refused {label} because its {what} is too large "
+                   f"({status}); nothing was done, and shorter values may pass.")
     if raw.strip() and _looks_html(raw, content_type) and status != 401:
         # Gitea's API never answers with HTML: a proxy, a login wall or a
         # wrong API URL is in the way.

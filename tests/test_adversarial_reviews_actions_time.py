@@ -434,3 +434,10 @@ def test_fuzz_every_parameter_of_the_review_actions_time_and_people_actions(env:
         print(f"\nfuzz (reviews, Actions, time, people; {env.forge.flavour}): {dict(sorted(COUNTS.items()))}")
     assert (bystander.issues, bystander.secrets, bystander.variables) == ({}, {}, {})
     assert COUNTS["calls"] >= 40 and COUNTS["ok"] >= 5
+
+
+@ONE_FLAVOUR
+def test_a_search_too_long_for_the_forges_address_limit_is_a_bad_argument_not_an_outage(env: Env) -> None:
+    refused = env.refused("BAD_ARGUMENT", "madt_people", action="users", q="x" * 100_000)
+    assert "because its address is too large (414); nothing was done" in refused.text
+    assert "check the API URL" not in refused.text and "again later" not in refused.text
