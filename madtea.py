@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    import forge  # imported where it is used (see _forge), never by the module body
+
 # python -m puts the caller's cwd first on sys.path, and a user's repository
 # may hold its own guard.py or forge.py: load our siblings from our own folder.
 _HERE = os.path.dirname(os.path.realpath(__file__))
@@ -804,6 +806,9 @@ def _narrow_error(error: dict[str, Any], ctx: Context) -> str | None:
 class Api:
     """The forge, as one remote call sees it: the repository's confined client (its requests are this object's),
     the host-wide reads it may make, and the call's target and repository list."""
+
+    client: forge.Client
+    scoped: forge.RepoClient
 
     def __init__(self, target: RemoteTarget, confined: bool, read_only: bool,
                  scope: guard.Scope | None = None) -> None:
