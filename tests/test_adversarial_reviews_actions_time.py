@@ -441,3 +441,47 @@ def test_a_search_too_long_for_the_forges_address_limit_is_a_bad_argument_not_an
     refused = env.refused("BAD_ARGUMENT", "madt_people", action="users", q="x" * 100_000)
     assert "because its address is too large (414); nothing was done" in refused.text
     assert "check the API URL" not in refused.text and "again later" not in refused.text
+
+
+CLI_VALUES = [v for v in HOSTILE if "\x00" not in v and "\ud800" not in v and len(v) < 1000] + ["-1", "99999999999"]
+
+
+@st.composite
+def _command_lines(draw: st.DrawFn) -> list[str]:
+    op = draw(st.sampled_from(FUZZ_OPS))
+    argv = list(op.cli)
+    well = WELL_FORMED[str(op.action)]
+    for p in op.params:
+        if p.name in ("owner_repo", "json", "body_file"):
+            continue
+        drawn = draw(st.integers(0, 3)) == 0
+        value = draw(st.sampled_from(CLI_VALUES)) if drawn else well.get(p.name)
+        if value is None or p.type == "json":
+            continue
+        if p.type == "bool":
+            argv += [f"--{(p.flag or p.name).replace('_', '-')}"] if value else []
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            argv += [str(item)] if p.positional else [f"--{(p.flag or p.name).replace('_', '-')}", str(item)]
+    return argv
+
+
+@ONE_FLAVOUR
+def test_fuzz_the_cli_verbs_of_these_actions_exit_0_1_or_2_without_a_traceback(env: Env) -> None:
+    _populated(env)
+    seen: collections.Counter[int] = collections.Counter()
+
+    @settings(FUZZ, max_examples=max(4, FUZZ.max_examples // 12))
+    @given(argv=_command_lines())
+    def one(argv: list[str]) -> None:
+        done = env.cli(*argv)
+        seen[done.returncode] += 1
+        assert done.returncode in (0, 1, 2) and "Traceback" not in done.stderr, (argv[:6], done.stderr[-2000:])
+        assert not env.forge.take_violations(), argv[:6]
+
+    try:
+        one()
+    finally:
+        print(f"\nfuzz (CLI of reviews, Actions, time, people): {sum(seen.values())} command lines, exit statuses "
+              f"{dict(seen)}")
+    assert seen[0] >= 1
