@@ -15,6 +15,7 @@ import madtea
 from remote_env import ROOT, Env, child_env, env  # noqa: F401 - fixtures
 
 HIDDEN = "<the secret value>"
+ONE_FLAVOUR = pytest.mark.parametrize("fake_forge", ["gitea"], indirect=True)  # decided before any request
 
 
 # =========================================================================== secrets of every length
@@ -25,6 +26,7 @@ def test_a_one_letter_secret_leaves_madteas_words_whole(env: Env) -> None:
     assert env.repo.secrets == {"K": "e"}
 
 
+@ONE_FLAVOUR
 @pytest.mark.parametrize("body", [["ab"], {"v": "ab"}])
 def test_a_short_secret_echoed_by_a_refusal_is_hidden(env: Env, body: Any) -> None:
     refused = env.refused("BAD_ARGUMENT", "madt_actions", action="set_secret", name="K", body=body)
@@ -61,6 +63,7 @@ def test_a_secret_the_size_of_a_key_file_is_hidden_in_bounded_memory() -> None:
     ("madt_actions", {"action": "dispatch", "workflow": "../.."}, "workflow"),
     ("madt_actions", {"action": "dispatch", "workflow": "..\\ci.yml"}, "workflow"),
 ])
+@ONE_FLAVOUR
 def test_a_name_that_reads_as_a_dot_segment_is_refused_before_any_request(env: Env, tool: str, args: dict[str, Any],
                                                                            name: str) -> None:
     env.forge.clear_requests()
@@ -223,8 +226,6 @@ def test_a_dismissal_or_a_reply_whose_answer_is_lost_lands_once(env: Env) -> Non
 
 import guard  # noqa: E402
 from remote_env import other  # noqa: E402,F401 - fixture
-
-ONE_FLAVOUR = pytest.mark.parametrize("fake_forge", ["gitea"], indirect=True)  # decided before any request
 
 WRITES = [("madt_actions", {"action": "dispatch", "workflow": "deploy.yml"}),
           ("madt_actions", {"action": "set_variable", "name": "L", "body": "1"}),
