@@ -339,7 +339,7 @@ import os  # noqa: E402
 
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
-FUZZED = {("madt_actions", a) for a in ("dispatch", "variables", "set_variable", "set_secret")} \
+FUZZED = {("madt_actions", a) for a in ("dispatch", "variables", "set_variable", "set_secret", "artifacts")} \
     | {("madt_pr", a) for a in ("review", "submit_review", "dismiss_review", "reply", "reviews", "files", "edit")} \
     | {("madt_issues", a) for a in ("times", "add_time", "start_stopwatch", "stop_stopwatch")} \
     | {("madt_people", a) for a in ("orgs", "users", "teams", "packages", "package_versions")}
@@ -348,6 +348,7 @@ FUZZ_OPS = [op for op in madtea.REGISTRY if (op.tool, op.action) in FUZZED]
 WELL_FORMED: dict[str, dict[str, Any]] = {
     "dispatch": {"workflow": "deploy.yml", "ref": "main", "inputs": {"level": "3"}}, "variables": {"name": "LEVEL"},
     "set_variable": {"name": "LEVEL", "body": "3"}, "set_secret": {"name": "KEY", "body": "fuzzed-secret-value"},
+    "artifacts": {"run_id": 1, "limit": 5},
     "review": {"number": 1, "event": "comment", "body": "x", "inline": [{"path": "app.py", "line": 1, "body": "c"}]},
     "submit_review": {"number": 1, "review_id": 2, "event": "comment"},
     "dismiss_review": {"number": 1, "review_id": 1, "body": "d"}, "reply": {"number": 1, "comment_id": 1, "body": "r"},
@@ -401,6 +402,7 @@ def _populated(e: Env) -> Any:
     call(f, "POST", f"/repos/acme/web/pulls/{number}/reviews", body={"event": "PENDING", "body": ""})
     f.create_issue("acme", "web", "Track me")
     f.add_package("acme", "npm", "left-pad", "1.0.0")
+    f.add_artifact("acme", "web", f.add_action_run("acme", "web").id, "dist", b"PK\x03\x04zip")
     _carol(e)
     return f.add_repo("acme", "bystander")
 
