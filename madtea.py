@@ -6681,6 +6681,8 @@ def main(argv: list[str] | None = None) -> int:
                     pass
             os._exit(0)
         return 0
+    # The server starts without the CLI's parser (argparse is loaded only for options given); its help and
+    # options are still the parser's, where CLI_EXTRAS["mcp"] declares them.
     if args[:1] == ["mcp"] and not {"-h", "--help"} & set(args[1:]):
         return serve_mcp(args[1:])
     try:
