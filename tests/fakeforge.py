@@ -4475,7 +4475,7 @@ class FakeForge:
 
     def _h_issue_asset_upload(self, ctx: _Ctx) -> _Response:
         issue = self._issue(ctx)
-        asset = self._attachment(ctx)
+        asset = self._uploaded_file(ctx)
         issue.attachments.append(asset)
         issue.updated = asset.created
         return self._json(201, self._asset_json(asset))
@@ -4485,12 +4485,12 @@ class FakeForge:
 
     def _h_comment_asset_upload(self, ctx: _Ctx) -> _Response:
         comment = self._comment(ctx)
-        asset = self._attachment(ctx)
+        asset = self._uploaded_file(ctx)
         comment.attachments.append(asset)
         comment.updated = asset.created
         return self._json(201, self._asset_json(asset))
 
-    def _attachment(self, ctx: _Ctx) -> Asset:
+    def _uploaded_file(self, ctx: _Ctx) -> Asset:
         """The one file of a multipart upload (field ``attachment``), named by ``name`` or its file name."""
         if not ctx.content_type.lower().startswith("multipart/form-data"):
             raise self._error(400, "Could not get file: request Content-Type isn't multipart/form-data")

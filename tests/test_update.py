@@ -271,9 +271,16 @@ _PUBLISHED = ("madtea-0.2.0.zip", "madtea-0.2.0.zip.sig", "madtea-0.2.0.pyz", "m
               "SHA256SUMS.sig")
 
 
+def _upload(env, files: list[str]) -> None:
+    """Upload release assets as the maintainers do, at the command line (a person names files from anywhere)."""
+    done = madtea.run("madt_releases", {"action": "upload", "tag": "v0.2.0", "files": files},
+                      madtea.Context("cli", env.clone))
+    assert not done.is_error, done.text
+
+
 def test_update_fetches_the_latest_release_from_the_forge_that_publishes_it(releases, env, tmp_path) -> None:
     env.ok("madt_releases", action="create", tag="v0.2.0", title="madtea 0.2.0")  # published as the README says
-    env.ok("madt_releases", action="upload", tag="v0.2.0", files=[str(releases.new / n) for n in _PUBLISHED])
+    _upload(env, [str(releases.new / n) for n in _PUBLISHED])
     entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
     _pin(releases.key)
     web = env.forge.url + "/acme/web"
@@ -297,8 +304,7 @@ def test_a_downloaded_file_that_does_not_verify_is_named_by_where_it_came_from(r
     shutil.copy(releases.new / "madtea-0.2.0.zip", tmp_path / "madtea-0.2.0.zip")
     with zipfile.ZipFile(tmp_path / "madtea-0.2.0.zip", "a") as z:
         z.writestr("madtea-0.2.0/extra.py", "import os\n")
-    env.ok("madt_releases", action="upload", tag="v0.2.0",
-           files=[str(tmp_path / "madtea-0.2.0.zip"), str(releases.new / "madtea-0.2.0.zip.sig")])
+    _upload(env, [str(tmp_path / "madtea-0.2.0.zip"), str(releases.new / "madtea-0.2.0.zip.sig")])
     entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
     _pin(releases.key)
     before = _state(entry.parent)
@@ -312,7 +318,7 @@ def test_a_downloaded_file_that_does_not_verify_is_named_by_where_it_came_from(r
 
 def test_a_release_without_the_needed_file_is_said_plainly(releases, env, tmp_path) -> None:
     env.ok("madt_releases", action="create", tag="v0.2.0", title="madtea 0.2.0")
-    env.ok("madt_releases", action="upload", tag="v0.2.0", files=[str(releases.new / "madtea-0.2.0.zip")])
+    _upload(env, [str(releases.new / "madtea-0.2.0.zip")])
     entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
     before = _state(entry.parent)
     refused = _madtea(entry, "update", "--repo", env.forge.url + "/acme/web")
