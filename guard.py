@@ -500,8 +500,10 @@ class RepoState:
     checked_out: frozenset[str] | None = None  # branches some worktree of the repo has checked out
 
 
+@record(frozen=True)
 class _Guarded:
-    """What every guarded call shares: its name in refusals, and the same call with changes."""
+    """What every guarded call shares: the tool, action and arguments as asked (its first three fields),
+    its name in refusals, and the same call with changes."""
 
     tool: str
     action: str | None
@@ -519,9 +521,6 @@ class _Guarded:
 class Target(_Guarded):
     """A repo-scoped call with everything the guard needs to decide on it."""
 
-    tool: str
-    action: str | None
-    args: Mapping[str, Any]
     mutating: bool
     surface: str                        # "mcp" or "cli"
     launch: RepoFacts | None            # the server's (or the shell's) cwd repo
@@ -1147,10 +1146,6 @@ __all__ += ["Asked", "no_such_tool", "check_no_action", "unknown_action", "check
 class Asked(_Guarded):
     """A call as it was asked, before its target is resolved: what a refusal sends again."""
 
-    tool: str
-    action: str | None
-    args: Mapping[str, Any]
-
 
 def no_such_tool(tool: str) -> Refusal:
     return Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
@@ -1470,9 +1465,6 @@ def check_forge_origin(t: Target) -> None:
 class RemoteCall(_Guarded):
     """A forge call: which repository it would reach, and what says otherwise."""
 
-    tool: str
-    action: str | None
-    args: Mapping[str, Any]
     mutating: bool
     surface: str
     target: str                          # host/owner/repo
@@ -1912,9 +1904,6 @@ def check_file_path(path: str, where: str, again: Callable[[str], Call], name: s
 class FileWrite(_Guarded):
     """A commit of repository files made through the forge: where it starts, where it lands, what is there."""
 
-    tool: str
-    action: str | None
-    args: Mapping[str, Any]
     repo: str                            # host/owner/repo
     default_branch: str
     branches: frozenset[str]             # the repository's branch names
@@ -2324,9 +2313,6 @@ def scope_entry_problems(entries: Iterable[str], option: str, actions: Mapping[s
 class RefWrite(_Guarded):
     """A branch or tag write on the forge, with the facts read just before it."""
 
-    tool: str
-    action: str | None
-    args: Mapping[str, Any]
     repo: str                     # owner/repo on the forge
     default_branch: str = ""
     protected: bool = False       # the branch has a protection rule
@@ -2385,9 +2371,6 @@ def no_such_ref(w: RefWrite, ref: str, key: str, branch: bool = False) -> Refusa
 class ForgeCall(_Guarded):
     """A call that writes to the forge (or saves what it read), with the facts read just before it."""
 
-    tool: str
-    action: str | None
-    args: Mapping[str, Any]
     repo: str                     # owner/repo on the forge
     secret: str | None = None     # the parameter whose value is never repeated in a refusal
 
