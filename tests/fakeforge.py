@@ -4885,6 +4885,22 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _serve
 
 
+# --------------------------------------------------------------------------- a request from a test
+
+def call(forge: FakeForge, method: str, path: str, *, token: str | None = DEFAULT_TOKEN, body: Any = None,
+         query: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
+    """One request to *forge* with *body* as JSON; returns (status, headers, parsed JSON or raw bytes)."""
+    kwargs: dict[str, Any] = {"token": token, "query": query, "headers": headers}
+    if body is not None:
+        kwargs["json_body"] = body
+    status, response_headers, raw = forge.call(method, path, **kwargs)
+    try:
+        parsed: Any = json.loads(raw) if raw else raw
+    except ValueError:
+        parsed = raw
+    return status, response_headers, parsed
+
+
 # --------------------------------------------------------------------------- pytest fixtures
 
 _warned_missing_specs = False

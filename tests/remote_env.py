@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import guard
+import helpers
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge, running_forge
 from topologies import run_git
@@ -32,20 +32,13 @@ class Env:
         return self.forge.repo("acme", "web")
 
     def call(self, tool: str, _dir: Path | None = None, **args: Any) -> madtea.Result:
-        return madtea.run(tool, args, madtea.Context("mcp", _dir or self.clone))
+        return helpers.call(tool, _dir or self.clone, **args)
 
     def ok(self, tool: str, _dir: Path | None = None, **args: Any) -> madtea.Result:
-        result = self.call(tool, _dir, **args)
-        assert not result.is_error, f"{result.error}\n{result.text}"
-        return result
+        return helpers.ok(tool, _dir or self.clone, **args)
 
     def refused(self, code: str, tool: str, _dir: Path | None = None, **args: Any) -> madtea.Result:
-        result = self.call(tool, _dir, **args)
-        assert result.is_error, result.text
-        assert result.error["code"] == code, f"{result.error}\n{result.text}"
-        assert guard.way_on_problem(result.error["next"], result.error["choices"], result.error["user_action"]) is None
-        assert "Traceback" not in result.text
-        return result
+        return helpers.refused(code, tool, _dir or self.clone, **args)
 
     def cli(self, *argv: str, cwd: Path | None = None, stdin: Any = subprocess.DEVNULL,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -22,28 +22,21 @@ import gitops
 import guard
 import madtea
 import hook_cases
+from helpers import repo_facts
 from topologies import commit_files, make_repo, run_git
 
 
 # --------------------------------------------------------------------------- producing refusals
 
-def _facts(path: str, common: str | None = None, linked: bool = False) -> guard.RepoFacts:
-    top = Path(path)
-    common_dir = Path(common) if common else top / ".git"
-    git_dir = common_dir / "worktrees" / top.name if linked else common_dir
-    return guard.RepoFacts(top, git_dir, common_dir,
-                           gitops.parse_remote_url(f"https://forge.example.test/acme/{top.name}.git"))
-
-
-HOME = _facts("/w/web")
-TARGETS = {"self": (HOME, False), "worktree": (_facts("/w/web-wt", "/w/web/.git", True), True),
-           "foreign-primary": (_facts("/x/lib"), True),
-           "foreign-linked": (_facts("/x/lib-wt", "/x/lib/.git", True), True)}
+HOME = repo_facts("/w/web")
+TARGETS = {"self": (HOME, False), "worktree": (repo_facts("/w/web-wt", linked=True, common="/w/web/.git"), True),
+           "foreign-primary": (repo_facts("/x/lib"), True),
+           "foreign-linked": (repo_facts("/x/lib-wt", linked=True, common="/x/lib/.git"), True)}
 STATES = [guard.RepoState("feat/x", "main"), guard.RepoState("main", "main"),
           guard.RepoState("feat/x", "main", dirty_tracked=True),
           *[guard.RepoState("feat/x", "main", op, conflicted=("a.py",)) for op in
             ("merge", "rebase", "cherry-pick", "revert", "am", "bisect")]]
-SIGNALS = [(), (guard.Signal("the client's workspace root", repo=_facts("/w/api")),),
+SIGNALS = [(), (guard.Signal("the client's workspace root", repo=repo_facts("/w/api")),),
            (guard.Signal("MADTEA_CALLER_REPO", name="acme/api", confirms_workspace=True),)]
 EXAMPLE_ARGS = {"files": ["a.py"], "title": "Fix login", "name": "topic", "branch": "feat/x", "path": "/w/new",
                 "b": "topic", "checkout": True}

@@ -7,13 +7,13 @@ the actions through both surfaces against both flavours.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 import guard
 from fakeforge import FakeForge
+from helpers import Spec
 
 REPO = "/repos/acme/web"
 
@@ -76,17 +76,8 @@ def test_a_missing_start_point_or_branch_names_the_list_to_choose_from() -> None
     assert [s["args"]["action"] for s in r.next] == ["branches", "rename_branch"]
 
 
-@dataclass(frozen=True)
-class P:
-    name: str
-    type: str = "str"
-    required: bool = False
-    choices: tuple[str, ...] = ()
-    minimum: int = 0
-
-
 def test_a_misspelt_override_is_offered_as_a_choice_never_a_plan() -> None:
-    specs = {"branch": P("branch", required=True), "allow_default_branch": P("allow_default_branch", "bool")}
+    specs = {"branch": Spec("branch", required=True), "allow_default_branch": Spec("allow_default_branch", "bool")}
     with pytest.raises(guard.Refusal) as refused:
         guard.check_arguments("madt_repo", "rename_branch", specs, {"branch": "main", "allow_default_brnch": True})
     r = refused.value

@@ -18,24 +18,10 @@ from typing import Any
 import pytest
 
 import speccheck
-from fakeforge import DEFAULT_ROOT_URL, FakeForge
+from fakeforge import DEFAULT_ROOT_URL, FakeForge, call
 
 ROOT = DEFAULT_ROOT_URL
 REPO = "/repos/acme/web"
-
-
-def call(forge: FakeForge, method: str, path: str, *, token: str | None = "alice-token", body: Any = None,
-         query: Any = None, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
-    """One request; returns (status, headers, parsed JSON or raw bytes)."""
-    kwargs: dict[str, Any] = {"token": token, "query": query, "headers": headers}
-    if body is not None:
-        kwargs["json_body"] = body
-    status, response_headers, raw = forge.call(method, path, **kwargs)
-    try:
-        parsed: Any = json.loads(raw) if raw else raw
-    except ValueError:
-        parsed = raw
-    return status, response_headers, parsed
 
 
 def new_branch(forge: FakeForge, branch: str, files: dict[str, str] | None = None, message: str = "Change") -> str:

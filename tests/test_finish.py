@@ -22,6 +22,7 @@ import pytest
 import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
+from remote_env import clone_of
 from topologies import assert_only_changed, make_repo, run_git, snapshot, write_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,11 +51,6 @@ class Work:
 
     def local(self, *args: str) -> str:
         return run_git(self.clone, *args)
-
-
-def clone_of(forge: FakeForge, path: Path, repo: str = "web") -> Path:
-    run_git(path.parent, "clone", "-q", forge.remote_url("acme", repo), str(path))
-    return Path(os.path.realpath(path))
 
 
 @pytest.fixture
@@ -91,6 +87,12 @@ def wrap(monkeypatch: pytest.MonkeyPatch, name: str, before: Callable[[], None] 
         return out
 
     monkeypatch.setattr(madtea, name, step)
+
+
+def sneak_in_before(monkeypatch: pytest.MonkeyPatch, w: Work, name: str) -> None:
+    """Someone else pushes an unreviewed commit to feat just before madtea's step *name* runs."""
+    wrap(monkeypatch, name, before=lambda: w.forge.commit("acme", "web", "feat", {"b.py": "sneaked in\n"},
+                                                          "not reviewed"))
 
 
 def assert_ok(result: madtea.Result) -> None:
@@ -211,8 +213,7 @@ def test_nothing_to_finish(work: Work) -> None:
 def test_head_moved_between_push_and_merge(work: Work, monkeypatch: pytest.MonkeyPatch) -> None:
     w = work
     main_before = w.forge.branch_sha("acme", "web", "main")
-    sneak = lambda: w.forge.commit("acme", "web", "feat", {"b.py": "sneaked in\n"}, "not reviewed")  # noqa: E731
-    wrap(monkeypatch, "wait_mergeable", before=sneak)
+    sneak_in_before(monkeypatch, w, "wait_mergeable")
     result = w.finish(title="Add a", files=["a.py"])
     assert result.error["code"] == "HEAD_MOVED"
     assert "nothing was merged" in result.text
@@ -236,8 +237,7 @@ def test_head_moved_after_the_last_look_is_refused_by_the_forge(work: Work, monk
     """head_commit_id travels with the merge, so the forge itself refuses a head that moved after madtea looked."""
     w = work
     main_before = w.forge.branch_sha("acme", "web", "main")
-    sneak = lambda: w.forge.commit("acme", "web", "feat", {"b.py": "sneaked in\n"}, "not reviewed")  # noqa: E731
-    wrap(monkeypatch, "merge_pr", before=sneak)
+    sneak_in_before(monkeypatch, w, "merge_pr")
     result = w.finish(title="Add a", files=["a.py"])
     assert result.error["code"] == "HEAD_MOVED"
     assert "head out of date" in result.text
@@ -398,7 +398,7 @@ class Foreign:
 @pytest.fixture
 def foreign(work: Work, tmp_path: Path) -> Foreign:
     work.forge.add_repo("acme", "lib")
-    primary = clone_of(work.forge, tmp_path / "lib", "lib")
+    primary = clone_of(work.forge, tmp_path / "lib", repo="lib")
     write_files(primary, {"README.md": "a stranger's edit\n", "scratch.txt": "theirs\n"})
     worktree = tmp_path / "lib-fix"
     run_git(primary, "worktree", "add", "-q", "-b", "fix", str(worktree))
@@ -456,7 +456,7 @@ def test_a_foreign_finish_with_branch_touches_no_working_tree_and_closes_nothing
 
 def test_only_the_target_repo_changes(work: Work, tmp_path: Path) -> None:
     work.forge.add_repo("acme", "lib")
-    sibling = clone_of(work.forge, tmp_path / "lib", "lib")
+    sibling = clone_of(work.forge, tmp_path / "lib", repo="lib")
     second = clone_of(work.forge, tmp_path / "web-second")
     write_files(second, {"notes.txt": "someone else's\n"})
     others = [sibling, second]

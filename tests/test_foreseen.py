@@ -6,7 +6,6 @@ with real git (and the fake forge where a remote is needed), and each way on is 
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -16,35 +15,10 @@ import gitops
 import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
+from helpers import refused, run_steps
 from remote_env import clone_of
-from topologies import SingleRepo, commit_files, make_bare, make_repo, run_git, snapshot, write_files
-
-
-def call(tool: str, where: Path, **args: Any) -> madtea.Result:
-    return madtea.run(tool, args, madtea.Context("mcp", where))
-
-
-def refused(code: str, tool: str, where: Path, **args: Any) -> madtea.Result:
-    result = call(tool, where, **args)
-    assert result.is_error, result.text
-    assert result.error["code"] == code, f"{result.error}\n{result.text}"
-    assert guard.way_on_problem(result.error["next"], result.error["choices"], result.error["user_action"]) is None
-    assert "Traceback" not in result.text
-    return result
-
-
-def run_steps(steps: list[dict[str, Any]], where: Path) -> madtea.Result:
-    done = None
-    for step in steps:
-        assert not any(guard.is_placeholder(v) for v in step["args"].values()), step
-        done = call(step["tool"], where, **step["args"])
-        assert not done.is_error, f"{step}: {done.text}"
-    assert done is not None
-    return done
-
-
-def branches(repo: Path) -> set[str]:
-    return set(run_git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split())
+from topologies import (SingleRepo, commit_files, local_branches, make_bare, make_repo, run_git, snapshot,
+                        write_files)
 
 
 @pytest.fixture
@@ -79,13 +53,13 @@ def test_a_missing_declared_file_is_no_such_file(single_repo: SingleRepo, tool: 
                                   "tilde~1", "col:on", "HEAD"])
 def test_a_new_branch_name_git_cannot_take_gets_one_it_takes(single_repo: SingleRepo, name: str) -> None:
     repo = single_repo.repo
-    before = branches(repo)
+    before = local_branches(repo)
     result = refused("BAD_ARGUMENT", "madt_branch_create", repo, name=name)
-    assert branches(repo) == before
+    assert local_branches(repo) == before
     [step] = result.error["next"]
     assert guard.ref_name_problem(step["args"]["name"]) is None
     run_steps([step], repo)
-    assert step["args"]["name"] in branches(repo)
+    assert step["args"]["name"] in local_branches(repo)
 
 
 def test_a_pull_of_a_branch_name_git_cannot_take_is_a_bad_argument(clone: Path) -> None:
@@ -121,7 +95,7 @@ def test_a_push_of_a_missing_local_branch_offers_the_current_one_or_making_it(cl
     current, make = result.error["choices"]
     assert current == [{"tool": "madt_push", "args": {"branch": "feat"}}]
     assert [s["tool"] for s in make] == ["madt_branch_create", "madt_push"]
-    assert "topic" not in branches(clone)
+    assert "topic" not in local_branches(clone)
     run_steps(make, clone)
     assert fake_forge.branch_sha("acme", "web", "topic") == run_git(clone, "rev-parse", "topic")
 

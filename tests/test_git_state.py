@@ -14,31 +14,10 @@ import pytest
 import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
+from helpers import call, ok, refused, run_steps
 from remote_env import clone_of
-from topologies import (ForeignRepo, SingleRepo, assert_only_changed, commit_files, make_bare, make_pushed_repo,
-                        make_repo, run_git, snapshot, write_files)
-
-
-def call(tool: str, where: Path, **args: Any) -> madtea.Result:
-    return madtea.run(tool, args, madtea.Context("mcp", where))
-
-
-def refused(code: str, tool: str, where: Path, **args: Any) -> madtea.Result:
-    result = call(tool, where, **args)
-    assert result.is_error, result.text
-    assert result.error["code"] == code, f"{result.error}\n{result.text}"
-    assert "Traceback" not in result.text
-    return result
-
-
-def ok(tool: str, where: Path, **args: Any) -> madtea.Result:
-    result = call(tool, where, **args)
-    assert not result.is_error, f"{result.error}\n{result.text}"
-    return result
-
-
-def branches(repo: Path) -> list[str]:
-    return run_git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split()
+from topologies import (ForeignRepo, SingleRepo, assert_only_changed, commit_files, local_branches, make_bare,
+                        make_pushed_repo, make_repo, run_git, snapshot, write_files)
 
 
 # --------------------------------------------------------------------------- the default branch is never deleted
@@ -48,7 +27,7 @@ def test_branch_delete_never_deletes_the_default_branch(single_repo: SingleRepo)
     run_git(repo, "switch", "-q", "-c", "feat")
     result = refused("DEFAULT_BRANCH", "madt_branch_delete", repo, name="main")
     assert "main" in result.text and result.error["user_action"]
-    assert "main" in branches(repo)
+    assert "main" in local_branches(repo)
 
 
 def test_prune_never_deletes_the_default_branch(single_repo: SingleRepo) -> None:
@@ -56,7 +35,7 @@ def test_prune_never_deletes_the_default_branch(single_repo: SingleRepo) -> None
     run_git(repo, "switch", "-q", "-c", "feat")
     result = ok("madt_prune", repo)
     assert "main" not in result.data["deleted"]
-    assert "main" in branches(repo)
+    assert "main" in local_branches(repo)
 
 
 @pytest.fixture
@@ -237,35 +216,27 @@ def test_an_abbreviated_lease_is_answered_with_the_full_sha(tmp_path: Path, herm
 
 # --------------------------------------------------------------------------- typed git failures
 
-def run_steps(steps: list[dict[str, Any]], where: Path) -> madtea.Result:
-    result = None
-    for step in steps:
-        result = ok(step["tool"], where, **step["args"])
-    assert result is not None
-    return result
-
-
 def test_foreseen_git_failures_have_their_own_codes(single_repo: SingleRepo, tmp_path: Path) -> None:
     repo = single_repo.repo
     run_git(repo, "switch", "-q", "-c", "feat")
     refused("NOTHING_TO_COMMIT", "madt_commit", repo, files=["README.md"], title="No change")
     result = refused("BRANCH_EXISTS", "madt_branch_create", repo, name="main")
     [step] = result.error["next"]
-    assert step["args"]["name"] not in branches(repo)
+    assert step["args"]["name"] not in local_branches(repo)
     run_steps([step], repo)
     result = refused("BRANCH_EXISTS", "madt_branch_create", repo, name="feat", checkout=True)
     assert len(result.error["choices"]) == 2
     busy = tmp_path / "busy"
     write_files(busy, {"f": "x\n"})
     result = refused("PATH_EXISTS", "madt_worktrees", repo, action="add", path=str(busy), b="side")
-    assert "side" not in branches(repo)  # git alone would have created it before finding the path taken
+    assert "side" not in local_branches(repo)  # git alone would have created it before finding the path taken
     [step] = result.error["next"]
     assert not Path(step["args"]["path"]).exists()
     run_steps([step], repo)
     result = refused("BRANCH_CHECKED_OUT", "madt_worktrees", repo, action="add", path=str(tmp_path / "wt2"),
                      commit_ish="feat")
     [step] = result.error["next"]
-    assert step["args"]["b"] not in branches(repo)
+    assert step["args"]["b"] not in local_branches(repo)
     run_steps([step], repo)
     result = refused("NOT_A_COMMIT", "madt_switch", repo, branch="nope")
     assert result.error["choices"]
@@ -330,7 +301,7 @@ def test_the_foreign_primary_chain_commits_the_declared_files_and_merges(clone: 
     assert [s["tool"] for s in steps] == ["madt_worktrees", "madt_commit", "madt_finish"]
     path = Path(steps[0]["args"]["path"])
     assert not path.exists() and not str(path).startswith(str(lib) + "/")
-    assert steps[0]["args"]["b"] not in branches(lib)
+    assert steps[0]["args"]["b"] not in local_branches(lib)
     run_steps(steps, clone)
     merged = fake_forge.branch_sha("acme", "lib", "main")
     assert fake_forge.git("acme", "lib", "show", f"{merged}:new.py") == "print('mine')"

@@ -8,21 +8,9 @@ from typing import Any
 
 import pytest
 
-from fakeforge import FakeForge
+from fakeforge import FakeForge, call
 
 REPO = "/repos/acme/web"
-
-
-def call(forge: FakeForge, method: str, path: str, *, token: str | None = "alice-token", body: Any = None,
-         query: Any = None) -> tuple[int, dict[str, str], Any]:
-    kwargs: dict[str, Any] = {"token": token, "query": query}
-    if body is not None:
-        kwargs["json_body"] = body
-    status, headers, raw = forge.call(method, path, **kwargs)
-    try:
-        return status, headers, json.loads(raw) if raw else raw
-    except ValueError:
-        return status, headers, raw
 
 
 def open_pull(forge: FakeForge, branch: str = "feature", files: dict[str, str] | None = None) -> int:

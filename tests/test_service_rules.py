@@ -1,36 +1,23 @@
 """The rules services ask guard.py to decide, as tables over facts: no git, no forge, the texts and ways on."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import gitops
 import guard
+from helpers import Spec, refusal, repo_facts
 
 
-def _repo(path: str, origin: str | None = "https://forge.example.test/acme/{name}.git") -> guard.RepoFacts:
-    top = Path(path)
-    url = origin.format(name=top.name) if origin else None
-    return guard.RepoFacts(top, top / ".git", top / ".git", gitops.parse_remote_url(url) if url else None)
-
-
-WEB = _repo("/w/web")
-LIB = _repo("/x/lib")
+WEB = repo_facts("/w/web")
+LIB = repo_facts("/x/lib")
 
 
 def local(tool: str, args: dict[str, Any] | None = None, *, action: str | None = None, at: guard.RepoFacts = WEB,
           branch: str | None = "feat/x") -> guard.Target:
     return guard.Target(tool, action, args or {}, True, "mcp", WEB, at, at is not WEB,
                         state=guard.RepoState(branch, "main", None, False, ()))
-
-
-def refusal(check: Any, *args: Any, **kwargs: Any) -> guard.Refusal:
-    with pytest.raises(guard.Refusal) as caught:
-        check(*args, **kwargs)
-    return caught.value
 
 
 def way(r: guard.Refusal) -> list[str]:
@@ -186,7 +173,7 @@ def test_finish_leaves_a_foreign_repositorys_issues_open_unless_asked(args: dict
 
 def test_finish_needs_a_forge_origin() -> None:
     guard.check_forge_origin(local("madt_finish"))
-    r = refusal(guard.check_forge_origin, local("madt_finish", at=_repo("/w/bare", origin=None)))
+    r = refusal(guard.check_forge_origin, local("madt_finish", at=repo_facts("/w/bare", origin=None)))
     assert r.message == "bare @ /w/bare has no forge origin to open a pull request on." and not r.next
     assert r.user_action == "Ask the user to add the forge repository as origin."
 
@@ -310,18 +297,9 @@ def test_a_write_a_tool_covers_is_found_however_it_is_spelt(method: str, path: s
     assert guard.covered_write(method, path.split("/"), "acme/launch") == covered
 
 
-@dataclass(frozen=True)
-class _Spec:
-    name: str
-    type: str = "str"
-    required: bool = False
-    choices: tuple[str, ...] = ()
-    minimum: int = 0
-
-
 def test_a_covered_write_is_forwarded_with_what_the_call_showed() -> None:
-    specs = {"number": _Spec("number", required=True), "comment_id": _Spec("comment_id"), "body": _Spec("body"),
-             "title": _Spec("title", required=True)}
+    specs = {"number": Spec("number", required=True), "comment_id": Spec("comment_id"), "body": Spec("body"),
+             "title": Spec("title", required=True)}
     r = guard.covered_refusal("PATCH", "/repos/acme/web/issues/3", ("madt_issues", "edit", "acme/web", "issues/3"),
                               {"body": "new", "state": "closed", "labels": [1]}, specs)
     assert r.message == ("PATCH /repos/acme/web/issues/3 is what madt_issues action=edit does, with its safety "

@@ -20,6 +20,7 @@ __all__ = [
     "SHADOW_MODULES",
     "https_origin",
     "run_git",
+    "local_branches",
     "write_files",
     "commit_files",
     "make_repo",
@@ -96,6 +97,11 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> str:
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.decode(errors='replace')}")
     return proc.stdout.decode(errors="replace").strip()
+
+
+def local_branches(repo: Path) -> set[str]:
+    """The names of *repo*'s local branches."""
+    return set(run_git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split())
 
 
 def write_files(root: Path, files: Mapping[str, str]) -> None:
