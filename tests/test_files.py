@@ -544,3 +544,51 @@ def test_several_files_on_the_cli(files: Env) -> None:
     assert done.returncode == 0, done.stderr
     assert _show(e, "a.txt", "dev") == "a" and _show(e, "b.txt", "dev") == "b"
     assert e.forge.git("acme", "web", "log", "-1", "--format=%s", "dev") == "Two files"
+
+
+# --------------------------------------------------------------------------- one file, however its path is spelt
+
+NFC, NFD = "caf\u00e9/r\u00e9sum\u00e9.md", "cafe\u0301/re\u0301sume\u0301.md"
+
+
+def _paths(env: Env, branch: str) -> list[str]:
+    return env.forge.git("acme", "web", "-c", "core.quotePath=false", "ls-tree", "-r", "--name-only",
+                         branch).splitlines()
+
+
+@pytest.mark.parametrize("tree,given", [(NFC, NFD), (NFD, NFC)])
+def test_a_path_in_another_unicode_form_never_makes_a_second_file(env: Env, tree: str, given: str) -> None:
+    env.forge.commit("acme", "web", "dev", {tree: "one\n"}, "Add the file")
+    before = _paths(env, "dev")
+    twin = env.refused("BAD_ARGUMENT", "madt_files", action="create", path=given, content="two\n", branch="dev")
+    assert twin.error["next"][0]["args"]["path"] == tree and "another Unicode form" in twin.text
+    folder = env.refused("BAD_ARGUMENT", "madt_files", action="create", path=given.split("/")[0] + "/new.md",
+                         content="x\n", branch="dev")
+    assert folder.error["next"][0]["args"]["path"] == tree.split("/")[0] + "/new.md"
+    sha = env.forge.git("acme", "web", "rev-parse", f"dev:{tree}")
+    edit = env.refused("BAD_ARGUMENT", "madt_files", action="edit", path=given, sha=sha, content="two\n", branch="dev")
+    assert edit.error["next"][0]["args"]["path"] == tree
+    env.forge.commit("acme", "web", "dev", {"plain.md": "p\n"}, "Add plain")
+    onto = env.refused("BAD_ARGUMENT", "madt_files", action="rename", from_path="plain.md", path=given,
+                       sha=env.forge.git("acme", "web", "rev-parse", "dev:plain.md"), branch="dev")
+    assert onto.error["next"][0]["args"]["path"] == tree
+    assert _paths(env, "dev") == before + ["plain.md"] and not env.forge.find_requests("POST", "/contents")
+    # The way on writes the one file; a path in the tree's own spelling is written as it is.
+    env.ok("madt_files", **twin.error["next"][0]["args"] | {"action": "edit", "sha": sha})
+    assert env.forge.git("acme", "web", "show", f"dev:{tree}") == "two"
+    out = env.cli("files", "create", given.split("/")[0] + "/cli.md", "--content", "c", "--branch", "dev")
+    assert out.returncode != 0 and "another Unicode form" in out.stdout + out.stderr, out.stderr
+
+
+def test_one_commit_cannot_name_a_path_in_both_unicode_forms(env: Env) -> None:
+    twice = env.refused("BAD_ARGUMENT", "madt_files", action="change", branch="dev", changes=[
+        {"path": NFC, "content": "a\n"}, {"path": NFD, "content": "b\n"}])
+    assert "more than once" in twice.text and not env.forge.find_requests("POST", "/contents")
+
+
+@pytest.mark.parametrize("name", ["?\n", "a..b", "x.lock", "-x y"])
+def test_a_new_branch_git_cannot_take_is_refused_before_the_commit(env: Env, name: str) -> None:
+    bad = env.refused("BAD_ARGUMENT", "madt_files", action="create", path="n.md", content="x\n", new_branch=name)
+    assert "not a branch name git takes" in bad.text and not env.forge.find_requests("POST", "/contents")
+    fixed = bad.error["next"][0]["args"]["new_branch"]
+    env.ok("madt_files", action="create", path="n.md", content="x\n", new_branch=fixed)
