@@ -4462,8 +4462,10 @@ def actions_dispatch_op(inv: Invocation) -> Result:
             raise guard.lost_write(c, str(exc), "a run started", runs) from None
         recovered("run", found[0])
         started = {"id": found[0].get("id"), "run_number": found[0].get("run_number") or found[0].get("index_in_repo")}
-    said = f"{inv.args['workflow']} on {ref}" + (f" with inputs {json.dumps(inputs, ensure_ascii=False)}" if inputs
-                                                 else "")
+    shown = json.dumps(inputs, ensure_ascii=False)
+    if len(shown) > 200:  # many or long inputs: the text names how many, the data holds them all
+        shown = f"{shown[:200]}… ({len(inputs)} inputs in all)"
+    said = f"{inv.args['workflow']} on {ref}" + (f" with inputs {shown}" if inputs else "")
     if isinstance(started, dict) and started.get("id"):
         jobs = ", ".join(clean_line(str(j)) for j in started.get("jobs") or [])
         return Result(f"Dispatched {said} in {remote.target.slug}: run {started['id']} (number "

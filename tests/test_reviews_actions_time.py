@@ -309,6 +309,14 @@ def test_actions_artifacts_download_and_dispatch(env: Env, tmp_path: Any) -> Non
     assert "on main with inputs" in started.text
 
 
+def test_a_dispatch_with_many_inputs_says_how_many_in_a_bounded_text(env: Env) -> None:
+    env.forge.commit("acme", "web", "main", {".gitea/workflows/deploy.yml": "on: workflow_dispatch\n"}, "ci")
+    inputs = {f"input_{n}": "x" * 50 for n in range(500)}
+    started = env.ok("madt_actions", action="dispatch", workflow="deploy.yml", inputs=inputs)
+    assert env.forge.dispatches[-1]["inputs"] == inputs and started.data["inputs"] == inputs
+    assert len(started.text) < 1000 and "(500 inputs in all)" in started.text
+
+
 SECRET = "s3cr3t-Value-that-must-never-show"
 
 
