@@ -928,6 +928,11 @@ def forge_call(inv: Invocation, secret: str | None = None) -> guard.ForgeCall:
     return guard.ForgeCall(inv.op.tool, inv.op.action, inv.args, api(inv).target.slug, secret)
 
 
+def default_branch(inv: Invocation) -> str:
+    """The target repository's default branch, as the forge names it ("main" where it names none)."""
+    return str(api(inv).get().get("default_branch") or "main")
+
+
 # --- the call pipeline: error mapping ---
 
 def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
@@ -2783,7 +2788,7 @@ def pr_create_op(inv: Invocation) -> Result:
         st = gitops.status(gitops.Repo(launch.top, launch.git_dir, launch.common_dir)) if launch else None
         head = st.branch if st else None
     head = guard.check_pr_head(forge_call(inv), remote.target.slug, head)
-    base = a.get("base") or remote.get().get("default_branch") or "main"
+    base = a.get("base") or default_branch(inv)
     payload = _create_payload(inv) | {"head": head, "base": base}
     if a.get("draft") and not payload["title"].startswith(_WIP):
         payload["title"] = "WIP: " + payload["title"]
@@ -3960,10 +3965,6 @@ def _fenced_listing(inv: Invocation, text: str, ref: str, what: str) -> str:
     return fence(text, api(inv).target.slug, f"repository content at {clean_line(ref)}", what)
 
 
-def _default_branch(inv: Invocation) -> str:
-    return str(api(inv).get().get("default_branch") or "main")
-
-
 def _commit_of(inv: Invocation, ref: str) -> str:
     """The commit a branch, tag or commit names; a name that is neither is refused."""
     import re
@@ -3990,7 +3991,7 @@ MAX_TREE_PAGES = 10  # of 1000 entries each: a listing this long is bounded, and
 def files_tree_op(inv: Invocation) -> Result:
     remote = api(inv)
     under = _checked_path(inv) if inv.args.get("path") else ""
-    ref = inv.args.get("ref") or _default_branch(inv)
+    ref = inv.args.get("ref") or default_branch(inv)
     commit = _commit_of(inv, ref)
     entries: list[dict[str, Any]] = []
     for page in range(1, MAX_TREE_PAGES + 1):
@@ -4176,7 +4177,7 @@ def _write_file(inv: Invocation) -> Result:
     a = inv.args
     items = guard.check_changes(inv.op.tool, str(inv.op.action), CHANGE_SPECS, a) if inv.op.action == "change" \
         else [a]
-    default = _default_branch(inv)
+    default = default_branch(inv)
     branches = frozenset(str(b.get("name")) for b in remote.list_items("branches", limit=1000))
     if inv.op.action == "change":
         a = dict(a) | {"changes": items}  # as checked: the steps of a refusal name them so
@@ -4442,7 +4443,7 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     remote, c = api(inv), forge_call(inv)
     guard.check_path_name(c.where, "workflow", inv.args["workflow"], "a workflow file", lambda v: c.retry(workflow=v))
     inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
-    ref = inv.args.get("ref") or str(remote.get().get("default_branch"))
+    ref = inv.args.get("ref") or default_branch(inv)
     payload: dict[str, Any] = {"ref": ref, "inputs": inputs}
     forgejo = remote.flavour() == "forgejo"
     if forgejo:
