@@ -1,12 +1,28 @@
 """Every refusal decision madtea makes, and the text of each refusal.
 
-Functions here take facts (paths, common dirs, origins, caller signals, repo
-state) and return a decision or raise :class:`Refusal`; they start no process
-and touch no network. The hook's shell-command classifier lives here too.
+The module is three parts, in this order:
+
+1. **Rules over facts.** Functions take facts (paths, common dirs, origins,
+   caller signals, repo state, what a forge answered) and return a decision or
+   raise :class:`Refusal`: the wrong-repo guard, the foreign-target contract,
+   the rules every call meets, the forge writes' rules, the server's scope and
+   the rules of updating a copy install.
+2. **The hook's shell classifier.** :func:`classify_command` takes one shell
+   line and a filesystem-only reader of repository facts and returns a
+   :class:`HookDecision`; it is a rule too, and as pure as the first part.
+3. **The hook's entry.** ``madtea hook`` itself: the module's only I/O (the
+   event on stdin, the answer on stdout and stderr, a few small file reads and
+   the caller record). It lives here so that a hook run loads guard and gitops
+   alone.
+
+Nothing here starts a process or touches the network.
 """
 from __future__ import annotations
 
 import os
+import stat
+import sys
+import time
 
 import gitops
 from gitops import record, regex, to_json
@@ -23,21 +39,34 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Refusal", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
-    "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote",
-    "check_arguments", "check_not_option", "check_dir", "not_a_repo", "distinct_children",
-    "check_local", "check_signals", "check_workspace", "check_foreign", "declared_files",
-    "contribution_flow", "continue_rail", "slug", "RemoteCall", "check_remote",
-    "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope", "check_host_scope", "narrow_way_on",
-    "scope_entry_problems", "RefWrite", "check_branch_rename", "protected_branch", "ref_exists", "no_such_ref",
-    "ForgeCall", "duration_seconds", "actions_name", "saved_file", "artifact_too_large", "no_stopwatch",
-    "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
+    "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote", "check_arguments",
+    "check_not_option", "check_dir", "not_a_repo", "distinct_children", "check_local", "check_signals",
+    "check_workspace", "check_foreign", "declared_files", "contribution_flow", "continue_rail", "slug",
+    "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
+    "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
+    "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
+    "artifact_too_large", "no_stopwatch", "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
-    "check_path_spelling",
-    "check_changes", "check_package_type",
+    "check_path_spelling", "check_changes", "check_package_type", "Asked", "no_such_tool", "check_no_action",
+    "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo", "check_owner_repo_host",
+    "no_forge_origin", "no_default_repo", "check_branch_named", "is_full_sha", "is_short_sha", "check_lease",
+    "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "check_worktree_path_given",
+    "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
+    "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
+    "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
+    "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
+    "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
+    "batch_stopped", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
+    "body_kept_changing", "check_update_install", "update_not_a_release", "update_no_signature",
+    "update_wrong_kind", "check_update_signer", "update_bad_signature", "update_trust_needs_terminal",
+    "update_not_trusted", "check_update_version", "update_tool_missing", "update_replace_failed",
+    "update_no_source", "update_bad_source", "update_release_lacks", "HookDecision", "HookRepo", "classify_command",
+    "hook_failure_decision", "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL",
+    "hook_command", "hook_main", "caller_cwd_signal",
 ]
 
-# --- wrong-repo guard and rules ---
+# =========================================================================== 1. rules over facts
 
 if TYPE_CHECKING:
     Call = dict[str, Any]  # {"tool": "madt_x", "args": {...}}: a next step, as data
@@ -1138,9 +1167,6 @@ def check_local(t: Target) -> None:
 
 # --------------------------------------------------------------------------- the call pipeline: what a call names
 
-__all__ += ["Asked", "no_such_tool", "check_no_action", "unknown_action", "check_arguments_object",
-            "no_launch_repo", "check_owner_repo", "check_owner_repo_host", "no_forge_origin", "no_default_repo"]
-
 
 @record(frozen=True)
 class Asked(_Guarded):
@@ -1243,11 +1269,6 @@ def no_default_repo(c: _Guarded, why: str) -> Refusal:
 
 
 # --------------------------------------------------------------------------- what local services find
-
-__all__ += ["check_branch_named", "is_full_sha", "is_short_sha", "check_lease", "lease_rejected", "push_rejected",
-            "check_local_branch", "check_branch_delete", "check_worktree_path_given", "check_worktree_remove",
-            "check_finish_branch_form", "check_finish_title", "finish_no_close", "check_forge_origin",
-            "check_origin_has_base"]
 
 
 def check_branch_named(t: Target, branch: str | None) -> str:
@@ -1533,10 +1554,6 @@ def check_remote(c: RemoteCall) -> None:
 
 # --------------------------------------------------------------------------- what forge services find
 
-__all__ += ["cross_host_write", "check_fields", "check_labels", "no_such_milestone", "check_something_to_change", "check_pr_head",
-            "check_due_date", "check_upload_file", "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
-            "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act"]
-
 
 def check_fields(c: _Guarded, names: Sequence[str], items: Sequence[Mapping[str, Any]]) -> None:
     """Extra fields are named as the forge names them: one no answered item has is refused, with those it has."""
@@ -1770,9 +1787,6 @@ def delete_is_a_persons_act(noun: str, what: str, web: str) -> Refusal:
 
 
 # --------------------------------------------------------------------------- body edits and lost answers
-
-__all__ += ["lost_create", "batch_stopped", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
-            "body_kept_changing"]
 
 
 def lost_create(repo: str, failure: str, what: str, outcome: str | None, look: Call, again: Call) -> Refusal | None:
@@ -2494,1436 +2508,12 @@ def no_stopwatch(c: ForgeCall, number: int) -> Refusal:
                               duration=placeholder("the time spent, such as 1h30m")),))
 
 
-# --- hook classifier ---
-#
-# The agent hook decides on one shell command before the harness runs it.
-# Everything below is pure: the caller hands in ``repo_facts(path)`` (a
-# filesystem-only reader, see madtea's hook section) and gets a HookDecision.
-# The hook steers; it is not a security boundary. Git aliases are not expanded,
-# strings built at run time are out of reach, and ``bash -c``/``eval`` are only
-# followed when their text is literal: the guard in the MCP tools enforces.
-
-import os as _hk_os
-
-__all__ += ["HookDecision", "HookRepo", "classify_command", "hook_failure_decision",
-            "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL"]
-
-NONE_RAN = "This entire command was blocked; none of it ran (the {first} did not execute)."
-DO_NOT_RETRY = "Do not retry any raw git {verb} variant; every form is steered."
-MID_OPERATION_RAIL = ("A {op} is in progress in {top}: stage the resolved files with {add}, "
-                      "then finish with GIT_EDITOR=true git{c} {op} --continue (or stop with git{c} {op} --abort).")
-
-
-class HookDecision:
-    """What the hook does with one shell command.
-
-    ``kind`` is "allow" (say nothing), "note" (let it run, with advisory text for
-    the agent) or "deny" (block it; ``text`` is the reason). ``segment`` is the
-    part of the command line that decided.
-    """
-
-    __slots__ = ("kind", "text", "segment")
-
-    def __init__(self, kind: str, text: str = "", segment: str = "") -> None:
-        self.kind = kind
-        self.text = text
-        self.segment = segment
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, HookDecision) and (self.kind, self.text, self.segment) == (
-            other.kind, other.text, other.segment)
-
-    def __repr__(self) -> str:
-        return f"HookDecision({self.kind!r}, {self.text!r}, {self.segment!r})"
-
-
-class HookRepo:
-    """Filesystem facts about the repository holding one path (realpaths).
-
-    ``prefix`` is that path relative to ``top`` ("" at the top); ``operation`` is
-    a stopped merge, rebase, cherry-pick, revert, am or bisect; ``ref_kind(name)``
-    says "branch", "remote" or "tag" for a name the repo has, None otherwise.
-    """
-
-    __slots__ = ("top", "git_dir", "common_dir", "prefix", "operation", "ref_kind")
-
-    def __init__(self, top: str, git_dir: str, common_dir: str, prefix: str = "",
-                 operation: str | None = None, ref_kind: Callable[[str], str | None] | None = None) -> None:
-        self.top = top
-        self.git_dir = git_dir
-        self.common_dir = common_dir
-        self.prefix = prefix
-        self.operation = operation
-        self.ref_kind = ref_kind
-
-    def __repr__(self) -> str:
-        return f"HookRepo({self.top!r}, operation={self.operation!r})"
-
-
-def mentions_git_or_madtea(command: str) -> bool:
-    """True when *command* has a ``git`` or ``madtea`` word: a blocked form could hide there."""
-    command = command or ""
-    if "git" not in command and "madtea" not in command:
-        return False  # most commands: no pattern to compile
-    return bool(_HK_GIT_OR_MADTEA.search(command))
-
-
-_HK_GIT_OR_MADTEA = regex(r"\b(?:git|madtea)\b")
-
-
-def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
-    """The hook could not decide (a malformed event, an internal error): never wedge the agent.
-
-    Only a command with a git or madtea word is held back, since a blocked form
-    could hide there; everything else goes ahead.
-    """
-    if not command or not mentions_git_or_madtea(command):
-        return HookDecision("allow")
-    return HookDecision("deny", (
-        f"madtea's hook could not check this command ({reason}), and it runs git or madtea, so it was "
-        "held back; none of it ran. Do this step with the madt_* tools instead (madt_status, madt_add, "
-        "madt_commit, madt_push), or ask the user to check the madtea installation.\n"
-        "Do not retry it in another shell form; every git or madtea line is held back until the hook can check it."),
-        command)
-
-
-def classify_command(command: str, cwd: str, repo_facts: Any,
-                     cli_ops: Callable[[], Mapping[tuple[str, ...], Any]], run_dir: str | None = None) -> HookDecision:
-    """Decide on one shell command line run from *cwd* (or from *run_dir*, when the harness runs it there).
-
-    ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
-    (filesystem only); it is called at most once per distinct path. ``cli_ops()``
-    maps the madtea CLI's (noun, verb) to its MCP twin, as plain data taken from
-    the registry: ``{"tool", "action", "params": [{"name", "type", "flags",
-    "positional", "cli_only", "choices", "enum_flags"}]}``; it is called only
-    for a line that runs madtea. A line with any denied part is denied whole,
-    and the text says none of it ran. The own repository is always *cwd*'s: a
-    *run_dir* in another repository is judged as a ``cd`` there would be.
-    """
-    ctx = _HkCtx(cwd, repo_facts)
-    ctx.cli_ops = cli_ops
-    segs = _HkParser(command, run_dir or cwd).parse()
-    top_level = [s for s in segs if s.depth == 0 and _hk_label(s)]
-    denied: list[tuple[_HkSeg, str]] = []
-    notes: list[str] = []
-    for seg in segs:
-        for kind, text in _hk_verdicts(seg, ctx, 0):
-            if kind == "deny":
-                denied.append((seg, text))
-            elif kind == "note" and text not in notes:
-                notes.append(text)
-    if denied:
-        lines = [NONE_RAN.format(first=_hk_label(top_level[0]))] if len(top_level) > 1 else []
-        for _seg, text in denied:
-            lines.extend(line for line in text.split("\n") if line not in lines)
-        return HookDecision("deny", "\n".join(lines), denied[0][0].raw)
-    if notes:
-        return HookDecision("note", "\n".join(notes))
-    return HookDecision("allow")
-
-
-# --------------------------------------------------------------------------- shell parsing
-
-class _HkWord:
-    __slots__ = ("text", "dynamic", "quoted")
-
-    def __init__(self, text: str, dynamic: bool, quoted: bool) -> None:
-        self.text = text
-        self.dynamic = dynamic  # holds an expansion whose value only the shell knows
-        self.quoted = quoted
-
-    def __repr__(self) -> str:
-        return f"_HkWord({self.text!r}{', dynamic' if self.dynamic else ''})"
-
-
-class _HkSeg:
-    """One simple command, with the directory and exported variables in force when it starts."""
-
-    __slots__ = ("words", "raw", "depth", "dir", "env", "heredoc")
-
-    def __init__(self, words: list[_HkWord], raw: str, depth: int, dir: str | None, env: dict[str, _HkWord]) -> None:
-        self.heredoc: list[str | None] = [None]  # the here-document body fed to its stdin, once read
-        self.words = words
-        self.raw = raw
-        self.depth = depth  # 0 = on the line itself, >0 = inside a substitution or an inner shell
-        self.dir = dir      # None once a cd went somewhere only the shell knows
-        self.env = env
-
-
-class _HkState:
-    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped")
-
-    def __init__(self) -> None:
-        self.heredoc: list[str | None] = [None]
-        self.words: list[_HkWord] = []
-        self.cur: list[str] | None = None
-        self.dyn = False
-        self.quoted = False
-        self.start: int | None = None
-        self.prev_sep: str | None = None
-        self.skip_next = False  # the next word is a redirection target, not an argument
-        self.herestring = False  # ...and that target is a here-string fed to stdin
-        self.piped: list[str | None] | None = None  # what the previous part of a pipeline writes, when literal
-
-
-
-
-def _hk_assigns(text: str) -> bool:
-    """A shell variable assignment word: ``NAME=...`` with NAME matching ``[A-Za-z_][A-Za-z0-9_]*``.
-
-    Plain string tests rather than a pattern: every word of every command meets this one, and
-    compiling a pattern costs more than the hook's decision."""
-    name, eq, _ = text.partition("=")
-    return bool(eq and name) and not name[0].isdigit() and name.isascii() and name.replace("_", "a").isalnum()
-
-
-def _hk_varname_end(src: str, pos: int) -> int | None:
-    """Where the name of a ``$NAME``, ``$1`` or ``$@`` whose name starts at *pos* ends; None for none."""
-    first = src[pos:pos + 1]
-    if first and first in "0123456789@*#?$!-":
-        return pos + 1
-    if not (first.isascii() and (first.isalpha() or first == "_")):
-        return None
-    end = pos + 1
-    while end < len(src) and src[end].isascii() and (src[end].isalnum() or src[end] == "_"):
-        end += 1
-    return end
-
-_HK_ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a", "0": "\0"}
-
-
-class _HkParser:
-    """A small POSIX-shell reader: enough to find every command a line would run.
-
-    Quoted text is data; ``$(...)``, backticks and ``<(...)`` are commands that
-    run before the one holding them; here-document bodies are data. ``case``
-    patterns and other rare syntax are read on a best-effort basis.
-    """
-
-    def __init__(self, src: str, cwd: str | None, depth: int = 0, env: dict[str, _HkWord] | None = None,
-                 out: list[_HkSeg] | None = None) -> None:
-        self.src = src
-        self.n = len(src)
-        self.pos = 0
-        self.cwd = cwd
-        self.depth = depth
-        self.env = dict(env or {})
-        self.out = out if out is not None else []
-        self.heredocs: list[tuple[str, int, list[str | None]]] = []  # (delimiter, flags, where the body goes)
-
-    def parse(self) -> list[_HkSeg]:
-        self._list({"dir": self.cwd, "env": self.env}, self.depth, None)
-        return self.out
-
-    # -- the main loop: one command list, up to *stop* (")" for groups and substitutions)
-    def _list(self, scope: dict[str, Any], depth: int, stop: str | None) -> None:
-        src = self.src
-        st = _HkState()
-        while self.pos < self.n:
-            c = src[self.pos]
-            if st.start is None and c not in " \t\r\n;&|)":
-                st.start = self.pos
-            if c in " \t\r":
-                self._end_word(st)
-                self.pos += 1
-            elif c == "\n":
-                self._end_seg(st, scope, depth, ";")
-                self.pos += 1
-                self._skip_heredocs()
-            elif c == ";":
-                self._end_seg(st, scope, depth, ";")
-                self.pos += 2 if src.startswith((";;", ";&"), self.pos) else 1
-            elif c == "&":
-                if src.startswith("&&", self.pos):
-                    self._end_seg(st, scope, depth, "&&")
-                    self.pos += 2
-                elif src.startswith("&>", self.pos):
-                    self._end_word(st)
-                    self.pos += 3 if src.startswith("&>>", self.pos) else 2
-                    st.skip_next = True
-                else:
-                    self._end_seg(st, scope, depth, "&")
-                    self.pos += 1
-            elif c == "|":
-                two = src.startswith(("||", "|&"), self.pos)
-                self._end_seg(st, scope, depth, "||" if src.startswith("||", self.pos) else "|")
-                self.pos += 2 if two else 1
-            elif c == "(":
-                if st.cur is None and not st.words:
-                    self.pos += 1  # a subshell: its cd stays inside
-                    self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth, ")")
-                    st.start = None
-                else:
-                    self._balanced_literal(st)  # f() or a=(1 2): not a command
-            elif c == ")":
-                if stop == ")":
-                    self._end_seg(st, scope, depth, None)
-                    self.pos += 1
-                    return
-                self._end_seg(st, scope, depth, ";")  # a case pattern "a)": what follows is a command
-                self.pos += 1
-            elif c in "<>":
-                self._redirect(st, scope, depth)
-            elif c == "'":
-                end = src.find("'", self.pos + 1)
-                end = self.n if end < 0 else end
-                self._add(st, src[self.pos + 1:end], quoted=True)
-                self.pos = end + 1
-            elif c == '"':
-                self._dquote(st, scope, depth)
-            elif c == "\\":
-                if src.startswith("\\\n", self.pos):
-                    self.pos += 2
-                else:
-                    self._add(st, src[self.pos + 1:self.pos + 2], quoted=True)
-                    self.pos += 2
-            elif c == "$":
-                self._dollar(st, scope, depth, in_dquote=False)
-            elif c == "`":
-                self._backtick(st, scope, depth)
-            elif c == "#" and st.cur is None:
-                end = src.find("\n", self.pos)
-                self.pos = self.n if end < 0 else end
-            else:
-                self._add(st, c)
-                self.pos += 1
-        self._end_seg(st, scope, depth, None)
-
-    def _add(self, st: _HkState, text: str, quoted: bool = False, dynamic: bool = False) -> None:
-        if st.cur is None:
-            st.cur, st.dyn, st.quoted = [], False, False
-        st.cur.append(text)
-        st.quoted = st.quoted or quoted
-        st.dyn = st.dyn or dynamic
-
-    def _end_word(self, st: _HkState) -> None:
-        if st.cur is None:
-            return
-        word = _HkWord("".join(st.cur), st.dyn, st.quoted)
-        st.cur = None
-        if st.skip_next:
-            if st.herestring and not word.dynamic:
-                st.heredoc[0] = word.text
-            st.skip_next = st.herestring = False
-        else:
-            st.words.append(word)
-
-    def _end_seg(self, st: _HkState, scope: dict[str, Any], depth: int, sep: str | None) -> None:
-        self._end_word(st)
-        piped, st.piped = st.piped if st.prev_sep == "|" else None, None
-        if st.words:
-            raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
-            seg = _HkSeg(st.words, raw, depth, scope["dir"], dict(scope["env"]))
-            own_stdin = st.heredoc[0] is not None or any(box is st.heredoc for _d, _f, box in self.heredocs)
-            seg.heredoc = st.heredoc if own_stdin or piped is None else piped
-            self.out.append(seg)
-            if sep == "|":
-                st.piped = _hk_pipe_text(seg)
-            if sep != "|" and st.prev_sep != "|":  # a pipeline's parts run in subshells
-                _hk_scope_update(seg, scope)
-        st.words = []
-        st.heredoc = [None]
-        st.start = None
-        st.skip_next = st.herestring = False
-        st.prev_sep = sep
-
-    def _skip_heredocs(self) -> None:
-        pending, self.heredocs = self.heredocs, []
-        for delim, flags, box in pending:
-            strip_tabs, literal = bool(flags & 1), bool(flags & 2)
-            body: list[str] = []
-            while self.pos < self.n:
-                end = self.src.find("\n", self.pos)
-                end = self.n if end < 0 else end
-                line = self.src[self.pos:end]
-                self.pos = min(end + 1, self.n)
-                if (line.lstrip("\t") if strip_tabs else line) == delim:
-                    break
-                body.append(line.lstrip("\t") if strip_tabs else line)
-            text = "\n".join(body)
-            # an unquoted delimiter lets the shell expand $, ` and \ in the body: its text is then unknown
-            box[0] = text if literal or not any(ch in text for ch in "$`\\") else None
-
-    def _redirect(self, st: _HkState, scope: dict[str, Any], depth: int) -> None:
-        src = self.src
-        if st.cur is not None and "".join(st.cur).isdigit() and not st.quoted:
-            st.cur = None  # "2>": the digits name a file descriptor
-        else:
-            self._end_word(st)
-        if src.startswith(("<(", ">("), self.pos):
-            self.pos += 2
-            self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
-            self._add(st, "/dev/fd/63", dynamic=True)
-            return
-        if src.startswith("<<<", self.pos):
-            self.pos += 3
-            st.skip_next = st.herestring = True
-            return
-        if src.startswith("<<", self.pos):
-            self.pos += 2
-            strip_tabs = src.startswith("-", self.pos)
-            self.pos += 1 if strip_tabs else 0
-            while self.pos < self.n and src[self.pos] in " \t":
-                self.pos += 1
-            start = self.pos
-            while self.pos < self.n and src[self.pos] not in " \t\n;&|<>()":
-                self.pos += 1
-            word = src[start:self.pos]
-            delim = word.replace("'", "").replace('"', "").replace("\\", "")
-            self.heredocs.append((delim, strip_tabs | (2 if delim != word else 0), st.heredoc))
-            return
-        for op in (">>", ">&", ">|", "<&", "<>", ">", "<"):
-            if src.startswith(op, self.pos):
-                self.pos += len(op)
-                break
-        st.skip_next = True
-
-    def _dquote(self, st: _HkState, scope: dict[str, Any], depth: int) -> None:
-        src = self.src
-        self.pos += 1
-        self._add(st, "", quoted=True)
-        while self.pos < self.n:
-            c = src[self.pos]
-            if c == '"':
-                self.pos += 1
-                return
-            if c == "\\" and src[self.pos + 1:self.pos + 2] in ('"', "\\", "$", "`", "\n"):
-                nxt = src[self.pos + 1]
-                if nxt != "\n":
-                    self._add(st, nxt, quoted=True)
-                self.pos += 2
-            elif c == "$":
-                self._dollar(st, scope, depth, in_dquote=True)
-            elif c == "`":
-                self._backtick(st, scope, depth)
-            else:
-                self._add(st, c, quoted=True)
-                self.pos += 1
-
-    def _dollar(self, st: _HkState, scope: dict[str, Any], depth: int, in_dquote: bool) -> None:
-        src = self.src
-        nxt = src[self.pos + 1:self.pos + 2]
-        if src.startswith("$((", self.pos):
-            self.pos += 1
-            self._skip_balanced("(", ")")
-            self._add(st, "$(())", dynamic=True)
-        elif nxt == "(":
-            self.pos += 2
-            first = len(self.out)
-            self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
-            inner = self.out[first:]
-            # "$(cat <<'EOF' ... EOF)" is how agents write a commit message: its text is known
-            if len(inner) == 1 and [w.text for w in inner[0].words] == ["cat"] and inner[0].heredoc[0] is not None:
-                self._add(st, inner[0].heredoc[0], quoted=True)
-            else:
-                self._add(st, "$()", dynamic=True)
-        elif nxt == "{":
-            self.pos += 1
-            self._skip_balanced("{", "}")
-            self._add(st, "${}", dynamic=True)
-        elif nxt == "'" and not in_dquote:
-            self._ansi_c(st)
-        elif nxt == '"' and not in_dquote:
-            self.pos += 1  # $"..." is a translated string: read it as "..."
-        else:
-            end = _hk_varname_end(src, self.pos + 1)
-            if end is not None:
-                self._add(st, "$" + src[self.pos + 1:end], dynamic=True)
-                self.pos = end
-            else:
-                self._add(st, "$")
-                self.pos += 1
-
-    def _ansi_c(self, st: _HkState) -> None:
-        src = self.src
-        self.pos += 2
-        out: list[str] = []
-        while self.pos < self.n and src[self.pos] != "'":
-            if src[self.pos] == "\\" and self.pos + 1 < self.n:
-                out.append(_HK_ANSI.get(src[self.pos + 1], src[self.pos + 1]))
-                self.pos += 2
-            else:
-                out.append(src[self.pos])
-                self.pos += 1
-        self.pos += 1
-        self._add(st, "".join(out), quoted=True)
-
-    def _backtick(self, st: _HkState, scope: dict[str, Any], depth: int) -> None:
-        src = self.src
-        self.pos += 1
-        body: list[str] = []
-        while self.pos < self.n and src[self.pos] != "`":
-            if src[self.pos] == "\\" and src[self.pos + 1:self.pos + 2] in ("`", "\\", "$"):
-                body.append(src[self.pos + 1])
-                self.pos += 2
-            else:
-                body.append(src[self.pos])
-                self.pos += 1
-        self.pos += 1
-        _HkParser("".join(body), scope["dir"], depth + 1, scope["env"], self.out).parse()
-        self._add(st, "``", dynamic=True)
-
-    def _skip_balanced(self, open_: str, close: str) -> None:
-        level = 0
-        while self.pos < self.n:
-            c = self.src[self.pos]
-            self.pos += 1
-            if c == open_:
-                level += 1
-            elif c == close:
-                level -= 1
-                if level == 0:
-                    return
-
-    def _balanced_literal(self, st: _HkState) -> None:
-        start = self.pos
-        self._skip_balanced("(", ")")
-        self._add(st, self.src[start:self.pos])
-
-
-def _hk_scope_update(seg: _HkSeg, scope: dict[str, Any]) -> None:
-    """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
-    words = seg.words
-    if all(_hk_assigns(w.text) for w in words):
-        for w in words:
-            scope["env"][w.text.split("=", 1)[0]] = w
-        return
-    name = words[0].text
-    if name in ("cd", "pushd"):
-        args = [w for w in words[1:] if not (w.text.startswith("-") and w.text != "-")]
-        target = args[0] if args else _HkWord("~", False, False)
-        if target.dynamic or target.text == "-" or scope["dir"] is None and not target.text.startswith(("/", "~")):
-            scope["dir"] = None
-        else:
-            path = _hk_os.path.expanduser(target.text)
-            scope["dir"] = _hk_os.path.normpath(_hk_os.path.join(scope["dir"] or "/", path))
-    elif name == "popd":
-        scope["dir"] = None
-    elif name == "export":
-        for w in words[1:]:
-            if _hk_assigns(w.text):
-                scope["env"][w.text.split("=", 1)[0]] = w
-    elif name == "unset":
-        for w in words[1:]:
-            scope["env"].pop(w.text, None)
-
-
-def _hk_pipe_text(seg: _HkSeg) -> list[str | None] | None:
-    """What ``echo``/``printf``/``cat <<EOF`` writes into a pipe, when the line shows it (a box:
-    a here-document body is read after the line that opens it)."""
-    words = seg.words
-    if any(w.dynamic for w in words):
-        return None
-    name, args = words[0].text, [w.text for w in words[1:]]
-    if name == "cat" and not args:
-        return seg.heredoc
-    if name == "echo":
-        while args and args[0] in ("-n", "-e", "-E", "-ne", "-en"):
-            args.pop(0)
-        return [" ".join(args)]
-    if name == "printf" and len(args) == 1 and "%" not in args[0]:
-        return [args[0].replace("\\n", "\n")]
-    return None
-
-
-# --------------------------------------------------------------------------- from segments to commands
-
-_HK_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!",
-                          "time", "[[", "]]", "function", "coproc", "esac"})
-_HK_NOT_A_COMMAND = frozenset({"for", "select", "case", "in"})
-_HK_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
-
-
-def _hk_python(name: str) -> bool:
-    """``python``, ``python2``, ``python3`` or ``python3.12``, each maybe with ``.exe``; string tests rather than a
-    pattern, since agents run python often and compiling one costs more than the hook's decision."""
-    rest = name[:-1] if name.endswith("\n") else name  # "$" also matches before a final newline
-    if not rest.startswith("python"):
-        return False
-    rest = rest[6:-4] if rest.endswith(".exe") else rest[6:]
-    major, dot, minor = rest[:1], rest[1:2], rest[2:]
-    return not rest or major in ("2", "3") and (not dot or dot == "." and minor.isdecimal())
-
-
-class _HkCtx:
-    def __init__(self, cwd: str, repo_facts: Any) -> None:
-        self.cwd = cwd
-        self._facts = repo_facts
-        self._cache: dict[str, HookRepo | None] = {}
-        self.cli_ops: Callable[[], Mapping[tuple[str, ...], Any]] = dict
-        self.rail_files: list[str] | None = None  # files a git add earlier on the line named, for a later rail
-        self.own = self.facts(cwd)
-
-    def facts(self, path: str) -> HookRepo | None:
-        if path not in self._cache:
-            self._cache[path] = self._facts(path)
-        return self._cache[path]
-
-
-def _hk_basename(text: str) -> str:
-    name = text.replace("\\", "/").rsplit("/", 1)[-1]
-    return name[:-4] if name.lower().endswith(".exe") else name
-
-
-def _hk_strip(seg: _HkSeg) -> tuple[list[_HkWord], dict[str, _HkWord], str | None]:
-    """The command itself: reserved words, variable assignments and wrappers (env, sudo, xargs …) removed."""
-    words = list(seg.words)
-    env = dict(seg.env)
-    cdir = seg.dir
-    while words and not words[0].quoted:
-        text = words[0].text
-        if text == "function":
-            words = words[2:]  # "function f": the body that follows runs when f is called
-        elif len(words) > 1 and words[1].text == "()" and not words[1].quoted:
-            words = words[2:]  # "f () { ...": likewise
-        elif text.endswith("()") and len(text) > 2:
-            words = words[1:]  # "f() { ..."
-        elif text in _HK_RESERVED:
-            words.pop(0)
-        else:
-            break
-    if not words or words[0].text in _HK_NOT_A_COMMAND:
-        return [], env, cdir
-    for _ in range(8):
-        while words and _hk_assigns(words[0].text):
-            word = words.pop(0)
-            env[word.text.split("=", 1)[0]] = word
-        if not words:
-            break
-        name = _hk_basename(words[0].text)
-        rest = words[1:]
-        if name in ("command", "builtin", "exec", "nohup", "time", "doas", "stdbuf", "caffeinate"):
-            if name == "command" and rest and rest[0].text in ("-v", "-V"):
-                return [], env, cdir  # a look-up, not a run
-            words = _hk_skip_options(rest, "a" if name == "exec" else "")
-        elif name in ("nice", "ionice", "chrt", "taskset"):
-            words = _hk_skip_options(rest, "nncp")
-        elif name == "timeout":
-            words = _hk_skip_options(rest, "sk")[1:]
-        elif name == "watch":
-            words = _hk_skip_options(rest, "nd")
-        elif name == "sudo":
-            words = _hk_skip_options(rest, "ugCDhprtTU")
-        elif name == "env":
-            words, cdir = _hk_env_wrapper(rest, cdir)
-        elif name == "xargs":
-            words = _hk_skip_options(rest, "IinPdELsa") + [_HkWord("<input>", True, False)]
-        else:
-            break
-    return words, env, cdir
-
-
-def _hk_skip_options(words: list[_HkWord], with_value: str) -> list[_HkWord]:
-    i = 0
-    while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
-        if words[i].text == "--":
-            return words[i + 1:]
-        opt = words[i].text
-        i += 2 if (len(opt) == 2 and opt[1] in with_value) else 1
-    return words[i:]
-
-
-def _hk_env_wrapper(words: list[_HkWord], cdir: str | None) -> tuple[list[_HkWord], str | None]:
-    i = 0
-    while i < len(words):
-        text = words[i].text
-        if text in ("-C", "--chdir") and i + 1 < len(words):
-            target = words[i + 1]
-            cdir = None if target.dynamic or cdir is None else _hk_os.path.normpath(
-                _hk_os.path.join(cdir, _hk_os.path.expanduser(target.text)))
-            i += 2
-        elif text in ("-u", "--unset"):
-            i += 2
-        elif text.startswith(("-S", "--split-string")):
-            # env -S 'git add .' splits its one argument into the command line
-            joined = text in ("-S", "--split-string")
-            value = words[i + 1] if joined and i + 1 < len(words) else words[i]
-            body = value.text if joined else value.text.split("=", 1)[-1] if text.startswith("--") else value.text[2:]
-            split = [_HkWord(t, value.dynamic, False) for t in body.split()]
-            return split + words[i + (2 if joined else 1):], cdir
-        elif text.startswith("-") and text != "-":
-            i += 1
-        else:
-            break
-    return words[i:], cdir
-
-
-def _hk_label(seg: _HkSeg) -> str:
-    """How the none-of-it-ran sentence names a command: "git add", "madtea issue", "npm"."""
-    words, _env, _dir = _hk_strip(seg)
-    if not words:
-        return ""
-    name = _hk_basename(words[0].text)
-    if name == "git":
-        sub = _hk_git_split(words[1:])[0]
-        return f"git {sub.text}" if sub is not None else "git"
-    cli = _hk_madtea_args(words)
-    if cli is not None:
-        nouns = [w.text for w in cli if not w.text.startswith("-")]
-        return "madtea " + nouns[0] if nouns else "madtea"
-    return name
-
-
-def _hk_verdicts(seg: _HkSeg, ctx: _HkCtx, nest: int) -> list[tuple[str, str]]:
-    words, env, cdir = _hk_strip(seg)
-    if not words or nest > 4:
-        return []
-    name = _hk_basename(words[0].text)
-    inner = _hk_inner_script(name, words, seg.heredoc[0])
-    if inner is not None:
-        sub = _HkParser(inner, cdir, seg.depth + 1, env).parse()
-        return [v for s in sub for v in _hk_verdicts(s, ctx, nest + 1)]
-    if name == "find":
-        return [v for s in _hk_find_exec(words, seg, env, cdir) for v in _hk_verdicts(s, ctx, nest + 1)]
-    if name == "git":
-        return [_HkGit(words[1:], env, cdir, ctx, seg.heredoc[0]).verdict()]
-    cli = _hk_madtea_args(words)
-    if cli is not None:
-        return [_hk_madtea(cli, ctx.cli_ops)]
-    return []
-
-
-def _hk_inner_script(name: str, words: list[_HkWord], stdin: str | None = None) -> str | None:
-    """The literal text of ``bash -c '...'``, ``eval '...'`` or a script a shell reads from *stdin*
-    (a here-document, a here-string, ``echo '...' |``); None when there is none to read."""
-    if name == "eval":
-        if any(w.dynamic for w in words[1:]):
-            return None
-        return " ".join(w.text for w in words[1:])
-    if name not in _HK_SHELLS:
-        return None
-    for i, w in enumerate(words[1:], 1):
-        if w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:]:
-            if i + 1 < len(words) and not words[i + 1].dynamic:
-                return words[i + 1].text
-            return None
-        if not w.text.startswith("-"):
-            return None  # a script file: out of reach
-    return stdin
-
-
-def _hk_find_exec(words: list[_HkWord], seg: _HkSeg, env: dict[str, _HkWord], cdir: str | None) -> list[_HkSeg]:
-    found: list[_HkSeg] = []
-    i = 0
-    while i < len(words):
-        if words[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
-            j = i + 1
-            while j < len(words) and words[j].text not in (";", "+"):
-                j += 1
-            cmd = [(_HkWord("<found>", True, False) if w.text == "{}" else w) for w in words[i + 1:j]]
-            if cmd:
-                found.append(_HkSeg(cmd, seg.raw, seg.depth + 1, cdir, env))
-            i = j
-        i += 1
-    return found
-
-
-def _hk_madtea_args(words: list[_HkWord]) -> list[_HkWord] | None:
-    """The arguments of a madtea CLI run (``madtea ...``, ``python -m madtea ...``), or None."""
-    name = _hk_basename(words[0].text)
-    if name in ("madtea", "madtea.py") or _hk_madtea_pyz(name):
-        return words[1:]
-    if name in ("uvx", "pipx") and len(words) > 1:
-        rest = words[2:] if words[1].text == "run" else words[1:]
-        if rest and _hk_basename(rest[0].text) == "madtea":
-            return rest[1:]
-        return None
-    if _hk_python(name):
-        i = 1
-        while i < len(words) and words[i].text.startswith("-"):
-            if words[i].text == "-m":
-                return words[i + 2:] if i + 1 < len(words) and words[i + 1].text == "madtea" else None
-            if words[i].text in ("-c",):
-                return None
-            i += 1
-        if i < len(words) and (_hk_basename(words[i].text) == "madtea.py"
-                               or _hk_madtea_pyz(_hk_basename(words[i].text))):
-            return words[i + 1:]
-    return None
-
-
-_HK_MADTEA_PYZ = regex(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
-
-
-def _hk_madtea_pyz(name: str) -> bool:
-    return name.startswith("madtea") and name.endswith(".pyz") and bool(_HK_MADTEA_PYZ.fullmatch(name))
-
-
-# --------------------------------------------------------------------------- rendering
-
-def _hk_call(tool: str, *pairs: tuple[str, Any]) -> str:
-    """``madt_add dir="/x" files=["a.py"]``: the call a hook text names (None values left out)."""
-    return render_call(call(tool, **dict(pairs)))
-
-
-def _hk_sentence(text: str) -> str:
-    return text if text.endswith((".", ":", ")")) else text + "."
-
-
-def _hk_retry(verb: str) -> str:
-    return DO_NOT_RETRY.format(verb=verb)
-
-
-# --------------------------------------------------------------------------- git
-
-_HK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
-                                  "--super-prefix", "--attr-source", "--exec-path", "--list-cmds"})
-_HK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit", "--show-current-patch", "--edit-todo"})
-_HK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
-# user:secret@, or a bare token as the user name (Gitea takes one there: 40 hex digits, or a known prefix)
-_HK_CRED_URL = regex(r"(?i)\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
-                              r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@")
-_HK_HEX = "0123456789abcdef"
-_HK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
-
-
-def _hk_git_split(args: list[_HkWord]) -> tuple[_HkWord | None, list[tuple[str, _HkWord | None]], list[_HkWord]]:
-    """git's own options, the subcommand word and its arguments."""
-    opts: list[tuple[str, _HkWord | None]] = []
-    i = 0
-    while i < len(args):
-        text = args[i].text
-        if not text.startswith("-") or text == "-":
-            return args[i], opts, args[i + 1:]
-        name, eq, value = text.partition("=")
-        if name in _HK_GIT_GLOBAL_VALUE and not eq and name != "--exec-path":
-            opts.append((name, args[i + 1] if i + 1 < len(args) else None))
-            i += 2
-            continue
-        opts.append((name, _HkWord(value, args[i].dynamic, args[i].quoted) if eq else None))
-        i += 1
-    return None, opts, []
-
-
-def _hk_getopt(args: list[_HkWord], short_val: str = "", long_val: frozenset[str] = frozenset()
-               ) -> tuple[list[tuple[str, _HkWord | None]], list[_HkWord], bool]:
-    """Options (name, value) and positionals of a git subcommand; also whether ``--`` was given."""
-    opts: list[tuple[str, _HkWord | None]] = []
-    pos: list[_HkWord] = []
-    i = 0
-    while i < len(args):
-        w = args[i]
-        t = w.text
-        if t == "--":
-            pos.extend(args[i + 1:])
-            return opts, pos, True
-        if t.startswith("--") and not w.dynamic:
-            name, eq, value = t.partition("=")
-            if eq:
-                opts.append((name, _HkWord(value, w.dynamic, w.quoted)))
-            elif name in long_val and i + 1 < len(args):
-                opts.append((name, args[i + 1]))
-                i += 1
-            else:
-                opts.append((name, None))
-        elif t.startswith("-") and len(t) > 1 and not w.dynamic:
-            j = 1
-            while j < len(t):
-                letter = t[j]
-                if letter in short_val:
-                    if j + 1 < len(t):
-                        opts.append(("-" + letter, _HkWord(t[j + 1:], False, w.quoted)))
-                    elif i + 1 < len(args):
-                        opts.append(("-" + letter, args[i + 1]))
-                        i += 1
-                    else:
-                        opts.append(("-" + letter, None))
-                    break
-                opts.append(("-" + letter, None))
-                j += 1
-        else:
-            pos.append(w)
-        i += 1
-    return opts, pos, False
-
-
-def _hk_has(opts: list[tuple[str, _HkWord | None]], *names: str) -> bool:
-    return any(name in names for name, _v in opts)
-
-
-def _hk_val(opts: list[tuple[str, _HkWord | None]], *names: str) -> _HkWord | None:
-    for name, value in opts:
-        if name in names and value is not None:
-            return value
-    return None
-
-
-class _HkGit:
-    """One ``git`` invocation: where it acts, and what the hook says about it."""
-
-    def __init__(self, args: list[_HkWord], env: dict[str, _HkWord], cdir: str | None, ctx: _HkCtx,
-                 stdin: str | None = None) -> None:
-        self.ctx = ctx
-        self.stdin = stdin  # a literal here-document fed to git, if any
-        self.raw_args = args
-        sub, gopts, self.args = _hk_git_split(args)
-        self.sub = sub.text if sub is not None and not sub.dynamic else None
-        self.gopts = gopts
-        self.cdir = cdir
-        self.known_dir = cdir is not None
-        git_dir = env.get("GIT_DIR")
-        git_dir_text: str | None = git_dir.text.split("=", 1)[1] if git_dir is not None else None
-        if git_dir is not None and git_dir.dynamic:
-            self.known_dir = False
-        for name, value in gopts:
-            if name == "-C":
-                path = _hk_os.path.expanduser(value.text) if value is not None and not value.dynamic else None
-                if path is None:
-                    self.known_dir = False
-                elif _hk_os.path.isabs(path):
-                    self.cdir, self.known_dir = _hk_os.path.normpath(path), self.known_dir or self.cdir is None
-                elif self.cdir is not None and path:
-                    self.cdir = _hk_os.path.normpath(_hk_os.path.join(self.cdir, path))
-            elif name == "--git-dir":
-                if value is None or value.dynamic:
-                    self.known_dir = False
-                else:
-                    git_dir_text = value.text
-        target = self.cdir
-        if self.known_dir and git_dir_text:
-            target = _hk_os.path.normpath(_hk_os.path.join(self.cdir or "/", _hk_os.path.expanduser(git_dir_text)))
-        self.repo = ctx.facts(target) if self.known_dir and target else ctx.own
-        own = ctx.own
-        self.foreign = self.repo is not None and (own is None or self.repo.common_dir != own.common_dir)
-        self.dir = self.repo.top if self.foreign and self.repo is not None else None
-        self.op = self.repo.operation if self.repo is not None else None
-
-    # -- helpers for texts
-    def files(self, words: list[_HkWord]) -> list[str] | None:
-        """Paths relative to the repo top, or None when the shell decides them (globs, variables)."""
-        out: list[str] = []
-        prefix = self.repo.prefix if self.repo is not None and self.cdir is not None else ""
-        top = self.repo.top if self.repo is not None else None
-        for w in words:
-            text = w.text
-            if w.dynamic or (not w.quoted and any(ch in text for ch in "*?[")) or text.startswith(":"):
-                return None
-            if _hk_os.path.isabs(text):
-                if top and (text == top or text.startswith(top.rstrip("/") + "/")):
-                    text = _hk_os.path.relpath(text, top)
-            else:
-                text = _hk_os.path.normpath(_hk_os.path.join(prefix, text)) if prefix else _hk_os.path.normpath(text)
-            out.append(text)
-        return out
-
-    def d(self) -> tuple[str, Any]:
-        return ("dir", self.dir)
-
-    def where(self) -> str:
-        if self.foreign and self.repo is not None:
-            own = self.ctx.own.top if self.ctx.own is not None else "no repository"
-            return (f"This git {self.sub} acts on {self.repo.top}, a different repository from the one your "
-                    f"shell is in ({own}); the madt_* tools act there only when it is named with dir=.")
-        return ""
-
-    def deny(self, why: str, call: str | None = None, extra: str = "", verb: str | None = None) -> tuple[str, str]:
-        lines = [self.where()] if self.where() else []
-        lines.append(_hk_sentence(why))
-        if call:
-            lines.append(f"Use: {call}")
-        if extra:
-            lines.append(_hk_sentence(extra))
-        lines.append(_hk_retry(verb or self.sub or ""))
-        return "deny", "\n".join(lines)
-
-    def destroys(self, what: str, alternative: str = "") -> tuple[str, str]:
-        text = _HK_DESTROYS.format(what=what)
-        if alternative:
-            text += " " + alternative
-        return "deny", text + "\n" + _hk_retry(self.sub or "")
-
-    def rail(self, files: list[str] | None) -> str:
-        assert self.repo is not None and self.op is not None
-        files = files or self.ctx.rail_files
-        self.ctx.rail_files = files
-        add = _hk_call("madt_add", self.d(), ("files", files if files else ["<each resolved file>"]))
-        c = f" -C {shell_quote(self.repo.top)}" if self.foreign else ""
-        return MID_OPERATION_RAIL.format(op=self.op, top=self.repo.top, add=add, c=c)
-
-    def mid_operation(self) -> bool:
-        return self.op in ("merge", "rebase", "cherry-pick", "revert", "am")
-
-    # -- the decision
-    def verdict(self) -> tuple[str, str]:
-        leak = self.credential_leak()
-        if leak:
-            return leak
-        sub = self.sub
-        if sub is None:
-            return ("allow", "")
-        if sub in _HK_CONTROL_VERBS and any(w.text in _HK_CONTROLS for w in self.args):
-            return ("allow", "")
-        handler: Callable[[], tuple[str, str]] | None = getattr(self, "g_" + sub.replace("-", "_"), None)
-        if handler is None:
-            return ("allow", "")  # a read, a harmless verb, or an alias: aliases are not expanded
-        return handler()
-
-    def credential_leak(self) -> tuple[str, str] | None:
-        words = [v for _n, v in self.gopts if v is not None] + list(self.args)
-        for w in words:
-            if "://" in w.text and "@" in w.text and _HK_CRED_URL.search(w.text):
-                clean = _HK_CRED_URL.sub(lambda mm: mm.group(1), w.text)
-                return "deny", (
-                    "A token or password inside a remote URL is stored in .git/config and shows up in "
-                    f"remote listings, logs and error messages. Use the plain URL ({clean}) and ask the user to "
-                    "log in for that host with madtea auth login; the madt_* tools then authenticate on their own."
-                    "\n" + _hk_retry(self.sub or "remote"))
-        return None
-
-    def note(self, tool_call: str, what: str) -> tuple[str, str]:
-        return "note", f"madtea: {tool_call} {what}"
-
-    # -- reads with a structured twin
-    def g_status(self) -> tuple[str, str]:
-        return self.note(_hk_call("madt_status", self.d()),
-                         "gives the same facts as structured data (branch, upstream, ahead/behind, staged, "
-                         "modified, untracked).")
-
-    def g_log(self) -> tuple[str, str]:
-        return self.note(_hk_call("madt_log", self.d()), "returns commits as structured data (sha, author, date, subject).")
-
-    g_shortlog = g_log
-    g_whatchanged = g_log
-
-    # -- staging and committing
-    def g_add(self) -> tuple[str, str]:
-        opts, pos, _dd = _hk_getopt(self.args, "", frozenset({"--chmod", "--pathspec-from-file"}))
-        if _hk_has(opts, "-n", "--dry-run"):
-            return ("allow", "")
-        blanket = _hk_has(opts, "-A", "--all", "-u", "--update", "--no-ignore-removal", "-p", "--patch", "-i",
-                          "--interactive", "-e", "--edit", "--pathspec-from-file")
-        files = self.files(pos)
-        if files is not None and any(f in (".", "") or f == ".." or f.startswith("../") for f in files):
-            blanket = True
-        good = files if files and not blanket else None
-        if self.mid_operation():
-            return self.deny(self.rail(good))
-        why = "Raw git add can sweep unrelated or someone else's changes into the index; madt_add stages exactly the files you name"
-        if good is None:
-            return self.deny(why, _hk_call("madt_add", self.d(), ("files", ["<path>", "..."])),
-                             "Name every file; blanket forms such as ., -A or -u are not accepted")
-        return self.deny(why, _hk_call("madt_add", self.d(), ("files", good)))
-
-    def g_commit(self) -> tuple[str, str]:
-        opts, pos, _dd = _hk_getopt(self.args, "mFCctS",
-                                    frozenset({"--message", "--file", "--reuse-message", "--reedit-message",
-                                               "--fixup", "--squash", "--author", "--date", "--template",
-                                               "--trailer", "--pathspec-from-file", "--cleanup"}))
-        if _hk_has(opts, "--dry-run"):
-            return ("allow", "")
-        messages = [v.text for n, v in opts if n in ("-m", "--message") and v is not None]
-        from_file = _hk_val(opts, "-F", "--file")
-        if not messages and from_file is not None and from_file.text == "-" and self.stdin is not None:
-            messages = [self.stdin]
-        title: str | None = None
-        body: str | None = None
-        if messages and not any(n in ("-m", "--message") and v is not None and v.dynamic for n, v in opts):
-            first, _, rest = messages[0].strip().partition("\n")
-            title = first.strip()
-            body_parts = [rest.strip()] + [m.strip() for m in messages[1:]]
-            body = "\n\n".join(p for p in body_parts if p) or None
-        files = self.files(pos)
-        blanket = _hk_has(opts, "-a", "--all", "-i", "--include", "-p", "--patch", "--interactive")
-        good = files if files and not blanket else None
-        if self.mid_operation():
-            return self.deny(self.rail(good))
-        call = _hk_call("madt_commit", self.d(), ("files", good or ["<path>", "..."]),
-                        ("title", title or "<subject>"), ("body", body))
-        why = ("Raw git commit records whatever happens to be staged, including other people's work; "
-               "madt_commit commits exactly the files you name")
-        extra = ""
-        if _hk_has(opts, "--amend"):
-            why = "Amending rewrites a commit that may already be pushed or shared; make a new commit instead with madt_commit"
-        if good is None:
-            extra = "Name every file to commit; -a and other blanket forms are not accepted"
-        return self.deny(why, call, extra)
-
-    # -- branches
-    def g_branch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hk_getopt(self.args, "u", frozenset({"--set-upstream-to", "--contains", "--no-contains",
-                                                               "--merged", "--no-merged", "--points-at", "--sort",
-                                                               "--format"}))
-        names = [w.text for w in pos]
-        delete = _hk_has(opts, "-d", "--delete", "-D")
-        force = _hk_has(opts, "-D", "-f", "--force", "-M", "-C")
-        if _hk_has(opts, "-r", "--remotes") and delete:
-            return ("allow", "")  # remote-tracking refs come back with the next fetch
-        if delete:
-            calls = "; ".join(_hk_call("madt_branch_delete", self.d(), ("name", n)) for n in names) or \
-                _hk_call("madt_branch_delete", self.d(), ("name", "<branch>"))
-            if force:
-                return self.destroys("Force-deleting a branch can discard commits that exist nowhere else",
-                                     f"If its work is already merged, {calls} deletes it after proving that.")
-            return self.deny("madt_branch_delete deletes a branch only after proving its work is contained in the "
-                             "default branch", calls)
-        if _hk_has(opts, "-m", "--move", "-M", "-c", "--copy", "-C"):
-            old, new = (names[0], names[1]) if len(names) >= 2 else ("<current branch>", names[0] if names else "<new name>")
-            create = _hk_call("madt_branch_create", self.d(), ("name", new), ("start_point", old))
-            if _hk_has(opts, "-c", "--copy", "-C"):
-                return self.deny("Branches are made through madt_branch_create so the start point is explicit", create)
-            return self.deny("A rename is a new branch plus a proven delete of the old one",
-                             f"{create}, then {_hk_call('madt_branch_delete', self.d(), ('name', old))}")
-        if _hk_has(opts, "-u", "--set-upstream-to", "--unset-upstream", "--edit-description"):
-            return ("allow", "")
-        listing = _hk_has(opts, "-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose",
-                          "--show-current", "--contains", "--no-contains", "--merged", "--no-merged",
-                          "--points-at", "--format", "--sort", "--column", "--no-column", "--color", "--no-color")
-        if not names or listing:
-            return self.note(_hk_call("madt_status", self.d()), "reports the current branch and its upstream as structured data.")
-        if force:
-            return self.destroys("Moving an existing branch with --force can discard commits that exist nowhere else")
-        call = _hk_call("madt_branch_create", self.d(), ("name", names[0]),
-                        ("start_point", names[1] if len(names) > 1 else None))
-        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked", call)
-
-    def _switch_call(self, branch: str) -> str:
-        return _hk_call("madt_switch", self.d(), ("branch", "<previous branch>" if branch == "-" else branch))
-
-    def _create_call(self, name: str, start: str | None) -> str:
-        return _hk_call("madt_branch_create", self.d(), ("name", name), ("start_point", start), ("checkout", True))
-
-    _SWITCH_WHY = "madt_switch changes branches without carrying or discarding uncommitted work behind your back"
-
-    def _remote_branch(self, name: str, opts: list[tuple[str, _HkWord | None]]) -> tuple[str, str] | None:
-        """The steer when the switch would make a new branch from a remote-tracking one (``--track``,
-        or a name only a remote has): madt_switch takes existing local branches only."""
-        kind = self.ref_kind(name) or ""
-        if _hk_has(opts, "-t", "--track") and "/" in name and kind != "branch":
-            start, new = name, name.removeprefix("refs/remotes/").split("/", 1)[1]
-        elif kind.startswith("remote:"):
-            start, new = f"{kind[len('remote:'):]}/{name}", name
-        else:
-            return None
-        return self.deny(f"{new} is not a local branch yet, and branches are made through madt_branch_create "
-                         "so the start point is explicit", self._create_call(new, start))
-
-    def g_switch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hk_getopt(self.args, "cC", frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
-        if _hk_has(opts, "--discard-changes", "-f", "--force"):
-            return self.destroys("Switching with --discard-changes or --force discards uncommitted changes for good")
-        new = _hk_val(opts, "-c", "--create", "-C", "--force-create")
-        if new is not None:
-            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
-                             self._create_call(new.text, pos[0].text if pos else None))
-        if _hk_has(opts, "-d", "--detach", "--orphan") or not pos:
-            return ("allow", "")
-        if self.ref_kind(pos[0].text) == "tracking" and not _hk_has(opts, "-t", "--track"):
-            return ("allow", "")  # git itself refuses to switch to a remote-tracking ref without --detach
-        return self._remote_branch(pos[0].text, opts) or self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
-
-    def g_checkout(self) -> tuple[str, str]:
-        opts, pos, dashdash = _hk_getopt(self.args, "bB", frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
-        if _hk_has(opts, "-f", "--force", "-p", "--patch"):
-            return self.destroys("A forced or patch checkout overwrites uncommitted changes for good")
-        new = _hk_val(opts, "-b", "-B")
-        if new is not None:
-            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
-                             self._create_call(new.text, pos[0].text if pos else None))
-        if _hk_has(opts, "--orphan", "--detach", "-d"):
-            return ("allow", "")
-        if _hk_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
-            return ("allow", "")  # picking a side while resolving a conflict
-        if dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./")):
-            return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes for good")
-        if not pos:
-            return ("allow", "")
-        name = pos[0].text
-        kind = self.ref_kind(name)
-        steer = self._remote_branch(name, opts)
-        if steer is not None:
-            return steer
-        if name == "-" or kind == "branch" or (kind is None and self.refs_unknown()):
-            return self.deny(self._SWITCH_WHY, self._switch_call(name))
-        if kind in ("tag", "tracking") or (7 <= len(name) <= 40 and not name.strip(_HK_HEX)) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
-            return ("allow", "")  # a detached look at a commit: nothing is lost
-        return self.destroys(f"git checkout {name} names no branch here, so git reads it as a path, and checking "
-                             "out a path overwrites its uncommitted changes for good")
-
-    def ref_kind(self, name: str) -> str | None:
-        if self.repo is None or self.repo.ref_kind is None:
-            return None
-        return self.repo.ref_kind(name)
-
-    def refs_unknown(self) -> bool:
-        return self.repo is None or self.repo.ref_kind is None
-
-    def g_restore(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hk_getopt(self.args, "s", frozenset({"--source", "--pathspec-from-file", "--conflict"}))
-        if _hk_has(opts, "-S", "--staged") and not _hk_has(opts, "-W", "--worktree"):
-            return ("allow", "")  # unstaging keeps the file as it is
-        if _hk_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
-            return ("allow", "")
-        return self.destroys("git restore of working-tree files overwrites their uncommitted changes for good")
-
-    def g_reset(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hk_getopt(self.args)
-        if not _hk_has(opts, "--hard"):
-            return ("allow", "")
-        alt = ""
-        if self.mid_operation():
-            c = f" -C {shell_quote(self.repo.top)}" if self.foreign and self.repo else ""
-            alt = f"To stop the {self.op} in progress instead, run git{c} {self.op} --abort."
-        return self.destroys("git reset --hard discards uncommitted changes for good", alt)
-
-    def g_clean(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hk_getopt(self.args, "e", frozenset({"--exclude"}))
-        if _hk_has(opts, "-n", "--dry-run"):
-            return ("allow", "")
-        if _hk_has(opts, "-f", "--force", "-i", "--interactive"):
-            return self.destroys("git clean -f deletes untracked files for good")
-        return ("allow", "")
-
-    def g_stash(self) -> tuple[str, str]:
-        action = next((w.text for w in self.args if not w.text.startswith("-")), "push")
-        if action in ("drop", "clear"):
-            return self.destroys(f"git stash {action} deletes stashed work for good")
-        return ("allow", "")
-
-    # -- remote sync
-    def g_push(self) -> tuple[str, str]:
-        opts, pos, _dd = _hk_getopt(self.args, "o", frozenset({"--push-option", "--repo", "--receive-pack",
-                                                              "--exec", "--recurse-submodules"}))
-        if _hk_has(opts, "-n", "--dry-run"):
-            return ("allow", "")
-        refspecs = [w.text for w in pos[1:]]
-        lease = [v.text if v is not None else "" for n, v in opts if n == "--force-with-lease"]
-        force = _hk_has(opts, "-f", "--force", "--mirror") or any(r.startswith("+") for r in refspecs)
-        delete = _hk_has(opts, "-d", "--delete", "--prune") or any(r.startswith(":") for r in refspecs)
-        branches: list[str] = []
-        for r in refspecs:
-            src = r.lstrip("+").split(":", 1)[0]
-            if src.startswith("refs/heads/"):
-                src = src[len("refs/heads/"):]
-            if src and src != "HEAD":
-                branches.append(src)
-        tags = [b for b in branches if b.startswith("refs/tags/") or self.ref_kind(b) == "tag"]
-        branches = [b for b in branches if b not in tags]
-        sha = next((v.split(":", 1)[1] for v in lease if ":" in v and v.split(":", 1)[1]), None)
-        set_up = True if _hk_has(opts, "-u", "--set-upstream") else None
-        calls = [_hk_call("madt_push", self.d(), ("branch", b), ("force_with_lease", sha if lease else None),
-                          ("set_upstream", set_up)) for b in (branches or [None])]  # type: ignore[list-item]
-        if delete:
-            return self.destroys("Deleting a branch on the remote can discard commits that exist nowhere else")
-        if force:
-            lease_call = _hk_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
-                                  ("force_with_lease", "<the remote sha you expect to replace>"))
-            return self.destroys("A force push without a lease can overwrite commits on the remote that exist nowhere else",
-                                 f"To replace the remote branch only if it is still where you last saw it, use {lease_call}.")
-        if lease and sha is None:
-            call = _hk_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
-                            ("force_with_lease", "<the remote sha you expect to replace>"))
-            return self.deny("A lease without an explicit expected sha trusts a remote-tracking ref that a "
-                             "background fetch may have moved; madt_push takes the sha itself", call)
-        if tags or _hk_has(opts, "--tags"):
-            names = [t.removeprefix("refs/tags/") for t in tags] or ["<tag>"]
-            release = None if self.foreign else "; ".join(
-                _hk_call("madt_releases", ("action", "create"), ("tag", n), ("target", "<the commit the tag points at>"))
-                for n in names)
-            extra = ("That makes the tag on the forge with its release, once the commit is pushed; " if release else "") + \
-                "to push a tag on its own, ask the user to run the push themselves"
-            extra = extra[0].upper() + extra[1:]
-            if branches:
-                extra += ". Push the branches with " + "; ".join(calls)
-            return self.deny("madt_push pushes branches only, and a raw git push uses whatever credentials the "
-                             "shell has", release, extra)
-        return self.deny("Raw git push uses whatever credentials the shell has and can overwrite the remote; "
-                         "madt_push pushes with madtea's own credentials and overwrites only under an explicit lease",
-                         "; ".join(calls))
-
-    def g_pull(self) -> tuple[str, str]:
-        _opts, pos, _dd = _hk_getopt(self.args, "", frozenset({"--rebase", "--strategy", "-s", "-X"}))
-        branch = pos[1].text if len(pos) > 1 else None
-        return self.deny("madt_pull fast-forwards only, so it never makes a surprise merge commit or rewrites history",
-                         _hk_call("madt_pull", self.d(), ("branch", branch)))
-
-    def g_fetch(self) -> tuple[str, str]:
-        if not self.foreign:
-            return ("allow", "")
-        return self.deny("madt_pull brings it up to date through madtea's own credentials",
-                         _hk_call("madt_pull", self.d()))
-
-    def g_merge(self) -> tuple[str, str]:
-        if not self.foreign:
-            return ("allow", "")
-        _opts, pos, _dd = _hk_getopt(self.args, "msX", frozenset({"--message", "--strategy", "--strategy-option"}))
-        what = pos[0].text if pos else None
-        if what is None or what.startswith(("origin/", "FETCH_HEAD", "@{")):
-            return self.deny("madt_pull fast-forwards it from its upstream", _hk_call("madt_pull", self.d()))
-        return self.deny("work is merged there through a pull request",
-                         _hk_call("madt_finish", self.d(), ("branch", what)))
-
-    def g_rebase(self) -> tuple[str, str]:
-        _opts, pos, _dd = _hk_getopt(self.args, "sXx", frozenset({"--onto", "--strategy", "--strategy-option", "--exec"}))
-        branch = pos[1].text if len(pos) > 1 else None
-        return self.deny("A rebase rewrites commits that a pull request or another clone may already hold",
-                         _hk_call("madt_pull", self.d(), ("branch", branch)),
-                         "That brings the branch up to date without rewriting it; if a rebase is really needed, "
-                         "ask the user to run it")
-
-    # -- worktrees
-    def g_worktree(self) -> tuple[str, str]:
-        action = self.args[0].text if self.args else "list"
-        opts, pos, _dd = _hk_getopt(self.args[1:], "bB", frozenset({"--reason", "--expire", "--orphan"}))
-        base = self.cdir or self.ctx.cwd
-        if action == "list":
-            return self.note(_hk_call("madt_worktrees", ("action", "list"), self.d()), "lists worktrees as structured data.")
-        if action == "add":
-            path = _hk_os.path.normpath(_hk_os.path.join(base, _hk_os.path.expanduser(pos[0].text))) if pos else "<path>"
-            b = _hk_val(opts, "-b", "-B")
-            call = _hk_call("madt_worktrees", ("action", "add"), self.d(), ("path", path),
-                            ("commit_ish", pos[1].text if len(pos) > 1 else None), ("b", b.text if b else None))
-            return self.deny("madt_worktrees adds a worktree without creating branches behind your back", call)
-        if action == "remove":
-            if _hk_has(opts, "-f", "--force"):
-                return self.destroys("Force-removing a worktree discards its uncommitted changes for good")
-            path = _hk_os.path.normpath(_hk_os.path.join(base, pos[0].text)) if pos else "<path>"
-            return self.deny("madt_worktrees removes a worktree only when it holds no uncommitted or unpushed work",
-                             _hk_call("madt_worktrees", ("action", "remove"), self.d(), ("path", path)))
-        if action == "prune":
-            return self.deny("Worktree housekeeping goes through madt_worktrees",
-                             _hk_call("madt_worktrees", ("action", "list"), self.d()),
-                             "Then remove the ones you own with " +
-                             _hk_call("madt_worktrees", ("action", "remove"), self.d(), ("path", "<path>")))
-        return ("allow", "")
-
-    def g_update_ref(self) -> tuple[str, str]:
-        """The plumbing twin of git branch: a branch deleted or moved by update-ref is steered the same way."""
-        opts, pos, _dd = _hk_getopt(self.args, "m")
-        if _hk_has(opts, "--stdin") or not pos or pos[0].dynamic or not pos[0].text.startswith("refs/heads/"):
-            return ("allow", "")
-        name = pos[0].text[len("refs/heads/"):]
-        if _hk_has(opts, "-d"):
-            return self.destroys("Deleting a branch with git update-ref -d skips any proof that its commits exist "
-                                 "elsewhere", "If its work is already merged, "
-                                 f"{_hk_call('madt_branch_delete', self.d(), ('name', name))} deletes it after proving that.")
-        if self.ref_kind(name) == "branch" or self.refs_unknown():
-            return self.destroys("Moving an existing branch with git update-ref can discard commits that exist nowhere else")
-        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
-                         _hk_call("madt_branch_create", self.d(), ("name", name),
-                                  ("start_point", pos[1].text if len(pos) > 1 else None)))
-
-    def g_remote(self) -> tuple[str, str]:
-        opts, pos, _dd = _hk_getopt(self.args)
-        if not pos and _hk_has(opts, "-v", "--verbose") and not self.foreign:
-            return self.note(_hk_call("madt_repo", ("action", "view")),
-                             "names the repository on the forge as structured data; madt_whoami says which account a call would use.")
-        return ("allow", "")
-
-
-# --------------------------------------------------------------------------- the madtea CLI
-
-def _hk_madtea(args: list[_HkWord], cli_ops: Callable[[], Mapping[tuple[str, ...], Any]]) -> tuple[str, str]:
-    words = [w for w in args]
-    while words and words[0].text.startswith("-"):
-        words.pop(0)
-    if not words:
-        return ("allow", "")
-    noun = words[0].text
-    verb = words[1].text if len(words) > 1 and not words[1].text.startswith("-") else None
-    retry = f"Do not retry any madtea {noun} variant; every form is steered."
-    if noun == "auth":
-        if verb in ("login", "logout", "import-tea"):
-            return "deny", ("Storing or removing a credential is a person's act: ask the user to run "
-                            f"madtea auth {verb} themselves.\n" + retry)
-        if verb in ("token", "git-credential"):
-            return "deny", ("Printing a token puts it into the transcript, and the madt_* tools authenticate on "
-                            "their own. Use madt_whoami to see which account and credential source a call would use.\n"
-                            + retry)
-        if verb == "status":
-            return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
-                            "structured results.\nUse: madt_whoami\n" + retry)
-        return ("allow", "")
-    if noun == "update":
-        return "deny", ("Updating madtea replaces its own files and may trust a release signing key on this machine, "
-                        "which is a person's act: ask the user to run madtea update themselves.\n" + retry)
-    return _hk_madtea_registry([w.text for w in words], cli_ops(), retry)
-
-
-_HK_PERSON_VERBS = frozenset({"delete", "rm", "remove"})
-
-
-def _hk_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], retry: str) -> tuple[str, str]:
-    """The CLI command's MCP twin, named from the registry's own declaration of both surfaces."""
-    key = next((k for k in sorted(cli_ops, key=len, reverse=True) if tuple(words[:len(k)]) == tuple(k)), None)
-    nouns = {k[0] for k in cli_ops}
-    spec = cli_ops[key] if key is not None else {}
-    verb = words[1] if len(words) > 1 else ""
-    if spec.get("person") or (key is None and words[0] in nouns and verb in _HK_PERSON_VERBS):
-        return "deny", ("Deleting cannot be undone, so it is a person's act at a terminal: ask the user to "
-                        "delete it themselves.\n" + retry)
-    if spec.get("tool") is None:
-        return ("allow", "")  # help, version, hook, mcp, or a command with no MCP twin
-    pairs: list[tuple[str, Any]] = []
-    if spec.get("action"):
-        pairs.append(("action", spec["action"]))
-    pairs.extend(_hk_cli_registry_params(words[len(key or ()):], spec.get("params") or []))
-    return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
-                    f"results and errors.\nUse: {_hk_call(spec['tool'], *pairs)}\n" + retry)
-
-
-def _hk_cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:
-    flags: dict[str, Mapping[str, Any]] = {}
-    enum_flags: dict[str, tuple[str, str]] = {}
-    for p in params:
-        for f in p.get("flags") or ():
-            flags[f] = p
-        if p.get("enum_flags"):
-            for choice in p.get("choices") or ():
-                enum_flags["--" + choice] = (p["name"], choice)
-    positional = [p for p in params if p.get("positional")]
-    got: dict[str, Any] = {}
-    i = 0
-    while i < len(words):
-        t = words[i]
-        name, eq, value = t.partition("=") if t.startswith("--") else (t, "", "")
-        if t == "--":
-            i += 1
-            continue
-        if name in enum_flags:
-            got[enum_flags[name][0]] = enum_flags[name][1]
-        elif name in flags:
-            p = flags[name]
-            if p.get("type") == "bool" and not eq:
-                value = True  # type: ignore[assignment]
-            elif not eq:
-                i += 1
-                value = words[i] if i < len(words) else ""
-            if not p.get("cli_only"):
-                got[p["name"]] = _hk_cli_value(p, value, got.get(p["name"]))
-        elif not t.startswith("-") and positional:
-            p = positional[0]
-            if p.get("type") in ("strs", "numbers"):
-                got[p["name"]] = _hk_cli_value(p, t, got.get(p["name"]))
-            else:
-                got[p["name"]] = _hk_cli_value(p, t, None)
-                positional.pop(0)
-        i += 1
-    # A secret typed on the command line is not repeated in the text that steers it to its tool.
-    return [(p["name"], placeholder("the secret value") if p.get("secret") else got[p["name"]])
-            for p in params if p["name"] in got]
-
-
-def _hk_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
-    kind = p.get("type")
-    if kind in ("int", "number") and isinstance(value, str) and value.isdigit():
-        return int(value)
-    if kind in ("strs", "numbers"):
-        item: Any = int(value) if kind == "numbers" and isinstance(value, str) and value.isdigit() else value
-        return (before or []) + [item]
-    return value
-
-
 # --------------------------------------------------------------------------- updating a copy install
 #
 # ``madtea update`` replaces madtea's own files for people who installed it by
 # copying them. These rules take what it found (where madtea runs from, who
 # manages those files, the signer, the versions) and refuse before anything is
 # written; each refusal says nothing was replaced.
-
-__all__ += ["check_update_install", "update_not_a_release", "update_no_signature", "update_wrong_kind",
-            "check_update_signer", "update_bad_signature", "update_trust_needs_terminal", "update_not_trusted",
-            "check_update_version", "update_tool_missing", "update_replace_failed", "update_no_source",
-            "update_bad_source", "update_release_lacks"]
 
 
 def check_update_install(where: str, *, managed_by: str | None, record: str | None, checkout: str | None) -> None:
@@ -4046,7 +2636,1421 @@ def update_release_lacks(repo: str, tag: str, name: str) -> Refusal:
                    user_action=f"Ask madtea's maintainers to attach {name} and {name}.sig to the release {tag}.")
 
 
-# --- the hook's entry ---
+# =========================================================================== 2. the hook's shell classifier
+#
+# The agent hook decides on one shell command before the harness runs it.
+# Everything below is pure: the caller hands in ``repo_facts(path)`` (a
+# filesystem-only reader, such as the hook entry's own) and gets a HookDecision.
+# The hook steers; it is not a security boundary. Git aliases are not expanded,
+# strings built at run time are out of reach, and ``bash -c``/``eval`` are only
+# followed when their text is literal: the guard in the MCP tools enforces.
+
+NONE_RAN = "This entire command was blocked; none of it ran (the {first} did not execute)."
+DO_NOT_RETRY = "Do not retry any raw git {verb} variant; every form is steered."
+MID_OPERATION_RAIL = ("A {op} is in progress in {top}: stage the resolved files with {add}, "
+                      "then finish with GIT_EDITOR=true git{c} {op} --continue (or stop with git{c} {op} --abort).")
+
+
+class HookDecision:
+    """What the hook does with one shell command.
+
+    ``kind`` is "allow" (say nothing), "note" (let it run, with advisory text for
+    the agent) or "deny" (block it; ``text`` is the reason). ``segment`` is the
+    part of the command line that decided.
+    """
+
+    __slots__ = ("kind", "text", "segment")
+
+    def __init__(self, kind: str, text: str = "", segment: str = "") -> None:
+        self.kind = kind
+        self.text = text
+        self.segment = segment
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HookDecision) and (self.kind, self.text, self.segment) == (
+            other.kind, other.text, other.segment)
+
+    def __repr__(self) -> str:
+        return f"HookDecision({self.kind!r}, {self.text!r}, {self.segment!r})"
+
+
+class HookRepo:
+    """Filesystem facts about the repository holding one path (realpaths).
+
+    ``prefix`` is that path relative to ``top`` ("" at the top); ``operation`` is
+    a stopped merge, rebase, cherry-pick, revert, am or bisect; ``ref_kind(name)``
+    says "branch", "remote" or "tag" for a name the repo has, None otherwise.
+    """
+
+    __slots__ = ("top", "git_dir", "common_dir", "prefix", "operation", "ref_kind")
+
+    def __init__(self, top: str, git_dir: str, common_dir: str, prefix: str = "",
+                 operation: str | None = None, ref_kind: Callable[[str], str | None] | None = None) -> None:
+        self.top = top
+        self.git_dir = git_dir
+        self.common_dir = common_dir
+        self.prefix = prefix
+        self.operation = operation
+        self.ref_kind = ref_kind
+
+    def __repr__(self) -> str:
+        return f"HookRepo({self.top!r}, operation={self.operation!r})"
+
+
+def mentions_git_or_madtea(command: str) -> bool:
+    """True when *command* has a ``git`` or ``madtea`` word: a blocked form could hide there."""
+    command = command or ""
+    if "git" not in command and "madtea" not in command:
+        return False  # most commands: no pattern to compile
+    return bool(_HOOK_GIT_OR_MADTEA.search(command))
+
+
+_HOOK_GIT_OR_MADTEA = regex(r"\b(?:git|madtea)\b")
+
+
+def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
+    """The hook could not decide (a malformed event, an internal error): never wedge the agent.
+
+    Only a command with a git or madtea word is held back, since a blocked form
+    could hide there; everything else goes ahead.
+    """
+    if not command or not mentions_git_or_madtea(command):
+        return HookDecision("allow")
+    return HookDecision("deny", (
+        f"madtea's hook could not check this command ({reason}), and it runs git or madtea, so it was "
+        "held back; none of it ran. Do this step with the madt_* tools instead (madt_status, madt_add, "
+        "madt_commit, madt_push), or ask the user to check the madtea installation.\n"
+        "Do not retry it in another shell form; every git or madtea line is held back until the hook can check it."),
+        command)
+
+
+def classify_command(command: str, cwd: str, repo_facts: Any,
+                     cli_ops: Callable[[], Mapping[tuple[str, ...], Any]], run_dir: str | None = None) -> HookDecision:
+    """Decide on one shell command line run from *cwd* (or from *run_dir*, when the harness runs it there).
+
+    ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
+    (filesystem only); it is called at most once per distinct path. ``cli_ops()``
+    maps the madtea CLI's (noun, verb) to its MCP twin, as plain data taken from
+    the registry: ``{"tool", "action", "params": [{"name", "type", "flags",
+    "positional", "cli_only", "choices", "enum_flags"}]}``; it is called only
+    for a line that runs madtea. A line with any denied part is denied whole,
+    and the text says none of it ran. The own repository is always *cwd*'s: a
+    *run_dir* in another repository is judged as a ``cd`` there would be.
+    """
+    ctx = _HookCtx(cwd, repo_facts)
+    ctx.cli_ops = cli_ops
+    segs = _HookParser(command, run_dir or cwd).parse()
+    top_level = [s for s in segs if s.depth == 0 and _hook_label(s)]
+    denied: list[tuple[_HookSeg, str]] = []
+    notes: list[str] = []
+    for seg in segs:
+        for kind, text in _hook_verdicts(seg, ctx, 0):
+            if kind == "deny":
+                denied.append((seg, text))
+            elif kind == "note" and text not in notes:
+                notes.append(text)
+    if denied:
+        lines = [NONE_RAN.format(first=_hook_label(top_level[0]))] if len(top_level) > 1 else []
+        for _seg, text in denied:
+            lines.extend(line for line in text.split("\n") if line not in lines)
+        return HookDecision("deny", "\n".join(lines), denied[0][0].raw)
+    if notes:
+        return HookDecision("note", "\n".join(notes))
+    return HookDecision("allow")
+
+
+# --------------------------------------------------------------------------- shell parsing
+
+class _HookWord:
+    __slots__ = ("text", "dynamic", "quoted")
+
+    def __init__(self, text: str, dynamic: bool, quoted: bool) -> None:
+        self.text = text
+        self.dynamic = dynamic  # holds an expansion whose value only the shell knows
+        self.quoted = quoted
+
+    def __repr__(self) -> str:
+        return f"_HookWord({self.text!r}{', dynamic' if self.dynamic else ''})"
+
+
+class _HookSeg:
+    """One simple command, with the directory and exported variables in force when it starts."""
+
+    __slots__ = ("words", "raw", "depth", "dir", "env", "heredoc")
+
+    def __init__(self, words: list[_HookWord], raw: str, depth: int, dir: str | None, env: dict[str, _HookWord]) -> None:
+        self.heredoc: list[str | None] = [None]  # the here-document body fed to its stdin, once read
+        self.words = words
+        self.raw = raw
+        self.depth = depth  # 0 = on the line itself, >0 = inside a substitution or an inner shell
+        self.dir = dir      # None once a cd went somewhere only the shell knows
+        self.env = env
+
+
+class _HookState:
+    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped")
+
+    def __init__(self) -> None:
+        self.heredoc: list[str | None] = [None]
+        self.words: list[_HookWord] = []
+        self.cur: list[str] | None = None
+        self.dyn = False
+        self.quoted = False
+        self.start: int | None = None
+        self.prev_sep: str | None = None
+        self.skip_next = False  # the next word is a redirection target, not an argument
+        self.herestring = False  # ...and that target is a here-string fed to stdin
+        self.piped: list[str | None] | None = None  # what the previous part of a pipeline writes, when literal
+
+
+
+
+def _hook_assigns(text: str) -> bool:
+    """A shell variable assignment word: ``NAME=...`` with NAME matching ``[A-Za-z_][A-Za-z0-9_]*``.
+
+    Plain string tests rather than a pattern: every word of every command meets this one, and
+    compiling a pattern costs more than the hook's decision."""
+    name, eq, _ = text.partition("=")
+    return bool(eq and name) and not name[0].isdigit() and name.isascii() and name.replace("_", "a").isalnum()
+
+
+def _hook_varname_end(src: str, pos: int) -> int | None:
+    """Where the name of a ``$NAME``, ``$1`` or ``$@`` whose name starts at *pos* ends; None for none."""
+    first = src[pos:pos + 1]
+    if first and first in "0123456789@*#?$!-":
+        return pos + 1
+    if not (first.isascii() and (first.isalpha() or first == "_")):
+        return None
+    end = pos + 1
+    while end < len(src) and src[end].isascii() and (src[end].isalnum() or src[end] == "_"):
+        end += 1
+    return end
+
+_HOOK_ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a", "0": "\0"}
+
+
+class _HookParser:
+    """A small POSIX-shell reader: enough to find every command a line would run.
+
+    Quoted text is data; ``$(...)``, backticks and ``<(...)`` are commands that
+    run before the one holding them; here-document bodies are data. ``case``
+    patterns and other rare syntax are read on a best-effort basis.
+    """
+
+    def __init__(self, src: str, cwd: str | None, depth: int = 0, env: dict[str, _HookWord] | None = None,
+                 out: list[_HookSeg] | None = None) -> None:
+        self.src = src
+        self.n = len(src)
+        self.pos = 0
+        self.cwd = cwd
+        self.depth = depth
+        self.env = dict(env or {})
+        self.out = out if out is not None else []
+        self.heredocs: list[tuple[str, int, list[str | None]]] = []  # (delimiter, flags, where the body goes)
+
+    def parse(self) -> list[_HookSeg]:
+        self._list({"dir": self.cwd, "env": self.env}, self.depth, None)
+        return self.out
+
+    # -- the main loop: one command list, up to *stop* (")" for groups and substitutions)
+    def _list(self, scope: dict[str, Any], depth: int, stop: str | None) -> None:
+        src = self.src
+        st = _HookState()
+        while self.pos < self.n:
+            c = src[self.pos]
+            if st.start is None and c not in " \t\r\n;&|)":
+                st.start = self.pos
+            if c in " \t\r":
+                self._end_word(st)
+                self.pos += 1
+            elif c == "\n":
+                self._end_seg(st, scope, depth, ";")
+                self.pos += 1
+                self._skip_heredocs()
+            elif c == ";":
+                self._end_seg(st, scope, depth, ";")
+                self.pos += 2 if src.startswith((";;", ";&"), self.pos) else 1
+            elif c == "&":
+                if src.startswith("&&", self.pos):
+                    self._end_seg(st, scope, depth, "&&")
+                    self.pos += 2
+                elif src.startswith("&>", self.pos):
+                    self._end_word(st)
+                    self.pos += 3 if src.startswith("&>>", self.pos) else 2
+                    st.skip_next = True
+                else:
+                    self._end_seg(st, scope, depth, "&")
+                    self.pos += 1
+            elif c == "|":
+                two = src.startswith(("||", "|&"), self.pos)
+                self._end_seg(st, scope, depth, "||" if src.startswith("||", self.pos) else "|")
+                self.pos += 2 if two else 1
+            elif c == "(":
+                if st.cur is None and not st.words:
+                    self.pos += 1  # a subshell: its cd stays inside
+                    self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth, ")")
+                    st.start = None
+                else:
+                    self._balanced_literal(st)  # f() or a=(1 2): not a command
+            elif c == ")":
+                if stop == ")":
+                    self._end_seg(st, scope, depth, None)
+                    self.pos += 1
+                    return
+                self._end_seg(st, scope, depth, ";")  # a case pattern "a)": what follows is a command
+                self.pos += 1
+            elif c in "<>":
+                self._redirect(st, scope, depth)
+            elif c == "'":
+                end = src.find("'", self.pos + 1)
+                end = self.n if end < 0 else end
+                self._add(st, src[self.pos + 1:end], quoted=True)
+                self.pos = end + 1
+            elif c == '"':
+                self._dquote(st, scope, depth)
+            elif c == "\\":
+                if src.startswith("\\\n", self.pos):
+                    self.pos += 2
+                else:
+                    self._add(st, src[self.pos + 1:self.pos + 2], quoted=True)
+                    self.pos += 2
+            elif c == "$":
+                self._dollar(st, scope, depth, in_dquote=False)
+            elif c == "`":
+                self._backtick(st, scope, depth)
+            elif c == "#" and st.cur is None:
+                end = src.find("\n", self.pos)
+                self.pos = self.n if end < 0 else end
+            else:
+                self._add(st, c)
+                self.pos += 1
+        self._end_seg(st, scope, depth, None)
+
+    def _add(self, st: _HookState, text: str, quoted: bool = False, dynamic: bool = False) -> None:
+        if st.cur is None:
+            st.cur, st.dyn, st.quoted = [], False, False
+        st.cur.append(text)
+        st.quoted = st.quoted or quoted
+        st.dyn = st.dyn or dynamic
+
+    def _end_word(self, st: _HookState) -> None:
+        if st.cur is None:
+            return
+        word = _HookWord("".join(st.cur), st.dyn, st.quoted)
+        st.cur = None
+        if st.skip_next:
+            if st.herestring and not word.dynamic:
+                st.heredoc[0] = word.text
+            st.skip_next = st.herestring = False
+        else:
+            st.words.append(word)
+
+    def _end_seg(self, st: _HookState, scope: dict[str, Any], depth: int, sep: str | None) -> None:
+        self._end_word(st)
+        piped, st.piped = st.piped if st.prev_sep == "|" else None, None
+        if st.words:
+            raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
+            seg = _HookSeg(st.words, raw, depth, scope["dir"], dict(scope["env"]))
+            own_stdin = st.heredoc[0] is not None or any(box is st.heredoc for _d, _f, box in self.heredocs)
+            seg.heredoc = st.heredoc if own_stdin or piped is None else piped
+            self.out.append(seg)
+            if sep == "|":
+                st.piped = _hook_pipe_text(seg)
+            if sep != "|" and st.prev_sep != "|":  # a pipeline's parts run in subshells
+                _hook_scope_update(seg, scope)
+        st.words = []
+        st.heredoc = [None]
+        st.start = None
+        st.skip_next = st.herestring = False
+        st.prev_sep = sep
+
+    def _skip_heredocs(self) -> None:
+        pending, self.heredocs = self.heredocs, []
+        for delim, flags, box in pending:
+            strip_tabs, literal = bool(flags & 1), bool(flags & 2)
+            body: list[str] = []
+            while self.pos < self.n:
+                end = self.src.find("\n", self.pos)
+                end = self.n if end < 0 else end
+                line = self.src[self.pos:end]
+                self.pos = min(end + 1, self.n)
+                if (line.lstrip("\t") if strip_tabs else line) == delim:
+                    break
+                body.append(line.lstrip("\t") if strip_tabs else line)
+            text = "\n".join(body)
+            # an unquoted delimiter lets the shell expand $, ` and \ in the body: its text is then unknown
+            box[0] = text if literal or not any(ch in text for ch in "$`\\") else None
+
+    def _redirect(self, st: _HookState, scope: dict[str, Any], depth: int) -> None:
+        src = self.src
+        if st.cur is not None and "".join(st.cur).isdigit() and not st.quoted:
+            st.cur = None  # "2>": the digits name a file descriptor
+        else:
+            self._end_word(st)
+        if src.startswith(("<(", ">("), self.pos):
+            self.pos += 2
+            self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
+            self._add(st, "/dev/fd/63", dynamic=True)
+            return
+        if src.startswith("<<<", self.pos):
+            self.pos += 3
+            st.skip_next = st.herestring = True
+            return
+        if src.startswith("<<", self.pos):
+            self.pos += 2
+            strip_tabs = src.startswith("-", self.pos)
+            self.pos += 1 if strip_tabs else 0
+            while self.pos < self.n and src[self.pos] in " \t":
+                self.pos += 1
+            start = self.pos
+            while self.pos < self.n and src[self.pos] not in " \t\n;&|<>()":
+                self.pos += 1
+            word = src[start:self.pos]
+            delim = word.replace("'", "").replace('"', "").replace("\\", "")
+            self.heredocs.append((delim, strip_tabs | (2 if delim != word else 0), st.heredoc))
+            return
+        for op in (">>", ">&", ">|", "<&", "<>", ">", "<"):
+            if src.startswith(op, self.pos):
+                self.pos += len(op)
+                break
+        st.skip_next = True
+
+    def _dquote(self, st: _HookState, scope: dict[str, Any], depth: int) -> None:
+        src = self.src
+        self.pos += 1
+        self._add(st, "", quoted=True)
+        while self.pos < self.n:
+            c = src[self.pos]
+            if c == '"':
+                self.pos += 1
+                return
+            if c == "\\" and src[self.pos + 1:self.pos + 2] in ('"', "\\", "$", "`", "\n"):
+                nxt = src[self.pos + 1]
+                if nxt != "\n":
+                    self._add(st, nxt, quoted=True)
+                self.pos += 2
+            elif c == "$":
+                self._dollar(st, scope, depth, in_dquote=True)
+            elif c == "`":
+                self._backtick(st, scope, depth)
+            else:
+                self._add(st, c, quoted=True)
+                self.pos += 1
+
+    def _dollar(self, st: _HookState, scope: dict[str, Any], depth: int, in_dquote: bool) -> None:
+        src = self.src
+        nxt = src[self.pos + 1:self.pos + 2]
+        if src.startswith("$((", self.pos):
+            self.pos += 1
+            self._skip_balanced("(", ")")
+            self._add(st, "$(())", dynamic=True)
+        elif nxt == "(":
+            self.pos += 2
+            first = len(self.out)
+            self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
+            inner = self.out[first:]
+            # "$(cat <<'EOF' ... EOF)" is how agents write a commit message: its text is known
+            if len(inner) == 1 and [w.text for w in inner[0].words] == ["cat"] and inner[0].heredoc[0] is not None:
+                self._add(st, inner[0].heredoc[0], quoted=True)
+            else:
+                self._add(st, "$()", dynamic=True)
+        elif nxt == "{":
+            self.pos += 1
+            self._skip_balanced("{", "}")
+            self._add(st, "${}", dynamic=True)
+        elif nxt == "'" and not in_dquote:
+            self._ansi_c(st)
+        elif nxt == '"' and not in_dquote:
+            self.pos += 1  # $"..." is a translated string: read it as "..."
+        else:
+            end = _hook_varname_end(src, self.pos + 1)
+            if end is not None:
+                self._add(st, "$" + src[self.pos + 1:end], dynamic=True)
+                self.pos = end
+            else:
+                self._add(st, "$")
+                self.pos += 1
+
+    def _ansi_c(self, st: _HookState) -> None:
+        src = self.src
+        self.pos += 2
+        out: list[str] = []
+        while self.pos < self.n and src[self.pos] != "'":
+            if src[self.pos] == "\\" and self.pos + 1 < self.n:
+                out.append(_HOOK_ANSI.get(src[self.pos + 1], src[self.pos + 1]))
+                self.pos += 2
+            else:
+                out.append(src[self.pos])
+                self.pos += 1
+        self.pos += 1
+        self._add(st, "".join(out), quoted=True)
+
+    def _backtick(self, st: _HookState, scope: dict[str, Any], depth: int) -> None:
+        src = self.src
+        self.pos += 1
+        body: list[str] = []
+        while self.pos < self.n and src[self.pos] != "`":
+            if src[self.pos] == "\\" and src[self.pos + 1:self.pos + 2] in ("`", "\\", "$"):
+                body.append(src[self.pos + 1])
+                self.pos += 2
+            else:
+                body.append(src[self.pos])
+                self.pos += 1
+        self.pos += 1
+        _HookParser("".join(body), scope["dir"], depth + 1, scope["env"], self.out).parse()
+        self._add(st, "``", dynamic=True)
+
+    def _skip_balanced(self, open_: str, close: str) -> None:
+        level = 0
+        while self.pos < self.n:
+            c = self.src[self.pos]
+            self.pos += 1
+            if c == open_:
+                level += 1
+            elif c == close:
+                level -= 1
+                if level == 0:
+                    return
+
+    def _balanced_literal(self, st: _HookState) -> None:
+        start = self.pos
+        self._skip_balanced("(", ")")
+        self._add(st, self.src[start:self.pos])
+
+
+def _hook_scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
+    """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
+    words = seg.words
+    if all(_hook_assigns(w.text) for w in words):
+        for w in words:
+            scope["env"][w.text.split("=", 1)[0]] = w
+        return
+    name = words[0].text
+    if name in ("cd", "pushd"):
+        args = [w for w in words[1:] if not (w.text.startswith("-") and w.text != "-")]
+        target = args[0] if args else _HookWord("~", False, False)
+        if target.dynamic or target.text == "-" or scope["dir"] is None and not target.text.startswith(("/", "~")):
+            scope["dir"] = None
+        else:
+            path = os.path.expanduser(target.text)
+            scope["dir"] = os.path.normpath(os.path.join(scope["dir"] or "/", path))
+    elif name == "popd":
+        scope["dir"] = None
+    elif name == "export":
+        for w in words[1:]:
+            if _hook_assigns(w.text):
+                scope["env"][w.text.split("=", 1)[0]] = w
+    elif name == "unset":
+        for w in words[1:]:
+            scope["env"].pop(w.text, None)
+
+
+def _hook_pipe_text(seg: _HookSeg) -> list[str | None] | None:
+    """What ``echo``/``printf``/``cat <<EOF`` writes into a pipe, when the line shows it (a box:
+    a here-document body is read after the line that opens it)."""
+    words = seg.words
+    if any(w.dynamic for w in words):
+        return None
+    name, args = words[0].text, [w.text for w in words[1:]]
+    if name == "cat" and not args:
+        return seg.heredoc
+    if name == "echo":
+        while args and args[0] in ("-n", "-e", "-E", "-ne", "-en"):
+            args.pop(0)
+        return [" ".join(args)]
+    if name == "printf" and len(args) == 1 and "%" not in args[0]:
+        return [args[0].replace("\\n", "\n")]
+    return None
+
+
+# --------------------------------------------------------------------------- from segments to commands
+
+_HOOK_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!",
+                          "time", "[[", "]]", "function", "coproc", "esac"})
+_HOOK_NOT_A_COMMAND = frozenset({"for", "select", "case", "in"})
+_HOOK_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
+
+
+def _hook_python(name: str) -> bool:
+    """``python``, ``python2``, ``python3`` or ``python3.12``, each maybe with ``.exe``; string tests rather than a
+    pattern, since agents run python often and compiling one costs more than the hook's decision."""
+    rest = name[:-1] if name.endswith("\n") else name  # "$" also matches before a final newline
+    if not rest.startswith("python"):
+        return False
+    rest = rest[6:-4] if rest.endswith(".exe") else rest[6:]
+    major, dot, minor = rest[:1], rest[1:2], rest[2:]
+    return not rest or major in ("2", "3") and (not dot or dot == "." and minor.isdecimal())
+
+
+class _HookCtx:
+    def __init__(self, cwd: str, repo_facts: Any) -> None:
+        self.cwd = cwd
+        self._facts = repo_facts
+        self._cache: dict[str, HookRepo | None] = {}
+        self.cli_ops: Callable[[], Mapping[tuple[str, ...], Any]] = dict
+        self.rail_files: list[str] | None = None  # files a git add earlier on the line named, for a later rail
+        self.own = self.facts(cwd)
+
+    def facts(self, path: str) -> HookRepo | None:
+        if path not in self._cache:
+            self._cache[path] = self._facts(path)
+        return self._cache[path]
+
+
+def _hook_basename(text: str) -> str:
+    name = text.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-4] if name.lower().endswith(".exe") else name
+
+
+def _hook_strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], str | None]:
+    """The command itself: reserved words, variable assignments and wrappers (env, sudo, xargs …) removed."""
+    words = list(seg.words)
+    env = dict(seg.env)
+    cdir = seg.dir
+    while words and not words[0].quoted:
+        text = words[0].text
+        if text == "function":
+            words = words[2:]  # "function f": the body that follows runs when f is called
+        elif len(words) > 1 and words[1].text == "()" and not words[1].quoted:
+            words = words[2:]  # "f () { ...": likewise
+        elif text.endswith("()") and len(text) > 2:
+            words = words[1:]  # "f() { ..."
+        elif text in _HOOK_RESERVED:
+            words.pop(0)
+        else:
+            break
+    if not words or words[0].text in _HOOK_NOT_A_COMMAND:
+        return [], env, cdir
+    for _ in range(8):
+        while words and _hook_assigns(words[0].text):
+            word = words.pop(0)
+            env[word.text.split("=", 1)[0]] = word
+        if not words:
+            break
+        name = _hook_basename(words[0].text)
+        rest = words[1:]
+        if name in ("command", "builtin", "exec", "nohup", "time", "doas", "stdbuf", "caffeinate"):
+            if name == "command" and rest and rest[0].text in ("-v", "-V"):
+                return [], env, cdir  # a look-up, not a run
+            words = _hook_skip_options(rest, "a" if name == "exec" else "")
+        elif name in ("nice", "ionice", "chrt", "taskset"):
+            words = _hook_skip_options(rest, "nncp")
+        elif name == "timeout":
+            words = _hook_skip_options(rest, "sk")[1:]
+        elif name == "watch":
+            words = _hook_skip_options(rest, "nd")
+        elif name == "sudo":
+            words = _hook_skip_options(rest, "ugCDhprtTU")
+        elif name == "env":
+            words, cdir = _hook_env_wrapper(rest, cdir)
+        elif name == "xargs":
+            words = _hook_skip_options(rest, "IinPdELsa") + [_HookWord("<input>", True, False)]
+        else:
+            break
+    return words, env, cdir
+
+
+def _hook_skip_options(words: list[_HookWord], with_value: str) -> list[_HookWord]:
+    i = 0
+    while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
+        if words[i].text == "--":
+            return words[i + 1:]
+        opt = words[i].text
+        i += 2 if (len(opt) == 2 and opt[1] in with_value) else 1
+    return words[i:]
+
+
+def _hook_env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_HookWord], str | None]:
+    i = 0
+    while i < len(words):
+        text = words[i].text
+        if text in ("-C", "--chdir") and i + 1 < len(words):
+            target = words[i + 1]
+            cdir = None if target.dynamic or cdir is None else os.path.normpath(
+                os.path.join(cdir, os.path.expanduser(target.text)))
+            i += 2
+        elif text in ("-u", "--unset"):
+            i += 2
+        elif text.startswith(("-S", "--split-string")):
+            # env -S 'git add .' splits its one argument into the command line
+            joined = text in ("-S", "--split-string")
+            value = words[i + 1] if joined and i + 1 < len(words) else words[i]
+            body = value.text if joined else value.text.split("=", 1)[-1] if text.startswith("--") else value.text[2:]
+            split = [_HookWord(t, value.dynamic, False) for t in body.split()]
+            return split + words[i + (2 if joined else 1):], cdir
+        elif text.startswith("-") and text != "-":
+            i += 1
+        else:
+            break
+    return words[i:], cdir
+
+
+def _hook_label(seg: _HookSeg) -> str:
+    """How the none-of-it-ran sentence names a command: "git add", "madtea issue", "npm"."""
+    words, _env, _dir = _hook_strip(seg)
+    if not words:
+        return ""
+    name = _hook_basename(words[0].text)
+    if name == "git":
+        sub = _hook_git_split(words[1:])[0]
+        return f"git {sub.text}" if sub is not None else "git"
+    cli = _hook_madtea_args(words)
+    if cli is not None:
+        nouns = [w.text for w in cli if not w.text.startswith("-")]
+        return "madtea " + nouns[0] if nouns else "madtea"
+    return name
+
+
+def _hook_verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
+    words, env, cdir = _hook_strip(seg)
+    if not words or nest > 4:
+        return []
+    name = _hook_basename(words[0].text)
+    inner = _hook_inner_script(name, words, seg.heredoc[0])
+    if inner is not None:
+        sub = _HookParser(inner, cdir, seg.depth + 1, env).parse()
+        return [v for s in sub for v in _hook_verdicts(s, ctx, nest + 1)]
+    if name == "find":
+        return [v for s in _hook_find_exec(words, seg, env, cdir) for v in _hook_verdicts(s, ctx, nest + 1)]
+    if name == "git":
+        return [_HookGit(words[1:], env, cdir, ctx, seg.heredoc[0]).verdict()]
+    cli = _hook_madtea_args(words)
+    if cli is not None:
+        return [_hook_madtea(cli, ctx.cli_ops)]
+    return []
+
+
+def _hook_inner_script(name: str, words: list[_HookWord], stdin: str | None = None) -> str | None:
+    """The literal text of ``bash -c '...'``, ``eval '...'`` or a script a shell reads from *stdin*
+    (a here-document, a here-string, ``echo '...' |``); None when there is none to read."""
+    if name == "eval":
+        if any(w.dynamic for w in words[1:]):
+            return None
+        return " ".join(w.text for w in words[1:])
+    if name not in _HOOK_SHELLS:
+        return None
+    for i, w in enumerate(words[1:], 1):
+        if w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:]:
+            if i + 1 < len(words) and not words[i + 1].dynamic:
+                return words[i + 1].text
+            return None
+        if not w.text.startswith("-"):
+            return None  # a script file: out of reach
+    return stdin
+
+
+def _hook_find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord], cdir: str | None) -> list[_HookSeg]:
+    found: list[_HookSeg] = []
+    i = 0
+    while i < len(words):
+        if words[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(words) and words[j].text not in (";", "+"):
+                j += 1
+            cmd = [(_HookWord("<found>", True, False) if w.text == "{}" else w) for w in words[i + 1:j]]
+            if cmd:
+                found.append(_HookSeg(cmd, seg.raw, seg.depth + 1, cdir, env))
+            i = j
+        i += 1
+    return found
+
+
+def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
+    """The arguments of a madtea CLI run (``madtea ...``, ``python -m madtea ...``), or None."""
+    name = _hook_basename(words[0].text)
+    if name in ("madtea", "madtea.py") or _hook_madtea_pyz(name):
+        return words[1:]
+    if name in ("uvx", "pipx") and len(words) > 1:
+        rest = words[2:] if words[1].text == "run" else words[1:]
+        if rest and _hook_basename(rest[0].text) == "madtea":
+            return rest[1:]
+        return None
+    if _hook_python(name):
+        i = 1
+        while i < len(words) and words[i].text.startswith("-"):
+            if words[i].text == "-m":
+                return words[i + 2:] if i + 1 < len(words) and words[i + 1].text == "madtea" else None
+            if words[i].text in ("-c",):
+                return None
+            i += 1
+        if i < len(words) and (_hook_basename(words[i].text) == "madtea.py"
+                               or _hook_madtea_pyz(_hook_basename(words[i].text))):
+            return words[i + 1:]
+    return None
+
+
+_HOOK_MADTEA_PYZ = regex(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
+
+
+def _hook_madtea_pyz(name: str) -> bool:
+    return name.startswith("madtea") and name.endswith(".pyz") and bool(_HOOK_MADTEA_PYZ.fullmatch(name))
+
+
+# --------------------------------------------------------------------------- rendering
+
+def _hook_call(tool: str, *pairs: tuple[str, Any]) -> str:
+    """``madt_add dir="/x" files=["a.py"]``: the call a hook text names (None values left out)."""
+    return render_call(call(tool, **dict(pairs)))
+
+
+def _hook_sentence(text: str) -> str:
+    return text if text.endswith((".", ":", ")")) else text + "."
+
+
+def _hook_retry(verb: str) -> str:
+    return DO_NOT_RETRY.format(verb=verb)
+
+
+# --------------------------------------------------------------------------- git
+
+_HOOK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                                  "--super-prefix", "--attr-source", "--exec-path", "--list-cmds"})
+_HOOK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit", "--show-current-patch", "--edit-todo"})
+_HOOK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
+# user:secret@, or a bare token as the user name (Gitea takes one there: 40 hex digits, or a known prefix)
+_HOOK_CRED_URL = regex(r"(?i)\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
+                              r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@")
+_HOOK_HEX = "0123456789abcdef"
+_HOOK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
+
+
+def _hook_git_split(args: list[_HookWord]) -> tuple[_HookWord | None, list[tuple[str, _HookWord | None]], list[_HookWord]]:
+    """git's own options, the subcommand word and its arguments."""
+    opts: list[tuple[str, _HookWord | None]] = []
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if not text.startswith("-") or text == "-":
+            return args[i], opts, args[i + 1:]
+        name, eq, value = text.partition("=")
+        if name in _HOOK_GIT_GLOBAL_VALUE and not eq and name != "--exec-path":
+            opts.append((name, args[i + 1] if i + 1 < len(args) else None))
+            i += 2
+            continue
+        opts.append((name, _HookWord(value, args[i].dynamic, args[i].quoted) if eq else None))
+        i += 1
+    return None, opts, []
+
+
+def _hook_getopt(args: list[_HookWord], short_val: str = "", long_val: frozenset[str] = frozenset()
+               ) -> tuple[list[tuple[str, _HookWord | None]], list[_HookWord], bool]:
+    """Options (name, value) and positionals of a git subcommand; also whether ``--`` was given."""
+    opts: list[tuple[str, _HookWord | None]] = []
+    pos: list[_HookWord] = []
+    i = 0
+    while i < len(args):
+        w = args[i]
+        t = w.text
+        if t == "--":
+            pos.extend(args[i + 1:])
+            return opts, pos, True
+        if t.startswith("--") and not w.dynamic:
+            name, eq, value = t.partition("=")
+            if eq:
+                opts.append((name, _HookWord(value, w.dynamic, w.quoted)))
+            elif name in long_val and i + 1 < len(args):
+                opts.append((name, args[i + 1]))
+                i += 1
+            else:
+                opts.append((name, None))
+        elif t.startswith("-") and len(t) > 1 and not w.dynamic:
+            j = 1
+            while j < len(t):
+                letter = t[j]
+                if letter in short_val:
+                    if j + 1 < len(t):
+                        opts.append(("-" + letter, _HookWord(t[j + 1:], False, w.quoted)))
+                    elif i + 1 < len(args):
+                        opts.append(("-" + letter, args[i + 1]))
+                        i += 1
+                    else:
+                        opts.append(("-" + letter, None))
+                    break
+                opts.append(("-" + letter, None))
+                j += 1
+        else:
+            pos.append(w)
+        i += 1
+    return opts, pos, False
+
+
+def _hook_has(opts: list[tuple[str, _HookWord | None]], *names: str) -> bool:
+    return any(name in names for name, _v in opts)
+
+
+def _hook_val(opts: list[tuple[str, _HookWord | None]], *names: str) -> _HookWord | None:
+    for name, value in opts:
+        if name in names and value is not None:
+            return value
+    return None
+
+
+class _HookGit:
+    """One ``git`` invocation: where it acts, and what the hook says about it."""
+
+    def __init__(self, args: list[_HookWord], env: dict[str, _HookWord], cdir: str | None, ctx: _HookCtx,
+                 stdin: str | None = None) -> None:
+        self.ctx = ctx
+        self.stdin = stdin  # a literal here-document fed to git, if any
+        self.raw_args = args
+        sub, gopts, self.args = _hook_git_split(args)
+        self.sub = sub.text if sub is not None and not sub.dynamic else None
+        self.gopts = gopts
+        self.cdir = cdir
+        self.known_dir = cdir is not None
+        git_dir = env.get("GIT_DIR")
+        git_dir_text: str | None = git_dir.text.split("=", 1)[1] if git_dir is not None else None
+        if git_dir is not None and git_dir.dynamic:
+            self.known_dir = False
+        for name, value in gopts:
+            if name == "-C":
+                path = os.path.expanduser(value.text) if value is not None and not value.dynamic else None
+                if path is None:
+                    self.known_dir = False
+                elif os.path.isabs(path):
+                    self.cdir, self.known_dir = os.path.normpath(path), self.known_dir or self.cdir is None
+                elif self.cdir is not None and path:
+                    self.cdir = os.path.normpath(os.path.join(self.cdir, path))
+            elif name == "--git-dir":
+                if value is None or value.dynamic:
+                    self.known_dir = False
+                else:
+                    git_dir_text = value.text
+        target = self.cdir
+        if self.known_dir and git_dir_text:
+            target = os.path.normpath(os.path.join(self.cdir or "/", os.path.expanduser(git_dir_text)))
+        self.repo = ctx.facts(target) if self.known_dir and target else ctx.own
+        own = ctx.own
+        self.foreign = self.repo is not None and (own is None or self.repo.common_dir != own.common_dir)
+        self.dir = self.repo.top if self.foreign and self.repo is not None else None
+        self.op = self.repo.operation if self.repo is not None else None
+
+    # -- helpers for texts
+    def files(self, words: list[_HookWord]) -> list[str] | None:
+        """Paths relative to the repo top, or None when the shell decides them (globs, variables)."""
+        out: list[str] = []
+        prefix = self.repo.prefix if self.repo is not None and self.cdir is not None else ""
+        top = self.repo.top if self.repo is not None else None
+        for w in words:
+            text = w.text
+            if w.dynamic or (not w.quoted and any(ch in text for ch in "*?[")) or text.startswith(":"):
+                return None
+            if os.path.isabs(text):
+                if top and (text == top or text.startswith(top.rstrip("/") + "/")):
+                    text = os.path.relpath(text, top)
+            else:
+                text = os.path.normpath(os.path.join(prefix, text)) if prefix else os.path.normpath(text)
+            out.append(text)
+        return out
+
+    def d(self) -> tuple[str, Any]:
+        return ("dir", self.dir)
+
+    def where(self) -> str:
+        if self.foreign and self.repo is not None:
+            own = self.ctx.own.top if self.ctx.own is not None else "no repository"
+            return (f"This git {self.sub} acts on {self.repo.top}, a different repository from the one your "
+                    f"shell is in ({own}); the madt_* tools act there only when it is named with dir=.")
+        return ""
+
+    def deny(self, why: str, call: str | None = None, extra: str = "", verb: str | None = None) -> tuple[str, str]:
+        lines = [self.where()] if self.where() else []
+        lines.append(_hook_sentence(why))
+        if call:
+            lines.append(f"Use: {call}")
+        if extra:
+            lines.append(_hook_sentence(extra))
+        lines.append(_hook_retry(verb or self.sub or ""))
+        return "deny", "\n".join(lines)
+
+    def destroys(self, what: str, alternative: str = "") -> tuple[str, str]:
+        text = _HOOK_DESTROYS.format(what=what)
+        if alternative:
+            text += " " + alternative
+        return "deny", text + "\n" + _hook_retry(self.sub or "")
+
+    def rail(self, files: list[str] | None) -> str:
+        assert self.repo is not None and self.op is not None
+        files = files or self.ctx.rail_files
+        self.ctx.rail_files = files
+        add = _hook_call("madt_add", self.d(), ("files", files if files else ["<each resolved file>"]))
+        c = f" -C {shell_quote(self.repo.top)}" if self.foreign else ""
+        return MID_OPERATION_RAIL.format(op=self.op, top=self.repo.top, add=add, c=c)
+
+    def mid_operation(self) -> bool:
+        return self.op in ("merge", "rebase", "cherry-pick", "revert", "am")
+
+    # -- the decision
+    def verdict(self) -> tuple[str, str]:
+        leak = self.credential_leak()
+        if leak:
+            return leak
+        sub = self.sub
+        if sub is None:
+            return ("allow", "")
+        if sub in _HOOK_CONTROL_VERBS and any(w.text in _HOOK_CONTROLS for w in self.args):
+            return ("allow", "")
+        handler: Callable[[], tuple[str, str]] | None = getattr(self, "g_" + sub.replace("-", "_"), None)
+        if handler is None:
+            return ("allow", "")  # a read, a harmless verb, or an alias: aliases are not expanded
+        return handler()
+
+    def credential_leak(self) -> tuple[str, str] | None:
+        words = [v for _n, v in self.gopts if v is not None] + list(self.args)
+        for w in words:
+            if "://" in w.text and "@" in w.text and _HOOK_CRED_URL.search(w.text):
+                clean = _HOOK_CRED_URL.sub(lambda mm: mm.group(1), w.text)
+                return "deny", (
+                    "A token or password inside a remote URL is stored in .git/config and shows up in "
+                    f"remote listings, logs and error messages. Use the plain URL ({clean}) and ask the user to "
+                    "log in for that host with madtea auth login; the madt_* tools then authenticate on their own."
+                    "\n" + _hook_retry(self.sub or "remote"))
+        return None
+
+    def note(self, tool_call: str, what: str) -> tuple[str, str]:
+        return "note", f"madtea: {tool_call} {what}"
+
+    # -- reads with a structured twin
+    def g_status(self) -> tuple[str, str]:
+        return self.note(_hook_call("madt_status", self.d()),
+                         "gives the same facts as structured data (branch, upstream, ahead/behind, staged, "
+                         "modified, untracked).")
+
+    def g_log(self) -> tuple[str, str]:
+        return self.note(_hook_call("madt_log", self.d()), "returns commits as structured data (sha, author, date, subject).")
+
+    g_shortlog = g_log
+    g_whatchanged = g_log
+
+    # -- staging and committing
+    def g_add(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args, "", frozenset({"--chmod", "--pathspec-from-file"}))
+        if _hook_has(opts, "-n", "--dry-run"):
+            return ("allow", "")
+        blanket = _hook_has(opts, "-A", "--all", "-u", "--update", "--no-ignore-removal", "-p", "--patch", "-i",
+                          "--interactive", "-e", "--edit", "--pathspec-from-file")
+        files = self.files(pos)
+        if files is not None and any(f in (".", "") or f == ".." or f.startswith("../") for f in files):
+            blanket = True
+        good = files if files and not blanket else None
+        if self.mid_operation():
+            return self.deny(self.rail(good))
+        why = "Raw git add can sweep unrelated or someone else's changes into the index; madt_add stages exactly the files you name"
+        if good is None:
+            return self.deny(why, _hook_call("madt_add", self.d(), ("files", ["<path>", "..."])),
+                             "Name every file; blanket forms such as ., -A or -u are not accepted")
+        return self.deny(why, _hook_call("madt_add", self.d(), ("files", good)))
+
+    def g_commit(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args, "mFCctS",
+                                    frozenset({"--message", "--file", "--reuse-message", "--reedit-message",
+                                               "--fixup", "--squash", "--author", "--date", "--template",
+                                               "--trailer", "--pathspec-from-file", "--cleanup"}))
+        if _hook_has(opts, "--dry-run"):
+            return ("allow", "")
+        messages = [v.text for n, v in opts if n in ("-m", "--message") and v is not None]
+        from_file = _hook_val(opts, "-F", "--file")
+        if not messages and from_file is not None and from_file.text == "-" and self.stdin is not None:
+            messages = [self.stdin]
+        title: str | None = None
+        body: str | None = None
+        if messages and not any(n in ("-m", "--message") and v is not None and v.dynamic for n, v in opts):
+            first, _, rest = messages[0].strip().partition("\n")
+            title = first.strip()
+            body_parts = [rest.strip()] + [m.strip() for m in messages[1:]]
+            body = "\n\n".join(p for p in body_parts if p) or None
+        files = self.files(pos)
+        blanket = _hook_has(opts, "-a", "--all", "-i", "--include", "-p", "--patch", "--interactive")
+        good = files if files and not blanket else None
+        if self.mid_operation():
+            return self.deny(self.rail(good))
+        call = _hook_call("madt_commit", self.d(), ("files", good or ["<path>", "..."]),
+                        ("title", title or "<subject>"), ("body", body))
+        why = ("Raw git commit records whatever happens to be staged, including other people's work; "
+               "madt_commit commits exactly the files you name")
+        extra = ""
+        if _hook_has(opts, "--amend"):
+            why = "Amending rewrites a commit that may already be pushed or shared; make a new commit instead with madt_commit"
+        if good is None:
+            extra = "Name every file to commit; -a and other blanket forms are not accepted"
+        return self.deny(why, call, extra)
+
+    # -- branches
+    def g_branch(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args, "u", frozenset({"--set-upstream-to", "--contains", "--no-contains",
+                                                               "--merged", "--no-merged", "--points-at", "--sort",
+                                                               "--format"}))
+        names = [w.text for w in pos]
+        delete = _hook_has(opts, "-d", "--delete", "-D")
+        force = _hook_has(opts, "-D", "-f", "--force", "-M", "-C")
+        if _hook_has(opts, "-r", "--remotes") and delete:
+            return ("allow", "")  # remote-tracking refs come back with the next fetch
+        if delete:
+            calls = "; ".join(_hook_call("madt_branch_delete", self.d(), ("name", n)) for n in names) or \
+                _hook_call("madt_branch_delete", self.d(), ("name", "<branch>"))
+            if force:
+                return self.destroys("Force-deleting a branch can discard commits that exist nowhere else",
+                                     f"If its work is already merged, {calls} deletes it after proving that.")
+            return self.deny("madt_branch_delete deletes a branch only after proving its work is contained in the "
+                             "default branch", calls)
+        if _hook_has(opts, "-m", "--move", "-M", "-c", "--copy", "-C"):
+            old, new = (names[0], names[1]) if len(names) >= 2 else ("<current branch>", names[0] if names else "<new name>")
+            create = _hook_call("madt_branch_create", self.d(), ("name", new), ("start_point", old))
+            if _hook_has(opts, "-c", "--copy", "-C"):
+                return self.deny("Branches are made through madt_branch_create so the start point is explicit", create)
+            return self.deny("A rename is a new branch plus a proven delete of the old one",
+                             f"{create}, then {_hook_call('madt_branch_delete', self.d(), ('name', old))}")
+        if _hook_has(opts, "-u", "--set-upstream-to", "--unset-upstream", "--edit-description"):
+            return ("allow", "")
+        listing = _hook_has(opts, "-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose",
+                          "--show-current", "--contains", "--no-contains", "--merged", "--no-merged",
+                          "--points-at", "--format", "--sort", "--column", "--no-column", "--color", "--no-color")
+        if not names or listing:
+            return self.note(_hook_call("madt_status", self.d()), "reports the current branch and its upstream as structured data.")
+        if force:
+            return self.destroys("Moving an existing branch with --force can discard commits that exist nowhere else")
+        call = _hook_call("madt_branch_create", self.d(), ("name", names[0]),
+                        ("start_point", names[1] if len(names) > 1 else None))
+        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked", call)
+
+    def _switch_call(self, branch: str) -> str:
+        return _hook_call("madt_switch", self.d(), ("branch", "<previous branch>" if branch == "-" else branch))
+
+    def _create_call(self, name: str, start: str | None) -> str:
+        return _hook_call("madt_branch_create", self.d(), ("name", name), ("start_point", start), ("checkout", True))
+
+    _SWITCH_WHY = "madt_switch changes branches without carrying or discarding uncommitted work behind your back"
+
+    def _remote_branch(self, name: str, opts: list[tuple[str, _HookWord | None]]) -> tuple[str, str] | None:
+        """The steer when the switch would make a new branch from a remote-tracking one (``--track``,
+        or a name only a remote has): madt_switch takes existing local branches only."""
+        kind = self.ref_kind(name) or ""
+        if _hook_has(opts, "-t", "--track") and "/" in name and kind != "branch":
+            start, new = name, name.removeprefix("refs/remotes/").split("/", 1)[1]
+        elif kind.startswith("remote:"):
+            start, new = f"{kind[len('remote:'):]}/{name}", name
+        else:
+            return None
+        return self.deny(f"{new} is not a local branch yet, and branches are made through madt_branch_create "
+                         "so the start point is explicit", self._create_call(new, start))
+
+    def g_switch(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args, "cC", frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
+        if _hook_has(opts, "--discard-changes", "-f", "--force"):
+            return self.destroys("Switching with --discard-changes or --force discards uncommitted changes for good")
+        new = _hook_val(opts, "-c", "--create", "-C", "--force-create")
+        if new is not None:
+            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
+                             self._create_call(new.text, pos[0].text if pos else None))
+        if _hook_has(opts, "-d", "--detach", "--orphan") or not pos:
+            return ("allow", "")
+        if self.ref_kind(pos[0].text) == "tracking" and not _hook_has(opts, "-t", "--track"):
+            return ("allow", "")  # git itself refuses to switch to a remote-tracking ref without --detach
+        return self._remote_branch(pos[0].text, opts) or self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
+
+    def g_checkout(self) -> tuple[str, str]:
+        opts, pos, dashdash = _hook_getopt(self.args, "bB", frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
+        if _hook_has(opts, "-f", "--force", "-p", "--patch"):
+            return self.destroys("A forced or patch checkout overwrites uncommitted changes for good")
+        new = _hook_val(opts, "-b", "-B")
+        if new is not None:
+            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
+                             self._create_call(new.text, pos[0].text if pos else None))
+        if _hook_has(opts, "--orphan", "--detach", "-d"):
+            return ("allow", "")
+        if _hook_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
+            return ("allow", "")  # picking a side while resolving a conflict
+        if dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./")):
+            return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes for good")
+        if not pos:
+            return ("allow", "")
+        name = pos[0].text
+        kind = self.ref_kind(name)
+        steer = self._remote_branch(name, opts)
+        if steer is not None:
+            return steer
+        if name == "-" or kind == "branch" or (kind is None and self.refs_unknown()):
+            return self.deny(self._SWITCH_WHY, self._switch_call(name))
+        if kind in ("tag", "tracking") or (7 <= len(name) <= 40 and not name.strip(_HOOK_HEX)) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
+            return ("allow", "")  # a detached look at a commit: nothing is lost
+        return self.destroys(f"git checkout {name} names no branch here, so git reads it as a path, and checking "
+                             "out a path overwrites its uncommitted changes for good")
+
+    def ref_kind(self, name: str) -> str | None:
+        if self.repo is None or self.repo.ref_kind is None:
+            return None
+        return self.repo.ref_kind(name)
+
+    def refs_unknown(self) -> bool:
+        return self.repo is None or self.repo.ref_kind is None
+
+    def g_restore(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args, "s", frozenset({"--source", "--pathspec-from-file", "--conflict"}))
+        if _hook_has(opts, "-S", "--staged") and not _hook_has(opts, "-W", "--worktree"):
+            return ("allow", "")  # unstaging keeps the file as it is
+        if _hook_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
+            return ("allow", "")
+        return self.destroys("git restore of working-tree files overwrites their uncommitted changes for good")
+
+    def g_reset(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args)
+        if not _hook_has(opts, "--hard"):
+            return ("allow", "")
+        alt = ""
+        if self.mid_operation():
+            c = f" -C {shell_quote(self.repo.top)}" if self.foreign and self.repo else ""
+            alt = f"To stop the {self.op} in progress instead, run git{c} {self.op} --abort."
+        return self.destroys("git reset --hard discards uncommitted changes for good", alt)
+
+    def g_clean(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args, "e", frozenset({"--exclude"}))
+        if _hook_has(opts, "-n", "--dry-run"):
+            return ("allow", "")
+        if _hook_has(opts, "-f", "--force", "-i", "--interactive"):
+            return self.destroys("git clean -f deletes untracked files for good")
+        return ("allow", "")
+
+    def g_stash(self) -> tuple[str, str]:
+        action = next((w.text for w in self.args if not w.text.startswith("-")), "push")
+        if action in ("drop", "clear"):
+            return self.destroys(f"git stash {action} deletes stashed work for good")
+        return ("allow", "")
+
+    # -- remote sync
+    def g_push(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args, "o", frozenset({"--push-option", "--repo", "--receive-pack",
+                                                              "--exec", "--recurse-submodules"}))
+        if _hook_has(opts, "-n", "--dry-run"):
+            return ("allow", "")
+        refspecs = [w.text for w in pos[1:]]
+        lease = [v.text if v is not None else "" for n, v in opts if n == "--force-with-lease"]
+        force = _hook_has(opts, "-f", "--force", "--mirror") or any(r.startswith("+") for r in refspecs)
+        delete = _hook_has(opts, "-d", "--delete", "--prune") or any(r.startswith(":") for r in refspecs)
+        branches: list[str] = []
+        for r in refspecs:
+            src = r.lstrip("+").split(":", 1)[0]
+            if src.startswith("refs/heads/"):
+                src = src[len("refs/heads/"):]
+            if src and src != "HEAD":
+                branches.append(src)
+        tags = [b for b in branches if b.startswith("refs/tags/") or self.ref_kind(b) == "tag"]
+        branches = [b for b in branches if b not in tags]
+        sha = next((v.split(":", 1)[1] for v in lease if ":" in v and v.split(":", 1)[1]), None)
+        set_up = True if _hook_has(opts, "-u", "--set-upstream") else None
+        calls = [_hook_call("madt_push", self.d(), ("branch", b), ("force_with_lease", sha if lease else None),
+                          ("set_upstream", set_up)) for b in (branches or [None])]  # type: ignore[list-item]
+        if delete:
+            return self.destroys("Deleting a branch on the remote can discard commits that exist nowhere else")
+        if force:
+            lease_call = _hook_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
+                                  ("force_with_lease", "<the remote sha you expect to replace>"))
+            return self.destroys("A force push without a lease can overwrite commits on the remote that exist nowhere else",
+                                 f"To replace the remote branch only if it is still where you last saw it, use {lease_call}.")
+        if lease and sha is None:
+            call = _hook_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
+                            ("force_with_lease", "<the remote sha you expect to replace>"))
+            return self.deny("A lease without an explicit expected sha trusts a remote-tracking ref that a "
+                             "background fetch may have moved; madt_push takes the sha itself", call)
+        if tags or _hook_has(opts, "--tags"):
+            names = [t.removeprefix("refs/tags/") for t in tags] or ["<tag>"]
+            release = None if self.foreign else "; ".join(
+                _hook_call("madt_releases", ("action", "create"), ("tag", n), ("target", "<the commit the tag points at>"))
+                for n in names)
+            extra = ("That makes the tag on the forge with its release, once the commit is pushed; " if release else "") + \
+                "to push a tag on its own, ask the user to run the push themselves"
+            extra = extra[0].upper() + extra[1:]
+            if branches:
+                extra += ". Push the branches with " + "; ".join(calls)
+            return self.deny("madt_push pushes branches only, and a raw git push uses whatever credentials the "
+                             "shell has", release, extra)
+        return self.deny("Raw git push uses whatever credentials the shell has and can overwrite the remote; "
+                         "madt_push pushes with madtea's own credentials and overwrites only under an explicit lease",
+                         "; ".join(calls))
+
+    def g_pull(self) -> tuple[str, str]:
+        _opts, pos, _dd = _hook_getopt(self.args, "", frozenset({"--rebase", "--strategy", "-s", "-X"}))
+        branch = pos[1].text if len(pos) > 1 else None
+        return self.deny("madt_pull fast-forwards only, so it never makes a surprise merge commit or rewrites history",
+                         _hook_call("madt_pull", self.d(), ("branch", branch)))
+
+    def g_fetch(self) -> tuple[str, str]:
+        if not self.foreign:
+            return ("allow", "")
+        return self.deny("madt_pull brings it up to date through madtea's own credentials",
+                         _hook_call("madt_pull", self.d()))
+
+    def g_merge(self) -> tuple[str, str]:
+        if not self.foreign:
+            return ("allow", "")
+        _opts, pos, _dd = _hook_getopt(self.args, "msX", frozenset({"--message", "--strategy", "--strategy-option"}))
+        what = pos[0].text if pos else None
+        if what is None or what.startswith(("origin/", "FETCH_HEAD", "@{")):
+            return self.deny("madt_pull fast-forwards it from its upstream", _hook_call("madt_pull", self.d()))
+        return self.deny("work is merged there through a pull request",
+                         _hook_call("madt_finish", self.d(), ("branch", what)))
+
+    def g_rebase(self) -> tuple[str, str]:
+        _opts, pos, _dd = _hook_getopt(self.args, "sXx", frozenset({"--onto", "--strategy", "--strategy-option", "--exec"}))
+        branch = pos[1].text if len(pos) > 1 else None
+        return self.deny("A rebase rewrites commits that a pull request or another clone may already hold",
+                         _hook_call("madt_pull", self.d(), ("branch", branch)),
+                         "That brings the branch up to date without rewriting it; if a rebase is really needed, "
+                         "ask the user to run it")
+
+    # -- worktrees
+    def g_worktree(self) -> tuple[str, str]:
+        action = self.args[0].text if self.args else "list"
+        opts, pos, _dd = _hook_getopt(self.args[1:], "bB", frozenset({"--reason", "--expire", "--orphan"}))
+        base = self.cdir or self.ctx.cwd
+        if action == "list":
+            return self.note(_hook_call("madt_worktrees", ("action", "list"), self.d()), "lists worktrees as structured data.")
+        if action == "add":
+            path = os.path.normpath(os.path.join(base, os.path.expanduser(pos[0].text))) if pos else "<path>"
+            b = _hook_val(opts, "-b", "-B")
+            call = _hook_call("madt_worktrees", ("action", "add"), self.d(), ("path", path),
+                            ("commit_ish", pos[1].text if len(pos) > 1 else None), ("b", b.text if b else None))
+            return self.deny("madt_worktrees adds a worktree without creating branches behind your back", call)
+        if action == "remove":
+            if _hook_has(opts, "-f", "--force"):
+                return self.destroys("Force-removing a worktree discards its uncommitted changes for good")
+            path = os.path.normpath(os.path.join(base, pos[0].text)) if pos else "<path>"
+            return self.deny("madt_worktrees removes a worktree only when it holds no uncommitted or unpushed work",
+                             _hook_call("madt_worktrees", ("action", "remove"), self.d(), ("path", path)))
+        if action == "prune":
+            return self.deny("Worktree housekeeping goes through madt_worktrees",
+                             _hook_call("madt_worktrees", ("action", "list"), self.d()),
+                             "Then remove the ones you own with " +
+                             _hook_call("madt_worktrees", ("action", "remove"), self.d(), ("path", "<path>")))
+        return ("allow", "")
+
+    def g_update_ref(self) -> tuple[str, str]:
+        """The plumbing twin of git branch: a branch deleted or moved by update-ref is steered the same way."""
+        opts, pos, _dd = _hook_getopt(self.args, "m")
+        if _hook_has(opts, "--stdin") or not pos or pos[0].dynamic or not pos[0].text.startswith("refs/heads/"):
+            return ("allow", "")
+        name = pos[0].text[len("refs/heads/"):]
+        if _hook_has(opts, "-d"):
+            return self.destroys("Deleting a branch with git update-ref -d skips any proof that its commits exist "
+                                 "elsewhere", "If its work is already merged, "
+                                 f"{_hook_call('madt_branch_delete', self.d(), ('name', name))} deletes it after proving that.")
+        if self.ref_kind(name) == "branch" or self.refs_unknown():
+            return self.destroys("Moving an existing branch with git update-ref can discard commits that exist nowhere else")
+        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
+                         _hook_call("madt_branch_create", self.d(), ("name", name),
+                                  ("start_point", pos[1].text if len(pos) > 1 else None)))
+
+    def g_remote(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args)
+        if not pos and _hook_has(opts, "-v", "--verbose") and not self.foreign:
+            return self.note(_hook_call("madt_repo", ("action", "view")),
+                             "names the repository on the forge as structured data; madt_whoami says which account a call would use.")
+        return ("allow", "")
+
+
+# --------------------------------------------------------------------------- the madtea CLI
+
+def _hook_madtea(args: list[_HookWord], cli_ops: Callable[[], Mapping[tuple[str, ...], Any]]) -> tuple[str, str]:
+    words = [w for w in args]
+    while words and words[0].text.startswith("-"):
+        words.pop(0)
+    if not words:
+        return ("allow", "")
+    noun = words[0].text
+    verb = words[1].text if len(words) > 1 and not words[1].text.startswith("-") else None
+    retry = f"Do not retry any madtea {noun} variant; every form is steered."
+    if noun == "auth":
+        if verb in ("login", "logout", "import-tea"):
+            return "deny", ("Storing or removing a credential is a person's act: ask the user to run "
+                            f"madtea auth {verb} themselves.\n" + retry)
+        if verb in ("token", "git-credential"):
+            return "deny", ("Printing a token puts it into the transcript, and the madt_* tools authenticate on "
+                            "their own. Use madt_whoami to see which account and credential source a call would use.\n"
+                            + retry)
+        if verb == "status":
+            return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
+                            "structured results.\nUse: madt_whoami\n" + retry)
+        return ("allow", "")
+    if noun == "update":
+        return "deny", ("Updating madtea replaces its own files and may trust a release signing key on this machine, "
+                        "which is a person's act: ask the user to run madtea update themselves.\n" + retry)
+    return _hook_madtea_registry([w.text for w in words], cli_ops(), retry)
+
+
+_HOOK_PERSON_VERBS = frozenset({"delete", "rm", "remove"})
+
+
+def _hook_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], retry: str) -> tuple[str, str]:
+    """The CLI command's MCP twin, named from the registry's own declaration of both surfaces."""
+    key = next((k for k in sorted(cli_ops, key=len, reverse=True) if tuple(words[:len(k)]) == tuple(k)), None)
+    nouns = {k[0] for k in cli_ops}
+    spec = cli_ops[key] if key is not None else {}
+    verb = words[1] if len(words) > 1 else ""
+    if spec.get("person") or (key is None and words[0] in nouns and verb in _HOOK_PERSON_VERBS):
+        return "deny", ("Deleting cannot be undone, so it is a person's act at a terminal: ask the user to "
+                        "delete it themselves.\n" + retry)
+    if spec.get("tool") is None:
+        return ("allow", "")  # help, version, hook, mcp, or a command with no MCP twin
+    pairs: list[tuple[str, Any]] = []
+    if spec.get("action"):
+        pairs.append(("action", spec["action"]))
+    pairs.extend(_hook_cli_registry_params(words[len(key or ()):], spec.get("params") or []))
+    return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
+                    f"results and errors.\nUse: {_hook_call(spec['tool'], *pairs)}\n" + retry)
+
+
+def _hook_cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+    flags: dict[str, Mapping[str, Any]] = {}
+    enum_flags: dict[str, tuple[str, str]] = {}
+    for p in params:
+        for f in p.get("flags") or ():
+            flags[f] = p
+        if p.get("enum_flags"):
+            for choice in p.get("choices") or ():
+                enum_flags["--" + choice] = (p["name"], choice)
+    positional = [p for p in params if p.get("positional")]
+    got: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        t = words[i]
+        name, eq, value = t.partition("=") if t.startswith("--") else (t, "", "")
+        if t == "--":
+            i += 1
+            continue
+        if name in enum_flags:
+            got[enum_flags[name][0]] = enum_flags[name][1]
+        elif name in flags:
+            p = flags[name]
+            if p.get("type") == "bool" and not eq:
+                value = True  # type: ignore[assignment]
+            elif not eq:
+                i += 1
+                value = words[i] if i < len(words) else ""
+            if not p.get("cli_only"):
+                got[p["name"]] = _hook_cli_value(p, value, got.get(p["name"]))
+        elif not t.startswith("-") and positional:
+            p = positional[0]
+            if p.get("type") in ("strs", "numbers"):
+                got[p["name"]] = _hook_cli_value(p, t, got.get(p["name"]))
+            else:
+                got[p["name"]] = _hook_cli_value(p, t, None)
+                positional.pop(0)
+        i += 1
+    # A secret typed on the command line is not repeated in the text that steers it to its tool.
+    return [(p["name"], placeholder("the secret value") if p.get("secret") else got[p["name"]])
+            for p in params if p["name"] in got]
+
+
+def _hook_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
+    kind = p.get("type")
+    if kind in ("int", "number") and isinstance(value, str) and value.isdigit():
+        return int(value)
+    if kind in ("strs", "numbers"):
+        item: Any = int(value) if kind == "numbers" and isinstance(value, str) and value.isdigit() else value
+        return (before or []) + [item]
+    return value
+
+
+# =========================================================================== 3. the hook's entry: the only I/O
 #
 # ``madtea hook`` runs before every shell command the agent's harness executes,
 # so it stays on the standard library, starts no process and opens no socket:
@@ -4057,10 +4061,9 @@ def update_release_lacks(repo: str, tag: str, name: str) -> Refusal:
 #
 # It lives here, beside the classifier, so that a hook run loads guard and
 # gitops alone: madtea's registry and services are read only for a line that
-# runs madtea. This section is the one part of guard that does I/O: the event
-# on stdin, the answer on stdout and stderr, and the caller record.
-
-__all__ += ["hook_command", "hook_main", "caller_cwd_signal"]
+# runs madtea, through the table its caller hands in. This part is the only one
+# of guard that does I/O: the event on stdin, the answer on stdout and stderr,
+# and the caller record.
 
 
 def hook_command(args: Sequence[str], exit: bool = False) -> int | None:
@@ -4075,26 +4078,23 @@ def hook_command(args: Sequence[str], exit: bool = False) -> int | None:
         return None
     code = hook_main()
     if exit:
-        for stream in (_hook_sys.stdout, _hook_sys.stderr):
+        for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        _hk_os._exit(code)
+        os._exit(code)
     return code
 
 
 def _hook_cli_table() -> Mapping[tuple[str, ...], Any]:
     """The CLI's (noun, verb) table, from madtea's registry: only a line that runs madtea reads it."""
-    running: Any = _hook_sys.modules.get("madtea") or _hook_sys.modules.get("__main__")
+    running: Any = sys.modules.get("madtea") or sys.modules.get("__main__")
     if not hasattr(running, "_hook_cli_ops"):
         running = __import__("madtea")  # by name: guard does not import the surfaces
     return running._hook_cli_ops()  # type: ignore[no-any-return]
 
 
-import stat as _hook_stat  # noqa: E402
-import sys as _hook_sys  # noqa: E402
-import time as _hook_time  # noqa: E402
 
 # Each harness names its shell tool differently; the event's own fields tell them apart.
 _HOOK_SHELL_TOOLS = {"PreToolUse": ("Bash",), "BeforeTool": ("run_shell_command",)}
@@ -4114,7 +4114,7 @@ def hook_main() -> int:
     """
     command: str | None = None
     try:
-        raw = _hook_sys.stdin.buffer.read()
+        raw = sys.stdin.buffer.read()
         event = _hook_event(raw)
         if event is None:
             return 0
@@ -4171,13 +4171,13 @@ def _hook_event(raw: bytes) -> tuple[str, str, str, str | None] | None:
 
 def _hook_answer(harness: str, decision: HookDecision) -> int:
     if decision.kind == "deny":
-        _hook_write(_hook_sys.stderr, decision.text + "\n")
+        _hook_write(sys.stderr, decision.text + "\n")
         return 2
     if decision.kind == "note" and harness in ("claude", "codex"):
         # Additional context only, never a permission decision: an "allow" here
         # would approve the command on the user's behalf.
         out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": decision.text}}
-        _hook_write(_hook_sys.stdout, gitops.to_json(out) + "\n")
+        _hook_write(sys.stdout, gitops.to_json(out) + "\n")
     return 0  # Gemini's BeforeTool takes no additional context: silence is the safe answer there
 
 
@@ -4189,7 +4189,7 @@ def _hook_write(stream: Any, text: str) -> None:
         pass
 
 
-# --- the hook's entry: repository facts, from files ---
+# --------------------------------------------------------------------------- repository facts, from files
 
 def _hook_repo_facts(path: str) -> HookRepo | None:
     """What the classifier needs to know of the repository holding *path*: files only, no git process."""
@@ -4249,7 +4249,7 @@ def _hook_ref_kind(common: str, name: str) -> str | None:
     return "remote:" + guess if guess else None
 
 
-# --- the hook's entry: the caller signal ---
+# --------------------------------------------------------------------------- the caller signal
 
 def caller_cwd_signal(max_age: float = 600) -> str | None:
     """The repo top the agent's shell was last in, as recorded by the hook for this server's agent.
@@ -4272,7 +4272,7 @@ def caller_cwd_signal(max_age: float = 600) -> str | None:
     if record is None or record.get("pid") != pid or record.get("start") != start:
         return None
     when, top, sessions = record.get("time"), record.get("top"), record.get("sessions")
-    if not isinstance(when, (int, float)) or not (-5 <= _hook_time.time() - when <= max_age) \
+    if not isinstance(when, (int, float)) or not (-5 <= time.time() - when <= max_age) \
             or not isinstance(top, str):
         return None
     if isinstance(sessions, list) and len({gitops.to_json(s) for s in sessions}) > 1:
@@ -4329,7 +4329,7 @@ def _hook_read_record(path: str) -> dict[str, Any] | None:
 
 def _hook_sweep(folder: str) -> None:
     """Remove records and temp files older than a day: their agents are gone."""
-    cutoff = _hook_time.time() - _HOOK_RECORD_STALE
+    cutoff = time.time() - _HOOK_RECORD_STALE
     try:
         names = os.listdir(folder)
     except OSError:
@@ -4357,7 +4357,7 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
     if agent is None or folder is None:
         return
     repo = gitops.fs_find(cwd) if os.path.isdir(cwd) else None
-    record = {"pid": agent[0], "start": agent[1], "time": _hook_time.time(), "cwd": cwd,
+    record = {"pid": agent[0], "start": agent[1], "time": time.time(), "cwd": cwd,
               "top": repo[0] if repo else None, "common_dir": repo[2] if repo else None, "session": session}
     final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
     previous = _hook_read_record(final)
@@ -4414,7 +4414,7 @@ def _hook_runtime_dir(create: bool) -> str | None:
         st = os.lstat(folder)
     except OSError:
         return None
-    if not _hook_stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         return None
     return folder
 
