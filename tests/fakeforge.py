@@ -4901,6 +4901,25 @@ def call(forge: FakeForge, method: str, path: str, *, token: str | None = DEFAUL
     return status, response_headers, parsed
 
 
+def get(forge: FakeForge, where: str, **query: Any) -> tuple[int, dict[str, str], Any]:
+    """A GET of *where* with *query*; returns (status, headers, parsed JSON or raw bytes)."""
+    status, headers, raw = forge.call("GET", where, query=query or None)
+    try:
+        return status, headers, json.loads(raw)
+    except ValueError:
+        return status, headers, raw
+
+
+def open_pull(forge: FakeForge, branch: str = "feature", files: dict[str, str] | None = None) -> int:
+    """A pull request from a new commit on *branch* into main of acme/web; its number."""
+    forge.commit("acme", "web", branch, files or {"app.py": "print('hi')\n", "README.md": "changed\n"},
+                 f"Add {branch}")
+    status, _, pull = call(forge, "POST", "/repos/acme/web/pulls", body={"head": branch, "base": "main",
+                                                                         "title": "A change"})
+    assert status == 201, pull
+    return int(pull["number"])
+
+
 # --------------------------------------------------------------------------- pytest fixtures
 
 _warned_missing_specs = False

@@ -45,6 +45,13 @@ class Env:
         return subprocess.run([sys.executable, "-m", "madtea", *argv], cwd=cwd or self.clone, stdin=stdin,
                               env=env or child_env(), capture_output=True, text=True, timeout=60)
 
+    def cli_ok(self, *argv: str) -> str:
+        """The command's output, which exited 0 without a traceback."""
+        done = self.cli(*argv)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stdout
+
     def issue(self, number: int) -> Any:
         return self.repo.issues[number]
 

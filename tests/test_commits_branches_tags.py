@@ -1,4 +1,4 @@
-"""Commits, branches and tags on the forge, the latest release, people and packages.
+"""Commits, branches and tags on the forge, and the latest release.
 
 The rules first, as tables over facts; then the fake forge's answers for the
 endpoints these actions use (both flavours, spec-checked by the fixture); then
@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 
+import forge
 import guard
-from fakeforge import FakeForge
+import madtea
+from fakeforge import FakeForge, get
 from helpers import Spec
+from remote_env import Env, env, fast_client  # noqa: F401 - fixtures
 
 REPO = "/repos/acme/web"
 
@@ -87,36 +90,28 @@ def test_a_misspelt_override_is_offered_as_a_choice_never_a_plan() -> None:
                                                   "allow_default_branch": True}]
     assert guard.way_on_problem(r.next, r.choices, r.user_action) is None
 
-
 # --------------------------------------------------------------------------- the fake forge's answers
-
-def _get(forge: FakeForge, where: str, **query: Any) -> tuple[int, dict[str, str], Any]:
-    status, headers, raw = forge.call("GET", where, query=query or None)
-    try:
-        return status, headers, json.loads(raw)
-    except ValueError:
-        return status, headers, raw
 
 
 def test_the_fake_lists_commits_newest_first_and_shows_one_with_its_files(fake_forge: FakeForge) -> None:
     f = fake_forge
     first = f.commit("acme", "web", "feat", {"a.txt": "a\n"}, "Add a")
     second = f.commit("acme", "web", "feat", {"a.txt": "a\nb\n", "b.txt": "b\n"}, "Grow a\n\nAnd add b.")
-    status, headers, listed = _get(f, REPO + "/commits", sha="feat", stat="false", files="false",
+    status, headers, listed = get(f, REPO + "/commits", sha="feat", stat="false", files="false",
                                    verification="false", limit=2)
     assert status == 200 and [c["sha"] for c in listed] == [second, first]
     assert headers["X-Total-Count"] == "3" and "files" not in listed[0] and "stats" not in listed[0]
-    status, _, on_path = _get(f, REPO + "/commits", sha="feat", path="b.txt")
+    status, _, on_path = get(f, REPO + "/commits", sha="feat", path="b.txt")
     assert [c["sha"] for c in on_path] == [second]
-    status, _, one = _get(f, REPO + f"/git/commits/{second}")
+    status, _, one = get(f, REPO + f"/git/commits/{second}")
     assert one["commit"]["message"] == "Grow a\n\nAnd add b.\n"
     assert sorted((x["filename"], x["status"]) for x in one["files"]) == [("a.txt", "modified"), ("b.txt", "added")]
     assert one["stats"] == {"total": 2, "additions": 2, "deletions": 0}
     assert [p["sha"] for p in one["parents"]] == [first]
-    status, _, diff = _get(f, REPO + f"/git/commits/{second}.diff")
+    status, _, diff = get(f, REPO + f"/git/commits/{second}.diff")
     assert status == 200 and b"+++ b/b.txt" in diff
-    assert _get(f, REPO + "/git/commits/feat")[2]["sha"] == second  # a ref names its commit
-    assert _get(f, REPO + "/git/commits/nothing-here")[0] == 404
+    assert get(f, REPO + "/git/commits/feat")[2]["sha"] == second  # a ref names its commit
+    assert get(f, REPO + "/git/commits/nothing-here")[0] == 404
 
 
 def test_the_fake_renames_a_branch_as_the_forge_does(fake_forge: FakeForge) -> None:
@@ -137,41 +132,7 @@ def test_the_fake_renames_a_branch_as_the_forge_does(fake_forge: FakeForge) -> N
     assert f.call("PATCH", REPO + "/branches/main", json_body={"name": "trunk"})[0] == 204
     assert f.repo().default_branch == "trunk"
 
-
-def test_the_fake_answers_people_and_package_searches(fake_forge: FakeForge) -> None:
-    f = fake_forge
-    f.add_team("acme", "devs", description="Developers", members=["alice"])
-    f.add_team("acme", "ops", description="Runs the servers")
-    f.add_package("acme", "npm", "left-pad", "1.0.0", repo="web")
-    f.add_package("acme", "npm", "left-pad", "1.1.0")
-    f.add_package("acme", "pypi", "padding", "0.1")
-    status, headers, orgs = _get(f, "/user/orgs")
-    assert [o["username"] for o in orgs] == ["acme"]
-    assert ("X-Total-Count" in headers) == (f.flavour == "gitea")
-    assert [u["login"] for u in _get(f, "/users/search", q="b")[2]["data"]] == ["bob"]
-    assert [t["name"] for t in _get(f, "/orgs/acme/teams/search", q="server")[2]["data"]] == ["ops"]
-    assert [t["name"] for t in _get(f, "/orgs/acme/teams/search", q="server", include_desc="false")[2]["data"]] == []
-    status, _, body = f.call("GET", "/orgs/acme/teams/search", token="bob-token")
-    assert status == 403
-    listed = _get(f, "/packages/acme", q="pad")[2]
-    assert [(p["name"], p["version"]) for p in listed] == [("padding", "0.1"), ("left-pad", "1.1.0"),
-                                                          ("left-pad", "1.0.0")]
-    assert listed[2]["repository"]["full_name"] == "acme/web" and listed[1]["repository"] is None
-    status, _, versions = _get(f, "/packages/acme/npm/left-pad")
-    if f.flavour == "gitea":
-        assert [p["version"] for p in versions] == ["1.1.0", "1.0.0"]
-    else:  # Forgejo 15 has no such route: Go's router answers a plain-text 404
-        assert (status, versions) == (404, b"404 page not found\n")
-        assert f.spec_skip_reason or any("no operation" in v for v in f.take_violations())
-
-
 # --------------------------------------------------------------------------- through both surfaces
-
-import subprocess  # noqa: E402
-
-import forge  # noqa: E402
-import madtea  # noqa: E402
-from remote_env import Env, env, fast_client  # noqa: E402,F401 - fixtures
 
 
 def _git(e: Env, *args: str) -> str:
@@ -186,13 +147,6 @@ def _full(e: Env) -> str:
 def _lost(e: Env, method: str, path: str) -> None:
     """The forge performs the next such request and resets the connection without answering."""
     e.forge.inject("drop-after", method=method, path_contains=path)
-
-
-def _cli_ok(e: Env, *argv: str) -> str:
-    done = e.cli(*argv)
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
-    return done.stdout
 
 
 def test_commits_list_compact_by_ref_and_path_and_bounded(env: Env) -> None:
@@ -210,7 +164,7 @@ def test_commits_list_compact_by_ref_and_path_and_bounded(env: Env) -> None:
     assert [r["sha"] for r in e.ok("madt_repo", action="commits", ref="feat", limit=1, page=2).data] == [a]
     request = e.forge.find_requests("GET", "/repos/acme/web/commits")[-1]
     assert request.query["stat"] == "false" and request.query["files"] == "false"
-    assert "Add b" in _cli_ok(e, "repo", "commits", "--ref", "feat", "-L", "1")
+    assert "Add b" in e.cli_ok("repo", "commits", "--ref", "feat", "-L", "1")
 
 
 def test_the_commit_list_is_compact_and_fields_adds_the_forge_s_own(env: Env) -> None:
@@ -251,7 +205,7 @@ def test_a_commit_shows_its_fenced_message_author_and_files_and_a_bounded_diff(e
     stranger = e.forge.commit("acme", "web", "main", {"c.txt": "c\n"}, "Add c", author="Someone <no@x.invalid>")
     assert "<<< commit message by @Someone (git author, no forge account matched)" in \
         e.ok("madt_repo", action="commit", sha=stranger).text
-    assert "Add b" in _cli_ok(e, "repo", "commit", sha)
+    assert "Add b" in e.cli_ok("repo", "commit", sha)
     e.refused("NOT_FOUND_OR_NO_ACCESS", "madt_repo", action="commit", sha="0" * 40)
 
 
@@ -269,7 +223,7 @@ def test_create_branch_from_a_ref_reads_back_and_refuses_what_exists(env: Env) -
     assert refused.error["next"][0]["args"]["branch"] == "<a branch name acme/web does not have yet>"
     e.refused("NOT_A_COMMIT", "madt_repo", action="create_branch", branch="x", ref="no-such-ref")
     assert len(e.forge.find_requests("POST", "/repos/acme/web/branches")) == 2
-    assert "Created branch cli-made" in _cli_ok(e, "repo", "create-branch", "cli-made", "--ref", "feat")
+    assert "Created branch cli-made" in e.cli_ok("repo", "create-branch", "cli-made", "--ref", "feat")
 
 
 def test_a_lost_branch_or_tag_create_is_made_once(env: Env, fast_client: list[float]) -> None:
@@ -363,7 +317,7 @@ def test_create_tag_lightweight_or_annotated(env: Env) -> None:
     assert _git(e, "rev-parse", "v1.0^{commit}") == e.forge.branch_sha("acme", "web", "main")
     e.refused("TAG_EXISTS", "madt_repo", action="create_tag", tag="v1.0")
     e.refused("NOT_A_COMMIT", "madt_repo", action="create_tag", tag="v2", ref="nowhere")
-    assert "Created annotated tag v2.0" in _cli_ok(e, "repo", "create-tag", "v2.0", "--message", "Two")
+    assert "Created annotated tag v2.0" in e.cli_ok("repo", "create-tag", "v2.0", "--message", "Two")
 
 
 def test_release_view_without_a_tag_shows_the_latest(env: Env) -> None:
@@ -375,55 +329,7 @@ def test_release_view_without_a_tag_shows_the_latest(env: Env) -> None:
     e.ok("madt_releases", action="create", tag="v2.0-rc1", prerelease=True)
     latest = e.ok("madt_releases", action="view")
     assert latest.data["tag"] == "v1.1" and "<<< notes by @alice" in latest.text
-    assert _cli_ok(e, "release", "view").startswith("v1.1 ")
-
-
-def test_people_orgs_users_and_teams(env: Env) -> None:
-    e = env
-    e.forge.add_org("tooling", members=["alice"])
-    e.forge.add_team("acme", "devs", description="Developers\u202e", members=["alice"])
-    e.forge.add_team("acme", "ops", description="Runs the servers")
-    assert [r["name"] for r in e.ok("madt_people", action="orgs").data] == ["acme", "tooling"]
-    users = e.ok("madt_people", action="users", q="ex")
-    assert [r["login"] for r in users.data] == ["alice", "bob"] and "@bob Bob Example" in users.text
-    assert [r["login"] for r in e.ok("madt_people", action="users", q="ex", limit=1, page=2).data] == ["bob"]
-    teams = e.ok("madt_people", action="teams", org="acme")
-    assert [r["name"] for r in teams.data] == ["devs", "ops"] and "\u202e" not in teams.text
-    assert [r["name"] for r in e.ok("madt_people", action="teams", org="acme", q="server").data] == ["ops"]
-    assert "tooling" in _cli_ok(e, "people", "orgs")
-    assert "devs" in _cli_ok(e, "people", "teams", "acme", "dev")
-
-
-def test_packages_and_their_versions_on_both_flavours(env: Env) -> None:
-    e = env
-    e.forge.add_package("acme", "npm", "left-pad", "1.0.0", repo="web")
-    e.forge.add_package("acme", "npm", "left-pad-extra", "3.0.0")
-    e.forge.add_package("acme", "npm", "left-pad", "1.1.0")
-    e.forge.add_package("acme", "pypi", "left-pad", "9.9")
-    listed = e.ok("madt_people", action="packages", owner="acme")
-    assert [(r["name"], r["version"]) for r in listed.data] == [("left-pad", "9.9"), ("left-pad", "1.1.0"),
-                                                                 ("left-pad-extra", "3.0.0"), ("left-pad", "1.0.0")]
-    assert "npm left-pad 1.0.0" in listed.text and "(acme/web)" in listed.text
-    assert len(e.ok("madt_people", action="packages", owner="acme", type="pypi").data) == 1
-    versions = e.ok("madt_people", action="package_versions", owner="acme", type="npm", name="left-pad")
-    assert [r["version"] for r in versions.data] == ["1.1.0", "1.0.0"]
-    assert "npm left-pad 1.1.0" in _cli_ok(e, "people", "package-versions", "acme", "npm", "left-pad")
-    assert e.ok("madt_people", action="package_versions", owner="acme", type="npm",
-                name="nothing").text in ("no versions of npm package nothing under acme",)
-    assert not e.forge.take_violations()
-
-
-def test_packages_listed_from_a_later_page(env: Env) -> None:
-    """page= on a forge-wide list starts there, as it does on a repository's lists; a notice says there is more."""
-    e = env
-    for version in ("1.0", "2.0", "3.0"):
-        e.forge.add_package("acme", "npm", "left-pad", version)
-    first = e.ok("madt_people", action="packages", owner="acme", limit=1)
-    assert [r["version"] for r in first.data] == ["3.0"]
-    assert any("showing 1 of 3" in text for _, text in first.notes)
-    second = e.ok("madt_people", action="packages", owner="acme", limit=1, page=2)
-    assert [r["version"] for r in second.data] == ["2.0"]
-    assert [r["version"] for r in e.ok("madt_people", action="packages", owner="acme", limit=2, page=2).data] == ["1.0"]
+    assert e.cli_ok("release", "view").startswith("v1.1 ")
 
 
 def test_a_read_only_or_pinned_server_keeps_these_in_their_place(env: Env) -> None:
