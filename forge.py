@@ -111,6 +111,7 @@ _T = TypeVar("_T")
 
 ERROR_CODES = (
     "NOT_FOUND_OR_NO_ACCESS",
+    "NOT_ALLOWED",
     "AUTH_MISSING",
     "SCOPE_MISSING",
     "FORGE_UNAVAILABLE",
@@ -979,8 +980,9 @@ def map_error(
         if "signed in" in lowered or "sign in" in lowered:
             return err("AUTH_MISSING", f"The forge at {host} only answers signed-in users; the token is missing "
                        f"or invalid for {host} (403{said}).")
-        why = said or ": no reason given; changing it needs its author or write access"
-        return err("NOT_FOUND_OR_NO_ACCESS", f"The forge refused {label} for this token's user (403{why}).")
+        # The forge found the object and the user, and says no: a permission answer, never "not found".
+        why = f"because: {msg}" if msg else "and gave no reason (it usually needs the author, write or admin access)"
+        return err("NOT_ALLOWED", f"The forge does not allow {label} for this token's user, {why} (403).")
     if status in (404, 410):
         hint = ""
         if msg and not is_json:

@@ -949,6 +949,8 @@ _FORGE_NEXT = {
     "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
                      "rule), ask them.",
     "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
+    "NOT_ALLOWED": "Tell the user the forge's reason above; only a person it allows (an admin, the author) can do "
+                   "this, so ask them to do it or to grant the access.",
     "FORGE_UNAVAILABLE": "Try the same call again later; if it was a write whose answer was lost, read the object "
                          "first to see whether it landed.",
     "OUT_OF_SCOPE": "Ask the user to run madtea from a checkout of that repository's forge.",
@@ -4938,8 +4940,8 @@ def finish_op(inv: Invocation) -> Result:
 
 # Failures a person resolves before a resumed finish can succeed; after any other, resuming is the way on.
 _PERSON_FIRST = {"AUTH_MISSING", "SCOPE_MISSING", "MERGE_BLOCKED", "MERGE_CONFLICT", "USER_ACTION_REQUIRED",
-                 "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "LEASE_REJECTED", "NOT_CONTAINED", "DIVERGED",
-                 "GIT_TIMEOUT"}
+                 "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "NOT_ALLOWED", "LEASE_REJECTED", "NOT_CONTAINED",
+                 "DIVERGED", "GIT_TIMEOUT"}
 
 
 def _head_moved_steps(inv: Invocation, steps: _Steps, resume: dict[str, Any]) -> list[dict[str, Any]]:

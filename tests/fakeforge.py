@@ -3842,11 +3842,13 @@ class FakeForge:
     def _h_review_dismiss(self, ctx: _Ctx) -> _Response:
         repo = ctx.repo
         assert repo is not None
+        if ctx.access < 3:  # dismissReview: a repository admin only, before the review is even looked up
+            raise self._error(403, "Must be repo admin")
         issue = self._pull_issue(ctx)
         review = self._review(ctx, issue)
         self._form(ctx)
         if review.state not in ("APPROVED", "REQUEST_CHANGES"):
-            raise self._error(422, "not need to dismiss this review because it's type is not Approve or change "
+            raise self._error(403, "not need to dismiss this review because it's type is not Approve or change "
                                    "request")
         review.dismissed = True
         issue.updated = self._tick()

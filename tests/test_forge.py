@@ -290,7 +290,9 @@ ERROR_CASES = [
      "/repos/acme/web/issues/9", "NOT_FOUND_OR_NO_ACCESS", ["The target couldn't be found."]),
     (401, b'{"message":"invalid username, password or token","url":"x"}', "application/json",
      "/user", "AUTH_MISSING", ["missing or invalid for 127.0.0.1", "invalid username"]),
-    (403, b"", None, "/repos/acme/web/issues/3", "NOT_FOUND_OR_NO_ACCESS", ["403", "no reason given"]),
+    (403, b"", None, "/repos/acme/web/issues/3", "NOT_ALLOWED", ["403", "gave no reason"]),
+    (403, b'{"message":"Must be repo admin","url":"x"}', "application/json", "/repos/acme/web/pulls/1/reviews/2/"
+     "dismissals", "NOT_ALLOWED", ["does not allow", "because: Must be repo admin"]),
     (403, b'{"message":"token does not have at least one of required scope(s), required=[write:issue], '
           b'token scope=read:issue","url":"x"}', "application/json", "/repos/acme/web/issues",
      "SCOPE_MISSING", ["lacks a scope", "required=[write:issue]"]),

@@ -151,3 +151,22 @@ def test_the_cli_verbs(env: Env) -> None:
     assert out.returncode == 0 and "total is now 45m" in out.stdout, out.stderr
     out = e.cli("actions", "set-variable", "LEVEL", "--body", "7")
     assert out.returncode == 0 and "LEVEL" in out.stdout, out.stderr
+
+
+def test_a_403_is_not_allowed_with_the_forges_reason_not_not_found(env: Env, monkeypatch: Any) -> None:
+    e = env
+    number = open_pull(e.forge)
+    _, _, comment = call(e.forge, "POST", f"{REPO}/pulls/{number}/reviews", token="bob-token",
+                         body={"event": "COMMENT", "body": "just a note"})
+    typed = e.refused("NOT_ALLOWED", "madt_pr", action="dismiss_review", number=number, review_id=comment["id"],
+                      body="x")
+    assert "because: not need to dismiss this review" in typed.text and "not found" not in typed.text
+    assert typed.error["user_action"] and not typed.error["next"]
+    e.forge.grant("acme", "web", "bob", "write")
+    _, _, approval = call(e.forge, "POST", f"{REPO}/pulls/{number}/reviews", token="bob-token",
+                          body={"event": "APPROVED", "body": "ok"})
+    monkeypatch.setenv("MADTEA_TOKEN", "bob-token")  # a writer, not an admin
+    admin_only = e.refused("NOT_ALLOWED", "madt_pr", action="dismiss_review", number=number,
+                           review_id=approval["id"], body="x")
+    assert "because: Must be repo admin" in admin_only.text
+    assert "check the owner/repo" not in admin_only.text.lower()
