@@ -3015,11 +3015,13 @@ def _fenced_comment(inv: Invocation, c: Mapping[str, Any], cache: dict[str, str]
     body, _end, tail = window(clean(c.get("body")), 0, lambda end: guard.render_call(guard.call(
         "madt_api_call", owner_repo=target.full,
         path=f"/repos/{target.slug}/pulls/{number}/reviews/{c.get('pull_request_review_id')}/comments")), "comment")
-    what = f"review comment {cid} (review {c.get('pull_request_review_id')}, {_comment_where(c)})"
+    # The file's name is the pull request author's text: it goes inside the fence, never in its header.
+    what = f"review comment {cid} (review {c.get('pull_request_review_id')})"
     row = {"id": cid, "review_id": c.get("pull_request_review_id"), "path": clean_line(c.get("path")),
            "line": c.get("position") or None, "old_line": None if c.get("position") else c.get("original_position"),
            "author": who, "body": body, "resolved_by": _login(c["resolver"]) if c.get("resolver") else None}
-    return fence(body, who, _relation(inv, who, cache), what) + (f"\n{tail}" if tail else ""), row
+    return fence(f"on {_comment_where(c)}:\n{body}", who, _relation(inv, who, cache), what) \
+        + (f"\n{tail}" if tail else ""), row
 
 
 @operation("madt_pr", "reviews", cli=("pr", "reviews"), kind="remote", mutating=False, idempotent=True,
@@ -3089,22 +3091,27 @@ def pr_reply_op(inv: Invocation) -> Result:
     cache: dict[str, str] = {}
     shown = [_fenced_comment(inv, c, cache) for c in thread]
     return Result(f"Replied to review comment {inv.args['comment_id']} on PR #{number} in {remote.target.slug} "
-                  f"(comment {made.get('id')}); the thread at {_comment_where(original)} now reads:\n"
+                  f"(comment {made.get('id')}); its thread now reads:\n"
                   + "\n".join(text for text, _ in shown), {"id": made.get("id"), "thread": [row for _, row in shown]})
 
 
 @operation("madt_pr", "files", cli=("pr", "files"), kind="remote", mutating=False, idempotent=True,
            summary="List the files changed.", params=(NUMBER, LIMIT, PAGE))
 def pr_files_op(inv: Invocation) -> Result:
-    number = _issue_number(inv)
-    items = api(inv).list_items("pulls", number, "files", params=_page_params(inv), limit=_limit(inv, 100))
+    number, remote = _issue_number(inv), api(inv)
+    items = remote.list_items("pulls", number, "files", params=_page_params(inv), limit=_limit(inv, 100))
     rows = [{"path": clean_line(f.get("filename")), "status": f.get("status"), "additions": f.get("additions"),
              "deletions": f.get("deletions")}
             | ({"previous": clean_line(f.get("previous_filename"))} if f.get("previous_filename") else {})
             for f in items]
     text = "\n".join(f"{r['status']:<8} +{r['additions']} -{r['deletions']} {r['path']}"
                      + (f" (was {r['previous']})" if r.get("previous") else "") for r in rows)
-    return Result(text or f"PR #{number} changes no files", rows)
+    if not text:
+        return Result(f"PR #{number} changes no files", rows)
+    # The names are the pull request author's text, fenced like every other name the forge hands over.
+    who = _login(remote.get("pulls", number).get("user"))
+    return Result(f"PR #{number} in {remote.target.slug}: {len(rows)} files\n"
+                  + fence(text, who, _relation(inv, who, {}), f"files of PR #{number}"), rows)
 
 
 @operation("madt_pr", "comment", cli=("pr", "comment"), kind="remote", mutating=True,
