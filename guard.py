@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Protocol
 
+    # Loads madtea's CLI table, (noun, verb) -> what the hook needs of it: only a line that runs madtea asks.
+    CliTable = Callable[[], Mapping[tuple[str, ...], Any]]
+
 
 __all__ = [
     "Refusal", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
@@ -2725,7 +2728,7 @@ def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
 
 
 def classify_command(command: str, cwd: str, repo_facts: Any,
-                     cli_ops: Callable[[], Mapping[tuple[str, ...], Any]], run_dir: str | None = None) -> HookDecision:
+                     cli_ops: CliTable, run_dir: str | None = None) -> HookDecision:
     """Decide on one shell command line run from *cwd* (or from *run_dir*, when the harness runs it there).
 
     ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
@@ -3187,7 +3190,7 @@ class _HookCtx:
         self.cwd = cwd
         self._facts = repo_facts
         self._cache: dict[str, HookRepo | None] = {}
-        self.cli_ops: Callable[[], Mapping[tuple[str, ...], Any]] = dict
+        self.cli_ops: CliTable = dict
         self.rail_files: list[str] | None = None  # files a git add earlier on the line named, for a later rail
         self.own = self.facts(cwd)
 
@@ -3949,7 +3952,7 @@ class _HookGit:
 
 # --------------------------------------------------------------------------- the madtea CLI
 
-def _hook_madtea(args: list[_HookWord], cli_ops: Callable[[], Mapping[tuple[str, ...], Any]]) -> tuple[str, str]:
+def _hook_madtea(args: list[_HookWord], cli_ops: CliTable) -> tuple[str, str]:
     words = [w for w in args]
     while words and words[0].text.startswith("-"):
         words.pop(0)
@@ -4066,17 +4069,18 @@ def _hook_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
 # and the caller record.
 
 
-def hook_command(args: Sequence[str], exit: bool = False) -> int | None:
+def hook_command(args: Sequence[str], cli_ops: CliTable, exit: bool = False) -> int | None:
     """``madtea hook``'s exit status when *args* are ``hook ...``; None for any other command.
 
-    A harness may pass the hook words of its own: only a request for help is not an event to answer
+    *cli_ops* loads madtea's CLI table; the caller hands it in, so that only a line that runs madtea
+    loads the surfaces. A harness may pass the hook words of its own: only a request for help is not an event to answer
     (an argument error would exit 2, which every harness takes as a block). With *exit* the process
     ends here once its streams are flushed: tearing the interpreter down costs more than the decision,
     and there is nothing to release (the one file write is already renamed into place).
     """
     if list(args[:1]) != ["hook"] or {"-h", "--help"} & set(args[1:]):
         return None
-    code = hook_main()
+    code = hook_main(cli_ops)
     if exit:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -4085,15 +4089,6 @@ def hook_command(args: Sequence[str], exit: bool = False) -> int | None:
                 pass
         os._exit(code)
     return code
-
-
-def _hook_cli_table() -> Mapping[tuple[str, ...], Any]:
-    """The CLI's (noun, verb) table, from madtea's registry: only a line that runs madtea reads it."""
-    running: Any = sys.modules.get("madtea") or sys.modules.get("__main__")
-    if not hasattr(running, "_hook_cli_ops"):
-        running = __import__("madtea")  # by name: guard does not import the surfaces
-    return running._hook_cli_ops()  # type: ignore[no-any-return]
-
 
 
 # Each harness names its shell tool differently; the event's own fields tell them apart.
@@ -4105,7 +4100,7 @@ _HOOK_WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "
 _HOOK_DEPTH = 6
 
 
-def hook_main() -> int:
+def hook_main(cli_ops: CliTable) -> int:
     """``madtea hook``: read a pre-tool-use event on stdin, answer by exit code and streams.
 
     Exit 2 with the reason on stderr blocks the command (all three harnesses
@@ -4125,7 +4120,7 @@ def hook_main() -> int:
             _hook_record_signal(run_dir or cwd, _hook_session(raw))
         except Exception:  # the signal is a convenience; the decision must not depend on it
             pass
-        decision = classify_command(command, cwd, _hook_repo_facts, _hook_cli_table, run_dir=run_dir)
+        decision = classify_command(command, cwd, _hook_repo_facts, cli_ops, run_dir=run_dir)
         return _hook_answer(harness, decision)
     except BaseException as exc:  # noqa: BLE001 — never a traceback, never a wedge
         if isinstance(exc, SystemExit):

@@ -6654,7 +6654,12 @@ CLI_EXTRAS["update"] = ("Verify a signed release and replace this copy-installed
 __all__ += ["hook_main", "caller_cwd_signal"]
 
 # The entry itself is guard's (see there): a hook run loads guard and gitops alone.
-from guard import caller_cwd_signal, hook_main  # noqa: E402
+from guard import caller_cwd_signal  # noqa: E402
+
+
+def hook_main() -> int:
+    """``madtea hook`` with this module's CLI table for a line that runs madtea."""
+    return guard.hook_main(_hook_cli_ops)
 
 
 def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
@@ -6680,7 +6685,7 @@ def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
 def main(argv: list[str] | None = None) -> int:
     """The one entry point: ``madtea hook``, ``madtea mcp`` or a CLI command."""
     args = sys.argv[1:] if argv is None else list(argv)
-    code = guard.hook_command(args, exit=argv is None)
+    code = guard.hook_command(args, _hook_cli_ops, exit=argv is None)
     if code is not None:
         return code
     if args == ["--version"]:  # as the parser's own --version, without building the parser

@@ -79,7 +79,13 @@ _load("gitops")
 _load("guard")
 import guard  # noqa: E402
 
-code = guard.hook_command(sys.argv[1:], exit=True)
+def _cli_table():
+    _load("madtea")
+    import madtea
+    return madtea._hook_cli_ops()
+
+
+code = guard.hook_command(sys.argv[1:], _cli_table, exit=True)
 if code is None:
     _load("madtea")
     import madtea
