@@ -455,7 +455,7 @@ def _is_loopback(host: str) -> bool:
 class _ProxyHandler(urllib.request.ProxyHandler):
     # Environment proxies are honoured (corporate networks need them), but
     # never for loopback: a proxy cannot reach this machine's 127.0.0.1.
-    def proxy_open(self, req: urllib.request.Request, proxy: str, type: str) -> Any:  # noqa: A002
+    def proxy_open(self, req: urllib.request.Request, proxy: str, type: str) -> Any:
         if _is_loopback(req.host):
             return None
         return super().proxy_open(req, proxy, type)
@@ -1726,7 +1726,7 @@ def _time_limited(fn: Callable[[], _T], what: str) -> _T:
     def work() -> None:
         try:
             box["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - handed back to the caller below
+        except BaseException as exc:  # handed back to the caller below
             box["error"] = exc
 
     thread = threading.Thread(target=work, name=f"madtea {what}", daemon=True)
@@ -1958,7 +1958,7 @@ class KeyringStore(_HangMemory):
             module = self._module()
             try:
                 module.delete_password(SERVICE, host)
-            except Exception as exc:  # noqa: BLE001 - keyring signals "not there" with its own error class
+            except Exception as exc:  # keyring signals "not there" with its own error class
                 if type(exc).__name__ == "PasswordDeleteError":
                     return False
                 raise
@@ -2141,7 +2141,7 @@ def token_for(host: str, launch_host: str | None = None, *,
             if hasattr(store, "available") and not store.available():
                 continue
             found = store.get(key)
-        except Exception as exc:  # noqa: BLE001 - a store's failure is "not found here", said aloud
+        except Exception as exc:  # a store's failure is "not found here", said aloud
             _report_once(f"the credential store {getattr(store, 'name', '?')} failed for {key} "
                          f"({scrub(str(exc)) or type(exc).__name__}); trying the next one.")
             continue
@@ -2191,7 +2191,7 @@ def store_token(host: str, token: str, *, insecure: bool = False) -> str:
             store.set(key, token)
             if store.get(key) != token:
                 raise StoreFailure("the token did not read back")
-        except Exception as exc:  # noqa: BLE001 - the next backend may work
+        except Exception as exc:  # the next backend may work
             reason = scrub(str(exc)) or type(exc).__name__
             tried.append(f"{store.name}: {reason}")
             _diagnostic(f"the credential store {store.name} could not keep the token for {key} ({reason}).")
@@ -2225,7 +2225,7 @@ def delete_token(host: str) -> list[str]:
         try:
             if store.available() and store.delete(key):
                 removed.append(store.name)
-        except Exception as exc:  # noqa: BLE001 - the others are still cleaned
+        except Exception as exc:  # the others are still cleaned
             _diagnostic(f"the credential store {store.name} could not remove the token for {key} "
                         f"({scrub(str(exc)) or type(exc).__name__}).")
     return removed

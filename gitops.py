@@ -245,7 +245,7 @@ def to_json(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str
         encode = _json.make_encoder({}, default or _json_refused, quote, None, separators[1], separators[0],
                                     False, False, True)
         return "".join(encode(value, 0))
-    except Exception:  # noqa: BLE001 - no accelerator, or a value json itself must judge
+    except Exception:  # no accelerator, or a value json itself must judge
         import json
         return json.dumps(value, ensure_ascii=ensure_ascii, separators=separators, default=default)
 
@@ -259,7 +259,7 @@ def from_json(text: str) -> Any:
         value, stop = _json.make_scanner(_JsonContext())(text, start)  # type: ignore[arg-type]
         if stop == end:
             return value
-    except Exception:  # noqa: BLE001 - no accelerator, or text json itself must judge
+    except Exception:  # no accelerator, or text json itself must judge
         pass
     import json
     return json.loads(text)

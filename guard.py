@@ -4122,7 +4122,7 @@ def hook_main(cli_ops: CliTable) -> int:
             pass
         decision = classify_command(command, cwd, _hook_repo_facts, cli_ops, run_dir=run_dir)
         return _hook_answer(harness, decision)
-    except BaseException as exc:  # noqa: BLE001 — never a traceback, never a wedge
+    except BaseException as exc:  # never a traceback, never a wedge
         if isinstance(exc, SystemExit):
             raise
         try:

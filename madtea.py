@@ -377,7 +377,7 @@ def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     token = _NOTES.set(notes)
     try:
         result = _run(tool, raw, ctx)
-    except Exception as exc:  # noqa: BLE001 - the boundary: no traceback reaches a caller
+    except Exception as exc:  # the boundary: no traceback reaches a caller
         result = run_error(exc)
     finally:
         _NOTES.reset(token)
@@ -489,7 +489,6 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
 
 
 def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
-    from collections.abc import Mapping
     guard.check_arguments_object(tool, raw)
     action = raw.get("action")
     if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
@@ -513,7 +512,7 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
         raise
     except gitops.GitError as exc:
         raise _git_refusal(invocation, exc) or exc from None
-    except Exception as exc:  # noqa: BLE001 - a forge answer's way on names this call's own steps
+    except Exception as exc:  # a forge answer's way on names this call's own steps
         answered = _forge_error(exc, invocation)
         if answered is None:
             raise
@@ -784,7 +783,7 @@ def _step_in_scope(step: Mapping[str, Any], ctx: Context) -> bool:
         check_op_scope(op, args, ctx.scope)
         if ctx.scope.repos:
             check_repo_scope(op, args, ctx)
-    except Exception:  # noqa: BLE001 - fail closed: only steps proven in scope are offered
+    except Exception:  # fail closed: only steps proven in scope are offered
         return False
     return True
 
@@ -1217,7 +1216,7 @@ def _launch_host(ctx: Context) -> str | None:
         return None
     try:
         return forge_target(launch.origin).host
-    except Exception:  # noqa: BLE001 - an unusable origin bounds nothing
+    except Exception:  # an unusable origin bounds nothing
         return None
 
 
@@ -1337,7 +1336,7 @@ def _interrupted_push(inv: Invocation, branch: str, sha: str) -> tuple[str, dict
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             there = gitops.remote_branch_sha(_grepo(inv), branch, env=env)
-    except Exception as exc:  # noqa: BLE001 - status still answers; the read's failure is the news
+    except Exception as exc:  # status still answers; the read's failure is the news
         return f"{head}; origin could not be read to see whether it landed ({exc}); {again}.", fact
     fact.update(origin_sha=there, landed=there == sha)
     if there == sha:
@@ -1702,7 +1701,7 @@ def _relation(inv: Invocation, login: str, cache: dict[str, str]) -> str:
         try:
             api(inv).get("collaborators", login)
             cache[login] = "collaborator"
-        except Exception:  # noqa: BLE001 - any refusal means "not known to be a collaborator"
+        except Exception:  # any refusal means "not known to be a collaborator"
             cache[login] = "not a collaborator"
     return cache[login]
 
@@ -2035,7 +2034,7 @@ def _unlock(fd: int, path: str, kind: str) -> None:
 def _lock_folder() -> str | None:
     try:
         return guard._hook_runtime_dir(create=True)
-    except Exception:  # noqa: BLE001 - no private runtime folder: this process's lock still holds
+    except Exception:  # no private runtime folder: this process's lock still holds
         return None
 
 
@@ -2738,7 +2737,7 @@ def find_open_pr(a: Api, head: str, base: str) -> dict[str, Any] | None:
     """The open PR from head into base, if there is one (the forge refuses a second)."""
     try:
         item = a.get("pulls", base, head)
-    except Exception:  # noqa: BLE001 - older forges lack this lookup; fall back to listing
+    except Exception:  # older forges lack this lookup; fall back to listing
         item = None
     if item and item.get("state") == "open":
         return item
@@ -2954,7 +2953,7 @@ def pr_review_op(inv: Invocation) -> Result:
                                     lambda r: r.get("state") == event and (r.get("body") or "") == body),
                          guard.call("madt_pr", action="reviews", owner_repo=remote.target.full, number=number))
     inline = f", {review.get('comments_count') or 0} inline comments" if payload.get("comments") else ""
-    later = (f"; it is pending until submitted: " + guard.render_call(guard.call(
+    later = ("; it is pending until submitted: " + guard.render_call(guard.call(
         "madt_pr", action="submit_review", owner_repo=remote.target.full, number=number, review_id=review.get("id"),
         event=guard.placeholder("approve, request_changes or comment")))) if event == "PENDING" else ""
     return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.args['event']} (review "
@@ -3077,8 +3076,11 @@ def pr_reply_op(inv: Invocation) -> Result:
         raise guard.no_review_comment(forge_call(inv), number, inv.args["comment_id"])
     review, original = found
     rid = review.get("id")
-    same_line = (lambda c: c.get("path") == original.get("path") and c.get("position") == original.get("position")
-                 and (c.get("position") or c.get("original_position") == original.get("original_position")))
+
+    def same_line(c: dict[str, Any]) -> bool:
+        return c.get("path") == original.get("path") and c.get("position") == original.get("position") \
+            and bool(c.get("position") or c.get("original_position") == original.get("original_position"))
+
     payload = {"path": original.get("path"), "body": body, "new_position": original.get("position") or 0,
                "old_position": 0 if original.get("position") else original.get("original_position") or 0}
     made = create_once(inv, ("pulls", number, "reviews", rid, "comments"), payload, "reply",
@@ -4140,7 +4142,10 @@ def _file_change(inv: Invocation, w: guard.FileWrite) -> _FileChange:
     """Check one file's change against the file as it is now on the branch the commit starts from."""
     f = w.file
     op = w.op
-    check = (lambda value, name: guard.check_file_path(value, w.where, lambda v: w.again(**{name: v}), name))
+
+    def check(value: Any, name: str) -> str:
+        return guard.check_file_path(value, w.where, lambda v: w.again(**{name: v}), name)
+
     path = check(f["path"], "path")
     source = check(f["from_path"], "from_path") if op == "rename" else path
     found = _file_at(inv, source, w.base)
@@ -4673,12 +4678,15 @@ def api_call_op(inv: Invocation) -> Result:
     text = clean(json.dumps(found, indent=1, ensure_ascii=False))
     if inv.ctx.surface == "cli":
         return Result(text, found)  # a person gets the forge's JSON whole, like gh api
-    if method == "GET":
-        more = lambda end: guard.render_call(guard.call(  # noqa: E731
-            "madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"), paginate=a.get("paginate"), offset=end))
-    else:  # continuing would send the write again: point at a read instead
-        more = lambda end: guard.render_call(guard.call("madt_api_call", path=a["path"],  # noqa: E731
-                                                        owner_repo=a.get("owner_repo"))) + " (a GET)"
+
+    def more(end: int) -> str:
+        if method == "GET":
+            return guard.render_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"),
+                                                paginate=a.get("paginate"), offset=end))
+        # continuing would send the write again: point at a read instead
+        return guard.render_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"))) \
+            + " (a GET)"
+
     chunk, _end, tail = window(text, int(a.get("offset") or 0), more, "answer")
     shown = fence(chunk, remote.target.host, "forge API answer", "answer")
     return Result(f"{method} {path} on {remote.target.host}:\n{shown}" + (f"\n{tail}" if tail else ""), found)
@@ -4916,7 +4924,7 @@ def finish_op(inv: Invocation) -> Result:
     steps = _Steps()
     try:
         return _finish(inv, steps)
-    except (guard.Refusal, gitops.GitError, Exception) as exc:  # noqa: BLE001 - reported with the resume call
+    except (guard.Refusal, gitops.GitError, Exception) as exc:  # reported with the resume call
         if isinstance(exc, gitops.GitError):
             exc = _git_refusal(inv, exc) or exc
         if not steps.done:
@@ -5479,7 +5487,7 @@ async def _client_roots(ctx: Any) -> list[str] | None:
             warnings.simplefilter("ignore")
             with anyio.fail_after(5):
                 listed = await session.list_roots()
-    except Exception:  # noqa: BLE001 - roots are a hint; asking must never fail the call
+    except Exception:  # roots are a hint; asking must never fail the call
         return None
     return [str(root.uri) for root in listed.roots]
 
@@ -5733,7 +5741,7 @@ def serve_mcp(args: Sequence[str] = ()) -> int:
 
     try:
         anyio.run(serve)
-    except Exception as exc:  # noqa: BLE001 - the server ends with one line, never a traceback
+    except Exception as exc:  # the server ends with one line, never a traceback
         warn(f"the MCP server stopped: {type(exc).__name__}: {exc}")
     _shut_down(SHUTDOWN_GRACE)  # stdin closed: the client hung up
     return 0
@@ -5780,7 +5788,7 @@ def _cwd_target() -> Any:
         return None
     try:
         return forge_target(facts.origin)
-    except Exception:  # noqa: BLE001 - no usable origin: the caller asks for --hostname
+    except Exception:  # no usable origin: the caller asks for --hostname
         return None
 
 
@@ -6048,7 +6056,7 @@ def _doctor_forge(origin: gitops.RemoteId) -> list[tuple[str, str, str]]:
         target = forge_target(origin)
         token, source = forge.token_for(target.host, target.host)
         logins = forge.known_logins()
-    except Exception as exc:  # noqa: BLE001 - a report, not an action
+    except Exception as exc:  # a report, not an action
         return [("warn", "forge", f"could not resolve {origin.full}: {exc}")]
     rows = [("ok", "origin", f"{origin.full} → forge API {target.api_base}")]
     if token:
@@ -6630,7 +6638,7 @@ def _update_cli(parser: Any) -> None:
         except guard.Refusal as refusal:
             _stderr(render_text(refusal_result(refusal), "cli"), "31")
             return 1
-        except Exception as exc:  # noqa: BLE001 - a forge's answer, said as one; anything else is a bug, said briefly
+        except Exception as exc:  # a forge's answer, said as one; anything else is a bug, said briefly
             result = _forge_error(exc) or error_result("INTERNAL_ERROR", f"{type(exc).__name__}: {exc}")
             _stderr(render_text(result, "cli"), "31")
             return 1

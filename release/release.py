@@ -242,7 +242,7 @@ def _stage(p: Plan, into: Path) -> Path:
     stage = into / f"madtea-{p.version}-src"
     stage.mkdir()
     with tarfile.open(fileobj=io.BytesIO(_git_bytes(p.root, "archive", "--format=tar", "HEAD"))) as tar:
-        tar.extractall(stage)  # noqa: S202 - the maintainer's own committed tree
+        tar.extractall(stage)  # the maintainer's own committed tree
     main = stage / "madtea.py"
     main.write_text(versioning.stamp(main.read_text(encoding="utf-8"), str(p.version)), encoding="utf-8")
     for path in stage.rglob("*"):

@@ -4803,7 +4803,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature from the base class
+    def log_message(self, format: str, *args: Any) -> None:  # signature from the base class
         pass  # keep test output clean; every request is in forge.requests
 
     def _read_body(self) -> bytes:

@@ -41,7 +41,7 @@ class ScriptedModel:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:  # http.server's name
                 size = int(self.headers.get("content-length") or 0)
                 try:
                     body = json.loads(self.rfile.read(size) or b"{}")
@@ -52,7 +52,7 @@ class ScriptedModel:
                     reply = model._reply(self.path, body)
                 model._send(self, body, reply)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self.send_response(404)
                 self.send_header("content-length", "0")
                 self.end_headers()

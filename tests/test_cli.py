@@ -10,7 +10,7 @@ from topologies import make_pushed_repo, run_git
 
 def test_the_cli_takes_relative_paths_from_the_shell_directory(tmp_path: Path, hermetic_seal: Path,
                                                              monkeypatch, capsys) -> None:
-    repo = make_pushed_repo(tmp_path)
+    make_pushed_repo(tmp_path)
     monkeypatch.chdir(tmp_path)
     assert madtea.main(["worktree", "add", "--dir", "web", "web-feat", "-b", "feat"]) == 0, capsys.readouterr()
     assert (tmp_path / "web-feat" / ".git").is_file()

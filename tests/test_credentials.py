@@ -195,13 +195,13 @@ class FakeAdvapi32:
         self.freed = 0
         self.error = 0
 
-    def CredWriteW(self, ref: Any, flags: int) -> bool:  # noqa: N802 - the Windows name
+    def CredWriteW(self, ref: Any, flags: int) -> bool:  # the Windows name
         cred = ref._obj
         blob = self.ctypes.string_at(cred.CredentialBlob, cred.CredentialBlobSize)
         self.items[(cred.TargetName, cred.Type)] = (blob, cred.UserName)
         return True
 
-    def CredReadW(self, target: str, kind: int, flags: int, ref: Any) -> bool:  # noqa: N802
+    def CredReadW(self, target: str, kind: int, flags: int, ref: Any) -> bool:
         found = self.items.get((target, kind))
         if found is None:
             self.error = 1168
@@ -216,13 +216,13 @@ class FakeAdvapi32:
         ref._obj.contents = cred
         return True
 
-    def CredDeleteW(self, target: str, kind: int, flags: int) -> bool:  # noqa: N802
+    def CredDeleteW(self, target: str, kind: int, flags: int) -> bool:
         if self.items.pop((target, kind), None) is None:
             self.error = 1168
             return False
         return True
 
-    def CredFree(self, pointer: Any) -> None:  # noqa: N802
+    def CredFree(self, pointer: Any) -> None:
         self.freed += 1
 
 

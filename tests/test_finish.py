@@ -19,7 +19,6 @@ from typing import Any, Callable
 
 import pytest
 
-import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from remote_env import clone_of

@@ -766,7 +766,7 @@ def test_a_redirect_with_an_encoded_dot_segment_does_not_leave_the_repository() 
     seen: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             seen.append(self.path)
             if self.path.startswith("/api/v1/repos/acme/web/issues"):
                 self.send_response(301)

@@ -24,16 +24,16 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402
-from anyio.from_thread import start_blocking_portal  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from mcp.client import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+import anyio
+from anyio.from_thread import start_blocking_portal
+from hypothesis import given, settings
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
 
-import guard  # noqa: E402
-from remote_env import child_env  # noqa: E402
-from test_fuzz import CALL_BOUND, FUZZ, WORKER, calls, check_answer, sandbox  # noqa: E402,F401
-from topologies import assert_only_changed, snapshot  # noqa: E402
+import guard
+from remote_env import child_env
+from test_fuzz import CALL_BOUND, FUZZ, WORKER, calls, check_answer, sandbox  # noqa: F401
+from topologies import assert_only_changed, snapshot
 
 COUNTS: collections.Counter[str] = collections.Counter()
 EXAMPLES = int(os.environ.get("MADTEA_FUZZ_MCP_EXAMPLES", "120"))  # read before the seal clears MADTEA_*

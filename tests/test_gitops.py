@@ -1202,11 +1202,11 @@ def test_from_json_reads_what_json_loads_reads(value, pad):
 def test_from_json_fails_where_json_loads_fails_with_its_error(text):
     try:
         expected: object = repr(json.loads(text))
-    except Exception as exc:  # noqa: BLE001 - whatever json raises, from_json must raise too
+    except Exception as exc:  # whatever json raises, from_json must raise too
         expected = (type(exc), str(exc))
     try:
         got: object = repr(gitops.from_json(text))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         got = (type(exc), str(exc))
     assert got == expected
 

@@ -12,19 +12,19 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp.client import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-from mcp.types import ListRootsResult, Root  # noqa: E402
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.types import ListRootsResult, Root
 
-import madtea  # noqa: E402
-from topologies import make_repo, run_git, snapshot, assert_only_changed  # noqa: E402
+import madtea
+from topologies import make_repo, run_git, snapshot, assert_only_changed
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.anyio
 
 
 def _roots_callback(*paths: Path):
-    async def callback(context):  # noqa: ANN001 - the SDK's callback shape
+    async def callback(context):  # the SDK's callback shape
         return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name) for p in paths])
     return callback
 
@@ -135,7 +135,7 @@ async def test_roots_are_not_asked_for_reads(tmp_path) -> None:
     web = _feature_repo(tmp_path / "web", "https://forge.example.test/acme/web.git")
     asked = []
 
-    async def callback(context):  # noqa: ANN001
+    async def callback(context):
         asked.append(True)
         return ListRootsResult(roots=[])
     result = await _call(madtea.build_server(web), "madt_status", {}, list_roots_callback=callback)
@@ -143,7 +143,7 @@ async def test_roots_are_not_asked_for_reads(tmp_path) -> None:
 
 
 async def test_internal_errors_are_coded_results_not_tracebacks(single_repo, monkeypatch) -> None:
-    def boom(inv):  # noqa: ANN001
+    def boom(inv):
         raise RuntimeError("kaboom")
     op = next(op for op in madtea.REGISTRY if op.tool == "madt_status")
     patched = [madtea.replace(o, handler=boom) if o is op else o for o in madtea.REGISTRY]

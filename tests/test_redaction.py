@@ -65,7 +65,7 @@ def test_a_token_a_store_gave_is_redacted(env: Env) -> None:
     assert stored not in result.text + json.dumps(result.data) and "copy of ***" in result.text
 
 
-def test_a_401_from_a_redirect_target_names_that_host(serve: Callable[..., Server]) -> None:  # noqa: F811
+def test_a_401_from_a_redirect_target_names_that_host(serve: Callable[..., Server]) -> None:
     other = serve([Reply(401, {"message": "token is required"})])
     home = serve([Reply(302, headers={"Location": f"{other.url}/download/1"})])
     api = forge.Client(home.api, home.host, "CANARYf00dfeed0123456789abcdef0123456789", sleep=Sleeps())
@@ -80,7 +80,7 @@ def test_a_401_from_a_redirect_target_names_that_host(serve: Callable[..., Serve
     assert "auth login" not in result.error["user_action"]
 
 
-def test_a_401_from_the_host_itself_still_advises_login_there(serve: Callable[..., Server]) -> None:  # noqa: F811
+def test_a_401_from_the_host_itself_still_advises_login_there(serve: Callable[..., Server]) -> None:
     home = serve([Reply(401, {"message": "token is required"})])
     api = forge.Client(home.api, home.host, "CANARYf00dfeed0123456789abcdef0123456789", sleep=Sleeps())
     with pytest.raises(forge.ForgeError) as caught:

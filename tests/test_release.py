@@ -1,7 +1,6 @@
 """The maintainer's release command: versions from tags and commits, the changelog, signed artifacts."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import zipfile
@@ -13,7 +12,7 @@ from release_env import ROOT, change, dry_run, keypair, release_tool, source_rep
 from topologies import run_git
 
 sys.path.insert(0, str(ROOT / "release"))
-import versioning  # noqa: E402
+import versioning
 
 rel = release_tool()
 

@@ -15,7 +15,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from topologies import make_repo, run_git, snapshot, assert_only_changed  # noqa: E402
+from topologies import make_repo, run_git, snapshot, assert_only_changed
 
 ROOT = Path(__file__).resolve().parent.parent
 
