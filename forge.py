@@ -379,7 +379,8 @@ def _split_checked(url: str) -> urllib.parse.SplitResult:
     if parts.scheme.lower() not in ("http", "https"):
         raise ForgeError("BAD_ARGUMENT", f"Only http and https forge URLs are supported, not {shown}.")
     if "@" in parts.netloc:
-        raise ForgeError("BAD_ARGUMENT", f"A forge URL must not carry credentials ({shown}); madtea sends the token as a header.")
+        raise ForgeError("BAD_ARGUMENT",
+                         f"A forge URL must not carry credentials ({shown}); madtea sends the token as a header.")
     if not parts.hostname:
         raise ForgeError("BAD_ARGUMENT", f"The forge URL {shown} has no host.")
     try:
@@ -643,8 +644,8 @@ def _read_capped(resp: Any, deadline: float, max_bytes: int, host: str) -> bytes
             return b"".join(chunks)
         total += len(chunk)
         if total > max_bytes:
-            raise ForgeError("FORGE_UNAVAILABLE",
-                             f"The forge at {host} sent more than {max_bytes // (1024 * 1024)} MiB; madtea stopped reading.")
+            raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} sent more than "
+                                                  f"{max_bytes // (1024 * 1024)} MiB; madtea stopped reading.")
         chunks.append(chunk)
 
 
@@ -727,7 +728,8 @@ def _transport_error(failure: _Transport, method: str, host: str, path: str, tim
     if failure.kind == "timeout" and not out_of_time:
         text = f"The forge at {host} did not answer {label} within {timeout:g} s{tries}."
     elif failure.kind in ("timeout", "deadline"):
-        text = f"The forge at {host} did not finish {label} within the overall time limit ({round(limit, 1):g} s){tries}."
+        text = (f"The forge at {host} did not finish {label} within the overall time limit "
+                f"({round(limit, 1):g} s){tries}.")
     else:
         text = f"The connection to {host} dropped during {label}{tries} ({failure.reason})."
     if method not in _IDEMPOTENT and failure.sent:
@@ -1071,7 +1073,8 @@ def _escapes(segment: str) -> bool:
 def _check_api_path(path: str) -> str:
     """A path relative to the API base: absolute, ASCII, no query, no dot segments."""
     if not isinstance(path, str) or not path.startswith("/") or path.startswith("//"):
-        raise ForgeError("BAD_ARGUMENT", f"An API path must start with a single '/', not {sanitise_snippet(repr(path))}.")
+        raise ForgeError("BAD_ARGUMENT",
+                         f"An API path must start with a single '/', not {sanitise_snippet(repr(path))}.")
     if any(ord(ch) < 33 or ord(ch) > 126 for ch in path) or "?" in path or "#" in path:
         raise ForgeError("BAD_ARGUMENT", f"The API path {sanitise_snippet(repr(path))} must be percent-encoded, "
                          "without spaces, and without a query (pass params instead).")

@@ -441,7 +441,8 @@ def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action
 
 
 def not_a_repo(tool: str, path: str, args: Mapping[str, Any] | None = None, action: str | None = None) -> Refusal:
-    retry = {k: v for k, v in (args or {}).items() if k != "dir"} | {"dir": placeholder("the absolute path of a git repository")}
+    retry = {k: v for k, v in (args or {}).items() if k != "dir"} \
+        | {"dir": placeholder("the absolute path of a git repository")}
     return Refusal("BAD_ARGUMENT", f"{tool}: {path} is not inside a git repository.", target=path,
                    next=(call(tool, **_with_action(action, retry)),))
 
@@ -1707,7 +1708,8 @@ _COVERED = [
     (r"releases/\d+/assets$", "madt_releases", "upload"),
     (r"wiki/new$", "madt_wiki", "create"), (r"wiki/page/[^/]+$", "madt_wiki", "edit"),
     (r"contents(/.+)?$", "madt_files", "edit"),
-    (r"actions/secrets/[^/]+$", "madt_actions", "set_secret"), (r"actions/variables/[^/]+$", "madt_actions", "set_variable"),
+    (r"actions/secrets/[^/]+$", "madt_actions", "set_secret"),
+    (r"actions/variables/[^/]+$", "madt_actions", "set_variable"),
     (r"forks$", "madt_repo", "fork"), (r"$", "madt_repo", "edit"),
 ]
 # The same for paths outside a repository: "repos/..." is handled above.
@@ -1995,7 +1997,8 @@ def check_file_branch(w: FileWrite) -> None:
 MAX_CHANGES = 100  # files in one commit through the forge
 
 
-def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec], args: Mapping[str, Any]) -> list[dict[str, Any]]:
+def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
+                  args: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The changes of one commit: 1 to MAX_CHANGES objects, each checked like a call's arguments, one per path."""
     where = _where(tool, action)
     items = args.get("changes")
@@ -2282,8 +2285,8 @@ def narrow_way_on(scope: Scope, next: Sequence[Call], choices: Sequence[Sequence
     *allowed(step)* says whether a step is in scope. A plan (``next``) with a
     refused step is no way on at all; a refused choice is dropped, and a single
     choice left is the plan (unless it is an override, never a plan). With
-    nothing else left, the way on is the person who can widen the scope. The fourth value is a sentence for the refusal's text that
-    names what the scope refused (None when nothing was).
+    nothing else left, the way on is the person who can widen the scope. The fourth value is a sentence
+    for the refusal's text that names what the scope refused (None when nothing was).
     """
     steps, options = list(next), [list(c) for c in choices]
     refused = [s for s in steps + [s for c in options for s in c] if "tool" in s and not allowed(s)]
@@ -2477,7 +2480,8 @@ def dispatch_inputs(c: ForgeCall, value: Any) -> dict[str, str]:
                                        for k, v in value.items()):
         return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in value.items()}
     raise Refusal("BAD_ARGUMENT", f"{c.where}: inputs is an object of names to values, such as "
-                  '{"level": "3"}.', target=c.where, next=(c.retry(inputs=placeholder('an object such as {"level": "3"}')),))
+                  '{"level": "3"}.', target=c.where,
+                  next=(c.retry(inputs=placeholder('an object such as {"level": "3"}')),))
 
 
 def lost_write(c: ForgeCall, failure: str, what: str, look: Call) -> Refusal:
@@ -2781,7 +2785,8 @@ class _HookSeg:
 
     __slots__ = ("words", "raw", "depth", "dir", "env", "heredoc")
 
-    def __init__(self, words: list[_HookWord], raw: str, depth: int, dir: str | None, env: dict[str, _HookWord]) -> None:
+    def __init__(self, words: list[_HookWord], raw: str, depth: int, dir: str | None,
+                 env: dict[str, _HookWord]) -> None:
         self.heredoc: list[str | None] = [None]  # the here-document body fed to its stdin, once read
         self.words = words
         self.raw = raw
@@ -3342,7 +3347,8 @@ def _hook_inner_script(name: str, words: list[_HookWord], stdin: str | None = No
     return stdin
 
 
-def _hook_find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord], cdir: str | None) -> list[_HookSeg]:
+def _hook_find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord],
+                    cdir: str | None) -> list[_HookSeg]:
     found: list[_HookSeg] = []
     i = 0
     while i < len(words):
@@ -3417,7 +3423,8 @@ _HOOK_HEX = "0123456789abcdef"
 _HOOK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 
 
-def _hook_git_split(args: list[_HookWord]) -> tuple[_HookWord | None, list[tuple[str, _HookWord | None]], list[_HookWord]]:
+def _hook_git_split(
+        args: list[_HookWord]) -> tuple[_HookWord | None, list[tuple[str, _HookWord | None]], list[_HookWord]]:
     """git's own options, the subcommand word and its arguments."""
     opts: list[tuple[str, _HookWord | None]] = []
     i = 0
@@ -3620,7 +3627,8 @@ class _HookGit:
                          "modified, untracked).")
 
     def g_log(self) -> tuple[str, str]:
-        return self.note(_hook_call("madt_log", self.d()), "returns commits as structured data (sha, author, date, subject).")
+        return self.note(_hook_call("madt_log", self.d()),
+                         "returns commits as structured data (sha, author, date, subject).")
 
     g_shortlog = g_log
     g_whatchanged = g_log
@@ -3638,7 +3646,8 @@ class _HookGit:
         good = files if files and not blanket else None
         if self.mid_operation():
             return self.deny(self.rail(good))
-        why = "Raw git add can sweep unrelated or someone else's changes into the index; madt_add stages exactly the files you name"
+        why = ("Raw git add can sweep unrelated or someone else's changes into the index; "
+               "madt_add stages exactly the files you name")
         if good is None:
             return self.deny(why, _hook_call("madt_add", self.d(), ("files", ["<path>", "..."])),
                              "Name every file; blanket forms such as ., -A or -u are not accepted")
@@ -3673,7 +3682,8 @@ class _HookGit:
                "madt_commit commits exactly the files you name")
         extra = ""
         if _hook_has(opts, "--amend"):
-            why = "Amending rewrites a commit that may already be pushed or shared; make a new commit instead with madt_commit"
+            why = ("Amending rewrites a commit that may already be pushed or shared; "
+                   "make a new commit instead with madt_commit")
         if good is None:
             extra = "Name every file to commit; -a and other blanket forms are not accepted"
         return self.deny(why, call, extra)
@@ -3697,7 +3707,8 @@ class _HookGit:
             return self.deny("madt_branch_delete deletes a branch only after proving its work is contained in the "
                              "default branch", calls)
         if _hook_has(opts, "-m", "--move", "-M", "-c", "--copy", "-C"):
-            old, new = (names[0], names[1]) if len(names) >= 2 else ("<current branch>", names[0] if names else "<new name>")
+            old, new = (names[0], names[1]) if len(names) >= 2 \
+                else ("<current branch>", names[0] if names else "<new name>")
             create = _hook_call("madt_branch_create", self.d(), ("name", new), ("start_point", old))
             if _hook_has(opts, "-c", "--copy", "-C"):
                 return self.deny("Branches are made through madt_branch_create so the start point is explicit", create)
@@ -3709,12 +3720,14 @@ class _HookGit:
                           "--show-current", "--contains", "--no-contains", "--merged", "--no-merged",
                           "--points-at", "--format", "--sort", "--column", "--no-column", "--color", "--no-color")
         if not names or listing:
-            return self.note(_hook_call("madt_status", self.d()), "reports the current branch and its upstream as structured data.")
+            return self.note(_hook_call("madt_status", self.d()),
+                             "reports the current branch and its upstream as structured data.")
         if force:
             return self.destroys("Moving an existing branch with --force can discard commits that exist nowhere else")
         call = _hook_call("madt_branch_create", self.d(), ("name", names[0]),
                         ("start_point", names[1] if len(names) > 1 else None))
-        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked", call)
+        return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
+                         call)
 
     def _switch_call(self, branch: str) -> str:
         return _hook_call("madt_switch", self.d(), ("branch", "<previous branch>" if branch == "-" else branch))
@@ -3738,7 +3751,8 @@ class _HookGit:
                          "so the start point is explicit", self._create_call(new, start))
 
     def g_switch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, "cC", frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
+        opts, pos, _dd = _hook_getopt(self.args, "cC",
+                                      frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
         if _hook_has(opts, "--discard-changes", "-f", "--force"):
             return self.destroys("Switching with --discard-changes or --force discards uncommitted changes for good")
         new = _hook_val(opts, "-c", "--create", "-C", "--force-create")
@@ -3752,7 +3766,8 @@ class _HookGit:
         return self._remote_branch(pos[0].text, opts) or self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
 
     def g_checkout(self) -> tuple[str, str]:
-        opts, pos, dashdash = _hook_getopt(self.args, "bB", frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
+        opts, pos, dashdash = _hook_getopt(self.args, "bB",
+                                           frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
         if _hook_has(opts, "-f", "--force", "-p", "--patch"):
             return self.destroys("A forced or patch checkout overwrites uncommitted changes for good")
         new = _hook_val(opts, "-b", "-B")
@@ -3764,7 +3779,8 @@ class _HookGit:
         if _hook_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
             return ("allow", "")  # picking a side while resolving a conflict
         if dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./")):
-            return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes for good")
+            return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes "
+                                 "for good")
         if not pos:
             return ("allow", "")
         name = pos[0].text
@@ -3774,7 +3790,8 @@ class _HookGit:
             return steer
         if name == "-" or kind == "branch" or (kind is None and self.refs_unknown()):
             return self.deny(self._SWITCH_WHY, self._switch_call(name))
-        if kind in ("tag", "tracking") or (7 <= len(name) <= 40 and not name.strip(_HOOK_HEX)) or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
+        if kind in ("tag", "tracking") or (7 <= len(name) <= 40 and not name.strip(_HOOK_HEX)) \
+                or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
             return ("allow", "")  # a detached look at a commit: nothing is lost
         return self.destroys(f"git checkout {name} names no branch here, so git reads it as a path, and checking "
                              "out a path overwrites its uncommitted changes for good")
@@ -3847,8 +3864,9 @@ class _HookGit:
         if force:
             lease_call = _hook_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
                                   ("force_with_lease", "<the remote sha you expect to replace>"))
-            return self.destroys("A force push without a lease can overwrite commits on the remote that exist nowhere else",
-                                 f"To replace the remote branch only if it is still where you last saw it, use {lease_call}.")
+            return self.destroys("A force push without a lease can overwrite commits on the remote that exist "
+                                 "nowhere else", "To replace the remote branch only if it is still where you last "
+                                 f"saw it, use {lease_call}.")
         if lease and sha is None:
             call = _hook_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
                             ("force_with_lease", "<the remote sha you expect to replace>"))
@@ -3857,10 +3875,11 @@ class _HookGit:
         if tags or _hook_has(opts, "--tags"):
             names = [t.removeprefix("refs/tags/") for t in tags] or ["<tag>"]
             release = None if self.foreign else "; ".join(
-                _hook_call("madt_releases", ("action", "create"), ("tag", n), ("target", "<the commit the tag points at>"))
+                _hook_call("madt_releases", ("action", "create"), ("tag", n),
+                           ("target", "<the commit the tag points at>"))
                 for n in names)
-            extra = ("That makes the tag on the forge with its release, once the commit is pushed; " if release else "") + \
-                "to push a tag on its own, ask the user to run the push themselves"
+            extra = ("That makes the tag on the forge with its release, once the commit is pushed; "
+                     if release else "") + "to push a tag on its own, ask the user to run the push themselves"
             extra = extra[0].upper() + extra[1:]
             if branches:
                 extra += ". Push the branches with " + "; ".join(calls)
@@ -3893,7 +3912,8 @@ class _HookGit:
                          _hook_call("madt_finish", self.d(), ("branch", what)))
 
     def g_rebase(self) -> tuple[str, str]:
-        _opts, pos, _dd = _hook_getopt(self.args, "sXx", frozenset({"--onto", "--strategy", "--strategy-option", "--exec"}))
+        _opts, pos, _dd = _hook_getopt(self.args, "sXx",
+                                       frozenset({"--onto", "--strategy", "--strategy-option", "--exec"}))
         branch = pos[1].text if len(pos) > 1 else None
         return self.deny("A rebase rewrites commits that a pull request or another clone may already hold",
                          _hook_call("madt_pull", self.d(), ("branch", branch)),
@@ -3906,7 +3926,8 @@ class _HookGit:
         opts, pos, _dd = _hook_getopt(self.args[1:], "bB", frozenset({"--reason", "--expire", "--orphan"}))
         base = self.cdir or self.ctx.cwd
         if action == "list":
-            return self.note(_hook_call("madt_worktrees", ("action", "list"), self.d()), "lists worktrees as structured data.")
+            return self.note(_hook_call("madt_worktrees", ("action", "list"), self.d()),
+                             "lists worktrees as structured data.")
         if action == "add":
             path = os.path.normpath(os.path.join(base, os.path.expanduser(pos[0].text))) if pos else "<path>"
             b = _hook_val(opts, "-b", "-B")
@@ -3935,9 +3956,11 @@ class _HookGit:
         if _hook_has(opts, "-d"):
             return self.destroys("Deleting a branch with git update-ref -d skips any proof that its commits exist "
                                  "elsewhere", "If its work is already merged, "
-                                 f"{_hook_call('madt_branch_delete', self.d(), ('name', name))} deletes it after proving that.")
+                                 f"{_hook_call('madt_branch_delete', self.d(), ('name', name))} deletes it after "
+                                 "proving that.")
         if self.ref_kind(name) == "branch" or self.refs_unknown():
-            return self.destroys("Moving an existing branch with git update-ref can discard commits that exist nowhere else")
+            return self.destroys("Moving an existing branch with git update-ref can discard commits that exist "
+                                 "nowhere else")
         return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
                          _hook_call("madt_branch_create", self.d(), ("name", name),
                                   ("start_point", pos[1].text if len(pos) > 1 else None)))
@@ -3946,7 +3969,8 @@ class _HookGit:
         opts, pos, _dd = _hook_getopt(self.args)
         if not pos and _hook_has(opts, "-v", "--verbose") and not self.foreign:
             return self.note(_hook_call("madt_repo", ("action", "view")),
-                             "names the repository on the forge as structured data; madt_whoami says which account a call would use.")
+                             "names the repository on the forge as structured data; madt_whoami says which account "
+                             "a call would use.")
         return ("allow", "")
 
 
@@ -4363,7 +4387,8 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
     record["sessions"] = ([s for s in seen if s != session] + [session])[-_HOOK_SESSIONS_MAX:]
     if previous is not None and all(previous.get(k) == record[k] for k in ("pid", "start", "cwd", "top", "common_dir",
                                                                            "session", "sessions")) \
-            and isinstance(previous.get("time"), (int, float)) and 0 <= record["time"] - previous["time"] < _HOOK_RECORD_KEEP:
+            and isinstance(previous.get("time"), (int, float)) \
+            and 0 <= record["time"] - previous["time"] < _HOOK_RECORD_KEEP:
         return  # the same place, recorded moments ago: reading it is cheaper than writing it again
     if not os.path.lexists(final):
         _hook_sweep(folder)  # once per agent process: the folder does not grow without bound

@@ -1618,7 +1618,8 @@ def prune_op(inv: Invocation) -> Result:
             gitops.branch_delete(repo, branch, sha)
         deleted.append((branch, proof))
     verb = "Would delete" if inv.args.get("dry_run") else "Deleted"
-    lines = [f"{verb} {b} ({_PROOFS[p].format(t=default)})" for b, p in deleted] or [f"No branch is proven contained in {default}."]
+    lines = [f"{verb} {b} ({_PROOFS[p].format(t=default)})" for b, p in deleted] \
+        or [f"No branch is proven contained in {default}."]
     if kept:
         lines.append("Kept (work not proven in " + default + "): " + ", ".join(kept))
     text = "\n".join(lines)
@@ -1663,7 +1664,8 @@ def window(text: str, offset: int, more: Callable[[int], str], what: str = "") -
     end = offset + len(chunk)
     if end >= len(text):
         return chunk, end, ""
-    return chunk, end, f"[{what}{' ' if what else ''}truncated at character {end} of {len(text)}; continue with {more(end)}]"
+    return chunk, end, (f"[{what}{' ' if what else ''}truncated at character {end} of {len(text)}; "
+                        f"continue with {more(end)}]")
 
 
 def bounded(text: str, offset: int, more: Callable[[int], str]) -> str:
@@ -1926,7 +1928,8 @@ def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, A
     a = inv.args
     if "body" in a:
         guard.check_whole_body(a.get("updated_at"), (current.get("updated_at"), _body_sha(body)), view_call,
-                               current.get("updated_at"), lambda: fence(body, _login(current.get("user")), "current body"))
+                               current.get("updated_at"),
+                               lambda: fence(body, _login(current.get("user")), "current body"))
         return str(a["body"])
     edited = body
     if a.get("replace_old") is not None:
@@ -2161,7 +2164,8 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
                 current = api(inv).get(*path)
             except _forge().ForgeError as exc:
                 raise _forge().ForgeError(
-                    exc.code, f"madtea sent the body edit{_with(fields)} but could not read the body back ({exc.message}); "
+                    exc.code, f"madtea sent the body edit{_with(fields)} but could not read the body back "
+                    f"({exc.message}); "
                     "whether it landed is unknown. Read it with " + guard.render_call(view_call) + " before "
                     "editing again.", exc.status, exc.method, exc.path, transient=exc.transient,
                     host=exc.host) from None
@@ -2196,7 +2200,8 @@ def _view(inv: Invocation, kind: str) -> Result:
     # The window of the body shown; the continuation line is madtea's, so it goes after the fence, not in it.
     text = clean(item.get("body"))
     body, end, more = window(text, offset, _continue(tool, "view", api(inv).target, number=number), "body")
-    lines = [issue_line(row), f"{row['url']}", f"updated_at {item.get('updated_at')} body_sha {_body_sha(item.get('body'))}"]
+    lines = [issue_line(row), f"{row['url']}",
+             f"updated_at {item.get('updated_at')} body_sha {_body_sha(item.get('body'))}"]
     if kind == "pr":
         head, base = item.get("head") or {}, item.get("base") or {}
         lines.append(f"{head.get('label') or head.get('ref')} ({str(head.get('sha'))[:9]}) → {base.get('ref')}; "
@@ -3048,7 +3053,8 @@ def pr_reviews_op(inv: Invocation) -> Result:
             body, _end, tail = window(clean(r.get("body")), 0, lambda end: guard.render_call(guard.call(
                 "madt_api_call", owner_repo=remote.target.full,
                 path=f"/repos/{remote.target.slug}/pulls/{number}/reviews/{row['id']}")), "review")
-            lines.append(fence(body, who, _relation(inv, who, cache), f"review {row['id']}") + (f"\n{tail}" if tail else ""))
+            lines.append(fence(body, who, _relation(inv, who, cache), f"review {row['id']}")
+                         + (f"\n{tail}" if tail else ""))
             row["body"], budget = body, budget - len(body)
         if inv.args.get("comments"):
             row["comments"] = []
@@ -3191,7 +3197,8 @@ def label_list_op(inv: Invocation) -> Result:
            summary="Create a label.", params=(LABEL_NAME, COLOR, DESCRIPTION))
 def label_create_op(inv: Invocation) -> Result:
     a = inv.args
-    existing = [l for l in api(inv).list_items("labels", limit=1000) if str(l["name"]).casefold() == a["name"].casefold()]
+    existing = [l for l in api(inv).list_items("labels", limit=1000)
+                if str(l["name"]).casefold() == a["name"].casefold()]
     if existing:
         return Result(f"Label {existing[0]['name']} already exists in {api(inv).target.slug}; nothing created.",
                       _label_row(existing[0]))
@@ -3239,8 +3246,8 @@ def _milestone_line(r: Mapping[str, Any]) -> str:
 @operation("madt_milestones", "list", cli=("milestone", "list"), kind="remote", mutating=False, idempotent=True,
            summary="List milestones.", params=(STATE, LIMIT))
 def milestone_list_op(inv: Invocation) -> Result:
-    rows = [_milestone_row(m) for m in api(inv).list_items("milestones", params={"state": inv.args.get("state", "open")},
-                                                           limit=_limit(inv))]
+    listed = api(inv).list_items("milestones", params={"state": inv.args.get("state", "open")}, limit=_limit(inv))
+    rows = [_milestone_row(m) for m in listed]
     return Result("\n".join(map(_milestone_line, rows)) or "no milestones", rows)
 
 
@@ -3322,7 +3329,8 @@ RELEASE_FIELDS = (Param("title", description="The release title (default: the ta
 
 
 def _release_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    return {"id": r.get("id"), "tag": clean_line(r.get("tag_name")), "title": clean_line(r.get("name")), "draft": r.get("draft"),
+    return {"id": r.get("id"), "tag": clean_line(r.get("tag_name")), "title": clean_line(r.get("name")),
+            "draft": r.get("draft"),
             "prerelease": r.get("prerelease"), "published": r.get("published_at"), "url": r.get("html_url"),
             "assets": [a.get("name") for a in r.get("assets") or []]}
 
@@ -3368,7 +3376,8 @@ def _release_payload(inv: Invocation) -> dict[str, Any]:
 def release_create_op(inv: Invocation) -> Result:
     tag = inv.args["tag"]
     made = create_once(inv, "releases", {"tag_name": tag} | _release_payload(inv), "release",
-                       made_since(lambda: api(inv).list_items("releases", limit=100), lambda r: r.get("tag_name") == tag),
+                       made_since(lambda: api(inv).list_items("releases", limit=100),
+                                  lambda r: r.get("tag_name") == tag),
                        guard.call("madt_releases", action="view", owner_repo=api(inv).target.full, tag=tag))
     state = "draft" if made.get("draft") else "published"
     text = f"Created {state} release {made.get('tag_name')} in {api(inv).target.slug}\n{made.get('html_url')}"
@@ -3404,7 +3413,8 @@ def release_upload_op(inv: Invocation) -> Result:
 # --- madt_repo ---
 
 def _repo_row(r: Mapping[str, Any]) -> dict[str, Any]:
-    return {"full_name": r.get("full_name"), "description": clean_line(r.get("description")), "private": r.get("private"),
+    return {"full_name": r.get("full_name"), "description": clean_line(r.get("description")),
+            "private": r.get("private"),
             "fork": r.get("fork"), "archived": r.get("archived"), "default_branch": r.get("default_branch"),
             "stars": r.get("stars_count"), "updated": (r.get("updated_at") or "")[:19], "url": r.get("html_url")}
 
@@ -3723,7 +3733,8 @@ def notification_list_op(inv: Invocation) -> Result:
 
 @operation("madt_notifications", "read", cli=("notification", "read"), kind="remote", mutating=True,
            idempotent=True, reach="account", summary="Mark one notification (id) or all of them as read.",
-           params=(Param("id", "int", "The notification to mark read; leave out to mark all read.", positional=True, minimum=1),))
+           params=(Param("id", "int", "The notification to mark read; leave out to mark all read.", positional=True,
+                         minimum=1),))
 def notification_read_op(inv: Invocation) -> Result:
     api(inv)._check_root()
     if inv.args.get("id"):
@@ -3867,7 +3878,8 @@ def _wiki_since(inv: Invocation, name: str) -> Since:
 
 
 @operation("madt_wiki", "create", cli=("wiki", "create"), kind="remote", mutating=True,
-           summary="Create a wiki page.", params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
+           summary="Create a wiki page.",
+           params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
 def wiki_create_op(inv: Invocation) -> Result:
     name = inv.args["page_name"]
     page = create_once(inv, ("wiki", "new"), {"title": name, "content_base64": _b64(inv.args["content"]),
@@ -4216,7 +4228,8 @@ def _write_file(inv: Invocation) -> Result:
         if all(c.old == c.new and c.w.op == "edit" for c in changes):
             names = ", ".join(c.path for c in changes)
             return Result(f"{remote.target.slug}: {names} on {w.base} already hold exactly this content; nothing was "
-                          "committed.", {"branch": w.base, "commit": None, "files": [{"path": c.path} for c in changes]})
+                          "committed.",
+                          {"branch": w.base, "commit": None, "files": [{"path": c.path} for c in changes]})
         payload: dict[str, Any] = {"branch": w.base, "message": w.title, "files": [c.operation() for c in changes]}
         if a.get("new_branch"):
             payload["new_branch"] = a["new_branch"]
@@ -4320,7 +4333,8 @@ def _forgejo_lacks(remote: Api, endpoint: str) -> None:
                                    "list of workflow runs and one run; see the rest on the run's web page")
 
 
-def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None = None, listing: str | None = None) -> Any:
+def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None = None,
+             listing: str | None = None) -> Any:
     """Actions endpoints, with Forgejo's gaps reported as NOT_SUPPORTED rather than a bare 404."""
     remote = api(inv)
     if not (segments[:1] == ("runs",) and len(segments) <= 2):
@@ -4381,7 +4395,8 @@ def actions_workflows_op(inv: Invocation) -> Result:
 
 @operation("madt_actions", "logs", cli=("actions", "logs"), kind="remote", mutating=False, idempotent=True,
            summary="Show a job's log (bounded; continue with offset).",
-           params=(Param("job_id", "int", "The job whose log to show.", required=True, positional=True, minimum=1), OFFSET))
+           params=(Param("job_id", "int", "The job whose log to show.", required=True, positional=True, minimum=1),
+                   OFFSET))
 def actions_logs_op(inv: Invocation) -> Result:
     remote = api(inv)
     _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
@@ -4578,8 +4593,8 @@ def actions_set_variable_op(inv: Invocation) -> Result:
 def whoami_op(inv: Invocation) -> Result:
     remote = api(inv)
     data: dict[str, Any] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
-                            "credential": _forge().describe_source(remote.token_source), "launch_repo": str(remote.target.launch.top)
-                            if remote.target.launch else None}
+                            "credential": _forge().describe_source(remote.token_source),
+                            "launch_repo": str(remote.target.launch.top) if remote.target.launch else None}
     data["user"] = None
     try:
         data["forge"] = f"{remote.flavour()} {remote.version()}"
@@ -4597,7 +4612,8 @@ def whoami_op(inv: Invocation) -> Result:
         warn(f"the forge did not say who the credential belongs to: {exc}")
     lines = [f"forge host {data['host']} ({data.get('forge', 'unknown version')}) at {data['api']}",
              f"user: {data['user'] or 'unknown'}; credential from {data['credential'] or 'nowhere (none found)'}",
-             f"default repository: {data['repo']}" + (f" (launch repo {data['launch_repo']})" if data["launch_repo"] else "")]
+             f"default repository: {data['repo']}"
+             + (f" (launch repo {data['launch_repo']})" if data["launch_repo"] else "")]
     if inv.ctx.surface == "mcp":
         data["scope"] = inv.ctx.scope.describe()
         lines.append(f"this server's scope: {data['scope']}")
@@ -4638,8 +4654,8 @@ def _quote_segment(segment: str) -> str:
                    "the path; never DELETE.",
            params=(Param("path", description="The API path after /api/v1, e.g. /repos/acme/web/topics.", required=True,
                          positional=True),
-                   Param("method", "enum", "GET (default), POST, PATCH or PUT.", choices=("GET", "POST", "PATCH", "PUT", "DELETE"),
-                         short="X"),
+                   Param("method", "enum", "GET (default), POST, PATCH or PUT.",
+                         choices=("GET", "POST", "PATCH", "PUT", "DELETE"), short="X"),
                    Param("body", "json", "The JSON body to send."),
                    Param("paginate", "bool", "Follow every page of a list (GET only)."),
                    Param("offset", "int", "Continue a truncated answer from this character (GET only).")))
@@ -5729,7 +5745,8 @@ def serve_mcp(args: Sequence[str] = ()) -> int:
         _import_sdk_lean()
         from mcp.server.stdio import stdio_server
     except ImportError:
-        sys.stderr.write("madtea mcp needs the mcp package: pip install 'madtea[mcp]' (or pip install 'mcp>=2.3,<3').\n")
+        sys.stderr.write("madtea mcp needs the mcp package: pip install 'madtea[mcp]' "
+                         "(or pip install 'mcp>=2.3,<3').\n")
         return 1
     server = build_server(scope=scope)
     sweep_token_files()
