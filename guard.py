@@ -49,7 +49,7 @@ __all__ = [
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
     "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
     "artifact_too_large", "no_stopwatch", "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
-    "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement",
+    "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement", "file_too_large",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "no_such_tool", "check_no_action",
     "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo", "check_owner_repo_host",
@@ -1825,10 +1825,15 @@ def check_whole_body(seen: str | None, versions: Sequence[Any], view: Call, upda
                       f"nothing was written. Current version:\n" + shown(), next=(view,))
 
 
-def check_replace_once(count: int, view: Call) -> None:
+def check_replace_once(count: int, view: Call, again: Call | None = None) -> None:
+    """A replacement in a body names text that occurs once; the way on reads the body, then edits it again
+    (*again*, the refused call) with text that does."""
     if count != 1:
+        steps = (view,) if again is None else (view, dict(again, args=again["args"] | {
+            "replace_old": placeholder("the exact text with enough around it to occur once"),
+            "replace_new": placeholder("that text as it should read")}))
         raise Refusal("BAD_ARGUMENT", f"replace_old occurs {count} times in the current body; it must occur exactly "
-                      "once.", next=(view,))
+                      "once.", next=steps)
 
 
 def batch_stopped(done: Sequence[str], number: int, failed: Refusal, again: Call, rest: Sequence[int]) -> Refusal:
@@ -1873,17 +1878,22 @@ def check_package_type(where: str, value: str | None, again: Callable[[str], Cal
                   next=(again(guess or placeholder("a package type such as npm")),))
 
 
-def check_path_name(where: str, name: str, value: str, what: str, again: Callable[[str], Call]) -> str:
-    """A name sent as one segment of an API path, which no server may read as ``.`` or ``..``: such a name
-    (also percent-encoded, or between slashes) would address another path than the one named."""
-    from urllib.parse import unquote  # only these names need it; the hook never loads it
+def _decoded(value: str) -> str:
+    """*value* percent-decoded until it is stable, as a server in front of the forge may decode it again."""
+    from urllib.parse import unquote  # only path-like values need it; the hook never loads it
 
     text = value
-    for _ in range(5):  # decoded until stable, as a server in front of the forge may decode it again
+    for _ in range(5):
         text, before = unquote(text), text
         if text == before:
             break
-    if any(piece in (".", "..") for piece in text.replace("\\", "/").split("/")):
+    return text
+
+
+def check_path_name(where: str, name: str, value: str, what: str, again: Callable[[str], Call]) -> str:
+    """A name sent as one segment of an API path, which no server may read as ``.`` or ``..``: such a name
+    (also percent-encoded, or between slashes) would address another path than the one named."""
+    if any(piece in (".", "..") for piece in _decoded(value).replace("\\", "/").split("/")):
         raise Refusal("BAD_ARGUMENT", f"{where}: {name} {_shown(value)} cannot name {what}: a '.' or '..' in it "
                       f"would address another path of the forge's API.", target=where,
                       next=(again(placeholder(what)),))
@@ -1911,7 +1921,10 @@ def check_file_path(path: str, where: str, again: Callable[[str], Call], name: s
         why = "has an empty segment (a leading, trailing or doubled /)"
     elif any(seg in (".", "..") for seg in segments):
         why = "has a '.' or '..' segment"
-    elif any(seg.rstrip(". ").casefold() in (".git", "git~1") for seg in segments):  # git~1: .git's NTFS short name
+    elif any(seg in (".", "..") for seg in _decoded(path).replace("\\", "/").split("/")):
+        why = "has a percent-encoded '.' or '..' segment, which a server may decode into a step out of the folder"
+    elif any(seg.rstrip(". ").casefold() in (".git", "git~1")  # git~1: .git's NTFS short name
+             for seg in segments + _decoded(path).replace("\\", "/").split("/")):
         why = "is inside .git, which holds git's own data, not the repository's files"
     if why is None:
         return path
@@ -1928,6 +1941,8 @@ class FileWrite(_Guarded):
     branches: frozenset[str]             # the repository's branch names
     title: str                           # the commit subject the write will carry
     index: int | None = None             # which of several changes (action=change) a file rule is about
+    unpushable: frozenset[str] = frozenset()  # branches the forge says this token's user may not push to
+    writer: bool = True                  # the user may push to some branch without a protection rule
 
     @property
     def file(self) -> Mapping[str, Any]:
@@ -1982,13 +1997,20 @@ def check_file_branch(w: FileWrite) -> None:
         raise Refusal("BAD_ARGUMENT", f"new_branch {new} already exists in {w.repo}; new_branch makes a branch, "
                       f"branch names one to commit on.", target=w.repo,
                       choices=((w.retry(branch=new, new_branch=None),), (w.retry(new_branch=w.fresh(new)),)))
-    if w.lands_on != w.default_branch or w.args.get("allow_default_branch"):
-        return
     branch = w.fresh("work/" + slug(w.title, "files"))
     owner_repo = w.args.get("owner_repo") or w.repo
-    steps = (w.retry(new_branch=branch),
-             call("madt_pr", action="create", owner_repo=owner_repo, head=branch, base=w.default_branch,
-                  title=w.title))
+    steps = (w.retry(new_branch=branch, allow_default_branch=None),
+             call("madt_pr", action="create", owner_repo=owner_repo, head=branch, base=w.base, title=w.title))
+    if not w.writer:
+        raise Refusal("NOT_ALLOWED", f"This token's user may not push to {w.repo}: the forge lists no branch it "
+                      f"may push to; nothing was written.", target=w.repo,
+                      user_action=f"Ask the user for write access to {w.repo}, or to make this change themselves.")
+    if w.lands_on in w.unpushable:
+        raise Refusal("PROTECTED_BRANCH", f"{w.base} in {w.repo} is protected, and this token's user may not push "
+                      f"to it; nothing was written. Commit on a new branch and open a pull request into {w.base}.",
+                      target=f"{w.repo} branch {w.base}", next=steps)
+    if w.lands_on != w.default_branch or w.args.get("allow_default_branch"):
+        return
     raise Refusal("DEFAULT_BRANCH", f"This write would commit onto {w.default_branch}, the default branch of "
                   f"{w.repo}, without review. Commit on a new branch and open a pull request.", target=w.repo,
                   choices=(steps, (w.retry(allow_default_branch=True),)))
@@ -2060,8 +2082,15 @@ def check_file_sha(w: FileWrite, path: str, current: str | None, view: Call) -> 
                       f"a change you have not seen is never overwritten.", target=path,
                       next=(view, w.again(sha=current)))
     if given != current:
+        whole = next((k for k in ("content", "content_base64") if w.file.get(k) is not None), None)
+        if whole is None:  # a targeted edit is checked again on the current version: sending it again is safe
+            raise Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, "
+                          f"not {given}. Nothing was written.", target=path, next=(view, w.again(sha=current)))
         raise Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, not "
-                      f"{given}. Nothing was written.", target=path, next=(view, w.again(sha=current)))
+                      f"{given}. Nothing was written. Your {whole} was built on the old version: rebuild it from the "
+                      f"current one (sending it again would undo the change made since).", target=path,
+                      next=(view, w.again(sha=current, **{whole: placeholder(
+                          "the whole new content, rebuilt from the current version")})))
 
 
 def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) -> None:
@@ -2077,7 +2106,11 @@ def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) 
     else:
         why = f"replace_old occurs {count} times in {path}; it must occur exactly once: include more of the " \
               f"text around it."
-    raise Refusal("BAD_ARGUMENT", why + " Nothing was written.", target=path, next=(view,))
+    exact = "the exact text as the view shows it" if count == 0 else \
+        "the exact text with enough of the lines around it to occur once"
+    raise Refusal("BAD_ARGUMENT", why + " Nothing was written.", target=path,
+                  next=(view, w.again(replace_old=placeholder(exact),
+                                      replace_new=placeholder("that text as it should read"))))
 
 
 def check_file_content(w: FileWrite, path: str, binary: bool, current_length: int | None, new_length: int,
@@ -2096,6 +2129,13 @@ def check_file_content(w: FileWrite, path: str, binary: bool, current_length: in
                       next=(w.again(content=None, content_base64=None,
                                     replace_old=placeholder("the exact text to replace"),
                                     replace_new=placeholder("the text that replaces it")),))
+
+
+def file_too_large(repo: str, path: str, size: int, limit: int, web: str) -> Refusal:
+    """A file larger than madtea reads: refused from its size, before any of it is downloaded."""
+    return Refusal("BAD_ARGUMENT", f"{path} in {repo} is {size} bytes, more than the {limit} bytes madtea reads "
+                   f"through the forge; nothing was downloaded, and asking again will not change that.",
+                   target=path, user_action=f"Ask the user to open {web} if the file's content is needed.")
 
 
 def no_such_file(repo: str, path: str, ref: str, listing: Call) -> Refusal:

@@ -1933,7 +1933,7 @@ def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, A
         return str(a["body"])
     edited = body
     if a.get("replace_old") is not None:
-        guard.check_replace_once(edited.count(a["replace_old"]), view_call)
+        guard.check_replace_once(edited.count(a["replace_old"]), view_call, inv.again())
         edited = edited.replace(a["replace_old"], a.get("replace_new") or "")
     if a.get("check"):
         edited = _checklist(edited, a["check"], True, view_call)
@@ -3962,10 +3962,17 @@ def _spelt_in_tree(inv: Invocation, path: str, ref: str) -> str | None:
 
 
 def _file_bytes(inv: Invocation, item: Mapping[str, Any], ref: str | None) -> bytes:
-    """A file's bytes: from its base64 content, or from the raw endpoint when the forge left it out (large files)."""
+    """A file's bytes: from its base64 content, or from the raw endpoint when the forge left it out (large files).
+
+    A file larger than an answer madtea reads is refused from its size before any download: reading it would
+    fail the same way every time."""
     import base64
     if item.get("content") is not None:
         return base64.b64decode(str(item["content"]))
+    limit, size = _forge().MAX_BODY_BYTES, int(item.get("size") or 0)
+    if size > limit:
+        raise guard.file_too_large(api(inv).target.slug, str(item.get("path")), size, limit,
+                                   str(item.get("html_url") or item.get("download_url") or api(inv).web_base))
     return bytes(api(inv).get_bytes(("raw", *_file_segments(str(item.get("path")))),
                                     params={"ref": ref} if ref else None))
 
@@ -3978,6 +3985,18 @@ def _as_text(data: bytes) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
+
+
+def _line_endings(text: str | None) -> str | None:
+    """"crlf" when every line of *text* ends with CRLF, "mixed" when some do; None for LF only (or binary)."""
+    crlf = (text or "").count("\r\n")
+    if not crlf:
+        return None
+    return "crlf" if (text or "").count("\n") == crlf else "mixed"
+
+
+_ENDINGS_SAID = {"crlf": "CRLF line endings (shown as LF; writes keep CRLF)",
+                 "mixed": "mixed CRLF and LF line endings (shown as LF; writes send lines as given)"}
 
 
 def _view_call(inv: Invocation, path: str, ref: str | None) -> dict[str, Any]:
@@ -4076,10 +4095,13 @@ def files_view_op(inv: Invocation) -> Result:
     if text is None:
         row["binary"] = True
         return Result(f"{head}\nbinary content, not shown as text; write it with content_base64.", row)
+    endings = _line_endings(text)
+    if endings:  # the fence shows no carriage return: the header says they are there
+        head += f", {_ENDINGS_SAID[endings]}"
     shown = clean(text)
     chunk, end, more = window(shown, int(inv.args.get("offset") or 0),
                               _continue("madt_files", "view", remote.target, path=path, ref=ref), "file")
-    row |= {"content": chunk, "length": len(shown)}
+    row |= {"content": chunk, "length": len(shown), "line_endings": endings or "lf"}
     if more:
         row["truncated_at"] = end
     return Result(f"{head}\n" + _fenced_listing(inv, chunk, shown_ref, f"file {path}") + (f"\n{more}" if more else ""),
@@ -4098,8 +4120,18 @@ def _new_bytes(w: guard.FileWrite, path: str, old: bytes | None, view: dict[str,
     if op != "rename" or given:  # a move keeps the content unless it carries new content too
         guard.check_file_input(w, given, ("content", "content_base64") if op == "create" else
                                ("content", "content_base64", "replace_old"))
+    # A file whose every line ends with CRLF keeps them: a view shows it with LF, and text built on that view
+    # (whole content, or a replacement) comes back with LF only.
+    crlf = old is not None and _line_endings(_as_text(old)) == "crlf"
+
+    def kept(text: str, say: bool = True) -> str:
+        if not crlf or "\r" in text or "\n" not in text:
+            return text
+        if say:
+            notice(f"{path} has CRLF line endings; the text sent with LF was written with CRLF to keep them.")
+        return text.replace("\n", "\r\n")
     if f.get("content") is not None:
-        return str(f["content"]).encode("utf-8")
+        return kept(str(f["content"])).encode("utf-8")
     if f.get("content_base64") is not None:
         try:
             return base64.b64decode(str(f["content_base64"]), validate=True)
@@ -4109,8 +4141,9 @@ def _new_bytes(w: guard.FileWrite, path: str, old: bytes | None, view: dict[str,
         text = _as_text(old)
         guard.check_file_content(w, path, text is None, None, 0, MAX_TEXT)
         assert text is not None
-        guard.check_replacement(w, path, text, f["replace_old"], view)
-        return text.replace(f["replace_old"], f.get("replace_new") or "").encode("utf-8")
+        replace_old = kept(str(f["replace_old"]))
+        guard.check_replacement(w, path, text, replace_old, view)
+        return text.replace(replace_old, kept(str(f.get("replace_new") or ""), False)).encode("utf-8")
     return old
 
 
@@ -4204,11 +4237,17 @@ def _write_file(inv: Invocation) -> Result:
     items = guard.check_changes(inv.op.tool, str(inv.op.action), CHANGE_SPECS, a) if inv.op.action == "change" \
         else [a]
     default = default_branch(inv)
-    branches = frozenset(str(b.get("name")) for b in remote.list_items("branches", limit=1000))
+    listed = remote.list_items("branches", limit=1000)
+    branches = frozenset(str(b.get("name")) for b in listed)
+    # The forge's own word on each branch: a protection rule this user may not push past is refused here,
+    # before any write is sent.
+    unpushable = frozenset(str(b.get("name")) for b in listed if b.get("user_can_push") is False)
+    writer = not listed or all(b.get("protected") for b in listed) or \
+        any(b.get("user_can_push") is not False for b in listed if not b.get("protected"))
     if inv.op.action == "change":
         a = dict(a) | {"changes": items}  # as checked: the steps of a refusal name them so
     first = guard.FileWrite(inv.op.tool, inv.op.action, a, remote.target.full, default, branches, "",
-                            None if inv.op.action != "change" else 0)
+                            None if inv.op.action != "change" else 0, unpushable, writer)
     if len(items) == 1:
         f = items[0]
         title = f"Move {f.get('from_path')} to {f['path']}" if first.op == "rename" else \

@@ -2678,6 +2678,8 @@ class FakeForge:
             raise self._not_found("GetBranch", [f"branch does not exist [name: {base}]"])
         if target != base and self._ref_sha(repo, f"refs/heads/{target}") is not None:
             raise self._error(422, f"branch already exists [name: {target}]")
+        if target in repo.protected and ctx.access < 3:  # VerifyBranchProtection: ErrUserCannotCommit, 403
+            raise self._error(403, f"user cannot commit to repo [user: {ctx.user.login}]")
         files: dict[str, bytes | None] = {}
         for op in ops:
             if op["operation"] in ("update", "upload", "delete", "rename"):

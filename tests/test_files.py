@@ -86,6 +86,12 @@ def test_a_stale_or_missing_sha_is_refused_with_the_current_sha() -> None:
         guard.check_file_sha(_write(path="a.txt", sha="old"), "a.txt", "new", view)
     assert stale.value.code == "STALE_BODY" and "now at sha new, not old" in stale.value.message
     assert stale.value.next == (view, guard.call("madt_files", action="edit", path="a.txt", sha="new"))
+    for whole in ("content", "content_base64"):  # whole content built on the old version is never sent again
+        with pytest.raises(guard.Refusal) as replay:
+            guard.check_file_sha(_write(path="a.txt", sha="old", **{whole: "mine"}), "a.txt", "new", view)
+        view_step, rebuilt = replay.value.next
+        assert view_step == view and rebuilt["args"]["sha"] == "new" and guard.is_placeholder(rebuilt["args"][whole])
+        assert "rebuild it from the current one" in replay.value.message
     with pytest.raises(guard.Refusal) as none:
         guard.check_file_sha(_write(path="a.txt"), "a.txt", "new", view)
     assert none.value.code == "BAD_ARGUMENT" and "needs sha" in none.value.message
@@ -107,7 +113,9 @@ def test_an_exact_substring_edit_needs_exactly_one_occurrence(text: str, old: st
     view = guard.call("madt_files", action="view", path="a.txt")
     with pytest.raises(guard.Refusal) as refused:
         guard.check_replacement(_write(path="a.txt"), "a.txt", text, old, view)
-    assert found in refused.value.message and refused.value.next == (view,)
+    assert found in refused.value.message and refused.value.next[0] == view
+    again = refused.value.next[1]["args"]  # the way on ends in the edit, with text that occurs once
+    assert again["action"] == "edit" and guard.is_placeholder(again["replace_old"])
     guard.check_replacement(_write(path="a.txt"), "a.txt", "a b c", "b", view)
 
 
@@ -351,10 +359,11 @@ def test_a_file_changed_since_it_was_read_is_stale(files: Env) -> None:
     view, again = stale.error["next"]
     assert view["args"] == {"action": "view", "owner_repo": f"{e.forge.host}/acme/web", "path": "src/app.py",
                             "ref": "dev"}
-    assert again["args"]["sha"] == now
+    assert again["args"]["sha"] == now and guard.is_placeholder(again["args"]["content"])  # never the stale text
     assert _show(e, "src/app.py", "dev") == "print('someone else')"
-    e.ok(again["tool"], **again["args"])
-    assert _show(e, "src/app.py", "dev") == "mine"
+    rebuilt = e.ok(view["tool"], **view["args"]).data["content"] + "mine\n"
+    e.ok(again["tool"], **again["args"] | {"content": rebuilt})
+    assert _show(e, "src/app.py", "dev") == "print('someone else')\nmine"  # both edits kept
 
 
 def test_a_race_the_forge_catches_is_still_stale(files: Env, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -592,3 +601,120 @@ def test_a_new_branch_git_cannot_take_is_refused_before_the_commit(env: Env, nam
     assert "not a branch name git takes" in bad.text and not env.forge.find_requests("POST", "/contents")
     fixed = bad.error["next"][0]["args"]["new_branch"]
     env.ok("madt_files", action="create", path="n.md", content="x\n", new_branch=fixed)
+
+
+# --------------------------------------------------------------------------- the surface at its edges
+
+def test_a_protected_branch_is_refused_before_any_write_with_a_new_branch_and_a_pr(files: Env,
+                                                                                   monkeypatch: Any) -> None:
+    e = files
+    e.forge.protect_branch("acme", "web", "dev")
+    e.forge.grant("acme", "web", "bob", "write")
+    monkeypatch.setenv("MADTEA_TOKEN", "bob-token")  # a writer, held back by the rule
+    e.forge.clear_requests()
+    refused = e.refused("PROTECTED_BRANCH", "madt_files", action="edit", path="src/app.py", branch="dev",
+                        sha=_sha(e, "src/app.py", "dev"), replace_old="dev", replace_new="release")
+    assert not e.forge.find_requests("POST") and not e.forge.find_requests("PUT")  # nothing was sent
+    assert "dev in " in refused.text and "acme/web is protected" in refused.text and "not found" not in refused.text
+    made, pr = refused.error["next"]
+    assert made["args"]["new_branch"] and made["args"]["branch"] == "dev"
+    assert pr["tool"] == "madt_pr" and pr["args"]["base"] == "dev" and pr["args"]["head"] == made["args"]["new_branch"]
+    e.ok(made["tool"], **made["args"])
+    e.ok(pr["tool"], **pr["args"])
+    assert _show(e, "src/app.py", made["args"]["new_branch"]) == "print('release')"
+    assert _show(e, "src/app.py", "dev") == "print('dev')"
+    e.forge.protect_branch("acme", "web", "main")  # the default branch: the same way on, no override offered
+    main = e.refused("PROTECTED_BRANCH", "madt_files", action="edit", path="README.md", sha=_sha(e, "README.md"),
+                     content="# Web\n", allow_default_branch=True)
+    assert "allow_default_branch" not in json.dumps(main.error["next"])
+
+
+def test_a_403_the_forge_gives_on_a_write_says_not_allowed_with_its_reason(files: Env, monkeypatch: Any) -> None:
+    e = files
+    e.forge.grant("acme", "web", "bob", "write")
+    monkeypatch.setenv("MADTEA_TOKEN", "bob-token")
+    real = guard.check_file_branch
+    monkeypatch.setattr(guard, "check_file_branch",
+                        lambda w: (e.forge.protect_branch("acme", "web", "dev"), real(w))[1])  # a rule added meanwhile
+    refused = e.refused("NOT_ALLOWED", "madt_files", action="edit", path="src/app.py", branch="dev",
+                        sha=_sha(e, "src/app.py", "dev"), content="x\n")
+    assert "because: user cannot commit to repo" in refused.text and refused.error["user_action"]
+
+
+def test_a_file_over_the_read_limit_is_refused_from_its_size_before_any_download(files: Env,
+                                                                                 monkeypatch: Any) -> None:
+    import forge
+    e = files
+    monkeypatch.setattr(forge, "MAX_BODY_BYTES", 4096)  # the same gate as at 32 MiB, with a small file
+    monkeypatch.setattr(e.forge, "max_blob_size", 1024)  # the forge leaves the content out, as it does for big files
+    e.forge.commit("acme", "web", "dev", {"big.bin": b"x" * 5000}, "Big")
+    e.forge.clear_requests()
+    for action, extra in (("view", {"ref": "dev"}), ("view", {"ref": "dev", "offset": 4000}),
+                          ("edit", {"branch": "dev", "sha": _sha(e, "big.bin", "dev"), "replace_old": "x",
+                                    "replace_new": "y"})):
+        refused = e.refused("BAD_ARGUMENT", "madt_files", action=action, path="big.bin", **extra)
+        assert "5000 bytes, more than the 4096 bytes" in refused.text and "try again" not in refused.text.lower()
+        assert refused.error["user_action"] and "big.bin" in refused.error["user_action"]
+    assert not e.forge.find_requests("GET", "/raw/")  # nothing was downloaded
+
+
+def test_replace_old_twice_or_not_at_all_ends_in_the_edit_after_the_view(files: Env) -> None:
+    e = files
+    sha = _sha(e, "src/app.py")
+    for old, count in (("print", "occurs 2 times"), ("absent", "does not occur")):
+        refused = e.refused("BAD_ARGUMENT", "madt_files", action="edit", path="src/app.py", sha=sha,
+                            replace_old=old, replace_new="x", new_branch=f"fix-{old}")
+        assert count in refused.text
+        view, edit = refused.error["next"]
+        assert view["args"]["action"] == "view" and edit["args"]["action"] == "edit"
+        assert edit["args"]["sha"] == sha and edit["args"]["new_branch"] == f"fix-{old}"
+        e.ok(edit["tool"], **edit["args"] | {"replace_old": "print('bye')", "replace_new": "print('ciao')"})
+        sha = _sha(e, "src/app.py", f"fix-{old}")
+        assert _show(e, "src/app.py", f"fix-{old}").endswith("print('ciao')")
+        sha = _sha(e, "src/app.py")
+
+
+def test_a_body_replacement_that_does_not_occur_once_ends_in_the_edit(env: Env) -> None:
+    e = env
+    number = e.forge.create_issue("acme", "web", "T", "a a")["number"]
+    refused = e.refused("BAD_ARGUMENT", "madt_issues", action="edit", number=number, replace_old="a",
+                        replace_new="b")
+    view, edit = refused.error["next"]
+    assert view["args"]["action"] == "view" and edit["args"]["action"] == "edit"
+    assert guard.is_placeholder(edit["args"]["replace_old"]) and edit["args"]["number"] == number
+
+
+def test_crlf_line_endings_are_said_in_the_view_and_kept_on_write(files: Env) -> None:
+    e = files
+    e.forge.commit("acme", "web", "dev", {"win.txt": b"one\r\ntwo\r\n"}, "CRLF")
+    view = e.ok("madt_files", action="view", path="win.txt", ref="dev")
+    assert "10 bytes" in view.text and "CRLF line endings" in view.text and view.data["line_endings"] == "crlf"
+    assert view.data["content"] == "one\ntwo\n"
+    e.ok("madt_files", action="edit", path="win.txt", branch="dev", sha=view.data["sha"],
+         content=view.data["content"] + "three\n")
+    raw = e.forge.repo().bare
+    import subprocess
+    data = subprocess.run(["git", "--git-dir", str(raw), "cat-file", "blob", "dev:win.txt"], capture_output=True,
+                          check=True).stdout
+    assert data == b"one\r\ntwo\r\nthree\r\n"
+    sha = _sha(e, "win.txt", "dev")
+    done = e.ok("madt_files", action="edit", path="win.txt", branch="dev", sha=sha, replace_old="two\nthree",
+                replace_new="2\n3")
+    data = subprocess.run(["git", "--git-dir", str(raw), "cat-file", "blob", "dev:win.txt"], capture_output=True,
+                          check=True).stdout
+    assert data == b"one\r\n2\r\n3\r\n" and any("CRLF" in text for _, text in done.notes)
+    assert e.ok("madt_files", action="view", path="README.md").data["line_endings"] == "lf"
+
+
+@pytest.mark.parametrize("path", ["%2e%2e/x", "a/%2E%2E/b", "a/%252e%252e/b", "%2egit/config", "a/%2e"])
+def test_a_percent_encoded_dot_segment_is_a_bad_argument_naming_the_path(files: Env, path: str) -> None:
+    e = files
+    e.forge.clear_requests()
+    for action, extra in (("view", {}), ("tree", {}), ("edit", {"sha": "abc", "content": "x", "branch": "dev"}),
+                          ("rename", {"from_path": "README.md", "sha": "abc", "branch": "dev"})):
+        refused = e.refused("BAD_ARGUMENT", "madt_files", action=action, path=path, **extra)
+        assert path in refused.text and "OUT_OF_SCOPE" not in refused.text
+    refused = e.refused("BAD_ARGUMENT", "madt_files", action="rename", path="ok.txt", from_path=path, sha="abc",
+                        branch="dev")
+    assert path in refused.text
+    assert not [r for r in e.forge.requests if "%25" in r.path or "%2e" in r.path.lower()]
