@@ -105,8 +105,17 @@ def way_on(error: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def closing(text: str) -> str:
-    """The terminal-closure line of a result that ends a unit of work."""
-    return f"{text}; nothing left to verify for this step."
+    """The terminal-closure line of a result that ends a unit of work (a person needs no such reassurance)."""
+    return f"{text}." if _SURFACE.get() == "cli" else f"{text}; nothing left to verify for this step."
+
+
+# The surface the current call is shown on: a call named inside a result is written in its syntax.
+_SURFACE: contextvars.ContextVar[str] = contextvars.ContextVar("madtea_surface", default="mcp")
+
+
+def shown_call(step: Mapping[str, Any]) -> str:
+    """A call named in a result: ``madt_pr action=view number=3`` for an agent, ``madtea pr view 3`` on the CLI."""
+    return cli_render(step) if _SURFACE.get() == "cli" else guard.render_call(step)
 
 
 # --- the registry ---
@@ -189,7 +198,7 @@ TOOL_SUMMARIES: dict[str, str] = {
     "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
     "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
     "madt_repo": "Repositories on the forge: view, list, create, fork, edit; their commits, branches and tags.",
-    "madt_search": "Search issues and pull requests (action=issues) or repositories (action=repos).",
+    "madt_search": "Search issues and pull requests, or repositories.",
     "madt_notifications": "Your notifications on the forge.",
     "madt_people": "People on the forge: your organisations, user and team search, an owner's packages.",
     "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
@@ -374,13 +383,14 @@ class Invocation:
 def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     """Dispatch one call: find the operation, check its arguments, guard it, run it, report."""
     notes: list[tuple[str, str]] = []
-    token = _NOTES.set(notes)
+    token, shown_on = _NOTES.set(notes), _SURFACE.set(ctx.surface)
     try:
         result = _run(tool, raw, ctx)
     except Exception as exc:  # the boundary: no traceback reaches a caller
         result = run_error(exc)
     finally:
         _NOTES.reset(token)
+        _SURFACE.reset(shown_on)
     if result.error and ctx.scope.active:
         note = _narrow_error(result.error, ctx)
         result.text = f"{result.text}\n{note}" if note else result.text
@@ -1676,13 +1686,19 @@ def bounded(text: str, offset: int, more: Callable[[int], str]) -> str:
 
 def _continue(tool: str, action: str, target: RemoteTarget, **args: Any) -> Callable[[int], str]:
     """The call that shows the rest of a bounded text from a given offset."""
-    return lambda end: guard.render_call(guard.call(tool, action=action, owner_repo=target.full, **args, offset=end))
+    return lambda end: shown_call(guard.call(tool, action=action, owner_repo=target.full, **args, offset=end))
 
 
 def fence(text: str | None, author: str, relation: str, what: str = "body") -> str:
-    """Untrusted content, delimited and labelled so it cannot pass as madtea's own words."""
+    """Untrusted content, delimited and labelled so it cannot pass as madtea's own words.
+
+    The fence is for an agent: a person reads the content plain (still cleaned of invisible characters), with
+    its author named where the content is one of several people's (comments and reviews).
+    """
     body = clean(text) or "(empty)"
     author = clean_line(author) or "unknown"  # a commit author's name (wiki pages) is free text
+    if _SURFACE.get() == "cli":
+        return f"@{author}:\n{body}" if what.split()[0] in ("comment", "review") else body
     # A line of the content that looks like a fence marker is escaped, so only madtea's own can close the fence.
     import re
     body = re.sub(r"(?m)^(\s*(?:<<<|>>>))", r"\\\1", body)
@@ -2166,7 +2182,7 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
                 raise _forge().ForgeError(
                     exc.code, f"madtea sent the body edit{_with(fields)} but could not read the body back "
                     f"({exc.message}); "
-                    "whether it landed is unknown. Read it with " + guard.render_call(view_call) + " before "
+                    "whether it landed is unknown. Read it with " + shown_call(view_call) + " before "
                     "editing again.", exc.status, exc.method, exc.path, transient=exc.transient,
                     host=exc.host) from None
             now = current.get("body") or ""
@@ -2221,14 +2237,14 @@ def _view(inv: Invocation, kind: str) -> Result:
         for index, c in enumerate(comments):
             if budget <= 0:
                 lines.append(f"[{len(comments) - index} more comments not shown; read them with "
-                             + guard.render_call(guard.call("madt_api_call", owner_repo=target.full,
+                             + shown_call(guard.call("madt_api_call", owner_repo=target.full,
                                                             path=f"/repos/{target.slug}/issues/{number}/comments"))
                              + "]")
                 break
             who = _login(c.get("user"))
             whole = clean(c.get("body"))
             cid = c.get("id")
-            body, _end, tail = window(whole, 0, lambda end: guard.render_call(guard.call(
+            body, _end, tail = window(whole, 0, lambda end: shown_call(guard.call(
                 "madt_api_call", owner_repo=target.full, path=f"/repos/{target.slug}/issues/comments/{cid}")),
                 "comment")
             budget -= len(body)
@@ -2958,7 +2974,7 @@ def pr_review_op(inv: Invocation) -> Result:
                                     lambda r: r.get("state") == event and (r.get("body") or "") == body),
                          guard.call("madt_pr", action="reviews", owner_repo=remote.target.full, number=number))
     inline = f", {review.get('comments_count') or 0} inline comments" if payload.get("comments") else ""
-    later = ("; it is pending until submitted: " + guard.render_call(guard.call(
+    later = ("; it is pending until submitted: " + shown_call(guard.call(
         "madt_pr", action="submit_review", owner_repo=remote.target.full, number=number, review_id=review.get("id"),
         event=guard.placeholder("approve, request_changes or comment")))) if event == "PENDING" else ""
     return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.args['event']} (review "
@@ -3016,7 +3032,7 @@ def _fenced_comment(inv: Invocation, c: Mapping[str, Any], cache: dict[str, str]
     """One review comment, fenced with its author, their relation, its review and its file and line."""
     target, who = api(inv).target, _login(c.get("user"))
     number, cid = _issue_number(inv), c.get("id")
-    body, _end, tail = window(clean(c.get("body")), 0, lambda end: guard.render_call(guard.call(
+    body, _end, tail = window(clean(c.get("body")), 0, lambda end: shown_call(guard.call(
         "madt_api_call", owner_repo=target.full,
         path=f"/repos/{target.slug}/pulls/{number}/reviews/{c.get('pull_request_review_id')}/comments")), "comment")
     # The file's name is the pull request author's text: it goes inside the fence, never in its header.
@@ -3039,7 +3055,7 @@ def pr_reviews_op(inv: Invocation) -> Result:
     reviews = remote.list_items("pulls", number, "reviews", limit=1000)
     for index, r in enumerate(reviews):
         if budget <= 0:
-            lines.append(f"[{len(reviews) - index} more reviews not shown; read them with " + guard.render_call(
+            lines.append(f"[{len(reviews) - index} more reviews not shown; read them with " + shown_call(
                 guard.call("madt_api_call", owner_repo=remote.target.full,
                            path=f"/repos/{remote.target.slug}/pulls/{number}/reviews")) + "]")
             break
@@ -3050,7 +3066,7 @@ def pr_reviews_op(inv: Invocation) -> Result:
         lines.append(f"review {row['id']} {row['state']}{flags} by @{who} {row['submitted'][:10]}, "
                      f"{row['comments_count']} inline comments")
         if r.get("body"):
-            body, _end, tail = window(clean(r.get("body")), 0, lambda end: guard.render_call(guard.call(
+            body, _end, tail = window(clean(r.get("body")), 0, lambda end: shown_call(guard.call(
                 "madt_api_call", owner_repo=remote.target.full,
                 path=f"/repos/{remote.target.slug}/pulls/{number}/reviews/{row['id']}")), "review")
             lines.append(fence(body, who, _relation(inv, who, cache), f"review {row['id']}")
@@ -3562,7 +3578,7 @@ def repo_commit_op(inv: Invocation) -> Result:
         lines.append(fence(listed, row["author"], relation, "changed files"))
     if len(files) > MAX_FILES:
         lines.append(f"[{len(files) - MAX_FILES} more files not listed; the diff shows them all: "
-                     + guard.render_call(guard.call("madt_repo", action="commit", owner_repo=remote.target.full,
+                     + shown_call(guard.call("madt_repo", action="commit", owner_repo=remote.target.full,
                                                     sha=sha, diff=True)) + "]")
     if inv.args.get("diff"):
         text = clean(remote.get_text(f"git/commits/{sha}.diff"))
@@ -4315,7 +4331,7 @@ def _write_file(inv: Invocation) -> Result:
     if a.get("new_branch"):
         pr = guard.call("madt_pr", action="create", owner_repo=remote.target.full, head=w.lands_on, base=default,
                         title=w.title)
-        lines.append(f"Open a pull request for review: {guard.render_call(pr)}")
+        lines.append(f"Open a pull request for review: {shown_call(pr)}")
         data["next"] = pr
     return Result("\n".join(lines), data)
 
@@ -4357,7 +4373,9 @@ CHANGE_SPECS = {p.name: p for p in (
 @operation("madt_files", "change", cli=("files", "change"), kind="remote", mutating=True, destructive=True,
            summary="Commit several files at once.",
            params=(Param("changes", "json", "Per file: edit's fields, from_path to move, remove=true; no sha: "
-                         "a new file.", required=True),
+                         "a new file.", required=True,
+                         cli_help='A JSON list, per file: the fields of files edit, "from_path" to move it, '
+                         '"remove": true to remove it; without "sha", a new file.'),
                    *FILE_WRITES))
 def files_change_op(inv: Invocation) -> Result:
     return _write_file(inv)
@@ -4541,7 +4559,7 @@ def actions_dispatch_op(inv: Invocation) -> Result:
                       f"{started.get('run_number')}){'; jobs: ' + jobs if jobs else ''}.",
                       {"workflow": inv.args["workflow"], "ref": ref, "inputs": inputs, "run_id": started["id"]})
     return Result(f"Dispatched {said} in {remote.target.slug}; the forge does not say which run it started (the "
-                  f"newest runs: {guard.render_call(runs)}).",
+                  f"newest runs: {shown_call(runs)}).",
                   {"workflow": inv.args["workflow"], "ref": ref, "inputs": inputs, "run_id": None})
 
 
@@ -4736,10 +4754,10 @@ def api_call_op(inv: Invocation) -> Result:
 
     def more(end: int) -> str:
         if method == "GET":
-            return guard.render_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"),
+            return shown_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"),
                                                 paginate=a.get("paginate"), offset=end))
         # continuing would send the write again: point at a read instead
-        return guard.render_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"))) \
+        return shown_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"))) \
             + " (a GET)"
 
     chunk, _end, tail = window(text, int(a.get("offset") or 0), more, "answer")
@@ -5000,7 +5018,7 @@ def finish_op(inv: Invocation) -> Result:
         failed.text = text
         if failed.error.get("user_action") and failed.error["code"] in _PERSON_FIRST:
             # A person acts first; the resume call is in the text for after that.
-            failed.text += "\nOnce that is done, resume with: " + guard.render_call(resume)
+            failed.text += "\nOnce that is done, resume with: " + shown_call(resume)
         else:
             failed.error |= {"next": steps_next + list(failed.error.get("next") or []), "choices": [],
                              "user_action": None}
@@ -5158,25 +5176,44 @@ def _cli_flag(p: Param) -> list[str]:
     return ([f"-{p.short}"] if p.short else []) + names
 
 
-def _add_cli_param(parser: Any, p: Param) -> None:
+# List flags whose values are paths: a comma is part of a path, so only these take one value per flag.
+_PATH_LISTS = frozenset({"files", "carry"})
+
+
+def _cli_values(text: str) -> list[str]:
+    """One list flag's value as gh takes it: ``-l bug,docs`` is two values."""
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _optional_on_cli(op: Op, p: Param) -> bool:
+    """A required positional a person may leave out: a pull request's number means the current branch's."""
+    return p.name == "number" and op.tool == "madt_pr"
+
+
+def _add_cli_param(parser: Any, p: Param, op: Op | None = None) -> None:
     many = p.type in ("strs", "numbers")
     if p.enum_flags:
         group = parser.add_mutually_exclusive_group()
         for choice in p.choices:
-            group.add_argument(f"--{choice}", dest=p.name, action="store_const", const=choice,
-                               help=f"{p.description.split(':')[0]}: {choice}.")
+            group.add_argument(f"--{choice.replace('_', '-')}", dest=p.name, action="store_const", const=choice,
+                               help=f"{p.description.split(':')[0]}: {choice.replace('_', ' ')}.")
         return
     if p.positional:
-        nargs = "*" if many else "?"
-        parser.add_argument(p.name, nargs=nargs, help=p.cli_help or p.description, metavar=p.name.upper())
+        required = p.required and not (op is not None and _optional_on_cli(op, p))
+        nargs = ("+" if required else "*") if many else (None if required else "?")
+        parser.add_argument(p.name, nargs=nargs, help=_for_people(p.cli_help or p.description),
+                            metavar=p.name.upper())
         return
-    kwargs: dict[str, Any] = {"dest": p.name, "help": p.cli_help or p.description}
+    kwargs: dict[str, Any] = {"dest": p.name, "help": _for_people(p.cli_help or p.description)}
     if p.type == "bool":
         import argparse
         kwargs["action"] = argparse.BooleanOptionalAction if p.default_true else "store_true"
         kwargs["default"] = None
     elif many:
-        kwargs["nargs"] = "+"
+        # Repeatable, one value each (a flag never swallows the positionals after it); names also take commas.
+        kwargs["action"] = "extend"
+        kwargs["type"] = (lambda v: [v]) if p.name in _PATH_LISTS else _cli_values
+        kwargs["metavar"] = p.name.upper()
     if p.choices:
         kwargs["choices"] = p.choices
     parser.add_argument(*_cli_flag(p), **kwargs)
@@ -5192,22 +5229,49 @@ def build_parser() -> Any:
     groups: dict[str, Any] = {}
     for op in REGISTRY:
         head, *rest = op.cli
+        summary = _for_people(op.summary)
         if not rest:
-            sub = nouns.add_parser(head, help=op.summary, description=op.summary)
+            sub = nouns.add_parser(head, help=summary, description=summary)
         else:
             if head not in groups:
-                group = nouns.add_parser(head, help=TOOL_SUMMARIES.get(op.tool, op.summary),
-                                         description=TOOL_SUMMARIES.get(op.tool, op.summary))
-                groups[head] = group.add_subparsers(dest="verb", metavar="<verb>", required=True)
-            sub = groups[head].add_parser(rest[0], help=op.summary, description=op.summary)
+                about = _for_people(TOOL_SUMMARIES.get(op.tool, op.summary))
+                group = nouns.add_parser(head, help=about, description=about, aliases=CLI_ALIASES.get(head, ()))
+                group.set_defaults(_parser=group)  # a noun without a verb prints its help, as gh does
+                groups[head] = group.add_subparsers(dest="verb", metavar="<verb>")
+            sub = groups[head].add_parser(rest[0], help=summary, description=summary)
         for p in op.params:
-            _add_cli_param(sub, p)
+            _add_cli_param(sub, p, op)
         sub.set_defaults(_op=op, _parser=sub)
     for name, (summary, fn) in CLI_EXTRAS.items():
         extra = nouns.add_parser(name, help=summary, description=summary)
         extra.set_defaults(_parser=extra)
         fn(extra)
+    helper = nouns.add_parser("help", help="Show the help of a command, e.g. madtea help issue.",
+                              description="Show the help of a command, e.g. madtea help issue.")
+    helper.add_argument("words", nargs="*", metavar="COMMAND", help="A command and, optionally, its verb.")
+    helper.set_defaults(_run=lambda ns: _cli_help(parser, ns.words))
     return parser
+
+
+# tea's plural nouns, as aliases of gh's.
+CLI_ALIASES = {"issue": ("issues",), "pr": ("pulls", "pull-request"), "release": ("releases",),
+               "label": ("labels",), "milestone": ("milestones",), "notification": ("notifications",)}
+
+
+def _cli_help(parser: Any, words: Sequence[str]) -> int:
+    """``madtea help issue create``: the help of that command, as ``madtea issue create --help`` prints it."""
+    misspelt = _cli_misspelt(parser, list(words))
+    if misspelt:
+        misspelt[0].error(misspelt[1])
+    import argparse
+    current = parser
+    for word in words:
+        subs = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            break
+        current = subs[0].choices[word]
+    current.print_help()
+    return 0
 
 
 def _cli_parse(parser: Any, args: Sequence[str]) -> Any:
@@ -5280,7 +5344,8 @@ def cli_render(step: Mapping[str, Any]) -> str:
     try:
         op = find_op(step["tool"], args.pop("action", None))
     except guard.Refusal:
-        return guard.render_call(step)
+        ops = tool_ops(step["tool"], "cli")
+        return f"madtea {ops[0].cli[0]}" if ops and not args else guard.render_call(step)
     words = ["madtea", *op.cli]
     specs = {p.name: p for p in op.params}
     # Positionals first, in their declared order: argparse takes them in one run, and a list-valued
@@ -5303,18 +5368,65 @@ def cli_render(step: Mapping[str, Any]) -> str:
     return " ".join(words)
 
 
-def _cli_names(text: str) -> str:
-    """A refusal as the CLI shows it: ``madt_pr action=merge`` named as ``madtea pr merge``."""
+_CALL_TEXT = r"\b(madt_[a-z_]+)((?: [a-z_]+=(?:\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|[^\s,;]+(?<![.)])))*)"
+# Agent phrasings and what a person reads instead (the rules address an agent; the CLI, a person).
+_PEOPLE_WORDS = (
+    (r"\s*Deleting [^.]* is a person's act(?: and is not offered)?\.", ""),
+    (r"Only a person can continue: Tell the user what failed; m", "M"),
+    (r"Only a person can continue: ", "To continue: "),
+    (r"\b[Aa]sk the user (whether|which|how|what|if) ", r"Decide \1 "),
+    (r"\b[Aa]sk the user(?: to|:) (\w)", lambda m: m.group(1).upper()),
+    (r"\bthe user's\b", "your"), (r"\bthe user\b", "you"),
+    (r"\b(they|them)(selves| meant| want(?:ed)?| mean)\b", lambda m: {"themselves": "yourself"}.get(
+        m.group(0), "you" + m.group(2))),
+    (r"\b([Tt])he server's launch repo(?:sitory)?\b", r"\1he current directory's repository"),
+    (r"\b[Tt]he launch repo(?:sitory)?'s\b", "the current directory's repository's"),
+    (r"\b([Tt])he launch repo(?:sitory)?\b", r"\1he current directory's repository"),
+    (r"; nothing left to verify for this step\.", "."),
+    (r"\bCall (madtea )", r"Run \1"),
+)
+
+
+def _flag_names(names: dict[str, str] = {}) -> dict[str, str]:  # noqa: B006 - the registry's, built once
+    """Every parameter name of the registry and its CLI flag (``owner_repo`` is ``--repo``)."""
+    if names:
+        return names
+    for op in REGISTRY:
+        for p in op.params:
+            if not p.positional and not p.enum_flags:
+                names.setdefault(p.name, _cli_flag(p)[-1])
+    return names
+
+
+def _for_people(text: str) -> str:
+    """Text for a person: calls as madtea commands, ``limit=`` as ``--limit``, and no agent phrasing.
+
+    Only madtea's own words go through here (refusals, notices, help), never a forge object's content.
+    """
+    import json
     import re
 
-    def named(match: Any) -> str:
-        ops = tool_ops(match.group(1), "cli")
-        if not ops:
+    def command(match: Any) -> str:
+        args: dict[str, Any] = {}
+        for pair in re.finditer(r" ([a-z_]+)=(\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\S+)", match.group(2)):
+            try:
+                args[pair.group(1)] = json.loads(pair.group(2))
+            except ValueError:
+                args[pair.group(1)] = pair.group(2)
+        return cli_render({"tool": match.group(1), "args": args})
+    text = re.sub(_CALL_TEXT, command, text)
+    flags = _flag_names()
+
+    def flag(match: Any) -> str:
+        name = match.group(1)
+        if name not in flags:
             return match.group(0)
-        by_action = {op.action: op for op in ops}
-        op = by_action.get(match.group(2)) or by_action.get(None)
-        return "madtea " + " ".join(op.cli if op else ops[0].cli[:1])
-    return re.sub(r"\b(madt_[a-z_]+)(?: action=([a-z_]+))?", named, text)
+        value = match.group(2)
+        return flags[name] if value in ("", "true") else f"{flags[name]} {value}"
+    text = re.sub(r"(?<![\w-])([a-z][a-z_]*)=([^\s,;)]*?)(?=[\s,;)]|\.(?:\s|$)|$)", flag, text)
+    for pattern, words in _PEOPLE_WORDS:
+        text = re.sub(pattern, words, text)
+    return text
 
 
 def render_text(result: Result, surface: str) -> str:
@@ -5322,13 +5434,14 @@ def render_text(result: Result, surface: str) -> str:
     parts = []
     if surface == "mcp":
         parts += [f"[{sev}] {text}" for sev, text in result.notes]
-    parts.append(result.text if surface == "mcp" or not result.error else _cli_names(result.text))
+    parts.append(result.text if surface == "mcp" or not result.error else _for_people(result.text))
     if result.error:
         parts += guard.render_way_on(result.error.get("next") or (), result.error.get("choices") or (),
                                      result.error.get("user_action"),
                                      guard.render_call if surface == "mcp" else cli_render)
         parts.insert(0 if surface == "cli" else len(result.notes), f"{result.error['code']}:")
-    return "\n".join(p for p in parts if p)
+    text = "\n".join(p for p in parts if p)
+    return text if surface == "mcp" else _for_people(text)
 
 
 def _cli_main(args: list[str]) -> int:
@@ -5343,7 +5456,7 @@ def _cli_main(args: list[str]) -> int:
     if op is None:
         if getattr(ns, "_run", None):
             return ns._run(ns)
-        parser.print_help()
+        getattr(ns, "_parser", parser).print_help()
         return 0
     raw = {p.name: getattr(ns, p.name) for p in op.params if not p.cli_only}
     raw = {k: v for k, v in raw.items() if v is not None and v != []}
@@ -5358,7 +5471,7 @@ def _cli_main(args: list[str]) -> int:
         return 1
     result = run(op.tool, raw, Context("cli", Path(os.getcwd())))
     for severity, text in result.notes:
-        _stderr(f"{severity}: {text}", "33" if severity == "warning" else "36")
+        _stderr(f"{severity}: {_for_people(text)}", "33" if severity == "warning" else "36")
     if result.is_error:
         _stderr(render_text(result, "cli"), "31")
         return 1
@@ -5703,8 +5816,8 @@ def scope_options(parser: Any) -> None:
     parser.add_argument("--exclude-tools", action="append", metavar="T1,T2",
                         help="Offer none of these tools or tool:action entries (also MADTEA_EXCLUDE_TOOLS).")
     parser.add_argument("--repo", action="append", metavar="HOST/OWNER/REPO",
-                        help="Reach only these repositories (repeatable; OWNER/REPO is on the launch repo's "
-                             "forge; also MADTEA_REPOS).")
+                        help="Reach only these repositories (repeatable; OWNER/REPO is on the forge of the "
+                             "repository the server starts in; also MADTEA_REPOS).")
 
 
 def _entries(values: Sequence[str]) -> tuple[str, ...]:
@@ -6034,7 +6147,7 @@ def _auth_import_tea(ns: Any) -> int:
 
 
 def _auth_cli(parser: Any) -> None:
-    verbs = parser.add_subparsers(dest="verb", metavar="<verb>", required=True)
+    verbs = parser.add_subparsers(dest="verb", metavar="<verb>")
     host_help = "The forge host (or its https:// address); default: this repository's origin host."
     insecure_help = ("When no secure credential store works on this machine, keep the token in a plaintext "
                      "file (mode 0600) instead of refusing.")
@@ -6269,7 +6382,7 @@ def _mcp_cli(parser: Any) -> None:
     _MCP_HELP(parser)
 
 
-CLI_EXTRAS["mcp"] = ("Serve the madt_* tools over MCP stdio (started by an MCP client).", _mcp_cli)
+CLI_EXTRAS["mcp"] = ("Serve madtea's tools to a coding agent over MCP stdio (started by an MCP client).", _mcp_cli)
 CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent's harness).", _serving_cli(
     "It reads one pre-tool-use event as JSON on stdin, as Claude Code, Codex CLI and Gemini CLI send it, and "
     "answers by exit status: 2 with the reason on stderr blocks the command, 0 lets it run (with a note where "

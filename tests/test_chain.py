@@ -46,7 +46,7 @@ def _example_args(op: madtea.Op) -> dict:
     return {k: v for k, v in EXAMPLE_ARGS.items() if k in op.specs}
 
 
-def local_refusals() -> Iterator[tuple[str, guard.Refusal]]:
+def local_refusals(surface: str = "mcp") -> Iterator[tuple[str, guard.Refusal]]:
     local_ops = [op for op in madtea.REGISTRY if op.kind == "local" and not op.cli_only]
     for op, (tname, (target, explicit)), state, signals, nested, launch in itertools.product(
             local_ops, TARGETS.items(), STATES, SIGNALS, [(), (Path("/w/web/child"),)], [HOME, None]):
@@ -55,7 +55,7 @@ def local_refusals() -> Iterator[tuple[str, guard.Refusal]]:
         for variant in (args, {k: v for k, v in args.items() if k not in optional}):
             if explicit:
                 variant = variant | {"dir": str(target.top)}
-            t = guard.Target(op.tool, op.action, variant, op.mutating, "mcp", launch, target, explicit,
+            t = guard.Target(op.tool, op.action, variant, op.mutating, surface, launch, target, explicit,
                              nested, signals, state=state)
             try:
                 guard.check_local(t)
@@ -67,13 +67,13 @@ def local_refusals() -> Iterator[tuple[str, guard.Refusal]]:
                 yield f"{op.where} {tname} {state} {bool(signals)} {bool(nested)}", refusal
 
 
-def remote_refusals() -> Iterator[tuple[str, guard.Refusal]]:
+def remote_refusals(surface: str = "mcp") -> Iterator[tuple[str, guard.Refusal]]:
     remote_ops = [op for op in madtea.REGISTRY if op.kind == "remote" and not op.cli_only]
     signals = [(), (guard.Signal("MADTEA_CALLER_REPO", name="acme/api"),)]
     for op, sig, nested, host in itertools.product(remote_ops, signals, [(), (("git.other.test/t/x", "/w/x"),)],
                                                    ["forge.example.test", "git.other.test"]):
         args = {name: _filler(p) for name, p in op.specs.items() if p.required}
-        call = guard.RemoteCall(op.tool, op.action, args, op.mutating, "mcp", f"{host}/acme/web", host,
+        call = guard.RemoteCall(op.tool, op.action, args, op.mutating, surface, f"{host}/acme/web", host,
                                 "forge.example.test", host != "forge.example.test", nested, sig)
         try:
             guard.check_remote(call)

@@ -1,10 +1,17 @@
-"""The CLI surface: arguments as a shell gives them (paths relative to its directory, files to read) and
-its refusals, which never end in a traceback."""
+"""The CLI surface as people use it: arguments as a shell gives them (paths relative to its directory, files to
+read, flags as gh takes them), gh's and tea's command shapes, words written for a person, plain views, and
+refusals that never end in a traceback."""
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 
+import pytest
+
 import madtea
+import test_chain
+from remote_env import Env, env  # noqa: F401 - fixtures
 from topologies import make_pushed_repo, run_git
 
 
@@ -24,3 +31,134 @@ def test_an_unreadable_body_file_is_a_refusal_not_a_traceback(tmp_path: Path, he
                         "--repo", "acme/web"])
     err = capsys.readouterr().err
     assert code == 1 and "BAD_ARGUMENT" in err and "Traceback" not in err and "missing.md" in err
+
+
+# --------------------------------------------------------------------------- flags as gh takes them
+
+def _cli(e: Env, monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(e.clone)
+    code = madtea.main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_list_flags_repeat_and_take_commas(env: Env, monkeypatch, capsys) -> None:
+    for name in ("bug", "enhancement", "docs"):
+        env.forge.create_label("acme", "web", name)
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "create", "-t", "Two of each", "-l", "bug",
+                          "-l", "enhancement", "-a", "alice", "-a", "bob", "--json")
+    assert code == 0, err
+    number = int(re.search(r'"number": (\d+)', out).group(1))
+    assert env.label_names(number) == {"bug", "enhancement"}
+    assert sorted(env.issue(number).assignees) == ["alice", "bob"]
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "edit", str(number), "--add-label", "docs,bug",
+                          "--remove-label", "enhancement")
+    assert code == 0, err
+    assert env.label_names(number) == {"bug", "docs"}
+
+
+def test_no_flag_swallows_the_positionals_after_it() -> None:
+    """The README's own finish line: --closes takes one value, the file after it stays a file."""
+    parser = madtea.build_parser()
+    ns = madtea._cli_parse(parser, ["finish", "--title", "Fix login redirect", "--squash", "--closes", "12",
+                                    "src/login.py"])
+    assert ns.closes == ["12"] and ns.files == ["src/login.py"] and ns.style == "squash"
+    ns = madtea._cli_parse(parser, ["finish", "-t", "x", "--closes", "12,14", "--closes", "15", "a.py", "b,c.py"])
+    assert ns.closes == ["12", "14", "15"] and ns.files == ["a.py", "b,c.py"]  # a comma in a path is the path's
+    ns = madtea._cli_parse(parser, ["worktree", "add", "../wt", "--carry", "a,b.txt", "-b", "topic"])
+    assert ns.carry == ["a,b.txt"] and ns.path == "../wt"
+
+
+def test_usage_shows_a_required_positional_as_required() -> None:
+    parser = madtea.build_parser()
+    usage = {words: _usage(parser, words) for words in (("issue", "view"), ("issue", "close"), ("pr", "view"),
+                                                         ("label", "create"), ("log",))}
+    assert re.search(r"\sNUMBER$", usage[("issue", "view")]) and "[NUMBER]" not in usage[("issue", "view")]
+    assert "NUMBERS [NUMBERS ...]" in usage[("issue", "close")]
+    assert "[NUMBER]" in usage[("pr", "view")]  # gh: no number is the current branch's pull request
+    assert usage[("label", "create")].rstrip().endswith(" NAME") and "[REF]" in usage[("log",)]
+
+
+def _usage(parser, words) -> str:
+    import argparse
+    current = parser
+    for word in words:
+        current = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)][0].choices[word]
+    return " ".join(current.format_usage().split())
+
+
+# --------------------------------------------------------------------------- gh's and tea's command shapes
+
+def test_a_noun_without_a_verb_and_help_noun_print_the_nouns_help(capsys) -> None:
+    assert madtea.main(["issue"]) == 0
+    bare = capsys.readouterr().out
+    assert madtea.main(["help", "issue"]) == 0
+    assert capsys.readouterr().out == bare and "create" in bare and "usage: madtea issue" in bare
+    assert madtea.main(["help", "pr", "merge"]) == 0
+    assert "--squash" in capsys.readouterr().out
+    assert madtea.main(["auth"]) == 0 and "login" in capsys.readouterr().out
+    assert madtea.main(["help"]) == 0 and "issue" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        madtea.main(["help", "isue"])
+    assert exited.value.code == 2 and "did you mean 'issue'" in capsys.readouterr().err
+
+
+def test_teas_plural_nouns_are_aliases(env: Env, monkeypatch, capsys) -> None:
+    env.forge.create_issue("acme", "web", "Plural", "by tea's name")
+    code, out, err = _cli(env, monkeypatch, capsys, "issues", "list")
+    assert code == 0 and "Plural" in out, err
+    code, out, err = _cli(env, monkeypatch, capsys, "pulls", "list")
+    assert code == 0, err
+
+
+# --------------------------------------------------------------------------- words for people
+
+# What only an agent reads: tool names, key=value arguments, the agent's view of who acts and where it runs.
+AGENT_DIALECT = re.compile(r"madt_|\baction=|(?<![A-Z_])\b[a-z_]+=(?!\S*`)|\bthe user\b|\blaunch repo|"
+                           r"nothing left to verify|Only a person can continue")
+
+
+def _dialect(text: str) -> list[str]:
+    # A shell step the rules name (`GIT_EDITOR=true git ...`) is a command, not dialect.
+    return AGENT_DIALECT.findall(re.sub(r"`[^`]*`", "", text))
+
+
+def test_every_rule_refusal_reads_as_words_for_a_person() -> None:
+    """Every refusal the rules can produce on the CLI, rendered for it: no agent dialect."""
+    count = 0
+    for label, refusal in itertools.chain(test_chain.local_refusals("cli"), test_chain.remote_refusals("cli"),
+                                          test_chain.argument_refusals()):
+        if refusal.code == "BAD_ARGUMENT" and "action" in refusal.message and "madt_" in refusal.message:
+            continue  # an unknown action: argparse chooses the verb on the CLI, so this is the agent's alone
+        text = madtea.render_text(madtea.refusal_result(refusal), "cli")
+        assert not _dialect(text), (label, text)
+        count += 1
+    assert count > 500
+
+
+def test_every_runtime_refusal_and_notice_reads_as_words_for_a_person(tmp_path: Path) -> None:
+    for label, result in test_chain.runtime_refusals(tmp_path / "rt"):
+        text = madtea.render_text(result, "cli")
+        assert not _dialect(text), (label, text)
+    for notice in ("showing 30 of 90; pass limit= or page= for more.",
+                   madtea.error_result("GIT_ERROR", "git failed.").error["user_action"]):
+        assert not _dialect(madtea._for_people(notice)), notice
+    assert madtea._for_people("showing 30 of 90; pass limit= or page= for more.") == \
+        "showing 30 of 90; pass --limit or --page for more."
+
+
+def test_help_texts_speak_to_a_person(capsys) -> None:
+    """Every command's and flag's help: no agent dialect, and no "is not offered" above a delete verb."""
+    import argparse
+    seen = 0
+    stack = [madtea.build_parser()]
+    while stack:
+        parser = stack.pop()
+        text = parser.format_help()
+        assert not _dialect(text), (parser.prog, _dialect(text))
+        assert not re.search(r"Deleting[^.]*not offered", text), parser.prog
+        seen += 1
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(dict.fromkeys(action.choices.values()))
+    assert seen > 100

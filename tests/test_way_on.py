@@ -46,7 +46,7 @@ def test_the_text_renders_the_same_shape_on_each_surface() -> None:
                                                    next=(ADD, COMMIT)), "mcp").splitlines()
     assert steps[-2:] == ['Next: madt_add files=["a.py"]', 'Then: madt_commit files=["a.py"] title="Fix login"']
     person = madtea.render_text(madtea.error_result("USER_ACTION_REQUIRED", "x.", user_action="Log in."), "cli")
-    assert person.endswith("Only a person can continue: Log in.")
+    assert person.endswith("To continue: Log in.")
 
 
 def test_structured_content_carries_only_the_way_on_it_has() -> None:
