@@ -41,7 +41,7 @@ AGENT_OPS = [op for op in madtea.REGISTRY if not op.cli_only]
 @pytest.mark.parametrize("op", AGENT_OPS, ids=lambda op: op.where)
 def test_every_operation_is_on_both_surfaces_with_the_same_words(op) -> None:
     sub = _cli_parser_for(op)
-    assert sub.description == op.summary
+    assert sub.description == madtea._for_people(op.summary)  # the same words, calls written as the CLI's
     dests = _cli_dests(sub)
     mcp_names = set(op.specs)
     cli_only = {p.name for p in op.params if p.cli_only}
@@ -51,7 +51,8 @@ def test_every_operation_is_on_both_surfaces_with_the_same_words(op) -> None:
         assert name in schema["properties"], name
         assert param.description in schema["properties"][name]["description"]
         if not param.enum_flags:
-            assert dests[name] == (param.cli_help or param.description)  # the CLI speaks of its own cwd
+            # The CLI speaks of its own cwd, and names its flags as flags.
+            assert dests[name] == madtea._for_people(param.cli_help or param.description)
     if op.action:
         assert op.action in schema["properties"]["action"]["enum"]
         assert f"- {op.action}: {op.summary}" in madtea.tool_description(op.tool)
