@@ -177,13 +177,11 @@ class Op:
         return f"{self.tool} action={self.action}" if self.action else self.tool
 
 
-DIR = Param("dir", description="Absolute path of the checkout or linked worktree to act on (default: the "
-            "server's launch repo).",
+DIR = Param("dir", description="Absolute path of the checkout or worktree to act on (default: the launch repo).",
             cli_help="The repository to act on (a checkout or linked worktree). Leave it out to act on the "
             "repository of the current directory.")
 OWNER_REPO = Param("owner_repo", flag="repo", short="R",
-                   description="The forge repository as owner/repo or host/owner/repo, not a URL (default: the "
-                   "launch repo's origin).",
+                   description="owner/repo or host/owner/repo, not a URL (default: the launch repo).",
                    cli_help="The repository on the forge, as owner/repo or host/owner/repo (not a URL). "
                    "Leave it out to use the origin of the current directory's repository.")
 JSON_OUT = Param("json", "bool", "Print the structured result as JSON.", cli_only=True)
@@ -276,10 +274,10 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
 NUMBER = Param("number", "number", "The issue or pull request number, e.g. 12.", required=True, positional=True)
 NUMBERS = Param("numbers", "numbers", "One or more issue or pull request numbers, e.g. [12, 14].", required=True,
                 positional=True)
-STATE = Param("state", "enum", "Which to list: open (default), closed or all.", choices=("open", "closed", "all"),
+STATE = Param("state", "enum", "open (default), closed or all.", choices=("open", "closed", "all"),
               short="s")
-LIMIT = Param("limit", "int", "How many to return at most (default 30).", short="L", minimum=1)
-PAGE = Param("page", "int", "Start at this page of results (1-based).", minimum=1)
+LIMIT = Param("limit", "int", "At most this many (default 30).", short="L", minimum=1)
+PAGE = Param("page", "int", "Page of results (1-based).", minimum=1)
 LABELS = Param("label", "strs", "Label names (not ids); an unknown name is an error.", short="l")
 ASSIGNEES = Param("assignee", "strs", "Usernames to assign.", short="a")
 MILESTONE = Param("milestone", description="Milestone title (or its id).", short="m")
@@ -289,9 +287,8 @@ BODY_FILE = Param("body_file", description="Read the body from this file ('-' fo
                   cli_only=True)
 COMMENT = Param("comment", description="Also leave this comment.", short="c")
 COMMENTS = Param("comments", "bool", "Include the comments.", short="C")
-OFFSET = Param("offset", "int", "Continue a truncated body or diff from this character.")
-FIELDS = Param("fields", "strs", "More of the forge's own fields, by API name (e.g. created_at); the default is a "
-               "compact summary.")
+OFFSET = Param("offset", "int", "Continue a truncated text from this character.")
+FIELDS = Param("fields", "strs", "More of the forge's fields, by API name (e.g. created_at).")
 
 
 BODY_EDIT = (
@@ -323,8 +320,8 @@ STYLE = Param("style", "enum", "How to merge: merge (default), squash, rebase, r
               choices=("merge", "squash", "rebase", "rebase-merge", "fast-forward-only"), enum_flags=True)
 
 
-FILES = Param("files", "strs", "The exact paths to stage, relative to the repository (a named sub-directory is "
-              "allowed; '.' and the repository root are not). Not a glob.", positional=True)
+FILES = Param("files", "strs", "Exact paths to stage (a named folder is allowed; '.' and the repository root "
+              "are not). Not a glob.", positional=True)
 
 
 # --- the call pipeline: a call, its context and its run ---
