@@ -278,13 +278,15 @@ def report_spread(name: str, what: str, walls: Sequence[float], cpus: Sequence[f
     wall_ratio, cpu_ratio = statistics.median(wall_ratios), statistics.median(cpu_ratios)
     ok = wall_ratio <= target and cpu_ratio <= target
     print(f"{what}: wall {spread(walls)} ms, CPU {spread(cpus)} ms (min / median / max, {len(walls)} runs)")
-    print(f"    ratio to {baseline_what}, per round: wall {spread(wall_ratios, 1, 2)}x, CPU {spread(cpu_ratios, 1, 2)}x "
-          f"(min / median / max)")
+    print(f"    ratio to {baseline_what}, per round: wall {spread(wall_ratios, 1, 2)}x, "
+          f"CPU {spread(cpu_ratios, 1, 2)}x (min / median / max)")
     print(f"    median ratio: wall {wall_ratio:.2f}x, CPU {cpu_ratio:.2f}x (target <= {target:g}x): "
           f"{'within target' if ok else 'OVER TARGET'}")
     print("summary\t" + json.dumps({
-        "name": name, "what": what, "measured": f"{statistics.median(walls) * 1000:.1f} ms wall, {statistics.median(cpus) * 1000:.1f} ms CPU",
-        "baseline": f"{statistics.median(base_walls) * 1000:.1f} ms wall, {statistics.median(base_cpus) * 1000:.1f} ms CPU",
+        "name": name, "what": what,
+        "measured": f"{statistics.median(walls) * 1000:.1f} ms wall, {statistics.median(cpus) * 1000:.1f} ms CPU",
+        "baseline": f"{statistics.median(base_walls) * 1000:.1f} ms wall, "
+                    f"{statistics.median(base_cpus) * 1000:.1f} ms CPU",
         "ratio": f"{wall_ratio:.2f} wall, {cpu_ratio:.2f} CPU (median of {len(walls)} rounds)",
         "target": f"<= {target:g}x the baseline", "ok": ok}))
     return ok

@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             case()
         walls, cpus = _common.alternate(cases, n, seconds=SECONDS, min_rounds=min(n, MIN_PAIRS))
     pairs = len(walls["bare"])
-    print(f"one-tool MCPServer: to tools/list {_common.spread(walls['bare'])} ms, CPU {_common.spread(cpus['bare'])} ms "
-          f"(min / median / max, {pairs} starts)")
+    print(f"one-tool MCPServer: to tools/list {_common.spread(walls['bare'])} ms, "
+          f"CPU {_common.spread(cpus['bare'])} ms (min / median / max, {pairs} starts)")
     _common.report_spread("mcp_cold_start", "madtea mcp, spawn -> initialize -> tools/list", walls["madtea"],
                           cpus["madtea"], walls["bare"], cpus["bare"], TARGET, "a one-tool MCPServer")
     return 0

@@ -460,7 +460,8 @@ def _release(ns: argparse.Namespace) -> int:
     files = " ".join(shlex.quote(str(f)) for f in sorted(out.iterdir()) if f.name != built.notes.name)
     print(f"Tagged {p.head[:12]} as {p.tag}. Publish it:\n"
           f"  git push origin {p.tag}\n"
-          f"  madtea release create {p.tag} --title 'madtea {p.version}' --notes \"$(cat {shlex.quote(str(built.notes))})\"\n"
+          f"  madtea release create {p.tag} --title 'madtea {p.version}' "
+          f"--notes \"$(cat {shlex.quote(str(built.notes))})\"\n"
           f"  madtea release upload {p.tag} {files}")
     return 0
 

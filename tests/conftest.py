@@ -21,7 +21,8 @@ if str(ROOT) not in sys.path:
 
 REAL_HOME = os.path.expanduser("~")
 FIXED_DATE = "1767225600 +0000"  # 2026-01-01T00:00:00Z
-_STRIPPED_PREFIXES = ("GIT_", "MADTEA_", "GITEA_", "FORGEJO_", "GH_", "GITHUB_", "TEA_", "SSH_", "CLAUDE", "CODEX", "GEMINI")
+_STRIPPED_PREFIXES = ("GIT_", "MADTEA_", "GITEA_", "FORGEJO_", "GH_", "GITHUB_", "TEA_", "SSH_", "CLAUDE", "CODEX",
+                      "GEMINI")
 _STRIPPED_WORDS = ("TOKEN", "PASSWORD", "SECRET")
 
 

@@ -2413,7 +2413,8 @@ class FakeForge:
                 pull.head_branch = new
         return _Response(204, b"", None)
 
-    def _log(self, repo: Repo, rev: str, path: str = "", skip: int = 0, count: int | None = None) -> list[dict[str, Any]]:
+    def _log(self, repo: Repo, rev: str, path: str = "", skip: int = 0,
+             count: int | None = None) -> list[dict[str, Any]]:
         """Commits reachable from *rev* (touching *path*), newest first, as the fields the Commit JSON needs."""
         fmt = "%H%x00%P%x00%T%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B%x01"
         args = ["log", f"--format={fmt}", f"--skip={skip}"] + ([f"--max-count={count}"] if count else [])
@@ -2422,7 +2423,8 @@ class FakeForge:
                 "date", "message")
         return [dict(zip(keys, record.lstrip("\n").split("\0"))) for record in text.split("\1") if record.strip()]
 
-    def _commit_json(self, repo: Repo, info: Mapping[str, str], ctx: _Ctx, *, stat: bool, files: bool) -> dict[str, Any]:
+    def _commit_json(self, repo: Repo, info: Mapping[str, str], ctx: _Ctx, *, stat: bool,
+                     files: bool) -> dict[str, Any]:
         """Gitea's convert.ToCommit: the git commit, the forge users behind its emails, and optional stats and files."""
         def api(*parts: str) -> str:
             return self._api_url("repos", repo.owner, repo.name, "git", *parts)

@@ -147,7 +147,8 @@ TWINS: list[Case] = [
     ("git branch feature/x main", "deny", 'madt_branch_create name="feature/x" start_point="main"'),
     ("git branch -d feat", "deny", 'madt_branch_delete name="feat"'),
     ("git branch --delete feat", "deny", "proving its work is contained"),
-    ("git branch -m old new", "deny", 'madt_branch_create name="new" start_point="old", then madt_branch_delete name="old"'),
+    ("git branch -m old new", "deny",
+     'madt_branch_create name="new" start_point="old", then madt_branch_delete name="old"'),
     ("git branch -c feat copy", "deny", 'madt_branch_create name="copy" start_point="feat"'),
     ("git switch feat", "deny", 'madt_switch branch="feat"'),
     ("git switch -c new-thing", "deny", 'madt_branch_create name="new-thing" checkout=true'),
@@ -172,7 +173,8 @@ TWINS: list[Case] = [
     ("git push", "deny", "Use: madt_push"),
     ("git push origin feat", "deny", 'madt_push branch="feat"'),
     ("git push -u origin feat", "deny", 'madt_push branch="feat" set_upstream=true'),
-    ("git push --force-with-lease=feat:abc1234 origin feat", "deny", 'madt_push branch="feat" force_with_lease="abc1234"'),
+    ("git push --force-with-lease=feat:abc1234 origin feat", "deny",
+     'madt_push branch="feat" force_with_lease="abc1234"'),
     ("git push --force-with-lease origin feat", "deny", "A lease without an explicit expected sha"),
     ("git push origin HEAD", "deny", "madt_push"),
     # madt_push pushes branches only: a tag is never named to it as a branch
@@ -239,7 +241,8 @@ DESTROYS: list[Case] = [
     ("git branch -d -f feat", "deny", 'madt_branch_delete name="feat" deletes it after proving that'),
     ("git branch -f feat HEAD~1", "deny", "Moving an existing branch"),
     ("git push --force", "deny", "A force push without a lease"),
-    ("git push -f origin feat", "deny", 'madt_push branch="feat" force_with_lease="<the remote sha you expect to replace>"'),
+    ("git push -f origin feat", "deny",
+     'madt_push branch="feat" force_with_lease="<the remote sha you expect to replace>"'),
     ("git push origin +feat", "deny", "A force push without a lease"),
     ("git push --force --force-with-lease origin feat", "deny", "A force push without a lease"),
     ("git push origin --delete feat", "deny", "Deleting a branch on the remote"),
@@ -274,7 +277,8 @@ CLI: list[Case] = [
     ("madtea issue list", "deny", "Use: madt_issues action=list"),
     ("madtea issue list -s closed -L 5", "deny", 'madt_issues action=list state="closed" limit=5'),
     ("madtea pr view 12", "deny", "madt_pr action=view number=12"),
-    ("madtea pr merge 12 --squash -d -R o/r", "deny", 'madt_pr action=merge number=12 style="squash" delete_branch=true owner_repo="o/r"'),
+    ("madtea pr merge 12 --squash -d -R o/r", "deny",
+     'madt_pr action=merge number=12 style="squash" delete_branch=true owner_repo="o/r"'),
     ("madtea issue close 3 4", "deny", "madt_issues action=close numbers=[3,4]"),
     ("python -m madtea issue list", "deny", "madt_issues action=list"),
     ("python3 -m madtea status", "deny", "Use: madt_status"),
@@ -375,7 +379,7 @@ OUTSIDE: list[Case] = [
     ("ls", "allow", None),
 ]
 
-# --------------------------------------------------------------------------- from {M}, a merge stopped on a conflict in f.txt
+# ---------------------------------------------------------------- from {M}, a merge stopped on a conflict in f.txt
 
 MERGING: list[Case] = [
     ("git add f.txt", "deny", 'A merge is in progress in {M}: stage the resolved files with madt_add files=["f.txt"]'),

@@ -59,7 +59,8 @@ def test_a_passthrough_body_for_a_secrets_path_is_never_echoed(env: Env) -> None
 def test_the_cli_never_echoes_a_secret_under_a_misspelt_verb_or_a_bad_name(env: Env) -> None:
     for argv in (("actions", "set-secrt", "X", "--body", SECRET), ("actions", "set-secret", "9bad", "--body", SECRET),
                  ("actions", "set-secret", "X", "--body", SECRET, "--vaule", SECRET),
-                 ("actions", "set-secret", "X", SECRET), ("actions", "set-secret", "X", "--body", "v", f"--vaule={SECRET}")):
+                 ("actions", "set-secret", "X", SECRET),
+                 ("actions", "set-secret", "X", "--body", "v", f"--vaule={SECRET}")):
         out = env.cli(*argv)
         assert out.returncode != 0 and SECRET[:8] not in out.stdout + out.stderr, argv
     assert "unrecognized arguments: --vaule\n" in out.stderr

@@ -21,7 +21,8 @@ from remote_env import Env, env, fast_client  # noqa: F401 - fixtures
 REPO = "/repos/acme/web"
 
 
-def write(args: dict[str, Any], *, default: str = "main", protected: bool = False, admin: bool = True) -> guard.RefWrite:
+def write(args: dict[str, Any], *, default: str = "main", protected: bool = False,
+          admin: bool = True) -> guard.RefWrite:
     return guard.RefWrite("madt_repo", "rename_branch", args, "acme/web", default, protected, admin)
 
 

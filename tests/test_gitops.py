@@ -1177,7 +1177,8 @@ def test_a_lazy_regex_compiles_on_first_use_and_matches_as_re_does():
 _JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.tuples(inner) | st.dictionaries(
-        st.text(max_size=8) | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False), inner, max_size=4),
+        st.text(max_size=8) | st.integers() | st.booleans() | st.none() | st.floats(allow_nan=False), inner,
+        max_size=4),
     max_leaves=12)
 _JSON_SETTINGS = settings(max_examples=300, deadline=None, derandomize=True, database=None)
 

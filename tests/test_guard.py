@@ -118,8 +118,9 @@ def test_disagreeing_signal_refuses_naming_both_repos() -> None:
                        signals=(guard.Signal("the client's workspace root", repo=API),)))
     assert r.code == "WRONG_REPO"
     assert "acme/web @ /w/web" in r.message and "acme/api @ /w/api" in r.message
-    assert not r.next and r.choices == (({"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/api"}},),
-                                        ({"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/web"}},))
+    assert not r.next and r.choices == (
+        ({"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/api"}},),
+        ({"tool": "madt_commit", "args": {"title": "t", "files": ["a"], "dir": "/w/web"}},))
 
 
 def test_a_name_signal_refuses_too() -> None:

@@ -640,7 +640,8 @@ def _json(rel: str) -> dict:
 
 
 _SERVER = {"command": "sh", "args": ["-c", 'PATH="$PATH:$HOME/.local/bin" exec madtea mcp']}
-_SERVER_ENV = {"MADTEA_TOKEN": "$MADTEA_TOKEN", "SSH_AUTH_SOCK": "$SSH_AUTH_SOCK", "XDG_RUNTIME_DIR": "$XDG_RUNTIME_DIR"}
+_SERVER_ENV = {"MADTEA_TOKEN": "$MADTEA_TOKEN", "SSH_AUTH_SOCK": "$SSH_AUTH_SOCK",
+               "XDG_RUNTIME_DIR": "$XDG_RUNTIME_DIR"}
 
 
 def test_claude_plugin_wiring() -> None:

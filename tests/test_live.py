@@ -114,7 +114,8 @@ def test_live_issue_lifecycle(live: Path) -> None:
                                        "updated_at": "2000-01-01T00:00:00Z"}, madtea.Context("mcp", live))
     assert stale.is_error and stale.error["code"] == "STALE_BODY"
     closed = call(live, "madt_issues", action="close", numbers=[number], comment="Closed by the live lane.")
-    assert closed.data[0]["state"] == "closed" and closed.text.rstrip().endswith("nothing left to verify for this step.")
+    assert closed.data[0]["state"] == "closed"
+    assert closed.text.rstrip().endswith("nothing left to verify for this step.")
 
 
 def test_live_pull_request_is_opened_and_merged(live: Path) -> None:

@@ -220,7 +220,8 @@ def test_a_real_release_tags_the_changelog_and_refuses_an_unready_tree(tmp_path:
     assert done.returncode == 0, done.stderr
     assert "Tagged" in done.stdout and "git push origin v0.1.1" in done.stdout
     dist = repo / "dist" / "0.1.1"
-    assert f"madtea release create v0.1.1 --title 'madtea 0.1.1' --notes \"$(cat {dist / 'CHANGELOG.md'})\"" in done.stdout
+    assert f"madtea release create v0.1.1 --title 'madtea 0.1.1' --notes \"$(cat {dist / 'CHANGELOG.md'})\"" \
+        in done.stdout
     assert (f"madtea release upload v0.1.1 {dist / 'SHA256SUMS'} {dist / 'SHA256SUMS.sig'} {dist / 'madtea-0.1.1.pyz'} "
             f"{dist / 'madtea-0.1.1.pyz.sig'} {dist / 'madtea-0.1.1.zip'} {dist / 'madtea-0.1.1.zip.sig'} "
             f"{dist / 'madtea-release.pub'}") in done.stdout

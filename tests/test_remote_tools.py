@@ -637,7 +637,8 @@ def test_releases(env: Env, tmp_path: Path) -> None:
     up = e.ok("madt_releases", action="upload", tag="v1.0.0", files=[str(asset)])
     assert "app.tar.gz (120 bytes)" in up.text and release.assets[0].data == asset.read_bytes()
     e.refused("BAD_ARGUMENT", "madt_releases", action="upload", tag="v1.0.0", files=["missing.tar.gz"])
-    e.refused("OUT_OF_SCOPE", "madt_releases", action="upload", tag="v1.0.0", files=[str(tmp_path / "elsewhere.tar.gz")])
+    e.refused("OUT_OF_SCOPE", "madt_releases", action="upload", tag="v1.0.0",
+              files=[str(tmp_path / "elsewhere.tar.gz")])
     out = e.cli("release", "view", "v1.0.0", "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["assets"] == ["app.tar.gz"], out.stderr
 
@@ -870,7 +871,8 @@ def test_the_passthrough_answer_is_fenced_for_agents_and_continues_by_offset(env
 SECRET = "pq7-Parity-Secret-Value-31"
 
 
-@pytest.mark.parametrize("path", ["/repos/acme/web/actions/secrets/DEPLOY_KEY", "/repos/Acme/web/Actions/Secrets/deploy_key",
+@pytest.mark.parametrize("path", ["/repos/acme/web/actions/secrets/DEPLOY_KEY",
+                                  "/repos/Acme/web/Actions/Secrets/deploy_key",
                                   "/repos/acme/web/actions/secrets/DEPLOY_KEY/"])
 def test_a_passthrough_secret_write_is_sent_to_set_secret_and_its_value_never_echoed(env: Env, path: str) -> None:
     for method in ("PUT", "POST"):

@@ -428,7 +428,8 @@ async def test_read_only_with_repos_and_tools(forge_env: Any) -> None:
     assert list(tools) == ["madt_status", "madt_issues"]
     other, write, read = await _calls(
         server, ("madt_issues", {"action": "list", "owner_repo": "acme/api"}),
-        ("madt_issues", {"action": "comment", "number": 1, "body": "x"}), ("madt_issues", {"action": "view", "number": 1}))
+        ("madt_issues", {"action": "comment", "number": 1, "body": "x"}),
+        ("madt_issues", {"action": "view", "number": 1}))
     _refused(other, "OUT_OF_SCOPE", "acme/api")
     _refused(write, "READ_ONLY")
     assert read.is_error is False
@@ -448,7 +449,8 @@ async def test_refusals_point_only_inside_the_scope(forge_env: Any) -> None:
     refusal = scoped[0].structured_content
     assert refusal["code"] == "DEFAULT_BRANCH"
     assert "madt_branch_create" not in json.dumps({k: v for k, v in refusal.items() if k != "target"})
-    assert "madt_branch_create" in scoped[0].content[0].text and "outside this server's scope" in scoped[0].content[0].text
+    assert "madt_branch_create" in scoped[0].content[0].text
+    assert "outside this server's scope" in scoped[0].content[0].text
     for step in refusal.get("next", []) + [s for choice in refusal.get("choices", []) for s in choice]:
         assert step["tool"] == "madt_commit", refusal
     assert guard.way_on_problem(refusal.get("next", ()), refusal.get("choices", ()), refusal.get("user_action")) is None

@@ -56,7 +56,8 @@ def test_a_lease_is_a_full_sha(lease: str, full: str | None, steps: list[str]) -
     assert guard.check_lease(t, "feat/x", FULL, None) == FULL
     assert guard.check_lease(t, "feat/x", "b" * 64, None) == "b" * 64
     r = refusal(guard.check_lease, t, "feat/x", lease, full)
-    assert r.code == "BAD_ARGUMENT" and f"must be the full sha origin/feat/x is expected to be at, not {lease!r}" in r.message
+    assert r.code == "BAD_ARGUMENT"
+    assert f"must be the full sha origin/feat/x is expected to be at, not {lease!r}" in r.message
     assert way(r) == steps
 
 
@@ -243,7 +244,8 @@ def test_a_pull_request_needs_its_head_a_milestone_a_date_an_upload_files() -> N
 
 @pytest.mark.parametrize("raw,real,code", [
     ("../x", "/x", "OUT_OF_SCOPE"), ("/wx/a", "/wx/a", "OUT_OF_SCOPE"), ("/w", "/w", "OUT_OF_SCOPE"),
-    (".git/config", "/w/.git/config", "USER_ACTION_REQUIRED"), ("k/.ssh/id_rsa", "/w/k/.ssh/id_rsa", "USER_ACTION_REQUIRED"),
+    (".git/config", "/w/.git/config", "USER_ACTION_REQUIRED"),
+    ("k/.ssh/id_rsa", "/w/k/.ssh/id_rsa", "USER_ACTION_REQUIRED"),
     ("id_ed25519", "/w/id_ed25519", "USER_ACTION_REQUIRED"), (".env.local", "/w/.env.local", "USER_ACTION_REQUIRED"),
     ("site.KEY", "/w/site.KEY", "USER_ACTION_REQUIRED"), ("api_token.txt", "/w/api_token.txt", "USER_ACTION_REQUIRED"),
     (".netrc", "/w/.netrc", "USER_ACTION_REQUIRED"), ("a/credentials", "/w/a/credentials", "USER_ACTION_REQUIRED"),
@@ -317,8 +319,8 @@ def test_a_deletion_is_typed_at_a_terminal_or_left_to_a_person() -> None:
     assert r.message == "What was typed does not match bug; nothing was deleted." and r.target == "label bug"
     r = guard.delete_is_a_persons_act("issue", "4", "https://forge.example.test/acme/web/issues/4")
     assert r.code == "USER_ACTION_REQUIRED" and r.message.startswith("Deleting issue 4 cannot be undone")
-    assert r.user_action == ("Ask the user to delete issue 4 themselves at https://forge.example.test/acme/web/issues/4 "
-                             "if they want it gone.")
+    assert r.user_action == ("Ask the user to delete issue 4 themselves at "
+                             "https://forge.example.test/acme/web/issues/4 if they want it gone.")
 
 
 def test_only_filing_an_issue_crosses_to_another_forge_host() -> None:
@@ -340,7 +342,8 @@ def test_a_call_names_a_tool_and_one_of_its_actions() -> None:
     every = ((guard.call("madt_labels", action="list"),), (guard.call("madt_labels", action="create", name="<name>"),))
     names = ["list", "create"]
     cases = {None: ("madt_labels needs action: one of list, create.", [], 2),
-             "lsit": ("madt_labels has no action 'lsit'; its actions are: list, create.", ["madt_labels action=list"], 0),
+             "lsit": ("madt_labels has no action 'lsit'; its actions are: list, create.",
+                      ["madt_labels action=list"], 0),
              "zzz": ("madt_labels has no action 'zzz'; its actions are: list, create.", [], 2)}
     for action, (text, steps, choices) in cases.items():
         r = guard.unknown_action("madt_labels", action, names, {}, every)
@@ -367,7 +370,9 @@ def test_a_local_call_outside_any_repository_needs_dir() -> None:
     assert way(r) == ["madt_log limit=3 dir=<the absolute path of the repository>"]
 
 
-@pytest.mark.parametrize("value,parsed", [("acme/web", (None, "acme", "web")), (" acme/web.git ", (None, "acme", "web")), ("/acme/web/", (None, "acme", "web")),
+@pytest.mark.parametrize("value,parsed", [("acme/web", (None, "acme", "web")),
+                                          (" acme/web.git ", (None, "acme", "web")),
+                                          ("/acme/web/", (None, "acme", "web")),
                                           ("Forge.Example:3000/acme/web", ("forge.example:3000", "acme", "web"))])
 def test_owner_repo_is_owner_slash_repo_with_an_optional_host(value: str, parsed: tuple[Any, ...]) -> None:
     assert guard.check_owner_repo(value, "madt_issues action=list") == parsed
@@ -413,7 +418,8 @@ def test_a_lost_create_says_what_a_look_settled() -> None:
         + guard.render_call(look))
     assert unknown.next == (look,) and unknown.code == "FORGE_UNAVAILABLE"
     absent = guard.lost_create("acme/web", "The forge did not answer.", "issue", "absent", look, again)
-    assert absent is not None and absent.next == (again,) and absent.message.endswith("sending the same call again is safe.")
+    assert absent is not None and absent.next == (again,)
+    assert absent.message.endswith("sending the same call again is safe.")
     assert guard.lost_create("acme/web", "x", "issue", None, look, again) is None
 
 

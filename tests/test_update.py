@@ -221,7 +221,8 @@ def test_a_downgrade_is_refused_unless_asked_for(releases, tmp_path) -> None:
     old = str(releases.old / "madtea-0.1.0.zip")
     refused = _madtea(entry, "update", "--from", old)
     assert refused.returncode == 1 and refused.stderr.startswith("DOWNGRADE:")
-    assert f"holds madtea 0.1.0, older than the 0.2.0 installed at {entry.parent}; nothing was replaced." in refused.stderr
+    assert f"holds madtea 0.1.0, older than the 0.2.0 installed at {entry.parent}; nothing was replaced." \
+        in refused.stderr
     assert f"madtea update --from {old} --allow-downgrade" in refused.stderr
     assert _state(entry.parent) == before
     done = _madtea(entry, "update", "--from", old, "--allow-downgrade")

@@ -100,5 +100,6 @@ def test_a_package_type_the_forges_do_not_know_is_refused_before_it_is_sent() ->
 def test_a_value_of_the_wrong_shape_is_refused_with_a_way_on() -> None:
     result = madtea.run("madt_log", {"limit": "lots"}, madtea.Context("mcp", Path("/")))
     assert result.error and result.error["code"] == "BAD_ARGUMENT"
-    assert result.error["next"] == [{"tool": "madt_log", "args": {"limit": "<a whole number of at least 1 (and below 2^63)>"}}]
+    assert result.error["next"] == [
+        {"tool": "madt_log", "args": {"limit": "<a whole number of at least 1 (and below 2^63)>"}}]
     assert not result.error["user_action"]
