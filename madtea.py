@@ -5384,7 +5384,7 @@ _PEOPLE_WORDS = (
 )
 
 
-def _flag_names(names: dict[str, str] = {}) -> dict[str, str]:  # noqa: B006 - the registry's, built once
+def _flag_names(names: dict[str, str] = {}) -> dict[str, str]:  # a cache: the registry's names, built once
     """Every parameter name of the registry and its CLI flag (``owner_repo`` is ``--repo``)."""
     if names:
         return names
