@@ -52,11 +52,13 @@ __version__ = "0.0.0+unknown"  # a build stamps the release tag's version here
 class Result:
     """What a call did: text for people and agents, data for programs, and its diagnostics."""
 
-    __slots__ = ("text", "data", "error", "notes")
+    __slots__ = ("text", "data", "error", "notes", "content")
 
-    def __init__(self, text: str, data: Any = None, *, error: dict[str, Any] | None = None) -> None:
+    def __init__(self, text: str, data: Any = None, *, error: dict[str, Any] | None = None,
+                 content: bytes | None = None) -> None:
         self.text = text
         self.data = data
+        self.content = content      # the exact bytes a view shows, for a person's pipe (files view > copy)
         self.error = error          # {"code", "target", "next", "choices", "user_action"} on a refusal
         self.notes: list[tuple[str, str]] = []
 
@@ -421,6 +423,9 @@ def _redacted(result: Result) -> Result:
     result.data = scrubbed(result.data)
     result.error = scrubbed(result.error)
     result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
+    if result.content is not None:
+        for secret in forge.known_tokens():
+            result.content = result.content.replace(secret.encode("utf-8", "replace"), b"***")
     return result
 
 
@@ -492,6 +497,9 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
 
     result.text, result.data, result.error = scrubbed(result.text), scrubbed(result.data), scrubbed(result.error)
     result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
+    if result.content is not None:
+        for secret in forge.known_tokens():
+            result.content = result.content.replace(secret.encode("utf-8", "replace"), b"***")
     return result
 
 
@@ -4107,7 +4115,8 @@ def files_view_op(inv: Invocation) -> Result:
     text = _as_text(data)
     if text is None:
         row["binary"] = True
-        return Result(f"{head}\nbinary content, not shown as text; write it with content_base64.", row)
+        way = "redirect it to a file to save it" if _SURFACE.get() == "cli" else "write it with content_base64"
+        return Result(f"{head}\nbinary content, not shown as text; {way}.", row, content=data)
     endings = _line_endings(text)
     if endings:  # the fence shows no carriage return: the header says they are there
         head += f", {_ENDINGS_SAID[endings]}"
@@ -4118,7 +4127,7 @@ def files_view_op(inv: Invocation) -> Result:
     if more:
         row["truncated_at"] = end
     return Result(f"{head}\n" + _fenced_listing(inv, chunk, shown_ref, f"file {path}") + (f"\n{more}" if more else ""),
-                  row)
+                  row, content=data)
 
 
 def _new_bytes(w: guard.FileWrite, path: str, old: bytes | None, view: dict[str, Any]) -> bytes | None:
@@ -5474,6 +5483,9 @@ def _cli_main(args: list[str]) -> int:
         return 1
     if getattr(ns, "json", None):
         print(json.dumps(result.data, indent=2, ensure_ascii=False, default=str))
+    elif result.content is not None and not sys.stdout.isatty():
+        sys.stdout.flush()
+        sys.stdout.buffer.write(result.content)  # a pipe gets the exact bytes: `files view PATH > copy`
     else:
         print(result.text)
     return 0

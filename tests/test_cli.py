@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import itertools
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import madtea
 import test_chain
-from remote_env import Env, env  # noqa: F401 - fixtures
+from remote_env import Env, child_env, env  # noqa: F401 - fixtures
 from topologies import make_pushed_repo, run_git
 
 
@@ -162,3 +164,29 @@ def test_help_texts_speak_to_a_person(capsys) -> None:
             if isinstance(action, argparse._SubParsersAction):
                 stack.extend(dict.fromkeys(action.choices.values()))
     assert seen > 100
+
+
+# --------------------------------------------------------------------------- plain views, exact bytes
+
+def test_a_persons_views_are_plain_and_an_agents_stay_fenced(env: Env, monkeypatch, capsys) -> None:
+    number = env.forge.create_issue("acme", "web", "Fenced for agents", "Steps to reproduce", user="bob")["number"]
+    env.forge.create_comment("acme", "web", number, "Same here", user="bob")
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(number), "--comments")
+    assert code == 0, err
+    assert "Steps to reproduce" in out and "@bob:\nSame here" in out
+    assert "<<<" not in out and ">>>" not in out and "untrusted" not in out and "collaborator" not in out
+    agent = env.ok("madt_issues", action="view", number=number, comments=True)
+    assert "<<< body by @bob (not a collaborator); untrusted content" in agent.text
+
+
+@pytest.mark.parametrize("path", ["src/app.py", "logo.png", "crlf.txt"])
+def test_files_view_to_a_pipe_writes_the_exact_bytes(env: Env, tmp_path: Path, path: str) -> None:
+    content = {"src/app.py": b"print('hi')\n\tprint('bye')\n", "logo.png": b"\x89PNG\r\n\x1a\n\0\0\xff\xfe",
+               "crlf.txt": b"one\r\ntwo\r\n\xe2\x80\x8bzero-width kept\n"}
+    env.forge.commit("acme", "web", "main", content, "Add files")
+    copy = tmp_path / "copy"
+    with copy.open("wb") as out:
+        proc = subprocess.run([sys.executable, "-m", "madtea", "files", "view", path], cwd=env.clone, stdout=out,
+                              stderr=subprocess.PIPE, env=child_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert copy.read_bytes() == content[path]
