@@ -35,6 +35,7 @@ __all__ = [
     "request",
     "request_count",
     "end_requests",
+    "CALL",
     "deadline_seconds",
     "map_error",
     "scrub",
@@ -79,6 +80,7 @@ __all__ = [
     "target_for_url",
 ]
 
+import contextvars
 import datetime as _dt
 import email.utils
 import functools
@@ -540,6 +542,27 @@ def _watchdog() -> None:
         watch.expire("deadline")
 
 
+class _Call(Protocol):
+    """The running tool call's controls (gitops.Call): its deadline, its progress, its cancel."""
+
+    deadline: float | None
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def progress(self, text: str) -> None: ...
+
+    def hold(self, stop: Callable[[], None]) -> int: ...
+
+    def release(self, key: int) -> None: ...
+
+    def wait(self, seconds: float) -> bool: ...
+
+
+# Set by the server for the thread running a call: requests stop at its cancel and its deadline.
+CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("madtea_forge_call", default=None)
+
+
 def end_requests() -> None:
     """Cut every open forge connection and refuse new ones: the process is shutting down."""
     _CLOSING.set()
@@ -654,7 +677,11 @@ def _open_once(req: urllib.request.Request, scheme: str, ca_file: str | None, ti
                on_send: Callable[[str, str], None] | None) -> tuple[int, dict[str, str], bytes]:
     if _CLOSING.is_set():
         raise _Transport("shutdown", "madtea is shutting down", False)
+    call = CALL.get()
+    if call is not None and call.cancelled:
+        raise _Transport("cancelled", "the call was cancelled", False)
     watch = _watch_until(deadline)
+    held = call.hold(lambda: watch.expire("cancelled")) if call is not None else 0
     try:
         answer = _open_watched(req, scheme, ca_file, timeout, deadline, max_bytes, host, on_send, watch)
     except _Transport as failure:
@@ -663,6 +690,8 @@ def _open_once(req: urllib.request.Request, scheme: str, ca_file: str | None, ti
         raise _Transport(watch.reason, f"the connection was ended ({watch.reason})", failure.sent) from None
     finally:
         watch.finish()
+        if call is not None:
+            call.release(held)
     if watch.reason is not None:  # a body read to the connection's end looks whole when it was cut
         raise _Transport(watch.reason, f"the connection was ended ({watch.reason})", True)
     return answer
@@ -710,8 +739,9 @@ def _transport_error(failure: _Transport, method: str, host: str, path: str, tim
                      attempts: int, out_of_time: bool, limit: float) -> ForgeError:
     label = f"{method} {path}"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
-    if failure.kind == "shutdown":
-        text = f"madtea stopped {label} to {host} because it is shutting down."
+    if failure.kind in ("shutdown", "cancelled"):
+        why = "it is shutting down" if failure.kind == "shutdown" else "the call was cancelled"
+        text = f"madtea stopped {label} to {host} because {why}."
         if method not in _IDEMPOTENT and failure.sent:
             text += " The forge may or may not have applied it."
         return ForgeError("FORGE_UNAVAILABLE", text, None, method, path, transient=True)
@@ -865,11 +895,16 @@ def request(
     secret = _check_token(token, host) if token else None
     if deadline is None:
         deadline = time.monotonic() + deadline_seconds()
+    call = CALL.get()
+    if call is not None and call.deadline is not None:
+        deadline = min(deadline, call.deadline)  # a call answers within its client's patience
     limit = max(0.0, deadline - time.monotonic())
     idempotent = method in _IDEMPOTENT
     attempt = 0
     while True:
         attempt += 1
+        if call is not None:
+            call.progress(f"forge: {method} {path} on {host}" + (f" (attempt {attempt})" if attempt > 1 else ""))
         try:
             resp = _exchange(method, url, body, send_headers, secret, timeout, deadline, ca_file, scope,
                              on_send, max_bytes, host, path)
@@ -878,17 +913,32 @@ def request(
             if idempotent and retryable and attempt <= retries:
                 delay = _backoff(attempt)
                 if time.monotonic() + delay < deadline:
-                    sleep(delay)
-                    continue
+                    if _pause(call, sleep, delay, f"{method} {path} on {host}: {failure.reason}"):
+                        continue
+                    failure = _Transport("cancelled", "the call was cancelled", failure.sent)
             out_of_time = time.monotonic() >= deadline  # the socket timeout was the remaining budget
             raise _transport_error(failure, method, host, path, timeout, attempt, out_of_time, limit) from None
         if idempotent and resp.status in _RETRY_STATUSES and attempt <= retries:
             waited = _retry_after(resp.header("retry-after"))
             delay = waited + random.random() * waited / 10 if waited is not None else _backoff(attempt)
             if time.monotonic() + delay < deadline:
-                sleep(delay)
-                continue
+                if _pause(call, sleep, delay, f"{method} {path} on {host} answered {resp.status}"):
+                    continue
+                raise _transport_error(_Transport("cancelled", "the call was cancelled", True), method, host, path,
+                                       timeout, attempt, False, limit) from None
         return Response(resp.status, resp.headers, resp.body, resp.url, method, path, host, attempt)
+
+
+def _pause(call: _Call | None, sleep: Callable[[float], None], delay: float, why: str) -> bool:
+    """Wait *delay* seconds before a retry, saying so; False when the call was cancelled meanwhile."""
+    if call is None:
+        sleep(delay)
+        return True
+    call.progress(f"forge: {why}; trying again in {delay:.0f} s")
+    if sleep is not time.sleep:
+        sleep(delay)  # a test's stand-in records the pause
+        return not call.cancelled
+    return not call.wait(delay)
 
 
 def _check_token(token: str, host: str) -> _Secret:

@@ -14,6 +14,9 @@ from __future__ import annotations
 __all__ = [
     "GitError",
     "GitTimeout",
+    "GitCancelled",
+    "Call",
+    "CALL",
     "PushRejected",
     "LeaseRejected",
     "NotFastForward",
@@ -58,6 +61,7 @@ __all__ = [
     "log",
     "push",
     "interrupted_pushes",
+    "pushes_running",
     "remote_branch_sha",
     "fetch",
     "pull_ff",
@@ -84,6 +88,7 @@ __all__ = [
 ]
 
 import _thread
+import contextvars
 import os
 import time as _time
 
@@ -321,11 +326,22 @@ class GitError(Exception):
 
 
 class GitTimeout(GitError):
-    """A git command ran past its timeout; its whole process group was killed."""
+    """A git command ran past its timeout; its whole process group was killed.
 
-    def __init__(self, argv: Sequence[str], seconds: float) -> None:
+    ``by_call`` is true when the limit was the running call's deadline rather than git's own timeout.
+    """
+
+    def __init__(self, argv: Sequence[str], seconds: float, by_call: bool = False) -> None:
         super().__init__(argv, -1, f"timed out after {seconds:g} s")
         self.seconds = seconds
+        self.by_call = by_call
+
+
+class GitCancelled(GitError):
+    """The call this git command belonged to was cancelled: it was ended (or never started) with its process group."""
+
+    def __init__(self, argv: Sequence[str], started: bool) -> None:
+        super().__init__(argv, -1, f"{'ended' if started else 'not started'}: the call was cancelled")
 
 
 class PushRejected(GitError):
@@ -435,6 +451,78 @@ def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | No
     return GitError(argv, returncode, stderr)
 
 
+# --------------------------------------------------------------------------- the running call
+
+class Call:
+    """One tool call's controls over the work it starts: a deadline, progress, and a cancel.
+
+    The server sets one in :data:`CALL` (and forge's twin) for the thread that runs a call. ``git()``
+    reads it: no child starts after a cancel or past the deadline, every child's process group is held
+    so :meth:`cancel` can end it, and transport commands stream git's ``--progress`` lines to it. The
+    forge funnel holds each request's connection and its retry waits the same way.
+    """
+
+    def __init__(self, deadline: float | None = None, reporting: bool = False) -> None:
+        import threading
+
+        self.deadline = deadline        # time.monotonic() by which the call must answer; None: no call limit
+        self.reporting = reporting      # the client asked for progress
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
+        self._stops: dict[int, Callable[[], None]] = {}
+        self._next = 0
+        self.said: tuple[int, str] = (0, "")  # (how many messages so far, the latest)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - _time.monotonic()
+
+    def progress(self, text: str) -> None:
+        """Tell the client what the call is doing now (kept only when it asked for progress)."""
+        if self.reporting and text:
+            with self._lock:
+                self.said = (self.said[0] + 1, text[:300])
+
+    def hold(self, stop: Callable[[], None]) -> int:
+        """Run *stop* if the call is cancelled while it is held (at once, if it already was)."""
+        with self._lock:
+            self._next += 1
+            key = self._next
+            self._stops[key] = stop
+        if self.cancelled:
+            self.release(key)
+            stop()
+        return key
+
+    def release(self, key: int) -> None:
+        with self._lock:
+            self._stops.pop(key, None)
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to *seconds*; True (at once) when the call is cancelled."""
+        return self._cancelled.wait(max(0.0, seconds))
+
+    def cancel(self) -> None:
+        """End everything the call holds now and start nothing more."""
+        self._cancelled.set()
+        with self._lock:
+            stops = list(self._stops.values())
+            self._stops.clear()
+        for stop in stops:
+            stop()
+
+
+CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("madtea_call", default=None)
+
+# Lines git rewrites in place while it counts (objects, deltas), on its own side or the remote's:
+# reported as progress, left out of the stderr kept for messages.
+_PROGRESS_LINE = regex(r"(?:remote: )?(?:(?:Enumerating|Counting|Compressing|Writing|Receiving|Resolving|"
+                       r"Unpacking|Finding) (?:objects|deltas|sources)|Total \d+|Delta compression)")
+
+
 # --------------------------------------------------------------------------- the funnel
 
 @record(frozen=True)
@@ -460,12 +548,16 @@ def git(
     input: bytes | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
+    progress: bool = False,
 ) -> GitResult:
     """Run ``git *args`` in *cwd* and capture its output as bytes.
 
     Raises :class:`GitError` on a non-zero exit when *check* is true, and
     :class:`GitTimeout` (whatever *check* says) when *timeout* (default
-    :func:`git_timeout`) runs out. After :func:`end_children` nothing starts.
+    :func:`git_timeout`) or the running call's deadline runs out;
+    :class:`GitCancelled` when the call is cancelled. After
+    :func:`end_children` nothing starts. With *progress*, a call that asked
+    for progress gets git's own progress lines as they come.
     """
     # Imported here, not at the top: the hook imports this module for its
     # filesystem helpers only and must not pay for subprocess on every event.
@@ -473,9 +565,20 @@ def git(
 
     argv = ["git", *(os.fspath(a) for a in args)]
     timeout = git_timeout() if timeout is None else timeout
+    call = CALL.get()
+    left = call.remaining() if call is not None else None
+    by_call = left is not None and left < timeout
+    if by_call:
+        timeout = max(0.0, left or 0.0)
     _count_call()
     if _closing:
         raise GitError(argv, -1, "not started: madtea is shutting down")
+    if call is not None and call.cancelled:
+        raise GitCancelled(argv, started=False)
+    if by_call and timeout <= 0:
+        raise GitTimeout(argv, 0, by_call=True)
+    streamed = progress and call is not None and call.reporting
+    err_read, err_write = os.pipe() if streamed else (-1, -1)
     try:
         proc = subprocess.Popen(
             argv,
@@ -483,16 +586,21 @@ def git(
             env=_child_env(env),
             stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=err_write if streamed else subprocess.PIPE,
             # A new session has no controlling terminal, so nothing git runs
             # (ssh, a credential helper) can open /dev/tty and wait for a person;
-            # it also gives a process group to kill on timeout.
+            # it also gives a process group to kill on timeout or cancel.
             start_new_session=True,
         )
     except OSError as exc:  # git missing, or cwd gone
+        if streamed:
+            os.close(err_read)
+            os.close(err_write)
         raise GitError(argv, -1, str(exc)) from exc
     with _calls_lock:
         _children[proc.pid] = proc
+    held = call.hold(lambda: _end_group(proc.pid)) if call is not None else 0
+    reader = _progress_reader(err_read, err_write, call) if streamed and call is not None else None
     try:
         if _closing:  # end_children ran between the check above and the registration
             _kill_group(proc.pid)
@@ -500,19 +608,84 @@ def git(
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
         proc.communicate()
-        raise GitTimeout(argv, timeout) from None
+        raise GitTimeout(argv, timeout, by_call=by_call) from None
     except BaseException:
         _kill_group(proc.pid)
         raise
     finally:
         with _calls_lock:
             _children.pop(proc.pid, None)
+        if call is not None:
+            call.release(held)
+        if reader is not None:
+            err = reader()
     if _closing and proc.returncode < 0:
         raise GitError(argv, proc.returncode, "ended: madtea is shutting down")
+    if call is not None and call.cancelled:
+        _kill_group(proc.pid)  # whatever of its group outlived the leader
+        if proc.returncode != 0:
+            raise GitCancelled(argv, started=True)
     result = GitResult(proc.returncode, out, err)
     if check and proc.returncode != 0:
         raise GitError(argv, proc.returncode, _decode(err))
     return result
+
+
+def _progress_reader(fd: int, write_end: int, call: Call) -> Callable[[], bytes]:
+    """Read a child's stderr from *fd* as it comes: each progress line goes to *call*; the rest is kept.
+
+    Returns a function that waits for the end of the stream and gives the kept bytes.
+    """
+    import threading
+
+    os.close(write_end)  # the child holds its own copy; the stream ends when the child's group closes it
+    kept: list[bytes] = []
+
+    def read() -> None:
+        pending = b""
+        with open(fd, "rb", buffering=0) as stream:
+            while chunk := stream.read(4096):
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    *rewritten, last = line.split(b"\r")
+                    for each in rewritten:
+                        _progress_line(each + b"\r", call, kept)
+                    _progress_line(last, call, kept)
+                *rewritten, pending = pending.split(b"\r")
+                for each in rewritten:
+                    _progress_line(each + b"\r", call, kept)
+        _progress_line(pending, call, kept)
+
+    thread = threading.Thread(target=read, name="madtea-git-progress", daemon=True)
+    thread.start()
+
+    def done() -> bytes:
+        thread.join(5.0)
+        return b"\n".join(kept) + (b"\n" if kept else b"")
+    return done
+
+
+def _progress_line(raw: bytes, call: Call, kept: list[bytes]) -> None:
+    """One stderr line: progress (rewritten in place, or a counter's last state) is said, not kept."""
+    text = _decode(raw).strip("\r").strip()
+    if not text:
+        return
+    counting = raw.endswith(b"\r") or bool(_PROGRESS_LINE.match(text))
+    call.progress(f"git: {text}")
+    if not counting:
+        kept.append(raw.rstrip(b"\r"))
+
+
+def _end_group(pid: int) -> None:
+    """End a cancelled call's child: its whole group at once (SIGTERM lets git drop its lock files), then
+    SIGKILL for anything still there a moment later."""
+    import signal
+    import threading
+
+    _kill_group(pid, getattr(signal, "SIGTERM", 15))
+    timer = threading.Timer(0.5, _kill_group, (pid,))
+    timer.daemon = True
+    timer.start()
 
 
 def git_timeout() -> float:
@@ -1444,22 +1617,29 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
     local = head_sha(repo, ref)
     if local is None:
         raise NoSuchBranch(["git", "push", remote, ref], -1, f"there is no local branch {branch!r}", ref=branch)
-    options = ["--porcelain"] + (["--set-upstream"] if set_upstream else [])
+    options = ["--porcelain"] + (["--set-upstream"] if set_upstream else []) + _progress_option()
     if lease_sha is not None:
         if lease_sha and not _HEX_SHA.fullmatch(lease_sha):
             raise ValueError(f"a lease needs a full commit sha, not {lease_sha!r}")
         options.append(f"--force-with-lease={ref}:{lease_sha}")
     # core.abbrev=no: the porcelain summary then carries full old..new shas.
     argv = ["-c", "core.abbrev=no", "push", *options, "--", remote, f"{ref}:{ref}"]
-    # The mark outlives a push that never ended by itself (a timeout, a shutdown,
-    # a killed process), which may or may not have reached the remote.
+    # The mark outlives a push that never ended by itself (a timeout, a cancel, a
+    # shutdown, a killed process), which may or may not have reached the remote;
+    # while the push runs, the pid in it and the set below say it is in flight.
     mark = _push_mark(repo, branch)
     try:
         with open(mark, "w", encoding="utf-8") as handle:
-            handle.write(f"{branch}\n{local}\n")
+            handle.write(f"{branch}\n{local}\n{os.getpid()}\n")
     except OSError:
         pass  # the push itself still runs; only the later report is lost
-    result = git(*argv, cwd=repo.top, check=False, env=env)
+    with _calls_lock:
+        _pushing.add(mark)
+    try:
+        result = git(*argv, cwd=repo.top, check=False, env=env, progress=True)
+    finally:
+        with _calls_lock:
+            _pushing.discard(mark)
     try:
         os.unlink(mark)
     except OSError:
@@ -1467,22 +1647,57 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
     return _push_outcome(["git", *argv], result, remote, branch, ref, local)
 
 
+_pushing: set[str] = set()  # the marks of the pushes this process is running now
+
+
+def _progress_option() -> list[str]:
+    """git's --progress when the running call asked for progress (git prints none to a pipe otherwise)."""
+    call = CALL.get()
+    return ["--progress"] if call is not None and call.reporting else []
+
+
 def _push_mark(repo: Repo, branch: str) -> str:
     return os.path.join(os.fspath(repo.git_dir), "madtea-push-" + branch.encode("utf-8").hex())
 
 
 def interrupted_pushes(repo: Repo) -> list[tuple[str, str]]:
-    """(branch, sha it was pushing) for each push from this worktree that never finished, read from files."""
+    """(branch, sha it was pushing) for each push from this worktree that ended without finishing, read from files."""
+    return [(branch, sha) for branch, sha, running in _push_marks(repo) if not running]
+
+
+def pushes_running(repo: Repo) -> list[tuple[str, str]]:
+    """(branch, sha) for each push from this worktree that a live madtea process is running now."""
+    return [(branch, sha) for branch, sha, running in _push_marks(repo) if running]
+
+
+def _push_marks(repo: Repo) -> list[tuple[str, str, bool]]:
     found = []
     try:
         names = sorted(n for n in os.listdir(os.fspath(repo.git_dir)) if n.startswith("madtea-push-"))
     except OSError:
         return []
     for name in names:
-        lines = (_read_text(os.path.join(os.fspath(repo.git_dir), name)) or "").splitlines()
+        path = os.path.join(os.fspath(repo.git_dir), name)
+        lines = (_read_text(path) or "").splitlines()
         if len(lines) >= 2 and _HEX_SHA.fullmatch(lines[1]):
-            found.append((lines[0], lines[1]))
+            pid = int(lines[2]) if len(lines) >= 3 and lines[2].isdigit() else 0
+            with _calls_lock:
+                ours = path in _pushing
+            # Another process's pid that is alive is taken as its push in flight (a reused pid is
+            # indistinguishable without reaching the remote, which a local read never does).
+            running = ours if pid == os.getpid() else pid > 0 and _process_alive(pid)
+            found.append((lines[0], lines[1], running))
     return found
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, under another user
+    return True
 
 
 def remote_branch_sha(repo: Repo, branch: str, remote: str = "origin",
@@ -1534,7 +1749,7 @@ def _rejection_kind(summary: str, reason: str) -> str:
 
 def fetch(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = None) -> None:
     """Update *remote*'s tracking refs (nothing is pruned); *env* reaches the git child only."""
-    git("fetch", "--", reject_option(remote, "remote"), cwd=repo.top, env=env)
+    git("fetch", *_progress_option(), "--", reject_option(remote, "remote"), cwd=repo.top, env=env, progress=True)
 
 
 def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin",
@@ -1543,11 +1758,11 @@ def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin",
 
     Raises :class:`NotFastForward`, changing nothing, when histories diverged.
     """
-    args = ["pull", "--no-rebase", "--ff-only"]
+    args = ["pull", "--no-rebase", "--ff-only", *_progress_option()]
     if branch is not None:
         args += ["--", reject_option(remote, "remote"), reject_option(branch, "branch")]
     before = head_sha(repo)
-    result = git(*args, cwd=repo.top, check=False, env=env)
+    result = git(*args, cwd=repo.top, check=False, env=env, progress=True)
     if result.returncode != 0:
         err = _decode(result.stderr)
         if "Not possible to fast-forward" in err or "Diverging branches" in err:

@@ -51,8 +51,9 @@ __all__ = [
     "artifact_too_large", "no_stopwatch", "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement", "file_too_large",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
-    "check_path_spelling", "check_changes", "check_package_type", "Asked", "no_such_tool", "check_no_action",
-    "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo", "check_owner_repo_host",
+    "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
+    "check_no_action", "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo",
+    "check_owner_repo_host",
     "no_forge_origin", "no_default_repo", "check_branch_named", "is_full_sha", "is_short_sha", "check_lease",
     "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "check_worktree_path_given",
     "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
@@ -1038,6 +1039,13 @@ def git_failure(t: Target, exc: gitops.GitError) -> Refusal | None:
 
 def git_timeout_refusal(where: str, exc: gitops.GitTimeout) -> Refusal:
     """A git child that ran out of time was stopped with its whole process group: what it left is git's own."""
+    if exc.by_call:
+        return Refusal("GIT_TIMEOUT",
+                       f"git {exc.subcommand} in {where} was stopped at this call's time limit (a call answers "
+                       f"within a minute unless its client asks for progress), so the call did not finish.",
+                       target=where,
+                       user_action="Ask the user whether the repository's remote is slow; a client that shows "
+                                   "progress lets the same call run to its end.")
     return Refusal("GIT_TIMEOUT",
                    f"git {exc.subcommand} in {where} ran longer than {exc.seconds:g} s and was stopped, so "
                    f"the call did not finish.", target=where,
@@ -1175,6 +1183,16 @@ def check_local(t: Target) -> None:
 @record(frozen=True)
 class Asked(_Guarded):
     """A call as it was asked, before its target is resolved: what a refusal sends again."""
+
+
+def call_ran_out(tool: str, seconds: float) -> Refusal:
+    """A call that did not answer by its deadline: its work was stopped, and what it did is in the repository
+    and on the forge as it left them."""
+    return Refusal("FORGE_UNAVAILABLE",
+                   f"{tool} did not finish within {seconds:g} s and was stopped; what it did before that stays "
+                   f"done.", target=tool,
+                   user_action="Ask the user whether the forge or the remote is slow; a client that shows progress "
+                               "lets the same call run to its end.")
 
 
 def no_such_tool(tool: str) -> Refusal:

@@ -79,6 +79,23 @@ def notice(text: str) -> None:
     _emit("notice", text)
 
 
+def progress(text: str) -> None:
+    """Tell a client that asked for progress what the running call is doing now (nothing otherwise)."""
+    call = gitops.CALL.get()
+    if call is not None:
+        call.progress(text)
+
+
+def _pause(seconds: float) -> None:
+    """Wait between looks at the forge; a cancelled call stops waiting (and its next request is refused)."""
+    call = gitops.CALL.get()
+    if call is None:
+        import time
+        time.sleep(seconds)
+    else:
+        call.wait(seconds)
+
+
 def _emit(severity: str, text: str) -> None:
     sink = _NOTES.get()
     if sink is None:  # a call's notes are redacted with its result; this goes out as it is
@@ -1039,6 +1056,9 @@ def _forge() -> Any:
     """The forge module, its diagnostics routed through madtea's one emitter."""
     import forge
     forge.set_diagnostics(warn)
+    call = gitops.CALL.get()
+    if forge.CALL.get() is not call:  # the running call's cancel and deadline reach its requests too
+        forge.CALL.set(call)
     return forge
 
 
@@ -1334,30 +1354,31 @@ def status_op(inv: Invocation) -> Result:
         lines.append("working tree clean")
     if op:
         lines.append(f"a {op} is in progress")
-    pushes = [_interrupted_push(inv, branch, sha) for branch, sha in gitops.interrupted_pushes(_grepo(inv))]
+    repo = _grepo(inv)
+    pushes = [_interrupted_push(repo, branch, sha) for branch, sha in gitops.interrupted_pushes(repo)]
+    running = gitops.pushes_running(repo)
     lines += [text for text, _ in pushes]
+    lines += [f"a push of {branch} ({sha[:9]}) is in progress" for branch, sha in running]
     data = {"repo": inv.repo.name, "path": str(inv.repo.top), "branch": st.branch, "head": st.head,
             "upstream": st.upstream, "ahead": st.ahead, "behind": st.behind, "staged": st.staged,
             "modified": st.modified, "untracked": st.untracked, "conflicted": st.conflicted, "operation": op,
-            "interrupted_pushes": [fact for _, fact in pushes]}
+            "interrupted_pushes": [fact for _, fact in pushes],
+            "pushes_in_progress": [{"branch": branch, "sha": sha} for branch, sha in running]}
     return Result("\n".join(lines), data)
 
 
-def _interrupted_push(inv: Invocation, branch: str, sha: str) -> tuple[str, dict[str, Any]]:
-    """What origin holds now for a push that never finished: a fresh read, since the local ref cannot tell."""
-    fact: dict[str, Any] = {"branch": branch, "sha": sha, "origin_sha": None, "landed": None}
+def _interrupted_push(repo: gitops.Repo, branch: str, sha: str) -> tuple[str, dict[str, Any]]:
+    """A push that never finished, from local facts alone: git updates origin/<branch> only once origin
+    has accepted it, so a tracking ref at the pushed sha shows it landed; otherwise only origin knows."""
+    seen = gitops.head_sha(repo, f"refs/remotes/origin/{branch}")
     head = f"a push of {branch} ({sha[:9]}) was interrupted before it finished"
-    again = f"madt_push branch={branch} again settles it (it sends only what origin lacks)"
-    try:
-        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-            there = gitops.remote_branch_sha(_grepo(inv), branch, env=env)
-    except Exception as exc:  # status still answers; the read's failure is the news
-        return f"{head}; origin could not be read to see whether it landed ({exc}); {again}.", fact
-    fact.update(origin_sha=there, landed=there == sha)
-    if there == sha:
-        return f"{head}, but origin has it: origin's {branch} is at {sha[:9]}; {again}.", fact
-    now = f"at {there[:9]}" if there else "absent"
-    return f"{head} and did not land: origin's {branch} is {now}; {again}.", fact
+    again = f"madt_push branch={branch} settles it (it sends only what origin lacks)"
+    if seen == sha:
+        return (f"{head}, but it landed: origin/{branch} is at {sha[:9]}.",
+                {"branch": branch, "sha": sha, "last_seen": seen, "landed": True})
+    where = f"last seen at {seen[:9]}" if seen else "never seen on origin"
+    return (f"{head}; whether origin got it is not known here (origin/{branch} was {where}); {again}.",
+            {"branch": branch, "sha": sha, "last_seen": seen, "landed": None})
 
 
 # --- madt_log ---
@@ -1424,6 +1445,7 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
 def push_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     lease = _lease_arg(inv, branch)
+    progress(f"pushing {branch} to origin")
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
@@ -1446,6 +1468,7 @@ def push_op(inv: Invocation) -> Result:
                          positional=True),))
 def pull_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
+    progress(f"pulling origin/{branch}")
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
         pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
     old, new = pulled.before, pulled.after or ""
@@ -2892,11 +2915,11 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_br
 
 def wait_mergeable(a: Api, number: int, attempts: int = 10, delay: float = 0.5) -> tuple[dict[str, Any], int]:
     """Poll until the forge's mergeability check settles (bounded): (pr, polls)."""
-    import time
     pr = a.get("pulls", number)
     polls = 1
     while not pr.get("mergeable") and pr.get("state") == "open" and not pr.get("merged") and polls < attempts:
-        time.sleep(delay)
+        progress(f"waiting for the forge to say whether PR #{number} can merge (look {polls + 1} of {attempts})")
+        _pause(delay)
         pr = a.get("pulls", number)
         polls += 1
     return pr, polls
@@ -4942,6 +4965,7 @@ class _Steps:
     def add(self, text: str, **facts: Any) -> None:
         self.done.append(text)
         self.facts.update(facts)
+        progress(f"done: {text}")
 
 
 def _finish_api(inv: Invocation) -> Api:
@@ -5104,12 +5128,15 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         newest = gitops.log(repo, f"refs/heads/{branch}", 1)
         raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
+        progress(f"pushing {branch} to origin")
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
         steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
     head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
     title = a.get("title") or (open_pr_now or {}).get("title") or branch
     payload = {"title": title, "body": _pr_body(inv, closes, no_close), "head": branch, "base": default}
+    progress(f"opening the pull request for {branch}" if open_pr_now is None else
+             f"updating PR #{open_pr_now['number']}")
     pr, created = open_pr(remote, payload, looked=True, existing=open_pr_now)
     steps.add(f"{'Opened' if created else 'Reused the open'} PR #{pr['number']} ({branch} → {default}) "
               f"{pr.get('html_url')}", pr=pr["number"])
@@ -5122,6 +5149,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
                                   f"not the {(head_sha or '')[:9]} madtea pushed; nothing was merged.")
     style = a.get("style", "merge")
     message = strip_closing(a.get("body")) if no_close else None
+    progress(f"merging PR #{pr['number']} by {style}")
     merged = merge_pr(remote, pr["number"], style=style, head_sha=head_sha,
                       delete_branch=a.get("delete_branch", True), subject=a.get("title") if style != "rebase" else None,
                       body=message)
@@ -5157,6 +5185,7 @@ def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: 
     if branch_form:
         closing_line = closing(f"PR #{number} is merged on the forge at {merge_sha[:9]}; no working tree was touched")
     else:
+        progress(f"switching to {default} and pulling it")
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             if not gitops.ref_exists(repo, f"refs/heads/{default}"):
                 # A checkout without its own default branch gets it back from origin: a switch
@@ -5683,6 +5712,51 @@ def _lane(tool: str) -> str:
     return "network" if tool in _REACHES_REMOTE or any(op.kind == "remote" for op in ops) else "local"
 
 
+CALL_DEADLINE = 45.0  # seconds a call without progress has: clients give up at 60, and answering takes a moment
+CALL_DEADLINE_ENV = "MADTEA_CALL_DEADLINE"  # seconds, overriding CALL_DEADLINE
+BACKSTOP = 4.0  # seconds past the deadline before an answer is given without the call's own
+HEARTBEAT = 5.0  # a call asked for progress says something at least this often
+
+
+def call_deadline() -> float:
+    """Seconds a call without a progress token may run: ``MADTEA_CALL_DEADLINE``, else the default."""
+    try:
+        seconds = float(os.environ.get(CALL_DEADLINE_ENV, ""))
+    except ValueError:
+        return CALL_DEADLINE
+    return seconds if 0 < seconds <= CALL_DEADLINE else CALL_DEADLINE
+
+
+def _progress_token(ctx: Any) -> Any:
+    """The progress token a tools/call carries in its ``_meta``, if any."""
+    meta = getattr(ctx, "meta", None) if ctx is not None else None
+    if not isinstance(meta, dict):
+        return None
+    token = meta.get("progress_token", meta.get("progressToken"))
+    return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
+
+
+async def _report_progress(ctx: Any, call: gitops.Call) -> None:
+    """Send what the call is doing: each new message as it comes (at most a few a second), and at least
+    every HEARTBEAT seconds the latest one with the time so far. Progress counts up by one each time."""
+    import time
+
+    import anyio
+
+    start = last = time.monotonic()
+    heard, sent = 0, 0
+    while True:
+        await anyio.sleep(0.25)
+        count, text = call.said
+        now = time.monotonic()
+        fresh = count != heard
+        if not fresh and now - last < HEARTBEAT:
+            continue
+        heard, last, sent = count, now, sent + 1
+        said = text or "working"
+        await ctx.session.report_progress(sent, None, said if fresh else f"{said} ({now - start:.0f} s so far)")
+
+
 class _InFlight:
     """How many tool calls are running in worker threads, so a shutdown can wait for them, bounded."""
 
@@ -5756,6 +5830,7 @@ def _full_init(package: Any, spec: Any, lock: Any) -> Any:
 def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = None) -> Any:
     """The MCP server: tools generated from the registry (as far as *scope* offers them), raw arguments
     seen by the dispatcher."""
+    import time
     from pathlib import Path
     import anyio
     _import_sdk_lean()
@@ -5773,14 +5848,18 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
     async def list_tools(ctx: Any, params: Any) -> Any:
         return types.ListToolsResult(tools=tools)
 
-    def work(name: str, raw: Mapping[str, Any], roots: list[str] | None) -> Result:
+    def work(name: str, raw: Mapping[str, Any], roots: list[str] | None, call: gitops.Call) -> Result:
         with IN_FLIGHT:
-            return run(name, raw, Context("mcp", launch, roots, scope))
+            token = gitops.CALL.set(call)
+            try:
+                return run(name, raw, Context("mcp", launch, roots, scope))
+            finally:
+                gitops.CALL.reset(token)
 
     async def call_tool(ctx: Any, params: Any) -> Any:
         raw = params.arguments or {}
         roots = await _client_roots(ctx) if _needs_roots(params.name, raw) else None
-        return await answer(params.name, raw, roots)
+        return await answer(params.name, raw, roots, ctx)
 
     async def malformed_calls(ctx: Any, call_next: Any) -> Any:
         """A tools/call the SDK would turn away with a bare JSON-RPC error (a name that is not a string,
@@ -5790,13 +5869,29 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
         arguments = params.get("arguments") if isinstance(params, dict) else None
         if isinstance(name, str) and (arguments is None or isinstance(arguments, dict)):
             return await call_next(ctx)
-        return await answer(name if isinstance(name, str) else str(name)[:200], arguments, None)
+        return await answer(name if isinstance(name, str) else str(name)[:200], arguments, None, None)
 
-    async def answer(name: str, raw: Any, roots: list[str] | None) -> Any:
-        # abandon_on_cancel: a client that hangs up does not wait for the thread; the
-        # shutdown ends its git children and forge connections instead.
-        result = await anyio.to_thread.run_sync(work, name, raw, roots, abandon_on_cancel=True,
-                                                limiter=lanes[_lane(name)])
+    async def answer(name: str, raw: Any, roots: list[str] | None, ctx: Any) -> Any:
+        reporting = _progress_token(ctx) is not None
+        call = gitops.Call(None if reporting else time.monotonic() + call_deadline(), reporting)
+        result: Result | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                if reporting:
+                    group.start_soon(_report_progress, ctx, call)
+                # Past the deadline the call's own limits have answered already; this is the backstop.
+                with anyio.move_on_after(None if reporting else call_deadline() + BACKSTOP):
+                    # abandon_on_cancel: a cancel or a hang-up does not wait for the thread; the
+                    # call's git children and forge connections are ended instead, so it returns soon.
+                    result = await anyio.to_thread.run_sync(work, name, raw, roots, call, abandon_on_cancel=True,
+                                                            limiter=lanes[_lane(name)])
+                group.cancel_scope.cancel()  # no progress after the answer
+        except BaseException:
+            call.cancel()  # notifications/cancelled, or the server going away: the work stops with the call
+            raise
+        if result is None:
+            call.cancel()
+            result = refusal_result(guard.call_ran_out(name, call_deadline()))
         structured: dict[str, Any] = {"ok": not result.is_error}
         if result.error:
             structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
@@ -5932,16 +6027,16 @@ def _on_shutdown_signals() -> None:
     import signal
 
     def stop(signo: int, _frame: Any) -> None:
-        _shut_down(0.0)
+        _shut_down(0.0, 128 + signo)  # the shell's status for a process ended by a signal
 
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), stop)
 
 
-def _shut_down(grace: float) -> None:
-    """Leave nothing behind, then exit: running calls get *grace* seconds, then their git children
-    (whole process groups) and forge connections are ended and every token file is deleted."""
+def _shut_down(grace: float, status: int = 0) -> None:
+    """Leave nothing behind, then exit with *status*: running calls get *grace* seconds, then their git
+    children (whole process groups) and forge connections are ended and every token file is deleted."""
     try:
         if grace > 0:
             IN_FLIGHT.wait_idle(grace)
@@ -5953,7 +6048,7 @@ def _shut_down(grace: float) -> None:
         sys.stderr.flush()
     finally:
         # Worker threads still blocked (the stdin reader among them) must not hold the exit.
-        os._exit(0)
+        os._exit(status)
 
 
 # --- auth: the CLI ---
