@@ -63,6 +63,7 @@ __all__ = [
     "describe_source",
     "hosts_path",
     "read_private_json",
+    "is_loopback",
     "logins_path",
     "host_key",
     "token_env_var",
@@ -441,7 +442,8 @@ def _tls_for(ca_file: str | None, host: str) -> ssl.SSLContext:
         ) from None
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """Whether *host* (a name or address, with or without a port) is this machine."""
     if host.startswith("[") and "]" in host:
         name = host[1 : host.index("]")]
     else:
@@ -459,7 +461,7 @@ class _ProxyHandler(urllib.request.ProxyHandler):
     # Environment proxies are honoured (corporate networks need them), but
     # never for loopback: a proxy cannot reach this machine's 127.0.0.1.
     def proxy_open(self, req: urllib.request.Request, proxy: str, type: str) -> Any:
-        if _is_loopback(req.host):
+        if is_loopback(req.host):
             return None
         return super().proxy_open(req, proxy, type)
 

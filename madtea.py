@@ -849,7 +849,7 @@ class Api:
         self.target = target
         token, self.token_source = forge.token_for(target.host, target.launch_host)
         self.client = forge.Client.from_target(target.forge, token)
-        if token and self.client.api_base.startswith("http://") and not _loopback_host(target.host):
+        if token and self.client.api_base.startswith("http://") and not forge.is_loopback(target.host):
             warn(f"the token for {target.host} travels unencrypted: its API address is http://, not https://.")
         self.scoped = forge.RepoClient(self.client, target.owner, target.repo, read_only=read_only)
         # The requests are the confined client's own, taking the repository's segments as arguments:
@@ -925,17 +925,6 @@ class Api:
     def not_supported(self, feature: str, reason: str) -> Any:
         """A NOT_SUPPORTED error naming the feature, this forge's flavour and version, and why (to raise)."""
         return self._about.not_supported(feature, reason)
-
-
-def _loopback_host(host: str) -> bool:
-    import ipaddress
-    name = host.rsplit(":", 1)[0].strip("[]") if host.count(":") == 1 or host.startswith("[") else host
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def api(inv: Invocation) -> Api:

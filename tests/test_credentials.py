@@ -779,6 +779,24 @@ def test_a_token_sent_over_plain_http_to_another_machine_is_warned_about(tmp_pat
     assert "a-token-for-the-test" not in result.text
 
 
+@pytest.mark.parametrize("host", ["[::1]", "[::1]:9", "LOCALHOST", "localhost.", "127.0.0.1:9", "localhost:9"])
+def test_a_token_sent_over_plain_http_to_this_machine_is_not_warned_about(tmp_path, monkeypatch, host: str) -> None:
+    from topologies import make_repo
+
+    repo = make_repo(tmp_path / "web", origin=f"http://{host}/acme/web.git")
+    monkeypatch.setenv("MADTEA_TOKEN", "a-token-for-the-test")
+    result = madtea.run("madt_issues", {"action": "list"}, madtea.Context("mcp", repo))
+    assert not [text for _, text in result.notes if "travels unencrypted" in text]
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("[::1]", True), ("[::1]:3000", True), ("::1", True), ("LOCALHOST", True), ("localhost.", True),
+    ("localhost:3000", True), ("127.0.0.1", True), ("127.1.2.3:8123", True),
+    ("forge.example.test", False), ("localhost.example", False), ("[2001:db8::1]:3000", False), ("10.0.0.1", False)])
+def test_which_hosts_are_this_machine(host: str, loopback: bool) -> None:
+    assert forge.is_loopback(host) is loopback
+
+
 # --------------------------------------------------------------------------- the launch scope, through the tools
 
 @pytest.fixture
