@@ -2087,7 +2087,7 @@ def _write_private_json(path: Path, data: Mapping[str, Any]) -> None:
 
 
 class FileStore:
-    """The plaintext last resort: a 0600 JSON file, owner and mode checked on every read, announced every use."""
+    """The plaintext last resort: a 0600 JSON file, owner and mode checked on every read, announced when stored."""
 
     name = "file"
 
@@ -2103,8 +2103,8 @@ class FileStore:
         token = entry.get("token") if isinstance(entry, dict) else None
         if not isinstance(token, str) or not token.strip():
             return None
-        _diagnostic(f"the token for {host} was read from the plaintext file {hosts_path()}; "
-                    f"log in again without --insecure-storage once a secure credential store is available.")
+        # Said at login and by `auth status` and `doctor`, not at every read: a warning on every command (and in
+        # every agent's tool result, where nothing can be done about it) is a warning nobody reads.
         return token.strip()
 
     def set(self, host: str, token: str) -> None:

@@ -674,12 +674,28 @@ def forge_target(origin: gitops.RemoteId) -> Any:
 
 
 def _explicit_forge(host: str, launch: Any) -> Any:
-    """The forge for a host named in owner_repo: the launch repo's when it is the same host."""
+    """The forge for a host named in owner_repo: the launch repo's when it is the same host, else where a person
+    logged in to it (an http:// forge keeps its scheme and port), else https."""
     import forge
     if launch is not None and host in (launch.host, launch.host.split(":")[0]):
         return launch
+    recorded = forge.known_logins().get(forge.host_key(host)) or {}
+    if isinstance(recorded.get("api"), str):
+        return _recorded_target(forge, forge.host_key(host), recorded["api"])
     name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
     return forge.resolve_target(name or host, int(port) if port.isdigit() else None, "https")
+
+
+def default_login() -> Any:
+    """The forge a person means outside a checkout: their one login, as gh's default host or tea's default login
+    (None with none, or with several)."""
+    import forge
+    logins = forge.known_logins()
+    if len(logins) != 1:
+        return None
+    host, recorded = next(iter(logins.items()))
+    api = recorded.get("api")
+    return _recorded_target(forge, host, api) if isinstance(api, str) else forge.target_for_url(host)
 
 
 def _remote_target(inv: Invocation) -> RemoteTarget:
@@ -707,8 +723,10 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
                             launch_host)
     if owner_repo:
         host, owner, repo = guard.check_owner_repo(owner_repo, inv.op.where, inv.asked)  # every other argument kept
-        guard.check_owner_repo_host(inv.asked, owner_repo, host, launch_forge is not None)
-        target = _explicit_forge(host, launch_forge) if host else launch_forge
+        # A person outside a checkout means their login's forge; an agent's forge is its launch repo's alone.
+        fallback = launch_forge or (default_login() if inv.ctx.surface == "cli" and not host else None)
+        guard.check_owner_repo_host(inv.asked, owner_repo, host, fallback is not None)
+        target = _explicit_forge(host, launch_forge) if host else fallback
         return RemoteTarget(target, owner, repo, explicit, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
         where = f"{launch.top} {origin_problem(launch)}" if launch else f"{inv.ctx.launch_dir} is not a git repository"
@@ -6059,9 +6077,10 @@ def _auth_target(hostname: str | None) -> Any:
     forge = _forge()
     here = _cwd_target()
     if not hostname:
+        here = here or default_login()
         if here is None:
             raise forge.ForgeError("BAD_ARGUMENT", f"{os.getcwd()} is not in a repository with a forge origin, "
-                                   "so there is no host to default to; pass --hostname.")
+                                   "and there is not exactly one login to default to; pass --hostname.")
         return here
     text = hostname.strip()
     if here is not None and forge.host_key(text) == here.host:
@@ -6088,14 +6107,29 @@ def _verify(forge: Any, target: Any, token: str) -> str:
     return login
 
 
-def _read_token(with_token: bool, host: str) -> str:
+# The token scopes madtea's commands use (Gitea's and Forgejo's names); read scopes alone serve reads.
+TOKEN_SCOPES = ("write:repository", "write:issue", "read:user", "read:organization", "write:notification",
+                "read:package")
+
+
+def token_page(target: Any) -> str:
+    """Where a person makes a token for *target*, and with which scopes."""
+    return (f"Make a token at {target.api_base.removesuffix('/api/v1')}/user/settings/applications (Settings → "
+            f"Applications → Generate New Token) with the scopes {', '.join(TOKEN_SCOPES)}.")
+
+
+def _read_token(with_token: bool, target: Any) -> str:
     if with_token:
         return sys.stdin.read(65536)
     if not sys.stdin.isatty():
         raise _forge().ForgeError("BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in "
-                                  "with --with-token.")
+                                  "with --with-token. " + token_page(target))
     import getpass
-    return getpass.getpass(f"Token for {host} (input is hidden): ")
+    sys.stderr.write(token_page(target) + "\n")
+    try:
+        return getpass.getpass(f"Token for {target.host} (input is hidden): ")
+    except EOFError:  # Ctrl-D at the prompt: a person's "never mind"
+        raise _forge().ForgeError("BAD_ARGUMENT", "No token was given; nothing was stored.") from None
 
 
 def _auth_fail(exc: Exception) -> int:
@@ -6108,7 +6142,7 @@ def _auth_login(ns: Any) -> int:
     forge = _forge()
     try:
         target = _auth_target(ns.hostname)
-        token = forge.check_token_text(_read_token(ns.with_token, target.host))
+        token = forge.check_token_text(_read_token(ns.with_token, target))
         user = _verify(forge, target, token)
         where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
         forge.record_login(target.host, user, where, target.api_base)
@@ -6168,6 +6202,8 @@ def _auth_status(ns: Any) -> int:
             failed = True
             continue
         print(f"{host}: logged in as {user}; token in {forge.describe_source(source)}")
+        if source == "file":
+            warn(_PLAINTEXT.format(host=host))
     for name in sorted(n for n in os.environ if n.upper().startswith("MADTEA_TOKEN") and n not in shown_vars):
         if os.environ[name].strip():
             use = "the launch repository's host" if name == "MADTEA_TOKEN" else "its own host"
@@ -6175,6 +6211,10 @@ def _auth_status(ns: Any) -> int:
     if not hosts:
         print("Not logged in to any forge host; log in with: madtea auth login --hostname <host>")
     return 1 if failed else 0
+
+
+_PLAINTEXT = ("the token for {host} is stored in plain text (mode 0600); log in again without --insecure-storage "
+              "once a secure credential store works on this machine.")
 
 
 def _auth_token(ns: Any) -> int:
@@ -6219,8 +6259,12 @@ def _auth_import_tea(ns: Any) -> int:
         _stderr("USER_ACTION_REQUIRED: importing tokens needs your consent at a terminal, and there is none; "
                 "run madtea auth import-tea in a terminal.", "31")
         return 1
-    answer = input(f"Import {len(plan)} token{'s' if len(plan) != 1 else ''} into madtea's credential store? "
-                   "Type yes to import: ")
+    try:
+        answer = input(f"Import {len(plan)} token{'s' if len(plan) != 1 else ''} into madtea's credential store? "
+                       "Type yes to import: ")
+    except EOFError:
+        answer = ""
+        print()
     if answer.strip().lower() != "yes":
         print("Nothing was imported.")
         return 1
@@ -6241,7 +6285,8 @@ def _auth_import_tea(ns: Any) -> int:
 
 def _auth_cli(parser: Any) -> None:
     verbs = parser.add_subparsers(dest="verb", metavar="<verb>")
-    host_help = "The forge host (or its https:// address); default: this repository's origin host."
+    host_help = ("The forge host, or its web address (https://host or http://host:port); default: this "
+                 "repository's origin host, else your one login.")
     insecure_help = ("When no secure credential store works on this machine, keep the token in a plaintext "
                      "file (mode 0600) instead of refusing.")
 
@@ -6321,7 +6366,10 @@ def _doctor_forge(origin: gitops.RemoteId) -> list[tuple[str, str, str]]:
     except Exception as exc:  # a report, not an action
         return [("warn", "forge", f"could not resolve {origin.full}: {exc}")]
     rows = [("ok", "origin", f"{origin.full} → forge API {target.api_base}")]
-    if token:
+    if token and source == "file":
+        rows.append(("warn", "credential", f"{target.host}: {forge.describe_source(source)}; "
+                     + _PLAINTEXT.format(host=target.host).split("; ", 1)[1]))
+    elif token:
         rows.append(("ok", "credential", f"{target.host}: {forge.describe_source(source)}"))
     else:
         rows.append(("warn", "credential", f"{target.host}: none found; run `madtea auth login --hostname "

@@ -190,3 +190,50 @@ def test_files_view_to_a_pipe_writes_the_exact_bytes(env: Env, tmp_path: Path, p
                               stderr=subprocess.PIPE, env=child_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert copy.read_bytes() == content[path]
+
+
+# --------------------------------------------------------------------------- forges as people run them
+
+def _person(*argv: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """madtea as a person's shell runs it: no token in the environment, the plaintext store allowed."""
+    env = {k: v for k, v in child_env(MADTEA_CREDENTIAL_STORES="file").items() if not k.startswith("MADTEA_TOKEN")}
+    return subprocess.run([sys.executable, "-m", "madtea", *argv], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, env=env, timeout=60)
+
+
+def test_an_http_login_keeps_its_scheme_and_port_and_is_the_default_outside_a_checkout(env: Env, tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    from fakeforge import DEFAULT_TOKEN
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env.forge.create_issue("acme", "web", "Reached over http", "")
+    host = env.forge.url.removeprefix("http://")
+    login = _person("auth", "login", "--hostname", env.forge.url, "--with-token", "--insecure-storage",
+                    cwd=outside, stdin=DEFAULT_TOKEN)
+    assert login.returncode == 0 and f"Logged in to {host} as alice" in login.stdout, login.stderr
+    assert "plain text" in login.stderr  # said once, at login
+    for repo in (f"{host}/acme/web", "acme/web"):
+        listed = _person("issue", "list", "-R", repo, cwd=outside)
+        assert listed.returncode == 0 and "Reached over http" in listed.stdout, (repo, listed.stderr)
+        assert "plain text" not in listed.stderr and "plaintext" not in listed.stderr  # not on every command
+    token = _person("auth", "token", cwd=outside)
+    assert token.returncode == 0 and token.stdout.strip() == DEFAULT_TOKEN, token.stderr
+    status = _person("auth", "status", cwd=outside)
+    assert status.returncode == 0 and "plain text" in status.stderr and f"{host}: logged in as alice" in status.stdout
+    monkeypatch.delenv("MADTEA_TOKEN")
+    monkeypatch.setenv("MADTEA_CREDENTIAL_STORES", "file")
+    agent = env.ok("madt_issues", action="list", owner_repo=f"{host}/acme/web")  # the token from the file
+    assert "Reached over http" in agent.text and not agent.notes
+
+
+def test_end_of_input_at_the_token_prompt_is_a_clean_exit(tmp_path: Path, monkeypatch, capsys) -> None:
+    import getpass
+
+    def eof(prompt: str = "") -> str:
+        raise EOFError
+    monkeypatch.setattr(getpass, "getpass", eof)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    code = madtea.main(["auth", "login", "--hostname", "https://forge.example.test"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err and "nothing was stored" in err
+    assert "https://forge.example.test/user/settings/applications" in err and "write:issue" in err
