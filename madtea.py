@@ -5509,13 +5509,17 @@ def _cli_main(args: list[str]) -> int:
     try:
         _apply_cli_extras(op, ns, raw)
     except (OSError, UnicodeDecodeError) as exc:
-        _stderr(f"BAD_ARGUMENT:\nmadtea {' '.join(op.cli)}: cannot read --body-file ({exc}); nothing was sent.", "31")
-        return 1
-    result = run(op.tool, raw, Context("cli", Path(os.getcwd())))
+        result = error_result("BAD_ARGUMENT", f"madtea {' '.join(op.cli)}: cannot read --body-file ({exc}); nothing "
+                              "was sent.", user_action="Name a file that can be read.")
+    else:
+        result = run(op.tool, raw, Context("cli", Path(os.getcwd())))
     for severity, text in result.notes:
         _stderr(f"{severity}: {_for_people(text)}", "33" if severity == "warning" else "36")
     if result.is_error:
-        _stderr(render_text(result, "cli"), "31")
+        if getattr(ns, "json", None):  # a script that asked for JSON reads its error as JSON too
+            print(json.dumps(json_error(result), indent=2, ensure_ascii=False, default=str))
+        else:
+            _stderr(render_text(result, "cli"), "31")
         return 1
     if getattr(ns, "json", None):
         print(json.dumps(result.data, indent=2, ensure_ascii=False, default=str))
@@ -5525,6 +5529,19 @@ def _cli_main(args: list[str]) -> int:
     else:
         print(result.text)
     return 0
+
+
+def json_error(result: Result) -> dict[str, Any]:
+    """A refusal as ``--json`` prints it: its code, words for a person, and the way on as madtea commands."""
+    error = result.error or {}
+    shown = {"code": error.get("code"), "message": _for_people(result.text), "target": error.get("target")}
+    if error.get("next"):
+        shown["next"] = [cli_render(step) for step in error["next"]]
+    if error.get("choices"):
+        shown["choices"] = [[cli_render(step) for step in choice] for choice in error["choices"]]
+    if error.get("user_action"):
+        shown["user_action"] = _for_people(str(error["user_action"]))
+    return {"error": shown}
 
 
 def _apply_cli_extras(op: Op, ns: Any, raw: dict[str, Any]) -> None:
@@ -6172,6 +6189,7 @@ def _auth_logout(ns: Any) -> int:
 
 
 def _auth_status(ns: Any) -> int:
+    import json
     forge = _forge()
     here = _cwd_target()
     logins = forge.known_logins()
@@ -6183,34 +6201,45 @@ def _auth_status(ns: Any) -> int:
     if here is not None:
         hosts.add(here.host)
     shown_vars = set()
-    failed = not hosts
+    rows: list[dict[str, Any]] = []
+    lines: list[str] = []
     for host in sorted(hosts):
         token, source = forge.token_for(host, here.host if here else None)
         shown_vars.add(source.removeprefix("env:"))
+        row: dict[str, Any] = {"host": host, "user": None, "source": None if not token else source,
+                               "where": None if not token else forge.describe_source(source), "confirmed": False}
+        rows.append(row)
         if not token:
-            print(f"{host}: no credential; log in with: madtea auth login --hostname {host}")
-            failed = True
+            lines.append(f"{host}: no credential; log in with: madtea auth login --hostname {host}")
             continue
         record = logins.get(host) or {}
         target = here if here is not None and here.host == host else (
             _recorded_target(forge, host, record["api"]) if isinstance(record.get("api"), str)
             else forge.target_for_url(host))
         try:
-            user = _verify(forge, target, token)
+            row["user"] = _verify(forge, target, token)
         except forge.ForgeError as exc:
-            print(f"{host}: token in {forge.describe_source(source)}, but the forge did not confirm it ({exc})")
-            failed = True
+            row["problem"] = str(exc)
+            lines.append(f"{host}: token in {forge.describe_source(source)}, but the forge did not confirm it "
+                         f"({exc})")
             continue
-        print(f"{host}: logged in as {user}; token in {forge.describe_source(source)}")
+        row["confirmed"] = True
+        lines.append(f"{host}: logged in as {row['user']}; token in {forge.describe_source(source)}")
         if source == "file":
+            row["plaintext"] = True
             warn(_PLAINTEXT.format(host=host))
-    for name in sorted(n for n in os.environ if n.upper().startswith("MADTEA_TOKEN") and n not in shown_vars):
-        if os.environ[name].strip():
-            use = "the launch repository's host" if name == "MADTEA_TOKEN" else "its own host"
-            print(f"{name} is set in the environment (used for {use} only)")
+    environment = [name for name in sorted(n for n in os.environ if n.upper().startswith("MADTEA_TOKEN")
+                                           and n not in shown_vars) if os.environ[name].strip()]
+    for name in environment:
+        use = "the current repository's host" if name == "MADTEA_TOKEN" else "its own host"
+        lines.append(f"{name} is set in the environment (used for {use} only)")
     if not hosts:
-        print("Not logged in to any forge host; log in with: madtea auth login --hostname <host>")
-    return 1 if failed else 0
+        lines.append("Not logged in to any forge host; log in with: madtea auth login --hostname <host>")
+    if ns.json:
+        print(json.dumps({"hosts": rows, "environment": environment}, indent=2, ensure_ascii=False))
+    else:
+        print("\n".join(lines))
+    return 0 if hosts and all(r["confirmed"] for r in rows) else 1
 
 
 _PLAINTEXT = ("the token for {host} is stored in plain text (mode 0600); log in again without --insecure-storage "
@@ -6301,8 +6330,9 @@ def _auth_cli(parser: Any) -> None:
     login.add_argument("--with-token", action="store_true", help="Read the token from standard input.")
     login.add_argument("--insecure-storage", action="store_true", help=insecure_help)
     verb("logout", "Remove a host's stored token.", _auth_logout)
-    verb("status", "Show each known host's user and where its credential lives (never the token).", _auth_status,
-         hostname=False)
+    status = verb("status", "Show each known host's user and where its credential lives (never the token).",
+                  _auth_status, hostname=False)
+    status.add_argument("--json", action="store_true", help="Print the hosts as JSON.")
     verb("token", "Print a host's token (for a person; agents never need it).", _auth_token)
     helper = verb("git-credential", "git's credential helper: answers git with the token for a known host.",
                   _auth_git_credential, hostname=False)
@@ -6488,12 +6518,19 @@ def _doctor_scope(ns: Any, cwd: Path) -> list[tuple[str, str, str]]:
 def _doctor_cli(parser: Any) -> None:
     scope_options(parser)
 
+    parser.add_argument("--json", action="store_true", help="Print the checks as JSON.")
+
     def run_doctor(ns: Any) -> int:
+        import json
         from pathlib import Path
         rows = doctor_report(Path(os.getcwd())) + _doctor_scope(ns, Path(os.getcwd()))
-        width = max(len(topic) for _, topic, _ in rows)
-        for status, topic, detail in rows:
-            print(f"{status:>4}  {topic:<{width}}  {detail}")
+        if ns.json:
+            print(json.dumps([{"status": status, "topic": topic, "detail": detail} for status, topic, detail in rows],
+                             indent=2, ensure_ascii=False))
+        else:
+            width = max(len(topic) for _, topic, _ in rows)
+            for status, topic, detail in rows:
+                print(f"{status:>4}  {topic:<{width}}  {detail}")
         return 1 if any(status == "fail" for status, _, _ in rows) else 0
     parser.set_defaults(_run=run_doctor)
 

@@ -237,3 +237,23 @@ def test_end_of_input_at_the_token_prompt_is_a_clean_exit(tmp_path: Path, monkey
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err and "nothing was stored" in err
     assert "https://forge.example.test/user/settings/applications" in err and "write:issue" in err
+
+
+# --------------------------------------------------------------------------- --json everywhere
+
+def test_json_everywhere_errors_included(env: Env, monkeypatch, capsys) -> None:
+    import json
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", "99999", "--json")
+    assert code == 1
+    error = json.loads(out)["error"]
+    assert error["code"] == "NOT_FOUND_OR_NO_ACCESS" and "99999" in error["message"]
+    assert not _dialect(json.dumps(error))
+    code, out, err = _cli(env, monkeypatch, capsys, "doctor", "--json")
+    rows = json.loads(out)
+    assert {"status", "topic", "detail"} <= set(rows[0]) and any(r["topic"] == "git" for r in rows)
+    code, out, err = _cli(env, monkeypatch, capsys, "auth", "status", "--json")
+    status = json.loads(out)
+    assert status["environment"] == ["MADTEA_TOKEN"] or status["hosts"], status
+    number = env.forge.create_issue("acme", "web", "As JSON", "body")["number"]
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(number), "--json")
+    assert code == 0 and json.loads(out)["title"] == "As JSON"
