@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "Refusal", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
+    "Refusal", "where_of", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
     "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote", "check_arguments",
     "check_not_option", "check_dir", "not_a_repo", "distinct_children", "check_local", "check_signals",
     "check_workspace", "check_foreign", "declared_files", "contribution_flow", "continue_rail", "slug",
@@ -256,7 +256,7 @@ def _liberal_numbers(value: Any) -> list[int] | None:
     return out
 
 
-def _where(tool: str, action: str | None) -> str:
+def where_of(tool: str, action: str | None) -> str:
     """``madt_pr action=merge``: how a refusal names the call it refuses."""
     return f"{tool} action={action}" if action else tool
 
@@ -271,7 +271,7 @@ def _shown(value: Any, limit: int = 80) -> str:
 def _bad(tool: str, action: str | None, name: str, expected: str, value: Any,
          raw: Mapping[str, Any] | None = None, values: Sequence[Any] = ()) -> Refusal:
     """A value of the wrong shape: the same call with it set right (each allowed value, when there are few)."""
-    where = _where(tool, action)
+    where = where_of(tool, action)
     others = {k: v for k, v in (raw or {}).items() if k != "action"}
     retry = [call(tool, **_with_action(action, others | {name: v})) for v in values] or \
         [call(tool, **_with_action(action, others | {name: placeholder(expected)}))]
@@ -352,7 +352,7 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
     ``number`` and ``numbers`` are one identifier: a single-target action takes
     ``numbers=[N]`` as ``number=N`` and refuses several.
     """
-    where = _where(tool, action)
+    where = where_of(tool, action)
     out: dict[str, Any] = {}
     for name, value in raw.items():
         if name == "action":
@@ -545,7 +545,7 @@ class _Guarded:
 
     @property
     def where(self) -> str:
-        return _where(self.tool, self.action)
+        return where_of(self.tool, self.action)
 
     def retry(self, **changes: Any) -> Call:
         return call(self.tool, **_with_action(self.action, dict(self.args) | changes))
@@ -2040,7 +2040,7 @@ MAX_CHANGES = 100  # files in one commit through the forge
 def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
                   args: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The changes of one commit: 1 to MAX_CHANGES objects, each checked like a call's arguments, one per path."""
-    where = _where(tool, action)
+    where = where_of(tool, action)
     items = args.get("changes")
     if isinstance(items, str):  # the command line's --changes is JSON text
         try:
@@ -2284,7 +2284,7 @@ def check_scope(scope: Scope, tool: str, action: str | None, *, writes: bool, re
     *writes* is whether this call would change anything; *read_values* names
     the argument values that would make it a read instead ("method GET").
     """
-    where = _where(tool, action)
+    where = where_of(tool, action)
     if scope.read_only and writes:
         only = f"; only {read_values} is allowed" if read_values else ""
         raise Refusal("READ_ONLY", f"{where} changes things, and this server was started read-only "

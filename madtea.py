@@ -193,7 +193,7 @@ class Op:
 
     @property
     def where(self) -> str:
-        return f"{self.tool} action={self.action}" if self.action else self.tool
+        return guard.where_of(self.tool, self.action)
 
 
 DIR = Param("dir", description="Absolute path of the checkout or worktree to act on (default: the launch repo).",

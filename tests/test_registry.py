@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import guard
 import madtea
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -161,3 +162,14 @@ def test_every_operation_is_declared_where_a_grep_for_the_decorator_finds_it() -
               or not inspect.getsource(op.handler).lstrip().startswith("@operation(")]
     assert hidden == []
     assert len(re.findall(r"^@operation\(", Path(madtea.__file__).read_text(), re.M)) == len(madtea.REGISTRY)
+
+
+def test_a_refusal_names_each_operation_as_the_registry_does() -> None:
+    """The guard's wording of a call and the registry's are one: a bad value's refusal opens with op.where."""
+    for op in madtea.REGISTRY:
+        int_params = [s for s in op.specs.values() if s.type == "int"]
+        if not int_params:
+            continue
+        with pytest.raises(guard.Refusal) as caught:
+            guard.check_arguments(op.tool, op.action, op.specs, {int_params[0].name: "not a number"})
+        assert caught.value.message.startswith(f"{op.where}: "), (op.where, caught.value.message)
