@@ -1345,8 +1345,9 @@ class Client(_Verbs):
     def download(self, url: str, *, max_bytes: int = MAX_BODY_BYTES) -> bytes:
         """The bytes at *url*, an absolute address on this forge's own origin (a release asset's download link).
 
-        An address on any other origin is refused before anything is sent, and redirects stay on the origin,
-        so the token goes nowhere else.
+        An address on any other origin is refused before anything is sent. A redirect to another host (a
+        forge that serves attachments from object storage) is followed without the token, which goes only
+        to this origin; nothing follows https to http.
         """
         home = _origin(self.api_base)
         parts = _split_checked(url)
@@ -1354,11 +1355,10 @@ class Client(_Verbs):
             raise ForgeError("OUT_OF_SCOPE", f"The download address {_display_url(url)} is not on the forge "
                              f"{self.host} that listed it, so nothing was fetched.", None, "GET", parts.path,
                              host=self.host)
-        root = f"{home[0]}://{parts.netloc.rsplit('@', 1)[-1]}/"
         resp = request("GET", url, headers={"Accept": "application/octet-stream", "User-Agent": self._agent},
                        token=self._token.reveal() if self._token else None, timeout=self._timeout,
                        deadline=time.monotonic() + self._total, ca_file=self.ca_file, retries=self._retries,
-                       sleep=self._sleep, scope=root, on_send=self._count, max_bytes=max_bytes, host=self.host,
+                       sleep=self._sleep, on_send=self._count, max_bytes=max_bytes, host=self.host,
                        path=parts.path)
         if not 200 <= resp.status < 300:
             raise map_error(resp.status, resp.body, content_type=resp.content_type, method="GET", path=parts.path,

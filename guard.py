@@ -65,7 +65,8 @@ __all__ = [
     "body_kept_changing", "check_update_install", "update_not_a_release", "update_no_signature",
     "update_wrong_kind", "check_update_signer", "update_bad_signature", "update_trust_needs_terminal",
     "update_not_trusted", "check_update_version", "update_tool_missing", "update_replace_failed",
-    "update_no_source", "update_bad_source", "update_release_lacks", "HookDecision", "HookRepo", "classify_command",
+    "update_no_source", "update_bad_source", "update_release_lacks", "update_busy", "update_new_copy_failed",
+    "HookDecision", "HookRepo", "classify_command",
     "hook_failure_decision", "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL",
     "hook_command", "hook_main", "caller_cwd_signal",
 ]
@@ -2680,6 +2681,18 @@ def update_replace_failed(where: str, detail: str) -> Refusal:
                    "were there before are in place again.", target=where,
                    user_action=f"Make {where} writable for this user (and close other running madtea processes "
                    "on Windows), then run the update again.")
+
+
+def update_busy(where: str) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", f"Another madtea update is replacing the files at {where} right now; "
+                   "this one read nothing and replaced nothing.", target=where,
+                   user_action="Let the other update finish, then run madtea --version to see what is installed.")
+
+
+def update_new_copy_failed(path: str, detail: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"The madtea in {path} verified but does not run here ({detail}); it was tried "
+                   "from a temporary folder and nothing was replaced.", target=path,
+                   user_action="Keep the installed madtea, and tell its maintainers what the new release printed.")
 
 
 def update_no_source(config: str) -> Refusal:

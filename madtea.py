@@ -38,6 +38,111 @@ def _is_here(entry: str, here: os.stat_result = os.stat(_HERE)) -> bool:
 
 sys.path[:] = [_HERE] + [p for p in sys.path if not _is_here(p)]
 
+# --- finishing an interrupted update ---
+#
+# ``madtea update`` switches a copy install's four files under a journal in
+# ``.madtea-update`` beside them, replacing madtea.py first. An update killed
+# mid-way can leave this madtea.py with siblings of the release before, so the
+# start finishes the switch (or undoes it, as the journal says) before it
+# imports them. When no update was interrupted this costs one stat.
+
+_UPDATE_DIR = ".madtea-update"
+_KILL_ENV = "MADTEA_UPDATE_KILL_AT"  # tests end an update at a named step with SIGKILL, as a power cut would
+
+
+def _update_step(step: str) -> None:
+    asked = os.environ.get(_KILL_ENV, "")
+    if asked in (step, step + ":stop"):  # ":stop" pauses instead (SIGSTOP), for a test racing a second update
+        import signal
+        os.kill(os.getpid(), getattr(signal, "SIGSTOP" if asked.endswith(":stop") else "SIGKILL", 9))
+
+
+def _update_lock(folder: str) -> int | None:
+    """A descriptor holding *folder*'s update lock (closing it lets go), or None while another process holds it.
+
+    The lock dies with its process, so a killed update never leaves one behind.
+    """
+    if sys.platform == "win32":  # no lock on a folder there: a lock file inside it, locked by msvcrt
+        import msvcrt
+
+        fd = os.open(os.path.join(folder, _UPDATE_DIR + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            os.close(fd)
+            return None
+        return fd
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _update_roll(folder: str, way: str) -> None:
+    """Move the staged files over the installed ones: the new release's ("forward") or the saved old ones ("back").
+
+    madtea.py goes first forward and last back, so a mix always runs the madtea.py that finishes the switch.
+    A file already moved is no longer staged, so rolling again after a kill goes on where it stopped.
+    """
+    staged = os.path.join(folder, _UPDATE_DIR, "new" if way == "forward" else "old")
+    names = sorted(os.listdir(staged) if os.path.isdir(staged) else (), key=lambda n: (n != "madtea.py", n))
+    for name in names if way == "forward" else names[::-1]:
+        os.replace(os.path.join(staged, name), os.path.join(folder, name))
+        _update_step(f"{way} {name}")
+
+
+def _update_cleanup(folder: str) -> None:
+    """Complete or undo, as its journal says, an update of *folder* that did not end, and clear its staged files.
+
+    Without a journal the update stopped before it switched anything. The caller holds the update lock.
+    """
+    staging = os.path.join(folder, _UPDATE_DIR)
+    try:
+        with open(os.path.join(staging, "journal"), encoding="ascii") as handle:
+            way = handle.read().strip()
+    except FileNotFoundError:
+        way = ""
+    if way in ("forward", "back"):
+        _update_roll(folder, way)
+    import shutil
+
+    shutil.rmtree(staging)
+    cache = os.path.join(folder, "__pycache__")  # the replaced files' bytecode, however old its stamp
+    for name in os.listdir(cache) if os.path.isdir(cache) else ():
+        if name.split(".")[0] in ("madtea", "guard", "forge", "gitops") and name.endswith(".pyc"):
+            os.unlink(os.path.join(cache, name))
+
+
+def _update_interrupted(folder: str) -> None:
+    """Finish what an update of *folder* left, unless a running update holds the lock.
+
+    A running update finishes its own switch; a journal means it is switching now, which takes moments,
+    so the start waits for that (a few seconds at most) rather than import a mix.
+    """
+    waits = 100 if os.path.exists(os.path.join(folder, _UPDATE_DIR, "journal")) else 1
+    for _ in range(waits):
+        lock = _update_lock(folder)
+        if lock is not None:
+            try:
+                _update_cleanup(folder)
+            finally:
+                os.close(lock)
+            return
+        import time
+        time.sleep(0.05)
+
+
+if os.path.isdir(os.path.join(_HERE, _UPDATE_DIR)):
+    try:
+        _update_interrupted(_HERE)
+    except OSError:
+        pass  # a folder this user cannot write: the next update by one who can finishes it
+
 import gitops  # noqa: E402  (after the path fix above)
 import guard  # noqa: E402
 from gitops import record, replace  # noqa: E402
@@ -6576,7 +6681,10 @@ CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent'
 
 RELEASE_NAMESPACE = "madtea-release"  # the ssh-keygen -Y namespace releases are signed under
 _MODULES = ("madtea.py", "guard.py", "forge.py", "gitops.py")
-_MAX_RELEASE = 64 << 20
+_MAX_RELEASE = 64 << 20  # bytes read from a release file or downloaded
+_MAX_INFLATED = 16 << 20  # bytes a release's entries inflate to, all together (a release holds about 2 MiB)
+_MAX_ENTRIES = 16
+_ZIPAPP_ENTRIES = frozenset(name + tail for name in ("__main__.py", *_MODULES) for tail in ("", "c"))
 
 
 def release_key_file() -> Path:
@@ -6636,18 +6744,23 @@ def _pin_key(key_line: str) -> None:
     _replace_files({path: _signers_line(key_line).encode("ascii")})
 
 
-def _ssh_verify(artifact: str, data: bytes, sig: Path, key_line: str) -> str | None:
-    """None when *sig* is a good signature of *data* (the file *artifact*) by *key_line*; else ssh-keygen's reason."""
+def _ssh_verify(artifact: str, data: bytes, sig: bytes, key_line: str) -> str | None:
+    """None when *sig* is a good signature of *data* (the file *artifact*) by *key_line*; else ssh-keygen's reason.
+
+    Both are the bytes already read, so what is verified is what was read, whatever changes on disk since.
+    """
     import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="madtea-verify-") as temp:
-        signers = os.path.join(temp, "allowed_signers")
+        signers, signature = os.path.join(temp, "allowed_signers"), os.path.join(temp, "release.sig")
         with open(signers, "w", encoding="ascii") as handle:
             handle.write(_signers_line(key_line))
+        with open(signature, "wb") as handle:
+            handle.write(sig)
         try:
             proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", signers, "-I", RELEASE_NAMESPACE,
-                                   "-n", RELEASE_NAMESPACE, "-s", str(sig)], input=data, capture_output=True,
+                                   "-n", RELEASE_NAMESPACE, "-s", signature], input=data, capture_output=True,
                                   timeout=60)
         except FileNotFoundError:
             raise guard.update_tool_missing(artifact) from None
@@ -6657,27 +6770,61 @@ def _ssh_verify(artifact: str, data: bytes, sig: Path, key_line: str) -> str | N
     return lines[-1] if lines else f"ssh-keygen exited with {proc.returncode}"
 
 
-def _release_files(path: Path, data: bytes, shown: str) -> tuple[str, dict[str, bytes]]:
-    """("zipapp" or "archive", the four modules by name) of a release file's *data*; refuses anything else."""
-    import io
-    import zipfile
-
+def _release_kind(path: Path, shown: str) -> str:
     kind = {".pyz": "zipapp", ".zip": "archive"}.get(path.suffix.lower())
     if kind is None:
         raise guard.update_not_a_release(shown, "its name ends in neither .pyz nor .zip")
+    return kind
+
+
+def _release_files(path: Path, data: bytes, labels: tuple[str, str]) -> tuple[str, dict[str, bytes]]:
+    """("zipapp" or "archive", the four modules by name) of a verified release file.
+
+    Called only on bytes whose signature checked out. A signature names no file, so the contents must be the
+    kind and version the file's name says: every artifact of a release (the .pyz, the archive, the wheel) is
+    signed by the same key, and one served under another's name is refused. Inflating is bounded by what a
+    release holds, whatever the entries declare.
+    """
+    import io
+    import re
+    import zipfile
+
+    shown, shown_sig = labels
+    kind = _release_kind(path, shown)
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = {}
-            for name in archive.namelist():
-                parts = name.split("/")
-                if parts[-1] in _MODULES and len(parts) == (1 if kind == "zipapp" else 2):
-                    names[parts[-1]] = name
-            missing = [m for m in _MODULES if m not in names]
+            entries = archive.infolist()
+            if len(entries) > _MAX_ENTRIES or sum(e.file_size for e in entries) > _MAX_INFLATED:
+                raise guard.update_not_a_release(shown, f"its {len(entries)} entries would inflate to more than "
+                                                 f"{_MAX_INFLATED >> 20} MiB, more than a release holds")
+            names = [e.filename for e in entries]
+            tops = {n.partition("/")[0] for n in names}
+            held = ("madtea's wheel" if any(".dist-info/" in n for n in names) else
+                    "the single-file .pyz" if "__main__.py" in names else
+                    "the archive of the four modules" if len(tops) == 1 and all("/" in n for n in names) else
+                    "files that are no madtea release")
+            wanted = "the single-file .pyz" if kind == "zipapp" else "the archive of the four modules"
+            top = "" if kind == "zipapp" else next(iter(tops)) + "/"
+            allowed = _ZIPAPP_ENTRIES if kind == "zipapp" else {top + n for n in (*_MODULES, "README.md")}
+            if held != wanted or not set(names) <= allowed or len(set(names)) != len(names):
+                raise guard.update_bad_signature(shown, shown_sig, f"it holds {held}, not {wanted} its name says"
+                                                 if held != wanted else f"it holds entries {wanted} never has")
+            missing = [m for m in _MODULES if top + m not in names]
             if missing:
                 raise guard.update_not_a_release(shown, f"it holds no {', '.join(missing)}")
-            return kind, {m: archive.read(names[m]) for m in _MODULES}
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+            modules = {}
+            for module in _MODULES:
+                with archive.open(top + module) as member:
+                    modules[module] = member.read(_MAX_INFLATED + 1)
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError) as exc:
         raise guard.update_not_a_release(shown, f"it cannot be read as a zip file ({exc})") from None
+    version = _stamped_version(modules["madtea.py"])
+    named = re.fullmatch(r"madtea-(.+)\.(?:pyz|zip)", path.name, re.I)
+    claims = [v for v in (named[1] if named else None, top[len("madtea-"):-1] if top else None) if v]
+    if any(claim != version for claim in claims):
+        raise guard.update_bad_signature(shown, shown_sig, f"it holds madtea {version}, not the {claims[0]} its "
+                                         "name says")
+    return kind, modules
 
 
 def _stamped_version(source: bytes) -> str:
@@ -6723,9 +6870,9 @@ def installed_description() -> str:
         if installer == "pip" and "pipx" in where.parts:  # pipx installs through pip into a venv of its own
             installer = "pipx"
         return f"installed by {installer or 'a package manager'} in {where} (update it with {installer or 'that tool'})"
-    repo = gitops.fs_find_repo(where)
-    if repo is not None:
-        return f"run from the git checkout {repo.top} (update it with git)"
+    checkout = _checkout_of(where)
+    if checkout is not None:
+        return f"run from the git checkout {checkout} (update it with git)"
     return f"copied files in {where} (madtea update replaces them)"
 
 
@@ -6733,9 +6880,23 @@ def _check_install(kind: str, where: Path) -> None:
     if kind == "zipapp":
         return  # one file, copied by a person: nothing else manages it
     installer, record = _package_record(where)
+    guard.check_update_install(str(where), managed_by=installer, record=record, checkout=_checkout_of(where))
+
+
+def _checkout_of(where: Path) -> str | None:
+    """The work tree whose git tracks madtea's files in *where*; None for a copy install.
+
+    Copied files inside some other repository (a home folder kept in git) are untracked there: a copy
+    install. When git cannot say, the files are taken as git's.
+    """
     repo = gitops.fs_find_repo(where)
-    guard.check_update_install(str(where), managed_by=installer, record=record,
-                               checkout=str(repo.top) if repo else None)
+    if repo is None:
+        return None
+    try:
+        listed = gitops.git("ls-files", "-z", "--", *_MODULES, cwd=where, timeout=30).stdout
+    except gitops.GitError:
+        return str(repo.top)
+    return str(repo.top) if listed.strip(b"\0") else None
 
 
 def _read_release(path: Path, shown: str) -> bytes:
@@ -6755,7 +6916,7 @@ def _verified_release(path: Path, ask: Callable[[str], bool], again: str,
                       labels: tuple[str, str]) -> tuple[str, bytes, dict[str, bytes], str]:
     """(kind, bytes, modules, signer) of a release file whose signature checks out against the pinned key.
 
-    The file is read once: what is verified is what gets installed.
+    The file is read once: what is verified is what gets installed, and nothing opens it before then.
 
     The first time, the signer's fingerprint is shown and a person confirms it at a terminal
     (*ask*); only then is it pinned. A changed key is refused, never re-pinned. Refusals name the
@@ -6763,10 +6924,11 @@ def _verified_release(path: Path, ask: Callable[[str], bool], again: str,
     """
     shown, shown_sig = labels
     sig = path.with_name(path.name + ".sig")
+    _release_kind(path, shown)
     data = _read_release(path, shown)
-    kind, modules = _release_files(path, data, shown)
     try:
-        signature = sig.read_bytes()
+        with open(sig, "rb") as handle:
+            signature = handle.read(1 << 16)
     except FileNotFoundError:
         raise guard.update_no_signature(shown, shown_sig) from None
     except OSError as exc:
@@ -6778,7 +6940,7 @@ def _verified_release(path: Path, ask: Callable[[str], bool], again: str,
     signer = key_fingerprint(key_line)
     pinned = _pinned_key()
     guard.check_update_signer(shown, signer, key_fingerprint(pinned) if pinned else None, str(release_key_file()))
-    failure = _ssh_verify(shown, data, sig, key_line)
+    failure = _ssh_verify(shown, data, signature, key_line)
     if failure:
         raise guard.update_bad_signature(shown, shown_sig, failure)
     if pinned is None:
@@ -6787,6 +6949,7 @@ def _verified_release(path: Path, ask: Callable[[str], bool], again: str,
         if not ask(signer):
             raise guard.update_not_trusted(shown, signer)
         _pin_key(key_line)
+    kind, modules = _release_files(path, data, labels)  # only now: nothing parses bytes no trusted key signed
     return kind, data, modules, signer
 
 
@@ -6809,22 +6972,124 @@ def update_from_file(path: Path, *, allow_downgrade: bool = False, ask: Callable
     shown = f"{path.name}{fetched}" if fetched else str(path)
     kind, where = installed_copy()
     _check_install(kind, where)
+    folder = where.parent if kind == "zipapp" else where
+    lock = _update_lock(str(folder))
+    if lock is None:
+        raise guard.update_busy(str(where))
+    try:
+        _update_step("locked")
+        _update_recover(str(folder))
+        return _update_locked(path, kind, where, allow_downgrade, ask, again, fetched, shown)
+    finally:
+        os.close(lock)
+
+
+def _update_locked(path: Path, kind: str, where: Path, allow_downgrade: bool, ask: Callable[[str], bool],
+                   again: str, fetched: str, shown: str) -> str:
     labels = (shown, f"{path.name}.sig{fetched}" if fetched else f"{path}.sig")
     new_kind, data, modules, signer = _verified_release(path, ask, again, labels)
     if kind == "zipapp" and new_kind != "zipapp":
         raise guard.update_wrong_kind(shown, str(where))
     new = _stamped_version(modules["madtea.py"])
-    if not guard.check_update_version(shown, new, __version__, str(where), allow_downgrade, again):
-        return f"madtea {new} is already installed at {where}; nothing was replaced."
+    newer = guard.check_update_version(shown, new, __version__, str(where), allow_downgrade, again)
     files = {where: data} if kind == "zipapp" else {where / m: modules[m] for m in _MODULES}
+    differ = [t.name for t, d in files.items() if not t.is_file() or t.read_bytes() != d]
+    if not differ:
+        return f"madtea {new}{fetched} is already installed at {where}; nothing was replaced."
+    for module, source in modules.items():
+        try:
+            compile(source, module, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as exc:
+            raise guard.update_new_copy_failed(shown, f"{module} does not compile: {exc}") from None
+    _switch(where.parent if kind == "zipapp" else where, files, new, shown)
+    listed = str(where) if kind == "zipapp" else f"{where} ({', '.join(_MODULES)})"
+    if not newer:
+        return (f"Reinstalled madtea {new} at {listed}{fetched}, whose {', '.join(differ)} differed from the "
+                f"release, verified against the release key {signer}.")
+    return f"Updated madtea {__version__} → {new} at {listed}{fetched}, verified against the release key {signer}."
+
+
+def _update_recover(folder: str) -> None:
+    """Finish what an update of *folder* that did not end left (the caller holds the update lock)."""
+    if not os.path.isdir(os.path.join(folder, _UPDATE_DIR)):
+        return
     try:
-        _replace_files(files)
+        _update_cleanup(folder)
     except OSError as exc:
-        raise guard.update_replace_failed(str(where), f"{type(exc).__name__}: {exc.strerror or exc}") from None
-    if kind == "modules":
-        _drop_bytecode(where)
-    shown = str(where) if kind == "zipapp" else f"{where} ({', '.join(_MODULES)})"
-    return f"Updated madtea {__version__} → {new} at {shown}{fetched}, verified against the release key {signer}."
+        raise guard.update_replace_failed(folder, f"{type(exc).__name__}: {exc.strerror or exc}") from None
+
+
+def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str) -> None:
+    """Replace *files* as one set, under the journal a start or the next update completes.
+
+    The new files and copies of the old ones are staged and synced first, and the new copy must answer
+    ``--version`` from there; only then is the journal written and the files moved into place, so a
+    process killed at any instant leaves the old release, or a journal that leads to the new one.
+    """
+    import shutil
+
+    staging = folder / _UPDATE_DIR
+    fresh, saved = staging / "new", staging / "old"
+    try:
+        fresh.mkdir(parents=True)
+        saved.mkdir()
+        for target, data in files.items():
+            _stage_file(target, data, sys.platform, into=fresh)
+            _stage_file(target, target.read_bytes(), sys.platform, into=saved)
+        for each in (fresh, saved, staging):
+            _sync_dir(each, sys.platform)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
+    _update_step("staged")
+    entry = fresh / ("madtea.py" if len(files) > 1 else next(iter(files)).name)
+    failure = _new_copy_failure(entry, version)
+    if failure:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise guard.update_new_copy_failed(shown, failure)
+    _update_step("tried")
+    try:
+        _write_journal(staging, "forward")
+        _update_step("journal")
+        try:
+            _update_roll(str(folder), "forward")
+        except OSError:
+            _write_journal(staging, "back")
+            _update_roll(str(folder), "back")
+            raise
+        finally:
+            _sync_dir(folder, sys.platform)
+        _update_step("switched")
+        _update_cleanup(str(folder))
+    except OSError as exc:
+        raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
+
+
+def _write_journal(staging: Path, way: str) -> None:
+    """The switch's direction, written whole or not at all (a new file renamed over the old)."""
+    temp = staging / "journal.new"
+    with open(temp, "w", encoding="ascii") as handle:
+        handle.write(way + "\n")
+        handle.flush()
+        _sync_file(handle.fileno(), sys.platform)
+    os.replace(temp, staging / "journal")
+    _sync_dir(staging, sys.platform)
+
+
+def _new_copy_failure(entry: Path, version: str) -> str | None:
+    """None when the staged copy *entry* runs and answers ``--version`` with *version*; else what it did."""
+    import subprocess
+
+    try:
+        proc = subprocess.run([sys.executable, "-I", "-B", str(entry), "--version"], cwd=entry.parent,
+                              capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"it could not be started: {exc}"
+    said = proc.stdout.decode("utf-8", errors="replace").strip()
+    if proc.returncode == 0 and said == f"madtea {version}":
+        return None
+    lines = (proc.stderr or proc.stdout).decode("utf-8", errors="replace").strip().splitlines()
+    return f"madtea --version exited with {proc.returncode}: {lines[-1][:200] if lines else 'no output'}"
 
 
 def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
@@ -6835,7 +7100,9 @@ def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
     client confined to that repository, read-only, with that host's own credentials only (the launch scope's
     rule for reading another repository).
     """
+    import re
     import tempfile
+    import urllib.parse
     from pathlib import Path
 
     forge = _forge()
@@ -6844,19 +7111,27 @@ def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
     value = source if source is not None else forge.load_config().get("update_from")
     if not isinstance(value, str) or not value.strip():
         raise guard.update_no_source(str(forge.config_path()))
-    origin = gitops.parse_remote_url(value)
+    # The address of a release's page names its repository too.
+    page = re.fullmatch(r"(\w+://[^/]+(?:/[^/]+)*?/[^/]+/[^/]+)/releases(?:/latest|/tag/[^/]+)?/?", value.strip())
+    origin = gitops.parse_remote_url(page[1] if page else value)
     if origin is None or origin.scheme not in ("https", "http"):
         raise guard.update_bad_source(value)
     target = forge_target(origin)
     token, _ = forge.token_for(target.host, _launch_host(Context("cli", Path(os.getcwd()))))
+    api = urllib.parse.urlsplit(target.api_base)
+    if token and api.scheme != "https" and not forge.is_loopback(api.hostname or ""):
+        warn(f"{target.api_base} is plain http, so this update reads it without the token stored for "
+             f"{target.host}: a token never travels unencrypted.")
+        token = None
     client = forge.Client.from_target(target, token)
     repo = forge.RepoClient(client, origin.owner, origin.repo, read_only=True)
     latest = repo.get("releases/latest")
     tag = str(latest.get("tag_name") or "") if isinstance(latest, dict) else ""
     slug = f"{target.host}/{origin.owner}/{origin.repo}"
     version = tag[1:] if tag.startswith("v") else tag
-    if version == __version__:
-        return f"madtea {version}, the latest release of {slug}, is already installed at {where}; nothing was replaced."
+    if not re.fullmatch(r"[0-9][0-9A-Za-z.+-]*", version):  # a tag such as "v1/2" names no release file
+        raise guard.update_release_lacks(slug, tag or "(none)", "madtea-X.Y.Z." + ("pyz" if kind == "zipapp"
+                                                                                  else "zip"))
     name = f"madtea-{version}.{'pyz' if kind == 'zipapp' else 'zip'}"
     assets = {a.get("name"): a for a in (latest.get("assets") or []) if isinstance(a, dict)} if tag else {}
     urls = [client.asset_url(assets[n]) if n in assets else "" for n in (name, name + ".sig")]
@@ -6869,17 +7144,6 @@ def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
             file.write_bytes(client.download(str(url), max_bytes=_MAX_RELEASE))
         return update_from_file(path, allow_downgrade=allow_downgrade, ask=ask, again=again,
                                 fetched=f" from {tag} of {slug}")
-
-
-def _drop_bytecode(folder: Path) -> None:
-    """Remove the replaced modules' cached bytecode: a release whose files keep their sizes could
-    otherwise run from the old cache when replaced within the same second."""
-    for name in _MODULES:
-        for cached in (folder / "__pycache__").glob(f"{name[:-3]}.*.pyc"):
-            try:
-                cached.unlink()
-            except OSError:
-                pass
 
 
 def _sync_file(fd: int, platform: str) -> None:
@@ -6905,15 +7169,16 @@ def _sync_dir(folder: Path, platform: str) -> None:
         os.close(fd)
 
 
-def _stage_file(target: Path, data: bytes, platform: str) -> Path:
-    """*data* in a new file beside *target*, with *target*'s permissions, synced to disk."""
+def _stage_file(target: Path, data: bytes, platform: str, into: Path | None = None) -> Path:
+    """*data* in a new file beside *target* (or named as it in the folder *into*), with *target*'s
+    permissions, synced to disk."""
     import stat
 
     try:
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = 0o644
-    temp = target.with_name(f".{target.name}.{os.getpid()}.update")
+    temp = into / target.name if into else target.with_name(f".{target.name}.{os.getpid()}.update")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(temp, flags, mode)
     try:

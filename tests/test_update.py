@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,11 +76,12 @@ def _state(folder: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
-def _madtea(entry: Path, *args: str, tty_input: str | None = None) -> subprocess.CompletedProcess[str]:
+def _madtea(entry: Path, *args: str, tty_input: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, "-I", str(entry), *args]
     if tty_input is None:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-                              cwd=entry.parent)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                              cwd=entry.parent, env=None if env is None else {**os.environ, **env})
     import pty
 
     main, child = pty.openpty()
@@ -205,7 +207,7 @@ def test_an_untrustworthy_file_is_refused_and_nothing_is_replaced(releases, tmp_
         "changed key": ("BAD_SIGNATURE:", f"signed by the key {releases.other_fingerprint}",
                         f"this machine trusts {releases.fingerprint}"),
         "no signature": ("BAD_SIGNATURE:", "madtea-0.2.0.zip.sig is missing", "put it beside madtea-0.2.0.zip"),
-        "not a release": ("BAD_ARGUMENT:", "is not a madtea release file", "cannot be read as a zip"),
+        "not a release": ("BAD_SIGNATURE:", "does not match", "incorrect signature"),  # checked before it is read
     }[case]
     assert refused.stderr.startswith(expected[0]), refused.stderr
     assert all(part in refused.stderr for part in expected[1:]), refused.stderr
@@ -249,12 +251,31 @@ def test_files_pip_manages_are_never_replaced(releases, tmp_path) -> None:
 def test_a_git_checkout_is_left_to_git(releases, tmp_path) -> None:
     entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "checkout")
     run_git(entry.parent, "init", "-q", "-b", "main")
+    run_git(entry.parent, "add", "--", "madtea.py")  # one tracked module is enough: git owns the folder
     _pin(releases.key)
     before = _state(entry.parent)
     refused = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.zip"))
     assert refused.returncode == 1 and "runs from the git checkout" in refused.stderr
     assert f"git -C {entry.parent} pull" in refused.stderr
     assert _state(entry.parent) == before
+
+
+def test_copied_files_untracked_inside_another_repository_are_a_copy_install(releases, tmp_path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    run_git(home, "init", "-q", "-b", "main")  # a home folder kept in git (dotfiles)
+    (home / ".bashrc").write_text("alias m=madtea\n")
+    run_git(home, "add", "--", ".bashrc")
+    run_git(home, "commit", "-q", "-m", "dotfiles")
+    (home / "tools" / "madtea").mkdir(parents=True)
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", home / "tools" / "madtea")
+    assert f"copied files in {entry.parent} (madtea update replaces them)" in _madtea(entry, "doctor").stdout
+    _pin(releases.key)
+    done = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.zip"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Updated madtea 0.1.0 → 0.2.0 at {entry.parent} (")
+    assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n"
+    assert run_git(home, "status", "--porcelain") == "?? tools/"
 
 
 @pytest.mark.parametrize("command", ["madtea update", "madtea update --from /tmp/madtea-0.2.0.pyz",
@@ -296,7 +317,7 @@ def test_update_fetches_the_latest_release_from_the_forge_that_publishes_it(rele
     config.write_text('{"update_from": "%s"}' % web, encoding="utf-8")
     again = _madtea(entry, "update")
     assert again.returncode == 0, again.stderr
-    assert again.stdout == (f"madtea 0.2.0, the latest release of {host}/acme/web, is already installed at "
+    assert again.stdout == (f"madtea 0.2.0 from v0.2.0 of {host}/acme/web is already installed at "
                             f"{entry.parent}; nothing was replaced.\n")
 
 
@@ -434,3 +455,249 @@ def test_the_pin_lives_in_the_config_folder_on_every_platform(monkeypatch, tmp_p
     assert madtea.release_key_file() == tmp_path / "cfg" / "madtea" / "release-signers"
     monkeypatch.delenv("XDG_CONFIG_HOME")
     assert madtea.release_key_file() == Path.home() / ".config" / "madtea" / "release-signers"
+
+
+# --------------------------------------------------------------------------- killed, raced, attacked
+
+_RELEASED = ["README.md", "forge.py", "gitops.py", "guard.py", "madtea.py"]
+_FOLDER_STEPS = ["locked", "staged", "tried", "journal", "forward madtea.py", "forward forge.py",
+                 "forward gitops.py", "forward guard.py", "switched"]
+
+
+def _release_state(archive: Path) -> dict[str, str]:
+    with zipfile.ZipFile(archive) as z:
+        return {Path(n).name: hashlib.sha256(z.read(n)).hexdigest() for n in z.namelist()
+                if n.endswith(".py")}
+
+
+def test_an_update_killed_at_any_step_leaves_the_old_release_or_the_new_one(releases, tmp_path) -> None:
+    old_state = _release_state(releases.old / "madtea-0.1.0.zip")
+    new_state = _release_state(releases.new / "madtea-0.2.0.zip")
+    new = str(releases.new / "madtea-0.2.0.zip")
+    _pin(releases.key)
+    for number, step in enumerate(_FOLDER_STEPS):
+        entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / f"install-{number}")
+        killed = _madtea(entry, "update", "--from", new, env={"MADTEA_UPDATE_KILL_AT": step})
+        assert killed.returncode == -9, (step, killed.stderr)
+        if number % 2:  # the next start finishes it ...
+            version = _madtea(entry, "--version")
+            assert version.returncode == 0, (step, version.stderr)
+            modules = {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")}
+            assert modules in (old_state, new_state), step  # never a mix
+            # a start that finished the switch already ran the madtea.py it found; the next one runs the new
+            assert _madtea(entry, "--version").stdout == ("madtea 0.2.0\n" if modules == new_state
+                                                          else "madtea 0.1.0\n"), step
+            assert (modules == new_state) == (_FOLDER_STEPS.index(step) >= _FOLDER_STEPS.index("journal")), step
+            assert _names(entry.parent) == _RELEASED, step
+        again = _madtea(entry, "update", "--from", new)  # ... or the next update does
+        assert again.returncode == 0, (step, again.stderr)
+        assert again.stdout.startswith(("Updated madtea 0.1.0 → 0.2.0", "madtea 0.2.0 is already installed")), step
+        assert {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")} == new_state, step
+        assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n", step
+        assert _names(entry.parent) == _RELEASED, step
+
+
+def test_a_single_file_update_killed_at_any_step_leaves_one_whole_file(releases, tmp_path) -> None:
+    old, new = (releases.old / "madtea-0.1.0.pyz").read_bytes(), (releases.new / "madtea-0.2.0.pyz").read_bytes()
+    _pin(releases.key)
+    for number, step in enumerate(["staged", "tried", "journal", "forward madtea.pyz", "switched"]):
+        folder = tmp_path / f"bin-{number}"
+        folder.mkdir()
+        entry = folder / "madtea.pyz"
+        entry.write_bytes(old)
+        killed = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"),
+                         env={"MADTEA_UPDATE_KILL_AT": step})
+        assert killed.returncode == -9, (step, killed.stderr)
+        assert entry.read_bytes() in (old, new), step
+        assert _madtea(entry, "--version").returncode == 0, step
+        done = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"))
+        assert done.returncode == 0, (step, done.stderr)
+        assert entry.read_bytes() == new and _names(folder) == ["madtea.pyz"], step
+
+
+def test_a_second_update_is_kept_out_while_one_runs(releases, tmp_path) -> None:
+    import signal
+
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    new = str(releases.new / "madtea-0.2.0.zip")
+    first = subprocess.Popen([sys.executable, "-I", str(entry), "update", "--from", new], cwd=entry.parent,
+                             env={**os.environ, "MADTEA_UPDATE_KILL_AT": "tried:stop"}, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):  # the first update pauses itself once its new copy answered --version
+            if os.path.exists(f"/proc/{first.pid}/stat") and \
+                    open(f"/proc/{first.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T":
+                break
+            assert first.poll() is None, first.communicate()
+            import time
+            time.sleep(0.1)
+        before = _state(entry.parent)
+        second = _madtea(entry, "update", "--from", new)
+        assert second.returncode == 1 and second.stderr.startswith("USER_ACTION_REQUIRED:"), second.stderr
+        assert f"Another madtea update is replacing the files at {entry.parent} right now" in second.stderr
+        assert _state(entry.parent) == before
+    finally:
+        first.send_signal(signal.SIGCONT)
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0, err
+    assert out.startswith("Updated madtea 0.1.0 → 0.2.0")
+    assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n" and _names(entry.parent) == _RELEASED
+
+
+def test_two_updates_started_together_end_in_one_whole_release(releases, tmp_path) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    argv = [sys.executable, "-I", str(entry), "update", "--from", str(releases.new / "madtea-0.2.0.zip")]
+    racers = [subprocess.Popen(argv, cwd=entry.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    answers = [(p.wait(timeout=120), *p.communicate()) for p in racers]
+    updated = [a for a in answers if a[0] == 0 and a[1].startswith("Updated madtea 0.1.0 → 0.2.0")]
+    assert len(updated) == 1, answers
+    other = next(a for a in answers if a is not updated[0])
+    assert (other[0] == 0 and "is already installed" in other[1]) or \
+        (other[0] == 1 and "Another madtea update is replacing" in other[2]), other
+    assert _state(entry.parent) == {**_release_state(releases.new / "madtea-0.2.0.zip"),
+                                    "README.md": _state(entry.parent)["README.md"]}
+    assert _names(entry.parent) == _RELEASED
+
+
+def _bomb(path: Path) -> Path:
+    """A 382 KiB zip whose one entry inflates to 384 MiB, named as a release."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        with z.open("madtea.py", "w", force_zip64=True) as member:
+            chunk = bytes(1 << 20)
+            for _ in range(384):
+                member.write(chunk)
+    return path
+
+
+def _limited(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    return apply
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_a_zip_bomb_is_refused_within_bounded_memory(releases, tmp_path, signed) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    bomb = _bomb(tmp_path / "madtea-0.2.0.pyz")
+    assert bomb.stat().st_size < 400 << 10
+    if signed:  # even the release key's own signature does not make it inflate
+        rel.sign(releases.key, bomb)
+    before = _state(entry.parent)
+    refused = subprocess.run([sys.executable, "-I", str(entry), "update", "--from", str(bomb)], cwd=entry.parent,
+                             capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                             preexec_fn=_limited(256 << 20))  # about a third of the bomb's size
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr and "MemoryError" not in refused.stderr
+    if signed:
+        assert refused.stderr.startswith("BAD_ARGUMENT:"), refused.stderr
+        assert "would inflate to more than 16 MiB, more than a release holds; nothing was replaced" in refused.stderr
+    else:
+        assert refused.stderr.startswith("BAD_SIGNATURE:") and "madtea-0.2.0.pyz.sig is missing" in refused.stderr
+    assert _state(entry.parent) == before and _names(entry.parent) == _RELEASED
+
+
+@pytest.mark.parametrize("sig", ["none", "garbage", "another key"])
+def test_nothing_opens_a_release_file_before_its_signature_checks_out(releases, tmp_path, monkeypatch, sig) -> None:
+    folder = tmp_path / "install"
+    _copy_install(releases.old / "madtea-0.1.0.zip", folder)
+    _pin(releases.key)
+    bomb = _bomb(tmp_path / "madtea-0.2.0.zip")
+    if sig == "garbage":
+        (tmp_path / "madtea-0.2.0.zip.sig").write_text("-----BEGIN SSH SIGNATURE-----\nAAAA\n")
+    elif sig == "another key":
+        rel.sign(releases.other_key, bomb)
+    opened: list[object] = []
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", lambda self, *a, **k: opened.append(a) or 1 / 0)
+    monkeypatch.setattr(madtea, "installed_copy", lambda: ("modules", folder))
+    with pytest.raises(guard.Refusal) as refused:
+        madtea.update_from_file(bomb)
+    assert refused.value.code == "BAD_SIGNATURE" and opened == []
+
+
+def _signed_zip(path: Path, entries: dict[str, bytes], key: Path) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    path.with_name(path.name + ".sig").unlink(missing_ok=True)
+    rel.sign(key, path)
+    return path
+
+
+def _modules(archive: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(archive) as z:
+        return {Path(n).name: z.read(n) for n in z.namelist() if n.endswith(".py")}
+
+
+@pytest.mark.parametrize("served", ["wheel as the pyz", "wheel as the zip", "pyz as the zip", "older as newer"])
+def test_a_signed_artifact_served_under_another_name_is_refused(releases, tmp_path, served) -> None:
+    (tmp_path / "bin").mkdir()
+    single = tmp_path / "bin" / "madtea.pyz"
+    shutil.copy(releases.old / "madtea-0.1.0.pyz", single)
+    folder = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install").parent
+    _pin(releases.key)
+    modules = _modules(releases.new / "madtea-0.2.0.zip")
+    wheel = {**modules, "madtea-0.2.0.dist-info/METADATA": b"Name: madtea\nVersion: 0.2.0\n",
+             "madtea-0.2.0.dist-info/RECORD": b"madtea.py,,\n"}
+    served_dir = tmp_path / "served"
+    served_dir.mkdir()
+    if served == "wheel as the pyz":  # the release's own signed wheel, renamed with its valid .sig
+        bad, entry = _signed_zip(served_dir / "madtea-0.2.0.pyz", wheel, releases.key), single
+        says = "it holds madtea's wheel, not the single-file .pyz its name says"
+    elif served == "wheel as the zip":
+        bad, entry = _signed_zip(served_dir / "madtea-0.2.0.zip", wheel, releases.key), folder / "madtea.py"
+        says = "it holds madtea's wheel, not the archive of the four modules its name says"
+    elif served == "pyz as the zip":
+        shutil.copy(releases.new / "madtea-0.2.0.pyz", served_dir / "madtea-0.2.0.zip")
+        shutil.copy(releases.new / "madtea-0.2.0.pyz.sig", served_dir / "madtea-0.2.0.zip.sig")
+        bad, entry = served_dir / "madtea-0.2.0.zip", folder / "madtea.py"
+        says = "it holds the single-file .pyz, not the archive of the four modules its name says"
+    else:
+        shutil.copy(releases.old / "madtea-0.1.0.pyz", served_dir / "madtea-0.3.0.pyz")
+        shutil.copy(releases.old / "madtea-0.1.0.pyz.sig", served_dir / "madtea-0.3.0.pyz.sig")
+        bad, entry = served_dir / "madtea-0.3.0.pyz", single
+        says = "it holds madtea 0.1.0, not the 0.3.0 its name says"
+    before = (_state(single.parent), _state(folder))
+    refused = _madtea(entry, "update", "--from", str(bad))
+    assert refused.returncode == 1 and refused.stderr.startswith("BAD_SIGNATURE:"), refused.stderr
+    assert says in refused.stderr and "nothing was replaced" in refused.stderr
+    assert (_state(single.parent), _state(folder)) == before
+    assert _madtea(single, "--version").stdout == "madtea 0.1.0\n"
+
+
+def test_a_verified_release_that_does_not_start_replaces_nothing(releases, tmp_path) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    modules = _modules(releases.new / "madtea-0.2.0.zip")
+    modules["gitops.py"] += b"\nraise ImportError('broken on purpose')\n"
+    broken = _signed_zip(tmp_path / "madtea-0.2.0.zip", {f"madtea-0.2.0/{n}": d for n, d in modules.items()},
+                         releases.key)
+    before = _state(entry.parent)
+    refused = _madtea(entry, "update", "--from", str(broken))
+    assert refused.returncode == 1 and refused.stderr.startswith("BAD_ARGUMENT:"), refused.stderr
+    assert "verified but does not run here (madtea --version exited with 1: ImportError: broken on purpose)" in \
+        refused.stderr, repr(refused.stderr)
+    assert "tried from a temporary folder and nothing was replaced" in refused.stderr
+    assert _state(entry.parent) == before and _names(entry.parent) == _RELEASED
+    modules["gitops.py"] = b"def (:\n"
+    _signed_zip(broken, {f"madtea-0.2.0/{n}": d for n, d in modules.items()}, releases.key)
+    refused = _madtea(entry, "update", "--from", str(broken))
+    assert "gitops.py does not compile: invalid syntax" in refused.stderr, refused.stderr
+
+
+def test_already_installed_is_judged_on_every_file(releases, tmp_path) -> None:
+    entry = _copy_install(releases.new / "madtea-0.2.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    with open(entry.parent / "forge.py", "a", encoding="utf-8") as edited:
+        edited.write("# edited by hand\n")
+    new = str(releases.new / "madtea-0.2.0.zip")
+    repaired = _madtea(entry, "update", "--from", new)
+    assert repaired.returncode == 0, repaired.stderr
+    assert repaired.stdout.startswith(f"Reinstalled madtea 0.2.0 at {entry.parent} (madtea.py, guard.py, forge.py, "
+                                      "gitops.py), whose forge.py differed from the release, verified")
+    assert {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")} == \
+        _release_state(releases.new / "madtea-0.2.0.zip")
+    assert _madtea(entry, "update", "--from", new).stdout.startswith("madtea 0.2.0 is already installed")
