@@ -49,6 +49,8 @@ __all__ = [
     "status",
     "default_branch",
     "fs_branches",
+    "packed_refs",
+    "common_dir_of",
     "fs_checked_out",
     "blob_ids",
     "carry_files",
@@ -1018,7 +1020,7 @@ def fs_find(path: str | os.PathLike[str]) -> tuple[str, str, str] | None:
 def _fs_repo(start: str, top: str, git_dir: str) -> tuple[str, str, str] | None:
     if start == git_dir or start.startswith(git_dir.rstrip(os.sep) + os.sep):
         return None  # inside the git dir itself: there is no work tree here
-    return top, git_dir, _common_dir_of(git_dir)
+    return top, git_dir, common_dir_of(git_dir)
 
 
 def _looks_like_git_dir(path: str) -> bool:
@@ -1034,7 +1036,8 @@ def _read_gitfile(dotgit: str) -> str | None:
     return git_dir if _looks_like_git_dir(git_dir) else None
 
 
-def _common_dir_of(git_dir: str) -> str:
+def common_dir_of(git_dir: str) -> str:
+    """The common dir a git dir names in its ``commondir`` file (a linked worktree's), else the git dir."""
     text = _read_text(os.path.join(git_dir, "commondir"))
     if not text or not text.strip():
         return git_dir
@@ -1073,7 +1076,7 @@ def nested_origins(top: str | os.PathLike[str]) -> list[tuple[Path, RemoteId | N
         dotgit = os.path.join(path, ".git")
         if os.path.dirname(path) == top_real and not os.path.islink(path) and not os.path.islink(dotgit) \
                 and os.path.isdir(dotgit) and _looks_like_git_dir(dotgit):
-            repo: tuple[str, str, str] | None = (path, dotgit, _common_dir_of(dotgit))
+            repo: tuple[str, str, str] | None = (path, dotgit, common_dir_of(dotgit))
         else:
             repo = fs_find(path)
         url = read_origin(repo[2]) if repo else None
@@ -1350,11 +1353,14 @@ def fs_branches(common_dir: str | os.PathLike[str]) -> frozenset[str]:
     common = Path(common_dir)
     heads = common / "refs" / "heads"
     names = {p.relative_to(heads).as_posix() for p in heads.rglob("*") if p.is_file()} if heads.is_dir() else set()
-    for line in (_read_text(common / "packed-refs") or "").splitlines():
-        ref = line.partition(" ")[2]
-        if not line.startswith(("#", "^")) and ref.startswith("refs/heads/"):
-            names.add(ref[len("refs/heads/"):])
+    names.update(ref[len("refs/heads/"):] for ref in packed_refs(common) if ref.startswith("refs/heads/"))
     return frozenset(names)
+
+
+def packed_refs(common_dir: str | os.PathLike[str]) -> list[str]:
+    """The full names of the refs in the repository's ``packed-refs`` file (none when it has none)."""
+    text = _read_text(os.path.join(common_dir, "packed-refs")) or ""
+    return [line.partition(" ")[2] for line in text.splitlines() if line and not line.startswith(("#", "^"))]
 
 
 def fs_checked_out(common_dir: str | os.PathLike[str]) -> frozenset[str]:
@@ -1381,8 +1387,7 @@ def fs_checked_out(common_dir: str | os.PathLike[str]) -> frozenset[str]:
 def _fs_ref_exists(common: Path, ref: str) -> bool:
     if (common / ref).is_file():
         return True
-    packed = _read_text(common / "packed-refs") or ""
-    return any(line.split(" ", 1)[1:] == [ref] for line in packed.splitlines() if not line.startswith(("#", "^")))
+    return ref in packed_refs(common)
 
 
 # --------------------------------------------------------------------------- status

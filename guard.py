@@ -4299,12 +4299,7 @@ def _hook_git_dir_itself(path: str) -> tuple[str, str, str] | None:
     # GIT_DIR=... or --git-dir=... names the git dir, not a work tree.
     if not (os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "refs"))):
         return None
-    common = path
-    try:
-        with open(os.path.join(path, "commondir"), encoding="utf-8", errors="replace") as fh:
-            common = os.path.realpath(os.path.join(path, fh.read().strip()))
-    except OSError:
-        pass
+    common = gitops.common_dir_of(path)
     top = os.path.dirname(path) if os.path.basename(path) == ".git" else path
     return top, path, common
 
@@ -4324,11 +4319,7 @@ def _hook_ref_kind(common: str, name: str) -> str | None:
                  if os.path.isfile(os.path.join(remotes, r, name))]
     except OSError:
         pass
-    try:
-        with open(os.path.join(common, "packed-refs"), encoding="utf-8", errors="replace") as fh:
-            refs += [line.rstrip("\n").partition(" ")[2] for line in fh]
-    except OSError:
-        pass
+    refs += gitops.packed_refs(common)
     # git's own order: a branch, then a tag, then the remote-tracking ref named in full
     for kind, ref in (("branch", f"refs/heads/{name}"), ("tag", f"refs/tags/{name}"),
                       ("tracking", f"refs/remotes/{name}")):

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import gitops
+import guard
 from helpers import modules_imported
 from topologies import (
     HOST,
@@ -1228,3 +1229,23 @@ def test_to_json_and_from_json_import_neither_json_nor_re():
              "assert gitops.from_json(gitops.to_json({'a': [1, 2.5, 'é', None, True]})) == "
              "{'a': [1, 2.5, 'é', None, True]}\n")
     assert modules_imported(probe, gitops) == "[]"
+
+
+def test_packed_refs_and_commondir_are_read_alike_by_the_rules_and_the_hook(tmp_path: Path) -> None:
+    """One packed-refs file (a header, a peeled tag, lines ended by CRLF as an editor on Windows leaves
+    them) and one commondir, as madtea's branch list and the hook's ref lookup read them."""
+    sha = "a" * 40
+    common = tmp_path / "repo.git"
+    (common / "refs" / "heads").mkdir(parents=True)
+    (common / "packed-refs").write_bytes(
+        f"# pack-refs with: peeled fully-peeled sorted \r\n{sha} refs/heads/main\r\n{sha} refs/tags/v1\r\n"
+        f"^{'b' * 40}\r\n{sha} refs/remotes/origin/feat\r\n".encode())
+    assert gitops.fs_branches(common) == {"main"}
+    assert [guard._hook_ref_kind(str(common), n) for n in ("main", "v1", "origin/feat", "feat", "x")] == \
+        ["branch", "tag", "tracking", "remote:origin", None]
+    linked = common / "worktrees" / "wt"
+    linked.mkdir(parents=True)
+    (linked / "HEAD").write_text("ref: refs/heads/main\n")
+    (linked / "refs").mkdir()
+    (linked / "commondir").write_text("../..\r\n")
+    assert guard._hook_git_dir_itself(str(linked)) == (str(linked), str(linked), str(common))
