@@ -270,13 +270,17 @@ def _shown(value: Any, limit: int = 80) -> str:
 
 
 def _bad(tool: str, action: str | None, name: str, expected: str, value: Any,
-         raw: Mapping[str, Any] | None = None, values: Sequence[Any] = ()) -> Refusal:
-    """A value of the wrong shape: the same call with it set right (each allowed value, when there are few)."""
+         raw: Mapping[str, Any] | None = None, values: Sequence[Any] = (), *, hide: bool = False) -> Refusal:
+    """A value of the wrong shape: the same call with it set right (each allowed value, when there are few).
+
+    With *hide* (an action that carries a secret, whose *raw* values the caller has withheld), the value is
+    not quoted."""
     where = where_of(tool, action)
     others = {k: v for k, v in (raw or {}).items() if k != "action"}
     retry = [call(tool, **_with_action(action, others | {name: v})) for v in values] or \
         [call(tool, **_with_action(action, others | {name: placeholder(expected)}))]
-    return Refusal("BAD_ARGUMENT", f"{where}: {name} must be {expected}, not {_shown(value)}.", target=where,
+    shown = placeholder("the secret value") if hide else _shown(value)
+    return Refusal("BAD_ARGUMENT", f"{where}: {name} must be {expected}, not {shown}.", target=where,
                    next=retry if len(retry) == 1 else (), choices=[(c,) for c in retry] if len(retry) > 1 else ())
 
 
@@ -304,44 +308,45 @@ def _text_problem(name: str, values: Sequence[str]) -> str | None:
     return None
 
 
-def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Mapping[str, Any] | None = None) -> Any:
+def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Mapping[str, Any] | None = None,
+            hide: bool = False) -> Any:
     kind = spec.type
     if kind in ("str", "enum"):
         if isinstance(value, int) and not isinstance(value, bool) and kind == "str":
             value = str(value)
         if not isinstance(value, str):
-            raise _bad(tool, action, spec.name, "a string", value, raw)
+            raise _bad(tool, action, spec.name, "a string", value, raw, hide=hide)
         problem = _text_problem(spec.name, [value])
         if problem:
-            raise _bad(tool, action, spec.name, "a string " + problem, value, raw)
+            raise _bad(tool, action, spec.name, "a string " + problem, value, raw, hide=hide)
         if kind == "enum" and value not in spec.choices:
-            raise _bad(tool, action, spec.name, "one of " + ", ".join(spec.choices), value, raw, spec.choices)
+            raise _bad(tool, action, spec.name, "one of " + ", ".join(spec.choices), value, raw, spec.choices, hide=hide)
         return value
     if kind == "bool":
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.lower() in ("true", "false"):
             return value.lower() == "true"
-        raise _bad(tool, action, spec.name, "true or false", value, raw, (True, False))
+        raise _bad(tool, action, spec.name, "true or false", value, raw, (True, False), hide=hide)
     if kind == "int":
         number = _whole(value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value)
         low = getattr(spec, "minimum", 0)
         if number is None or not low <= number <= MAX_NUMBER:
-            raise _bad(tool, action, spec.name, f"a whole number of at least {low} (and below 2^63)", value, raw)
+            raise _bad(tool, action, spec.name, f"a whole number of at least {low} (and below 2^63)", value, raw, hide=hide)
         return number
     if kind in ("number", "numbers"):
         numbers = _liberal_numbers(value)
         if not numbers:
-            raise _bad(tool, action, spec.name, "an issue or PR number such as 12", value, raw)
+            raise _bad(tool, action, spec.name, "an issue or PR number such as 12", value, raw, hide=hide)
         return numbers
     if kind == "strs":
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-            raise _bad(tool, action, spec.name, "a list of strings", value, raw)
+            raise _bad(tool, action, spec.name, "a list of strings", value, raw, hide=hide)
         problem = _text_problem(spec.name, value)
         if problem:
-            raise _bad(tool, action, spec.name, "a list of strings " + problem, value, raw)
+            raise _bad(tool, action, spec.name, "a list of strings " + problem, value, raw, hide=hide)
         return list(value)
     return value  # json: any shape, checked by its handler
 
@@ -354,6 +359,8 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
     ``numbers=[N]`` as ``number=N`` and refuses several.
     """
     where = where_of(tool, action)
+    hide = any(getattr(spec, "secret", False) for spec in specs.values())
+    shown = _withheld(specs, raw) if hide else raw
     out: dict[str, Any] = {}
     for name, value in raw.items():
         if name == "action":
@@ -367,6 +374,8 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
             known = ", ".join(sorted(specs)) or "none"
             corrected = {(guess if guess and key == name else key): v for key, v in raw.items()
                          if key != "action" and (guess or key != name)}
+            if hide:  # the way on names every required parameter, whichever the misspelt one meant
+                corrected = _withheld(specs, {n: "" for n, p in specs.items() if p.required} | corrected)
             step = call(tool, **_with_action(action, corrected))
             # A misspelt override is still only ever a choice: the call without it is the other one.
             plain = call(tool, **_with_action(action, {k: v for k, v in corrected.items() if k != guess}))
@@ -376,7 +385,7 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
                           choices=((plain,), (step,)) if is_override(step) else ())
         if value is None:
             continue
-        out[spec.name] = _coerce(tool, action, spec, value, raw)
+        out[spec.name] = _coerce(tool, action, spec, value, shown, hide)
     if "number" in specs and "number" in out and isinstance(out["number"], list):
         numbers = out["number"]
         if len(numbers) != 1:
@@ -396,9 +405,21 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
         name = missing[0]
         blank = name in out
         fill = {n: placeholder(n) for n in missing}
+        given = _withheld(specs, out) if hide else out
         raise Refusal("BAD_ARGUMENT", f"{where} needs {', '.join(missing)}" + (", and it is blank." if blank else "."),
-                      target=where, next=(call(tool, **_with_action(action, out | fill)),))
+                      target=where, next=(call(tool, **_with_action(action, given | fill)),))
     return out
+
+
+def _withheld(specs: Mapping[str, ParamSpec], args: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments of an action that carries a secret, each value replaced by a placeholder to fill again.
+
+    A secret may come under any key (a misspelt one, or the wrong one), so no value given to such an action is
+    repeated in a refusal's text or way on; placeholders stay as they are.
+    """
+    return {key: value if is_placeholder(value) or key == "action" else placeholder(
+        "the secret value" if getattr(specs.get(key), "secret", False)
+        else f"the {key} again (not repeated: this action carries a secret)") for key, value in args.items()}
 
 
 def _with_action(action: str | None, args: dict[str, Any]) -> dict[str, Any]:
@@ -1785,6 +1806,9 @@ def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], 
             body = {renamed.get(k, k): v for k, v in body.items()}
     if isinstance(body, Mapping):
         args |= {k: v for k, v in body.items() if k in specs and isinstance(v, (str, int, bool))}
+    if any(getattr(p, "secret", False) for p in specs.values()):  # the body may be the secret under any key
+        args = {"owner_repo": owner_repo, "name": path.rsplit("/", 1)[-1]} | _withheld(
+            specs, {n: "" for n, p in specs.items() if getattr(p, "secret", False)})
     args |= {name: placeholder(name) for name, p in specs.items() if p.required and name not in args}
     return Refusal("BAD_ARGUMENT", f"{method} {path} is what {tool} action={action} does, with its safety checks; "
                    f"use it instead.", target=path, next=(call(tool, action=action, **args),))

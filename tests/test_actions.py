@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import guard
+import madtea
 from fakeforge import FakeForge, call
 from remote_env import Env, child_env, env  # noqa: F401 - fixtures
 
@@ -192,3 +193,40 @@ def test_the_hook_steers_a_typed_secret_without_repeating_it(tmp_path: Any) -> N
                          text=True, env=child_env(), timeout=60)
     assert out.returncode == 2 and "madt_actions action=set_secret" in out.stderr
     assert SECRET[:8] not in out.stderr + out.stdout and 'body="<the secret value>"' in out.stderr
+
+
+_MISSPELT = ("bdy", "Body", "bodyy", "bod", "BODY", "value", "data", "secret", "val", "secret_value")
+
+
+@pytest.mark.parametrize("key", _MISSPELT)
+def test_a_secret_under_a_misspelt_parameter_is_never_repeated(env: Env, key: str) -> None:
+    refused = env.refused("UNKNOWN_PARAMETER", "madt_actions", action="set_secret", name="DEPLOY_KEY",
+                          **{key: SECRET})
+    text = madtea.render_text(refused, "mcp")
+    shown = text + json.dumps(refused.data, default=str) + json.dumps(refused.error, default=str)
+    assert SECRET not in shown and SECRET[:8] not in shown and json.dumps(SECRET)[1:9] not in shown
+    way = refused.error["next"] or [c[0] for c in refused.error["choices"]]
+    assert way and all(step["args"]["body"] == "<the secret value>" for step in way), way
+    assert all(step["args"]["action"] == "set_secret" and key not in step["args"] for step in way)
+    assert 'body="<the secret value>"' in text
+    assert env.repo.secrets == {}
+
+
+@pytest.mark.parametrize("args", [{"name": SECRET, "body": SECRET}, {"nmae": SECRET, "body": "x"},
+                                  {"name": "K", "body": [SECRET]}, {"body": SECRET},
+                                  {"name": "K", "body": SECRET, "owner_repo": SECRET}])
+def test_no_value_given_to_an_action_that_carries_a_secret_is_repeated(env: Env, args: dict[str, Any]) -> None:
+    refused = env.call("madt_actions", action="set_secret", **args)
+    assert refused.is_error
+    shown = madtea.render_text(refused, "mcp") + json.dumps(refused.data, default=str) + json.dumps(refused.error, default=str)
+    assert SECRET[:8] not in shown, shown
+
+
+@pytest.mark.parametrize("body", [{"data": SECRET}, {"body": SECRET}, {"value": SECRET, "name": SECRET}])
+def test_a_secret_sent_through_the_passthrough_is_steered_without_its_value(env: Env, body: dict[str, Any]) -> None:
+    refused = env.refused("BAD_ARGUMENT", "madt_api_call", path="/repos/acme/web/actions/secrets/DEPLOY_KEY",
+                          method="PUT", body=body)
+    shown = madtea.render_text(refused, "mcp") + json.dumps(refused.data, default=str) + json.dumps(refused.error, default=str)
+    assert SECRET[:8] not in shown
+    assert refused.error["next"][0]["args"] | {"owner_repo": None} == {
+        "action": "set_secret", "owner_repo": None, "name": "DEPLOY_KEY", "body": "<the secret value>"}
