@@ -881,7 +881,7 @@ def _parse_remote_url(url: str) -> RemoteId | None:
 def _parse_scheme_url(scheme: str, rest: str) -> RemoteId | None:
     kind = _SCHEMES.get(scheme)
     authority, slash, path = rest.partition("/")
-    if kind is None or not slash:
+    if kind is None or not slash or authority.startswith("-"):
         return None
     host_port = _split_host_port(authority.rpartition("@")[2])
     if host_port is None:
@@ -897,6 +897,8 @@ def _parse_scp(url: str) -> RemoteId | None:
     if match is None:
         return None
     host, path = match.group(1), match.group(2)
+    if url.startswith("-") or path.startswith("-"):
+        return None  # git hands ssh no host or path that reads as an option ("strange hostname/pathname")
     if len(host) == 1 and "@" not in url:
         return None  # "C:/work/repo" is a Windows drive, not a host called C
     if host.startswith("["):
@@ -1132,8 +1134,9 @@ def _sequencer_operation(git_dir: str) -> str | None:
 def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
     """The first ``remote.origin.url`` in the repo's own config file, as written.
 
-    No subprocess, no ``insteadOf`` rewriting and no ``include`` files: this is
-    what the repo says its origin is. None when absent or the file is malformed.
+    No subprocess: this is what the repo says its origin is. None when absent, when
+    the file is malformed, and when it includes other files or rewrites URLs
+    (``insteadOf``), since git's origin may then differ from what the file says.
     """
     path = os.path.join(common_dir, "config")
     try:
@@ -1148,8 +1151,7 @@ def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
     known = _ORIGINS.get(path)
     if known is not None and known[0] == key:
         return known[1]
-    values = _config_values(path, "remote", "origin", "url")
-    origin = values[0] if values else None
+    origin = _file_origin(path)
     if _time.time() - max(st.st_mtime, st.st_ctime) > 2:
         if len(_ORIGINS) >= 4096:
             _ORIGINS.clear()
@@ -1158,6 +1160,21 @@ def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
 
 
 _ORIGINS: dict[str, tuple[tuple[int, ...], str | None]] = {}
+
+
+def _file_origin(path: str) -> str | None:
+    text = _read_text(path)
+    try:
+        entries = list(_parse_config(text)) if text is not None else []
+    except ValueError:
+        return None  # git would refuse this file too
+    # An include may set the URL before this file does, and insteadOf rewrites it: then the file
+    # alone cannot say which origin git uses, and an unknown origin fails closed.
+    if any(s in ("include", "includeif") or (s, k) == ("url", "insteadof") for s, _, k, _ in entries):
+        return None
+    if any(v is None and s in ("remote", "branch", "url") for s, _, _, v in entries):
+        return None  # a valueless url, pushurl or merge makes git refuse to read any remote
+    return next((v for s, sub, k, v in entries if (s, sub, k) == ("remote", "origin", "url")), None)
 
 
 def _config_values(path: str | os.PathLike[str], section: str, subsection: str | None, key: str) -> list[str]:

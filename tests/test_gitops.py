@@ -452,7 +452,7 @@ def test_read_origin_remembers_an_unchanged_config_and_sees_every_change(tmp_pat
     config.write_text(f'[remote "origin"]\n\turl = {other}\n')  # same size, same moment: read again
     assert gitops.read_origin(tmp_path) == other
     parsed: list[object] = []
-    monkeypatch.setattr(gitops, "_config_values", lambda *a, _real=gitops._config_values: parsed.append(a) or _real(*a))
+    monkeypatch.setattr(gitops, "_file_origin", lambda *a, _real=gitops._file_origin: parsed.append(a) or _real(*a))
     later = time.time() + 60
     monkeypatch.setattr(gitops, "_time", type("Clock", (), {"time": staticmethod(lambda: later)}))
     assert gitops.read_origin(tmp_path) == other and len(parsed) == 1  # settled a minute ago: parsed once more
@@ -476,6 +476,17 @@ def test_read_origin_remembers_an_unchanged_config_and_sees_every_change(tmp_pat
 def test_read_origin_without_an_origin_url(tmp_path, config):
     assert _origin_from(tmp_path, config) is None
     assert not _git_says(tmp_path)
+
+
+@pytest.mark.parametrize("config", [
+    f'[include]\n\tpath = other.config\n[remote "origin"]\n\turl = {WEB}\n',  # git may read another url first
+    f'[remote "origin"]\n\turl = {WEB}\n[includeIf "gitdir:/"]\n\tpath = other.config\n',
+    f'[remote "origin"]\n\turl = {WEB}\n[url "https://forge.example.test/acme/api"]\n\tinsteadOf = '
+    'https://forge.example.test/acme/web\n',  # git fetches from another repository
+    f'[remote "origin"]\n\turl = {WEB}\n[remote "upstream"]\n\tpushurl\n',  # git refuses every remote
+])
+def test_read_origin_gives_up_where_git_may_use_another_origin(tmp_path, config):
+    assert _origin_from(tmp_path, config) is None
 
 
 @pytest.mark.parametrize("config", [
