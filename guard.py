@@ -1217,9 +1217,12 @@ def call_ran_out(tool: str, seconds: float) -> Refusal:
                                "lets the same call run to its end.")
 
 
-def no_such_tool(tool: str) -> Refusal:
-    return Refusal("BAD_ARGUMENT", f"There is no tool named {tool}.", target=tool,
-                   user_action="Use one of the madtea tools the server lists.")
+def no_such_tool(tool: str, near: Sequence[Call]) -> Refusal:
+    """A tool name the server does not have: the caller's own slip, answered with the nearest tools it offers."""
+    shown = _shown(tool)
+    names = ", ".join(step["tool"] for step in near)
+    return Refusal("BAD_ARGUMENT", f"There is no tool named {shown}; the nearest this server offers: {names}.",
+                   target=shown, choices=tuple((step,) for step in near))
 
 
 def check_no_action(tool: str, action: Any, others: Mapping[str, Any]) -> None:

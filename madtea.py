@@ -262,6 +262,7 @@ class Param:
     minimum: int = 0              # the least whole number an "int" parameter takes, on both surfaces
     cli_help: str | None = None   # the CLI's wording, where the description speaks of the MCP server
     secret: bool = False          # a value never shown back: scrubbed from every result of the call
+    shape: str = "any"            # a "json" value's JSON type on the MCP surface: object, objects or any
 
 
 @record(frozen=True)
@@ -284,6 +285,12 @@ class Op:
                                   # confined to a repository list); "account": the account itself (cannot be)
     read_form: tuple[str, tuple[str, ...]] | None = None  # (param, values): a call with one of these (or
                                   # without the param: the first is its default) only reads
+    remote_git: bool = False      # a local-git operation that talks to a git remote (push, pull)
+
+    @property
+    def reaches(self) -> bool:
+        """Whether the operation talks to the world outside the checkout: a forge, or a git remote."""
+        return self.kind == "remote" or self.remote_git
 
     @property
     def specs(self) -> dict[str, Param]:
@@ -330,16 +337,35 @@ TOOL_SUMMARIES: dict[str, str] = {
 }
 
 
+# Each tool's name for people (a client's tool list and confirmations).
+TOOL_TITLES: dict[str, str] = {
+    "madt_status": "Git status", "madt_log": "Git log", "madt_add": "Stage files", "madt_commit": "Commit",
+    "madt_push": "Push", "madt_pull": "Pull", "madt_branch_create": "Create branch",
+    "madt_branch_delete": "Delete branch", "madt_switch": "Switch branch", "madt_worktrees": "Worktrees",
+    "madt_prune": "Prune branches", "madt_issues": "Issues", "madt_pr": "Pull requests", "madt_labels": "Labels",
+    "madt_milestones": "Milestones", "madt_releases": "Releases", "madt_repo": "Repository",
+    "madt_search": "Search", "madt_notifications": "Notifications", "madt_people": "People", "madt_wiki": "Wiki",
+    "madt_files": "Repository files", "madt_actions": "Actions (CI)", "madt_whoami": "Who am I",
+    "madt_api_call": "Forge API call", "madt_finish": "Finish work",
+}
+
+
 def operation(tool: str, action: str | None = None, *, cli: tuple[str, ...], summary: str,
               params: Sequence[Param] = (), kind: str, mutating: bool, destructive: bool = False,
               idempotent: bool = False, batch: str | None = None, cli_only: bool = False, reach: str = "repo",
-              read_form: tuple[str, tuple[str, ...]] | None = None
+              read_form: tuple[str, tuple[str, ...]] | None = None, remote_git: bool = False
               ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
-    """Declare an operation; the decorated function is its service."""
+    """Declare an operation; the decorated function is its service.
+
+    What it does is declared here once, and every hint is derived from it: *mutating* (writes; else it
+    reads), *destructive* (can overwrite or remove existing data), *idempotent* (repeated with the same
+    arguments, no further effect), and whether it reaches beyond the checkout (*kind* "remote": the
+    forge; *remote_git*: a git remote).
+    """
     def register(handler: Callable[..., Result]) -> Callable[..., Result]:
         common = (DIR,) if kind == "local" else (OWNER_REPO,)
         REGISTRY.append(Op(tool, action, cli, summary, tuple(params) + common + (JSON_OUT,), handler,
-                           kind, mutating, destructive, idempotent, batch, cli_only, reach, read_form))
+                           kind, mutating, destructive, idempotent, batch, cli_only, reach, read_form, remote_git))
         return handler
     return register
 
@@ -372,7 +398,7 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
     """
     ops = tool_ops(tool, surface)
     if not ops:
-        raise guard.no_such_tool(tool)
+        raise guard.no_such_tool(tool, _nearest_tools(tool, scope))
     others = {k: v for k, v in (raw or {}).items() if k != "action"}
     if len(ops) == 1 and ops[0].action is None:
         guard.check_no_action(tool, action, others)
@@ -391,6 +417,22 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
                                              | {k: v for k, v in others.items() if k in op.specs}),) for op in ops)
     required = {str(a): [n for n, spec in op.specs.items() if spec.required] for a, op in by_action.items()}
     raise guard.unknown_action(tool, action, names, others, every, required)
+
+
+def _nearest_tools(tool: Any, scope: guard.Scope | None) -> list[dict[str, Any]]:
+    """The three offered tools whose names are nearest *tool*, each as a call of its first action."""
+    import difflib
+
+    offered = tool_names(scope)
+    reading = [name for name in offered if any(not op.mutating for op in scoped_ops(name, scope))]
+    near = difflib.get_close_matches(str(tool)[:100], offered, n=3, cutoff=0.75) or reading[:3] or offered[:3]
+    steps = []
+    for name in near:
+        ops = scoped_ops(name, scope)
+        op = next((o for o in ops if not o.mutating), ops[0])
+        required = {n: guard.placeholder(n) for n, spec in op.specs.items() if spec.required}
+        steps.append(guard.call(name, **guard._with_action(op.action, required)))
+    return steps
 
 
 # --- shared parameters ---
@@ -517,7 +559,45 @@ def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
         result.text = f"{result.text}\n{note}" if note else result.text
     result.notes = notes + result.notes
     secrets = _secret_values(tool, raw)
-    return _redacted(_without_secrets(result, secrets) if secrets else result)
+    return _bounded(_redacted(_without_secrets(result, secrets) if secrets else result), raw)
+
+
+ECHO_LIMIT = 1000      # characters of one argument a refusal's step repeats; a longer one is named, with its size
+REFUSAL_LIMIT = 4000   # characters of a refusal's own text
+
+
+def _bounded(result: Result, raw: Any) -> Result:
+    """A refusal of bounded size whatever the call sent: each step's argument too long to repeat becomes a
+    placeholder naming it and its size (the caller has the value), and the text is cut with its size said."""
+    if result.error is None:
+        return result
+    import json
+
+    def size(value: Any) -> int:
+        return len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
+
+    def said(name: str, value: Any) -> Any:
+        if size(value) <= ECHO_LIMIT:
+            return value
+        measure = f"{len(value):,} characters" if isinstance(value, str) else \
+            f"{len(value):,} values" if isinstance(value, (list, tuple, dict)) else f"{size(value):,} characters"
+        same = isinstance(raw, dict) and raw.get(name) == value
+        return guard.placeholder(f"the same {name} as this call ({measure})" if same else
+                                 f"this call's {name} less what the text names ({measure}; too long to repeat)")
+
+    def step(s: Any) -> Any:
+        if isinstance(s, dict) and isinstance(s.get("args"), dict):
+            return s | {"args": {k: said(k, v) for k, v in s["args"].items()}}
+        return s
+
+    error = result.error
+    error["next"] = [step(s) for s in error.get("next") or []]
+    error["choices"] = [[step(s) for s in choice] for choice in error.get("choices") or []]
+    if isinstance(error.get("target"), str) and len(error["target"]) > ECHO_LIMIT:
+        error["target"] = error["target"][:ECHO_LIMIT] + f"… ({len(error['target']):,} characters)"
+    if len(result.text) > REFUSAL_LIMIT:
+        result.text = result.text[:REFUSAL_LIMIT] + f"… (cut: the whole text is {len(result.text):,} characters)"
+    return result
 
 
 def _redacted(result: Result) -> Result:
@@ -1547,7 +1627,7 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
     return guard.check_lease(inv.local, branch, lease, gitops.head_sha(_grepo(inv), lease) if short else None)
 
 
-@operation("madt_push", cli=("push",), kind="local", mutating=True,
+@operation("madt_push", cli=("push",), kind="local", mutating=True, destructive=True, remote_git=True,
            summary="Push a branch to origin; never a blind force push.",
            params=(Param("branch", description="The local branch to push (default: the current branch).",
                          positional=True),
@@ -1574,7 +1654,7 @@ def push_op(inv: Invocation) -> Result:
 
 # --- madt_pull ---
 
-@operation("madt_pull", cli=("pull",), kind="local", mutating=True, idempotent=True,
+@operation("madt_pull", cli=("pull",), kind="local", mutating=True, idempotent=True, remote_git=True,
            summary="Fast-forward the current branch from origin; never a merge or rebase.",
            params=(Param("branch", description="The remote branch to pull (default: the current branch's own).",
                          positional=True),))
@@ -2637,13 +2717,13 @@ def issue_edit_op(inv: Invocation) -> Result:
     return _edit(inv, "issue")
 
 
-@operation("madt_issues", "close", cli=("issue", "close"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_issues", "close", cli=("issue", "close"), kind="remote", mutating=True,
            summary="Close one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
 def issue_close_op(inv: Invocation) -> Result:
     return _set_state(inv, "closed", "issue")
 
 
-@operation("madt_issues", "reopen", cli=("issue", "reopen"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_issues", "reopen", cli=("issue", "reopen"), kind="remote", mutating=True,
            summary="Reopen one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
 def issue_reopen_op(inv: Invocation) -> Result:
     return _set_state(inv, "open", "issue")
@@ -2976,13 +3056,13 @@ def pr_edit_op(inv: Invocation) -> Result:
     return _edit(inv, "pr")
 
 
-@operation("madt_pr", "close", cli=("pr", "close"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_pr", "close", cli=("pr", "close"), kind="remote", mutating=True,
            summary="Close a pull request without merging, optionally with a comment.", params=(NUMBERS, COMMENT))
 def pr_close_op(inv: Invocation) -> Result:
     return _set_state(inv, "closed", "pull request")
 
 
-@operation("madt_pr", "reopen", cli=("pr", "reopen"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_pr", "reopen", cli=("pr", "reopen"), kind="remote", mutating=True,
            summary="Reopen a closed pull request.", params=(NUMBERS, COMMENT))
 def pr_reopen_op(inv: Invocation) -> Result:
     return _set_state(inv, "open", "pull request")
@@ -3101,7 +3181,7 @@ REVIEW_ID = Param("review_id", "int", "The review's id.", required=True, minimum
            summary="Review a pull request: approve, request changes, or comment, with inline comments.",
            params=(NUMBER, EVENT, BODY_NEW, BODY_FILE,
                    Param("inline", "json", 'Inline comments: [{"path": "a.py", "line": 3, "body": "..."}]; '
-                         "old_line for a removed line.")))
+                         "old_line for a removed line.", shape="objects")))
 def pr_review_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     event = _EVENTS[inv.args["event"]]
@@ -3300,7 +3380,7 @@ def pr_checks_op(inv: Invocation) -> Result:
                   {"sha": sha, "state": combined.get("state"), "statuses": statuses})
 
 
-@operation("madt_pr", "update_branch", cli=("pr", "update-branch"), kind="remote", mutating=True,
+@operation("madt_pr", "update_branch", cli=("pr", "update-branch"), kind="remote", mutating=True, destructive=True,
            summary="Bring a pull request's head up to date with its base, by merge or rebase.",
            params=(NUMBER, Param("style", "enum", "merge (default) or rebase.", choices=("merge", "rebase"))))
 def pr_update_branch_op(inv: Invocation) -> Result:
@@ -3366,7 +3446,8 @@ def label_create_op(inv: Invocation) -> Result:
     return Result(f"Created label {made['name']} (id {made['id']}) in {api(inv).target.slug}.", _label_row(made))
 
 
-@operation("madt_labels", "edit", cli=("label", "edit"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_labels", "edit", cli=("label", "edit"), kind="remote", mutating=True, destructive=True,
+           idempotent=True,
            summary="Rename or recolour a label, or change its description.",
            params=(LABEL_NAME, Param("new_name", description="The label's new name."), COLOR, DESCRIPTION))
 def label_edit_op(inv: Invocation) -> Result:
@@ -3452,7 +3533,8 @@ def _milestone_patch(inv: Invocation, fields: dict[str, Any], verb: str) -> Resu
     return Result(f"{verb} milestone {made['title']} in {api(inv).target.slug}.", _milestone_row(made))
 
 
-@operation("madt_milestones", "edit", cli=("milestone", "edit"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_milestones", "edit", cli=("milestone", "edit"), kind="remote", mutating=True, destructive=True,
+           idempotent=True,
            summary="Edit a milestone's title, description or due date.",
            params=(MILESTONE_TITLE, Param("new_title", description="The milestone's new title."), DESCRIPTION, DUE))
 def milestone_edit_op(inv: Invocation) -> Result:
@@ -3542,7 +3624,8 @@ def release_create_op(inv: Invocation) -> Result:
     return Result(text, _release_row(made))
 
 
-@operation("madt_releases", "edit", cli=("release", "edit"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_releases", "edit", cli=("release", "edit"), kind="remote", mutating=True, destructive=True,
+           idempotent=True,
            summary="Edit a release's title, notes, draft or pre-release state.", params=(TAG, *RELEASE_FIELDS))
 def release_edit_op(inv: Invocation) -> Result:
     r = _release_by_tag(inv)
@@ -3630,7 +3713,8 @@ def repo_fork_op(inv: Invocation) -> Result:
     return Result(f"Forked {api(inv).target.slug} to {made.get('full_name')}\n{made.get('html_url')}", _repo_row(made))
 
 
-@operation("madt_repo", "edit", cli=("repo", "edit"), kind="remote", mutating=True, idempotent=True,
+@operation("madt_repo", "edit", cli=("repo", "edit"), kind="remote", mutating=True, destructive=True,
+           idempotent=True,
            summary="Edit the repository's description, website, default branch or merge settings.",
            params=(DESCRIPTION, Param("homepage", description="The website address."),
                    Param("default_branch", description="The default branch."),
@@ -3777,7 +3861,7 @@ def repo_create_branch_op(inv: Invocation) -> Result:
                   f"{_web(inv, 'src', 'branch', name)}", {"branch": made.get("name"), "sha": at, "from": start})
 
 
-@operation("madt_repo", "rename_branch", cli=("repo", "rename-branch"), kind="remote", mutating=True,
+@operation("madt_repo", "rename_branch", cli=("repo", "rename-branch"), kind="remote", mutating=True, destructive=True,
            summary="Rename a branch on the forge.",
            params=(BRANCH, Param("new_name", description="The branch's new name.", required=True, positional=True),
                    Param("allow_default_branch", "bool",
@@ -4514,7 +4598,7 @@ CHANGE_SPECS = {p.name: p for p in (
 @operation("madt_files", "change", cli=("files", "change"), kind="remote", mutating=True, destructive=True,
            summary="Commit several files at once.",
            params=(Param("changes", "json", "Per file: edit's fields, from_path to move, remove=true; no sha: "
-                         "a new file.", required=True,
+                         "a new file.", required=True, shape="objects",
                          cli_help='A JSON list, per file: the fields of files edit, "from_path" to move it, '
                          '"remove": true to remove it; without "sha", a new file.'),
                    *FILE_WRITES))
@@ -4664,7 +4748,7 @@ def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Any]]]:
            params=(Param("workflow", description="The workflow's file name, e.g. ci.yml.", required=True,
                          positional=True),
                    Param("ref", description="The branch or tag (default: the default branch)."),
-                   Param("inputs", "json", 'Its inputs, e.g. {"level": "3"}.')))
+                   Param("inputs", "json", 'Its inputs, e.g. {"level": "3"}.', shape="object")))
 def actions_dispatch_op(inv: Invocation) -> Result:
     import json
     remote, c = api(inv), forge_call(inv)
@@ -4794,12 +4878,16 @@ def whoami_op(inv: Invocation) -> Result:
                             "credential": _forge().describe_source(remote.token_source),
                             "launch_repo": str(remote.target.launch.top) if remote.target.launch else None}
     data["user"] = None
+    problems: list[Any] = []
     try:
         data["forge"] = f"{remote.flavour()} {remote.version()}"
     except _forge().ForgeError as exc:
+        problems.append(exc)
         warn(f"the forge did not say which version it runs: {exc}")
     try:
-        if remote.confined:
+        if problems and problems[0].code == "FORGE_UNAVAILABLE":
+            pass  # unreachable: asking again would only wait as long once more
+        elif remote.confined:
             # The launch scope's third carve-out is this local report: on another host the credential
             # reaches only the repository's own paths, so /user is not asked there.
             notice(f"{remote.target.host} is outside the launch repo's forge; whose credential this is was not "
@@ -4807,8 +4895,15 @@ def whoami_op(inv: Invocation) -> Result:
         else:
             data["user"] = remote.client.get("/user").get("login")
     except _forge().ForgeError as exc:
+        problems.append(exc)
         warn(f"the forge did not say who the credential belongs to: {exc}")
-    lines = [f"forge host {data['host']} ({data.get('forge', 'unknown version')}) at {data['api']}",
+    # Reachability is data: the call answers what it knows locally either way, and a program reads
+    # "reachable" and "problem" rather than the warning's words.
+    unreachable = bool(problems) and all(p.code == "FORGE_UNAVAILABLE" for p in problems)
+    data["reachable"] = not unreachable
+    data["problem"] = {"code": problems[0].code, "message": str(problems[0])} if problems else None
+    lines = [f"forge host {data['host']} ({data.get('forge', 'unknown version')}) at {data['api']}"
+             + (" — not reachable now" if unreachable else ""),
              f"user: {data['user'] or 'unknown'}; credential from {data['credential'] or 'nowhere (none found)'}",
              f"default repository: {data['repo']}"
              + (f" (launch repo {data['launch_repo']})" if data["launch_repo"] else "")]
@@ -5120,7 +5215,7 @@ def _finish_resume(inv: Invocation, steps: _Steps) -> dict[str, Any]:
     return guard.call("madt_finish", **args)
 
 
-@operation("madt_finish", cli=("finish",), kind="local", mutating=True, destructive=True,
+@operation("madt_finish", cli=("finish",), kind="local", mutating=True, destructive=True, remote_git=True,
            summary="Finish a unit of work in one call: commit the declared files, push, open (or reuse) the pull "
                    "request, merge it with a head check, close linked issues, return to the default branch and pull.",
            params=(Param("title", description="The commit subject and pull request title — not `message`.",
@@ -5670,30 +5765,46 @@ def _stderr(text: str, colour: str) -> None:
 
 # --- the MCP server ---
 
-INSTRUCTIONS = (
-    "madtea works on Gitea and Forgejo repositories and their local checkouts. Use the madt_* tools "
-    "rather than raw git for staging, committing, branching, pushing and pulling. To act on a "
-    "repository other than the one this server was launched in, pass dir= (local git: its absolute "
-    "path) or owner_repo= (forge: owner/repo). Declare the exact files you changed; there is no "
-    "stage-everything mode. Finish a unit of work with madt_finish, which commits, pushes, opens "
-    "and merges the pull request, and returns to the default branch. When a call is refused, its "
-    "result names the call to make next."
+# The server's instructions, sentence by sentence; each is said only when a tool it names is offered.
+_INSTRUCTION_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    ((), "madtea works on Gitea and Forgejo repositories and their local checkouts."),
+    (("madt_add", "madt_commit", "madt_push", "madt_pull", "madt_branch_create", "madt_switch"),
+     "Use the madt_* tools rather than raw git for staging, committing, branching, pushing and pulling."),
+    (("local",), "To act on a repository other than the one this server was launched in, pass dir= (local git: "
+                 "its absolute path)"),
+    (("remote",), "owner_repo= (forge: owner/repo)"),
+    (("madt_add", "madt_commit", "madt_finish"),
+     "Declare the exact files you changed; there is no stage-everything mode."),
+    (("madt_finish",), "Finish a unit of work with madt_finish, which commits, pushes, opens and merges the pull "
+                       "request, and returns to the default branch."),
+    ((), "When a call is refused, its result names the call to make next."),
 )
 
-READ_ONLY_INSTRUCTIONS = (
-    "madtea works on Gitea and Forgejo repositories and their local checkouts. This server was started "
-    "read-only: its madt_* tools only read (status, logs, issues, pull requests, releases, the forge's API "
-    "by GET), and any change is refused. To read a repository other than the one this server was launched "
-    "in, pass dir= (local git: its absolute path) or owner_repo= (forge: owner/repo). When a call is "
-    "refused, its result says what to do next."
-)
+
+def _instructions(offered: Sequence[str]) -> str:
+    """The instructions for a server offering *offered* tools: no sentence names a tool it does not offer."""
+    kinds = {op.kind for op in REGISTRY if op.tool in offered and not op.cli_only}
+    said = [text for needs, text in _INSTRUCTION_PARTS
+            if not needs or any(n in offered or n in kinds for n in needs)]
+    local = _INSTRUCTION_PARTS[2][1]
+    forge = _INSTRUCTION_PARTS[3][1]
+    if local in said and forge in said:  # one sentence: dir= for checkouts, owner_repo= for the forge
+        said[said.index(local)] = f"{local} or {forge}."
+        said.remove(forge)
+    elif forge in said:
+        said[said.index(forge)] = f"To act on a repository other than the launch repo's, pass {forge}."
+    elif local in said:
+        said[said.index(local)] = f"{local}."
+    return " ".join(said)
 
 
 def server_instructions(scope: guard.Scope | None = None) -> str:
-    """The server's instructions: madtea's conventions, and the effective scope when it has one."""
+    """The server's instructions: madtea's conventions for the tools it offers, and the effective scope."""
     if scope is None or not scope.active:
         return INSTRUCTIONS
-    base = READ_ONLY_INSTRUCTIONS if scope.read_only else INSTRUCTIONS
+    base = _instructions(tool_names(scope))
+    if scope.read_only:
+        base += " This server is read-only: its tools only read, and any change is refused."
     return (f"{base}\nThis server's scope: {scope.describe()}. Calls outside it are refused; only the person "
             f"who started the server can widen it.")
 
@@ -5701,8 +5812,10 @@ def server_instructions(scope: guard.Scope | None = None) -> str:
 _SCHEMA_TYPES: dict[str, dict[str, Any]] = {
     "str": {"type": "string"}, "enum": {"type": "string"}, "int": {"type": "integer"},
     "bool": {"type": "boolean"}, "strs": {"type": "array", "items": {"type": "string"}},
-    "number": {"type": ["integer", "string", "array"]}, "numbers": {"type": ["integer", "string", "array"]},
-    "json": {},
+    "number": {"type": ["integer", "string", "array"], "items": {"type": ["integer", "string"]}},
+    "numbers": {"type": ["integer", "string", "array"], "items": {"type": ["integer", "string"]}},
+    "json": {"type": ["object", "array", "string", "number", "boolean", "null"], "items": {}},
+    "object": {"type": "object"}, "objects": {"type": "array", "items": {"type": "object"}},
 }
 
 
@@ -5740,7 +5853,7 @@ def tool_schema(tool: str, scope: guard.Scope | None = None) -> dict[str, Any]:
             described.setdefault(p.name, {}).setdefault(p.description, []).append(str(op.action))
             if p.name in props:
                 continue
-            schema = dict(_SCHEMA_TYPES[p.type])
+            schema = dict(_SCHEMA_TYPES[p.shape if p.type == "json" and p.shape != "any" else p.type])
             if p.choices:
                 schema["enum"] = list(p.choices)
             props[p.name] = schema
@@ -5785,7 +5898,7 @@ def tool_annotations(tool: str, scope: guard.Scope | None = None) -> ToolHints:
     ops = scoped_ops(tool, scope)
     reads_only = scope is not None and scope.read_only
     read_only = not any(op.mutating and not (reads_only and op.read_form) for op in ops)
-    hints: ToolHints = {"read_only_hint": read_only, "open_world_hint": any(op.kind == "remote" for op in ops)}
+    hints: ToolHints = {"read_only_hint": read_only, "open_world_hint": any(op.reaches for op in ops)}
     if not read_only:
         hints["destructive_hint"] = any(op.destructive for op in ops)
         hints["idempotent_hint"] = all(op.idempotent for op in ops)
@@ -5796,6 +5909,9 @@ def tool_names(scope: guard.Scope | None = None) -> list[str]:
     """The agent surface's tools, in registry order; under a *scope*, those it offers any action of."""
     names = list(dict.fromkeys(op.tool for op in REGISTRY if not op.cli_only))
     return [name for name in names if scoped_ops(name, scope)] if scope is not None and scope.active else names
+
+
+INSTRUCTIONS = _instructions(tool_names())
 
 
 def _needs_roots(tool: str, raw: Mapping[str, Any]) -> bool:
@@ -5833,12 +5949,10 @@ async def _client_roots(ctx: Any) -> list[str] | None:
 # stdout: slow forge calls can fill their lane, never the protocol's.
 NETWORK_WORKERS = 32
 LOCAL_WORKERS = 8
-_REACHES_REMOTE = frozenset({"madt_push", "madt_pull", "madt_finish"})
 
 
 def _lane(tool: str) -> str:
-    ops = tool_ops(tool)
-    return "network" if tool in _REACHES_REMOTE or any(op.kind == "remote" for op in ops) else "local"
+    return "network" if any(op.reaches for op in tool_ops(tool)) else "local"
 
 
 CALL_DEADLINE = 45.0  # seconds a call without progress has: clients give up at 60, and answering takes a moment
@@ -5968,7 +6082,8 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
 
     launch = Path(launch_dir or os.getcwd())
     scope = scope or guard.Scope()
-    tools = [types.Tool(name=name, description=tool_description(name, scope), input_schema=tool_schema(name, scope),
+    tools = [types.Tool(name=name, title=TOOL_TITLES[name], description=tool_description(name, scope),
+                        input_schema=tool_schema(name, scope),
                         annotations=types.ToolAnnotations(**tool_annotations(name, scope)))
              for name in tool_names(scope)]
     lanes = {"network": anyio.CapacityLimiter(NETWORK_WORKERS), "local": anyio.CapacityLimiter(LOCAL_WORKERS)}

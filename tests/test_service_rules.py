@@ -334,7 +334,8 @@ ISSUES = guard.Asked("madt_issues", "list", {"owner_repo": "acme/web", "state": 
 
 
 def test_a_call_names_a_tool_and_one_of_its_actions() -> None:
-    assert guard.no_such_tool("madt_nope").user_action == "Use one of the madtea tools the server lists."
+    nope = guard.no_such_tool("madt_nope", [guard.call("madt_status")])
+    assert (nope.code, nope.user_action, nope.next) == ("BAD_ARGUMENT", None, ({"tool": "madt_status", "args": {}},))
     guard.check_no_action("madt_status", None, {})
     r = refusal(guard.check_no_action, "madt_status", "list", {"dir": "/w/web"})
     assert (r.code, r.message, way(r)) == ("UNKNOWN_PARAMETER", "madt_status takes no action parameter.",

@@ -1,0 +1,160 @@
+"""What a client reads before and after a call: hints derived from the registry, titles, portable schemas,
+instructions that match the offered tools, and answers of bounded size on every path.
+
+Each test starts ``madtea mcp`` as a stdio child and reads it through the SDK's own client, with and
+without a scope (--read-only, --tools).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+import madtea
+from remote_env import Env, child_env, env  # noqa: F401 - fixtures
+from topologies import make_repo, run_git
+
+pytestmark = pytest.mark.anyio
+
+SCOPES = {"full": [], "read-only": ["--read-only"],
+          "some": ["--tools", "madt_status,madt_push,madt_issues:list,madt_issues:close,madt_labels:edit"]}
+
+
+def _params(cwd: Path, *args: str, **extra_env: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "madtea", "mcp", *args], cwd=str(cwd),
+                                 env=child_env(**extra_env))
+
+
+def _declared(tool: str, actions: list[str] | None, read_only: bool) -> dict[str, bool]:
+    """The hints a tool's offered actions imply, folded from each action's own declaration."""
+    ops = [op for op in madtea.REGISTRY if op.tool == tool and not op.cli_only
+           and (actions is None or op.action in actions)]
+    writes = [op for op in ops if op.mutating and not (read_only and op.read_form)]
+    hints = {"read_only_hint": not writes, "open_world_hint": any(op.kind == "remote" or op.remote_git for op in ops)}
+    if writes:
+        hints |= {"destructive_hint": any(op.destructive for op in ops),
+                  "idempotent_hint": all(op.idempotent for op in ops)}
+    return hints
+
+
+@pytest.mark.parametrize("scope", list(SCOPES))
+async def test_each_tools_hints_are_its_offered_actions_declarations(single_repo, scope: str) -> None:
+    async with Client(_params(single_repo.repo, *SCOPES[scope]), mode="legacy") as client:
+        tools = (await client.list_tools()).tools
+    assert tools
+    for tool in tools:
+        action = tool.input_schema["properties"].get("action")
+        got = {k: v for k, v in tool.annotations.model_dump().items() if v is not None and k != "title"}
+        assert got == _declared(tool.name, action["enum"] if action else None, scope == "read-only"), tool.name
+        assert tool.title == madtea.TOOL_TITLES[tool.name] and tool.title
+
+
+def test_the_hints_the_issue_found_wrong_are_declared_right() -> None:
+    def hints(tool: str) -> dict[str, Any]:
+        return dict(madtea.tool_annotations(tool))
+    assert hints("madt_push") == {"read_only_hint": False, "open_world_hint": True, "destructive_hint": True,
+                                       "idempotent_hint": False}
+    assert hints("madt_pull")["open_world_hint"] and hints("madt_finish")["open_world_hint"]
+    for tool in ("madt_labels", "madt_milestones", "madt_releases", "madt_repo", "madt_pr"):
+        assert hints(tool)["destructive_hint"], tool
+    declared = {(op.tool, op.action): op for op in madtea.REGISTRY}
+    for where in [("madt_labels", "edit"), ("madt_milestones", "edit"), ("madt_releases", "edit"),
+                  ("madt_repo", "edit"), ("madt_repo", "rename_branch"), ("madt_pr", "update_branch")]:
+        assert declared[where].destructive, where
+    for where in [("madt_issues", "close"), ("madt_issues", "reopen"), ("madt_pr", "close")]:
+        assert not declared[where].idempotent, where  # each adds its comment again
+    assert hints("madt_issues")["idempotent_hint"] is False
+    lanes = {op.tool for op in madtea.REGISTRY if op.remote_git}
+    assert lanes == {"madt_push", "madt_pull", "madt_finish"}
+    assert all(madtea._lane(tool) == "network" for tool in lanes) and madtea._lane("madt_status") == "local"
+
+
+async def test_schemas_are_portable(single_repo) -> None:
+    """What the Inspector's --strict asks: every property typed, an array-typed union with its items."""
+    async with Client(_params(single_repo.repo), mode="legacy") as client:
+        tools = (await client.list_tools()).tools
+    for tool in tools:
+        for name, prop in tool.input_schema["properties"].items():
+            kinds = prop.get("type")
+            assert kinds, (tool.name, name)
+            if "array" in (kinds if isinstance(kinds, list) else [kinds]):
+                assert "items" in prop, (tool.name, name)
+    by_name = {t.name: t.input_schema["properties"] for t in tools}
+    assert by_name["madt_pr"]["inline"]["items"] == {"type": "object"}
+    assert by_name["madt_actions"]["inputs"]["type"] == "object"
+    assert by_name["madt_finish"]["closes"]["items"] == {"type": ["integer", "string"]}
+
+
+@pytest.mark.parametrize("tools, said, unsaid", [
+    ("madt_status,madt_issues", ["owner_repo=", "dir="], ["madt_finish", "stage-everything", "raw git"]),
+    ("madt_issues", ["owner_repo="], ["dir=", "madt_finish"]),
+    ("madt_add,madt_commit", ["dir=", "raw git", "exact files"], ["madt_finish", "owner_repo="]),
+])
+async def test_instructions_name_only_offered_tools(single_repo, tools: str, said: list[str],
+                                                    unsaid: list[str]) -> None:
+    async with Client(_params(single_repo.repo, "--tools", tools), mode="legacy") as client:
+        text = client.instructions or ""
+    assert all(s in text for s in said) and not any(u in text for u in unsaid), text
+
+
+async def test_an_unknown_tool_is_the_callers_slip_with_the_nearest_tools(single_repo) -> None:
+    async with Client(_params(single_repo.repo), mode="legacy") as client:
+        result = await client.call_tool("madt_issue", {"action": "list"})
+        wild = await client.call_tool("x" * 100_000, {})
+    data = result.structured_content
+    assert data["code"] == "BAD_ARGUMENT" and "user_action" not in data
+    assert data["next"] == [{"tool": "madt_issues", "args": {"action": "list"}}]
+    assert "Only a person" not in result.content[0].text
+    assert len(wild.content[0].text) < 2000 and wild.structured_content["choices"]
+
+
+async def test_refusals_are_bounded_whatever_the_call_sends(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "web", origin="https://forge.example.test/acme/web.git", files={"a.txt": "a\n"})
+    (repo / "a.txt").write_text("changed\n")
+    title = "T" * 5_000_000
+    missing = [f"m{i}" for i in range(20_000)]
+    async with Client(_params(repo), mode="legacy") as client:
+        commit = await client.call_tool("madt_commit", {"title": title, "files": ["a.txt"]})
+        run_git(repo, "switch", "-q", "-c", "feat")
+        add = await client.call_tool("madt_add", {"files": missing})
+    for result in (commit, add):
+        answer = len(result.content[0].text) + len(json.dumps(result.structured_content))
+        assert result.is_error and answer < 20_000, answer
+    assert commit.structured_content["code"] == "DEFAULT_BRANCH"
+    step = commit.structured_content["choices"][1][0]
+    assert step["args"]["title"] == "<the same title as this call (5,000,000 characters)>"
+    assert add.structured_content["code"] == "NO_SUCH_FILE"
+    assert "values; too long to repeat)>" in json.dumps(add.structured_content)
+
+
+async def test_whoami_says_an_unreachable_forge_as_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    repo = make_repo(tmp_path / "web", origin=f"http://127.0.0.1:{port}/acme/web.git")
+    async with Client(_params(repo, MADTEA_TOKEN="t0ken-for-the-test"), mode="legacy") as client:
+        result = await client.call_tool("madt_whoami", {})
+    facts = result.structured_content["result"]
+    assert facts["reachable"] is False and facts["problem"]["code"] == "FORGE_UNAVAILABLE", facts
+    assert "not reachable now" in result.content[0].text
+
+
+async def test_whoami_on_a_reachable_forge_says_so(env: Env) -> None:
+    async with Client(_params(env.clone), mode="legacy") as client:
+        result = await client.call_tool("madt_whoami", {})
+    facts = result.structured_content["result"]
+    assert facts["reachable"] is True and facts["problem"] is None and facts["user"], facts
+
+
+def test_every_tool_has_a_title() -> None:
+    assert set(madtea.TOOL_TITLES) == set(madtea.tool_names())
