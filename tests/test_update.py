@@ -18,6 +18,7 @@ import guard
 import madtea
 from release_env import change, keypair, release_tool, source_repo, tag
 from remote_env import env  # noqa: F401  (a fixture)
+from test_forge import serve  # noqa: F401  (a fixture)
 from topologies import run_git
 
 rel = release_tool()
@@ -701,3 +702,52 @@ def test_already_installed_is_judged_on_every_file(releases, tmp_path) -> None:
     assert {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")} == \
         _release_state(releases.new / "madtea-0.2.0.zip")
     assert _madtea(entry, "update", "--from", new).stdout.startswith("madtea 0.2.0 is already installed")
+
+
+# --------------------------------------------------------------------------- tokens and addresses
+
+def test_a_plain_http_repository_is_read_with_no_token_on_the_wire(releases, env, tmp_path, monkeypatch,
+                                                                      capsys) -> None:
+    import socket
+
+    env.ok("madt_releases", action="create", tag="v0.2.0", title="madtea 0.2.0")
+    _upload(env, [str(releases.new / n) for n in _PUBLISHED])
+    folder = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install").parent
+    _pin(releases.key)
+    port = env.forge.url.rsplit(":", 1)[1]
+    name = "forge.example.test"  # another machine's name, reached over plain http (resolved here to loopback)
+    real = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **k: real("127.0.0.1" if host == name else host,
+                                                                          *a, **k))
+    monkeypatch.setenv(f"MADTEA_TOKEN_FORGE_EXAMPLE_TEST_{port}", "a-stored-token-0123456789")
+    monkeypatch.setattr(madtea, "installed_copy", lambda: ("modules", folder))
+    env.forge.clear_requests()
+    done = madtea.update_from_forge(f"http://{name}:{port}/acme/web/releases")
+    assert done.startswith(f"Updated madtea {madtea.__version__} → 0.2.0 at {folder} (")
+    assert f"from v0.2.0 of {name}:{port}/acme/web" in done
+    sent = env.forge.find_requests()
+    assert len(sent) >= 3 and not [r for r in sent if any(k.lower() == "authorization" for k in r.headers)]
+    assert "a-stored-token" not in repr([(r.headers, r.query) for r in sent])
+    assert (f"is plain http, so this update reads it without the token stored for {name}:{port}: a token never "
+            "travels unencrypted") in capsys.readouterr().err
+
+
+def test_a_release_whose_tag_names_no_version_is_said_plainly(releases, env, tmp_path) -> None:
+    env.ok("madt_releases", action="create", tag="v0.2/0", title="madtea")
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    refused = _madtea(entry, "update", "--repo", env.forge.url + "/acme/web/releases/latest")
+    assert refused.returncode == 1 and refused.stderr.startswith("NOT_FOUND_OR_NO_ACCESS:"), refused.stderr
+    assert "The latest release v0.2/0 of" in refused.stderr and "has no madtea-X.Y.Z.zip" in refused.stderr
+
+
+def test_an_attachment_redirected_to_object_storage_is_fetched_without_the_token(serve) -> None:
+    import forge
+    from test_forge import TOKEN, Reply
+
+    storage = serve(lambda seen: Reply(body=b"release bytes"))
+    home = serve(lambda seen: Reply(302, headers={"Location": f"http://localhost:{storage.port}/bucket/x?sig=1"}))
+    client = forge.Client(home.api, home.host, TOKEN)
+    assert client.download(f"{home.url}/attachments/0b1c") == b"release bytes"
+    assert home.seen[0].headers.get("authorization") == f"token {TOKEN}"
+    assert [s.path for s in storage.seen] == ["/bucket/x"]
+    assert not any(k.lower() == "authorization" for k in storage.seen[0].headers)
