@@ -1774,6 +1774,17 @@ def fetch(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = No
     git("fetch", *_progress_option(), "--", reject_option(remote, "remote"), cwd=repo.top, env=env, progress=True)
 
 
+def fetch_pull_head(repo: Repo, number: int, branch: str, remote: str = "origin",
+                    env: Mapping[str, str] | None = None) -> None:
+    """Create local *branch* at pull request *number*'s head on *remote*, or fast-forward it there (never forced:
+    git refuses a branch that would lose commits, and the checked-out one)."""
+    refspec = f"refs/pull/{int(number)}/head:refs/heads/{reject_option(branch, 'branch')}"
+    argv = ["fetch", "--", reject_option(remote, "remote"), refspec]
+    result = git(*argv, cwd=repo.top, check=False, env=env)
+    if result.returncode != 0:
+        raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
+
+
 def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin",
             env: Mapping[str, str] | None = None) -> PullResult:
     """Fast-forward the checked-out branch to *remote*'s *branch* (its upstream when None).

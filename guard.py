@@ -54,7 +54,7 @@ __all__ = [
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
     "check_no_action", "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo",
     "check_owner_repo_host",
-    "no_forge_origin", "no_default_repo", "check_branch_named", "is_full_sha", "is_short_sha", "check_lease",
+    "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha", "is_short_sha", "check_lease",
     "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "check_worktree_path_given",
     "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
@@ -1307,6 +1307,18 @@ def no_forge_origin(c: _Guarded, top: str, problem: str) -> Refusal:
     """A forge call given dir= whose checkout has no usable forge origin (*problem* says why, in words)."""
     return Refusal("BAD_ARGUMENT", f"{c.where}: {top} {problem}.", target=top,
                    next=(c.retry(dir=None, owner_repo=placeholder("owner/repo")),))
+
+
+def no_current_pull_request(where: str, branch: str | None, repo: str | None) -> Refusal:
+    """A person's pull request command without a number, where the current branch has no pull request."""
+    if branch is None:
+        return Refusal("BAD_ARGUMENT", f"{where} names no pull request and {repo or 'the current directory'} is not "
+                       f"on a branch to find one from.", target=repo,
+                       next=(call("madt_pr", action="list", owner_repo=repo),))
+    return Refusal("NOT_FOUND_OR_NO_ACCESS", f"{where} names no pull request and {repo} has none from the current "
+                   f"branch {branch}.", target=repo,
+                   next=(call("madt_pr", action="create", owner_repo=repo, head=branch,
+                              title=placeholder("the pull request title")),))
 
 
 def no_default_repo(c: _Guarded, why: str) -> Refusal:

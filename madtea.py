@@ -3044,6 +3044,30 @@ def pr_create_op(inv: Invocation) -> Result:
                   issue_row(pr) | {"created": created, "head": head, "base": base})
 
 
+@operation("madt_pr", "checkout", cli=("pr", "checkout"), kind="remote", mutating=True, cli_only=True,
+           summary="Check out a pull request's head as a local branch of the current repository.",
+           params=(NUMBER, Param("branch", description="The local branch (default: the pull request's head branch).",
+                                 short="b")))
+def pr_checkout_op(inv: Invocation) -> Result:
+    number = _issue_number(inv)
+    item = api(inv).get("pulls", number)
+    head = item.get("head") or {}
+    branch = str(inv.args.get("branch") or head.get("ref") or f"pr-{number}")
+    found = gitops.fs_find_repo(inv.ctx.launch_dir)
+    if found is None:
+        raise guard.no_default_repo(inv.asked, f"{inv.ctx.launch_dir} is not a git repository")
+    repo = gitops.discover(found.top) or found
+    with transport_env(repo_facts(repo), _launch_host(inv.ctx)) as env:
+        if gitops.status(repo).branch == branch:
+            gitops.pull_ff(repo, f"refs/pull/{number}/head", env=env)
+        else:
+            gitops.fetch_pull_head(repo, number, branch, env=env)
+            gitops.switch(repo, branch)
+    sha = gitops.head_sha(repo) or ""
+    return Result(f"Checked out PR #{number} ({clean_line(head.get('label') or head.get('ref'))}) as {branch} at "
+                  f"{sha[:9]} in {repo.top}.", {"number": number, "branch": branch, "sha": sha, "dir": str(repo.top)})
+
+
 @operation("madt_pr", "edit", cli=("pr", "edit"), kind="remote", mutating=True, destructive=True,
            summary="Edit a pull request's title, body (safely), base, labels, assignees or milestone.",
            params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
@@ -3173,7 +3197,7 @@ def pr_diff_op(inv: Invocation) -> Result:
 
 _EVENTS = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT", "pending": "PENDING"}
 EVENT = Param("event", "enum", "approve, request_changes, comment, or pending (submit it later).",
-              choices=tuple(_EVENTS), required=True)
+              choices=tuple(_EVENTS), required=True, enum_flags=True)
 REVIEW_ID = Param("review_id", "int", "The review's id.", required=True, minimum=1)
 
 
@@ -5437,8 +5461,9 @@ def _add_cli_param(parser: Any, p: Param, op: Op | None = None) -> None:
     if p.enum_flags:
         group = parser.add_mutually_exclusive_group()
         for choice in p.choices:
+            what = p.description.split(":")[0] if ":" in p.description else p.name.capitalize()
             group.add_argument(f"--{choice.replace('_', '-')}", dest=p.name, action="store_const", const=choice,
-                               help=f"{p.description.split(':')[0]}: {choice.replace('_', ' ')}.")
+                               help=f"{what}: {choice.replace('_', ' ')}.")
         return
     if p.positional:
         required = p.required and not (op is not None and _optional_on_cli(op, p))
@@ -5483,6 +5508,7 @@ def build_parser() -> Any:
             sub = groups[head].add_parser(rest[0], help=summary, description=summary)
         for p in op.params:
             _add_cli_param(sub, p, op)
+        _add_cli_conveniences(sub, op)
         sub.set_defaults(_op=op, _parser=sub)
     for name, (summary, fn) in CLI_EXTRAS.items():
         extra = nouns.add_parser(name, help=summary, description=summary)
@@ -5493,6 +5519,26 @@ def build_parser() -> Any:
     helper.add_argument("words", nargs="*", metavar="COMMAND", help="A command and, optionally, its verb.")
     helper.set_defaults(_run=lambda ns: _cli_help(parser, ns.words))
     return parser
+
+
+# Long texts a person writes in a file: each takes -F/--body-file FILE ('-' for standard input), as gh's bodies do.
+_LONG_TEXTS = ("body", "notes", "content")
+
+
+def _add_cli_conveniences(sub: Any, op: Op) -> None:
+    """What every command of a kind takes on the CLI, beside its declared parameters: -F for its long text, and
+    -w/--web on a view."""
+    names = {p.name for p in op.params}
+    text = next((name for name in _LONG_TEXTS if name in names), None)
+    if text is not None and "body_file" not in names:
+        flags = ["-F", "--body-file"] + ([f"--{text}-file"] if text != "body" else [])
+        sub.add_argument(*flags, dest="body_file", metavar="FILE",
+                         help=f"Read the {text} from this file ('-' for standard input).")
+    if text is not None:
+        sub.set_defaults(_long_text=text)
+    if op.action == "view":
+        sub.add_argument("-w", "--web", action="store_true", dest="_web", help="Print the web address (and open it "
+                         "in a browser, at a terminal) instead of the text.")
 
 
 # tea's plural nouns, as aliases of gh's.
@@ -5614,7 +5660,7 @@ _CALL_TEXT = r"\b(madt_[a-z_]+)((?: [a-z_]+=(?:\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|[
 # Agent phrasings and what a person reads instead (the rules address an agent; the CLI, a person).
 _PEOPLE_WORDS = (
     (r"\s*Deleting [^.]* is a person's act(?: and is not offered)?\.", ""),
-    (r"Only a person can continue: Tell the user what failed; m", "M"),
+    (r"Only a person can continue: Tell the user what failed; ", ""),
     (r"Only a person can continue: ", "To continue: "),
     (r"\b[Aa]sk the user (whether|which|how|what|if) ", r"Decide \1 "),
     (r"\b[Aa]sk the user(?: to|:) (\w)", lambda m: m.group(1).upper()),
@@ -5706,13 +5752,16 @@ def _cli_main(args: list[str]) -> int:
         raw[key] = raw[key][0] if len(raw[key]) == 1 else raw[key]
     if op.action:
         raw["action"] = op.action
+    ctx = Context("cli", Path(os.getcwd()))
     try:
         _apply_cli_extras(op, ns, raw)
     except (OSError, UnicodeDecodeError) as exc:
         result = error_result("BAD_ARGUMENT", f"madtea {' '.join(op.cli)}: cannot read --body-file ({exc}); nothing "
                               "was sent.", user_action="Name a file that can be read.")
     else:
-        result = run(op.tool, raw, Context("cli", Path(os.getcwd())))
+        result = _current_pull_request(op, raw, ctx) or run(op.tool, raw, ctx)
+    if getattr(ns, "_web", False) and not result.is_error:
+        return _open_web(result)
     for severity, text in result.notes:
         _stderr(f"{severity}: {_for_people(text)}", "33" if severity == "warning" else "36")
     if result.is_error:
@@ -5728,6 +5777,43 @@ def _cli_main(args: list[str]) -> int:
         sys.stdout.buffer.write(result.content)  # a pipe gets the exact bytes: `files view PATH > copy`
     else:
         print(result.text)
+    return 0
+
+
+def _current_pull_request(op: Op, raw: dict[str, Any], ctx: Context) -> Result | None:
+    """gh's ``pr view`` without a number: the current branch's pull request (open first, else the latest), put in
+    *raw*; a refusal when there is none. None when the command names its pull request."""
+    if op.tool != "madt_pr" or "number" not in op.specs or raw.get("number") is not None:
+        return None
+    where = f"madtea {' '.join(op.cli)}"
+    repo = gitops.fs_find_repo(raw.get("dir") or ctx.launch_dir)
+    facts = repo_facts(repo) if repo else None
+    slug = raw.get("owner_repo") or (facts.origin.full if facts and facts.origin else None)
+    branch = gitops.status(repo).branch if repo else None
+    if branch is None:
+        return refusal_result(guard.no_current_pull_request(where, None, slug))
+    for state in ("open", "all"):
+        found = run("madt_pr", {"action": "list", "head": branch, "state": state, "limit": 1}
+                    | ({"owner_repo": raw["owner_repo"]} if raw.get("owner_repo") else {}), ctx)
+        if found.is_error or found.data:
+            if found.is_error:
+                return found
+            raw["number"] = found.data[0]["number"]
+            return None
+    return refusal_result(guard.no_current_pull_request(where, branch, slug))
+
+
+def _open_web(result: Result) -> int:
+    """``--web``: the page's address, printed (and opened in a browser when a person is at a terminal)."""
+    data = result.data if isinstance(result.data, dict) else {}
+    url = data.get("url") or data.get("html_url")
+    if not url:
+        _stderr("NOT_SUPPORTED:\nthis has no web page to open; nothing was opened.", "31")
+        return 1
+    print(url)
+    if sys.stdout.isatty() and sys.stdin.isatty():
+        import webbrowser
+        webbrowser.open(str(url))
     return 0
 
 
@@ -5754,7 +5840,17 @@ def _apply_cli_extras(op: Op, ns: Any, raw: dict[str, Any]) -> None:
             raw[key] = os.path.join(os.getcwd(), value)
     body_file = getattr(ns, "body_file", None)
     if body_file:
-        raw["body"] = sys.stdin.read() if body_file == "-" else Path(body_file).read_text(encoding="utf-8")
+        # Bytes, decoded without newline translation: a file's content is committed as the file holds it.
+        data = sys.stdin.buffer.read() if body_file == "-" else Path(body_file).read_bytes()
+        text = getattr(ns, "_long_text", "body")
+        try:
+            raw[text] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            if "content_base64" not in op.specs:
+                raise
+            import base64
+            raw.pop(text, None)
+            raw["content_base64"] = base64.b64encode(data).decode("ascii")
 
 
 def _stderr(text: str, colour: str) -> None:

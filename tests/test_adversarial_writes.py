@@ -383,7 +383,7 @@ def test_the_cli_gives_the_same_answers(env: Env) -> None:
     number = _pull(env)
     rid = env.ok("madt_pr", action="review", number=number, event="pending", body="draft").data["id"]
     for expected in (f"Submitted review {rid}", f"Review {rid} on PR #{number} in acme/web was already submitted"):
-        out = env.cli("pr", "submit-review", str(number), "--review-id", str(rid), "--event", "comment")
+        out = env.cli("pr", "submit-review", str(number), "--review-id", str(rid), "--comment")
         assert out.returncode == 0 and expected in out.stdout, out.stderr
     out = env.cli("people", "teams", "..")
     assert out.returncode == 1 and "org \"..\" cannot name an organisation" in out.stderr, out.stderr

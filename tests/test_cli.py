@@ -257,3 +257,54 @@ def test_json_everywhere_errors_included(env: Env, monkeypatch, capsys) -> None:
     number = env.forge.create_issue("acme", "web", "As JSON", "body")["number"]
     code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(number), "--json")
     assert code == 0 and json.loads(out)["title"] == "As JSON"
+
+
+# --------------------------------------------------------------------------- gh's pull request habits
+
+def test_pr_checkout_then_view_diff_and_review_without_a_number(env: Env, monkeypatch, capsys) -> None:
+    from fakeforge import open_pull
+    number = open_pull(env.forge, "feature")
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "checkout", str(number))
+    assert code == 0 and f"Checked out PR #{number}" in out, err
+    assert run_git(env.clone, "branch", "--show-current") == "feature"
+    assert run_git(env.clone, "rev-parse", "HEAD") == env.forge.git("acme", "web", "rev-parse", "feature")
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view")  # the current branch's pull request
+    assert code == 0 and f"#{number} " in out, err
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "diff")
+    assert code == 0 and "app.py" in out, err
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", "--web")
+    assert code == 0 and re.fullmatch(rf"https?://\S+/acme/web/pulls/{number}", out.strip()), out
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "review", "--comment", "-b", "Looks fine")
+    assert code == 0, err
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "review", str(number), "--comment", "-b", "Fix")
+    assert code == 0, err
+    events = [r.state for r in env.repo.issues[number].pull.reviews]
+    assert events == ["COMMENT", "COMMENT"], events
+    parser = madtea.build_parser()
+    for flag, event in (("--approve", "approve"), ("--request-changes", "request_changes")):
+        assert madtea._cli_parse(parser, ["pr", "review", "3", flag]).event == event
+    run_git(env.clone, "switch", "-q", "-c", "lonely")
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view")
+    assert code == 1 and "lonely" in err and "madtea pr create" in err and "--head lonely" in err
+    assert not _dialect(err)
+
+
+def test_a_long_text_comes_from_a_file_or_standard_input_with_F(env: Env, tmp_path: Path, monkeypatch,
+                                                               capsys) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_bytes(b"## Changes\r\n\r\n- one\n")
+    code, out, err = _cli(env, monkeypatch, capsys, "release", "create", "v1.0.0", "-F", str(notes))
+    assert code == 0, err
+    body = [r.body for r in env.repo.releases.values() if r.tag_name == "v1.0.0"]
+    assert body == ["## Changes\r\n\r\n- one\n"]  # the file's bytes, no newline translation
+    page = tmp_path / "page.md"
+    page.write_text("Welcome, from a file.\n")
+    code, out, err = _cli(env, monkeypatch, capsys, "wiki", "create", "Home", "--body-file", str(page))
+    assert code == 0, err
+    code, out, err = _cli(env, monkeypatch, capsys, "wiki", "view", "Home")
+    assert "Welcome, from a file." in out
+    issue = env.forge.create_issue("acme", "web", "Commented from stdin", "")["number"]
+    monkeypatch.setattr(sys, "stdin", __import__("io").TextIOWrapper(__import__("io").BytesIO(b"from stdin\n")))
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "comment", str(issue), "-F", "-")
+    assert code == 0, err
+    assert any(env.forge._comments[c].body == "from stdin\n" for c in env.issue(issue).comment_ids)
