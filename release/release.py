@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import gzip
 import hashlib
 import io
 import os
@@ -304,7 +305,28 @@ def _python_dists(stage: Path, out: Path, version: str, epoch: int, isolated: bo
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise ReleaseError("building the sdist and wheel failed (" + " / ".join(tail) + "); install the build "
                            "tool with `python -m pip install build` or pass --copies-only to skip them")
-    return sorted(out.glob("madtea-*.tar.gz")) + sorted(out.glob("madtea-*.whl"))
+    sdists = sorted(out.glob("madtea-*.tar.gz"))
+    for sdist in sdists:
+        _reproducible_tar(sdist, epoch)
+    return sdists + sorted(out.glob("madtea-*.whl"))
+
+
+def _reproducible_tar(path: Path, epoch: int) -> None:
+    """Rewrite a .tar.gz so the same commit gives the same bytes: entries sorted, each with the commit's time
+    and no owner, and the commit's time in the gzip header. setuptools stamps the build's own time on the
+    files it writes (PKG-INFO, setup.cfg) and on the gzip header, and the builder's user on every entry."""
+    with tarfile.open(path, "r:gz") as source:
+        members = sorted(source.getmembers(), key=lambda m: m.name)
+        contents = {m.name: source.extractfile(m).read() for m in members if m.isfile()}  # type: ignore[union-attr]
+    rebuilt = io.BytesIO()
+    with tarfile.open(fileobj=rebuilt, mode="w", format=tarfile.PAX_FORMAT) as target:
+        for member in members:
+            member.mtime, member.uid, member.gid, member.uname, member.gname = epoch, 0, 0, "", ""
+            member.mode = 0o755 if member.isdir() or member.mode & 0o100 else 0o644
+            member.pax_headers = {}
+            target.addfile(member, io.BytesIO(contents[member.name]) if member.isfile() else None)
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as packed:
+        packed.write(rebuilt.getvalue())
 
 
 def sha256sums(paths: Sequence[Path]) -> str:

@@ -254,3 +254,19 @@ def test_sdist_and_wheel_report_the_tagged_version(tmp_path: Path) -> None:
         assert launcher.startswith("#!python\n") and "guard.hook_command" in launcher
         assert "madtea-0.1.1.dist-info/entry_points.txt" not in archive.namelist()
     assert "madtea-0.1.1.tar.gz" in (out / "SHA256SUMS").read_text(encoding="utf-8")
+    # the sdist is reproducible: the commit's time on every entry and in the gzip header, whenever it is built
+    import gzip
+    import tarfile
+    import time
+
+    epoch = int(run_git(repo, "log", "-1", "--format=%ct"))
+    sdist = (out / "madtea-0.1.1.tar.gz").read_bytes()
+    assert int.from_bytes(sdist[4:8], "little") == epoch
+    with tarfile.open(out / "madtea-0.1.1.tar.gz") as archive:
+        assert {m.mtime for m in archive.getmembers()} == {epoch} and {m.uname for m in archive.getmembers()} == {""}
+        assert "madtea-0.1.1/PKG-INFO" in archive.getnames()
+    time.sleep(1.1)  # a second later, as a rebuild from the tag would be
+    again = dry_run(repo, tmp_path / "again", None, "--no-isolation")
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again" / "madtea-0.1.1.tar.gz").read_bytes() == sdist
+    assert gzip.decompress(sdist)  # still a valid archive
