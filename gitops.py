@@ -2,8 +2,10 @@
 
 ``git()`` is the only place a git subprocess is started: an argument list, an
 explicit working directory, stdin closed, and an environment from which every
-repo-selecting variable has been removed, so that only ``cwd`` decides which
-repository git acts on. The operations below are built on it.
+repo-selecting variable of the caller has been removed. ``discover`` resolves a
+repository once, by git itself; every operation below passes the resulting
+``Repo`` to the funnel, which pins git to its git dir and work tree, so git never
+rediscovers another repository on the way.
 
 The filesystem-only helpers (``fs_find_repo``, ``read_origin``, ``nested_repos``,
 ``operation_in_progress``, ``default_branch``) start no process at all: the
@@ -40,6 +42,8 @@ __all__ = [
     "parse_remote_url",
     "Repo",
     "discover",
+    "NoWorkTree",
+    "Unpinnable",
     "fs_find_repo",
     "read_origin",
     "nested_repos",
@@ -545,14 +549,21 @@ class GitResult:
 
 def git(
     *args: str | os.PathLike[str],
-    cwd: str | os.PathLike[str],
+    cwd: str | os.PathLike[str] | None = None,
+    repo: Repo | None = None,
     check: bool = True,
     input: bytes | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float | None = None,
     progress: bool = False,
 ) -> GitResult:
-    """Run ``git *args`` in *cwd* and capture its output as bytes.
+    """Run ``git *args`` on *repo* (pinned to its git dir and work tree), or in *cwd*, and capture its
+    output as bytes.
+
+    A call for a resolved repository passes *repo*: git is then told which git dir and work tree
+    to use and discovers nothing, so a ``core.worktree``, a bare repository inside a work tree or
+    a separate git dir can never turn it towards another repository. *cwd* alone is for the
+    resolution itself and for calls that name no repository.
 
     Raises :class:`GitError` on a non-zero exit when *check* is true, and
     :class:`GitTimeout` (whatever *check* says) when *timeout* (default
@@ -566,6 +577,11 @@ def git(
     import subprocess
 
     argv = ["git", *(os.fspath(a) for a in args)]
+    if repo is not None:
+        env = {**(env or {}), "GIT_DIR": os.fspath(repo.git_dir), "GIT_WORK_TREE": os.fspath(repo.top)}
+        cwd = repo.top if cwd is None else cwd
+    if cwd is None:
+        raise TypeError("git() needs the repo it acts on, or a cwd")
     timeout = git_timeout() if timeout is None else timeout
     call = CALL.get()
     left = call.remaining() if call is not None else None
@@ -956,11 +972,37 @@ class Repo:
         return self.git_dir != self.common_dir
 
 
-def discover(path: str | os.PathLike[str]) -> Repo | None:
-    """The repo whose work tree contains *path* (one git call); None outside any work tree.
+class NoWorkTree(GitError):
+    """The path is in a repository that has no work tree there: a bare repository, or inside a git dir."""
 
-    Raises :class:`GitError` for other failures, such as git's "dubious
-    ownership" refusal, which must reach the caller as git worded it.
+    def __init__(self, argv: Sequence[str], git_dir: Path, *, bare: bool) -> None:
+        super().__init__(argv, 128, "this operation must be run in a work tree")
+        self.git_dir = git_dir
+        self.bare = bare
+
+
+class Unpinnable(GitError):
+    """The repository's work tree (``core.worktree``) lies in another repository's work tree: git would
+    read and write that repository's files for this one, so no call can be pinned to it safely."""
+
+    def __init__(self, argv: Sequence[str], git_dir: Path, work_tree: Path, other: Path) -> None:
+        super().__init__(argv, 128, f"the work tree {work_tree} of {git_dir} belongs to the repository {other}")
+        self.git_dir = git_dir
+        self.work_tree = work_tree
+        self.other = other
+
+
+_RESOLVE = ("rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",
+            "--is-bare-repository", "--show-toplevel")
+
+
+def discover(path: str | os.PathLike[str]) -> Repo | None:
+    """The repository whose work tree holds *path*, as git itself resolves it (one git call); None
+    outside any repository. Every later call for it is pinned to what this returns.
+
+    Raises :class:`NoWorkTree` in a bare repository or inside a git dir, :class:`Unpinnable` when
+    the work tree lies in another repository's, and :class:`GitError` for other failures, such as
+    git's "dubious ownership" refusal, which must reach the caller as git worded it.
     """
     from pathlib import Path
     start = Path(os.path.realpath(path))
@@ -968,18 +1010,25 @@ def discover(path: str | os.PathLike[str]) -> Repo | None:
         start = start.parent
     if not start.is_dir():
         return None
-    args = ("rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
-    result = git(*args, cwd=start, check=False)
+    # --show-toplevel comes last: outside a work tree it fails after the lines before it are printed.
+    result = git(*_RESOLVE, cwd=start, check=False)
+    # Paths, not display text: fsdecode keeps undecodable bytes round-trippable.
+    lines = os.fsdecode(result.stdout).rstrip("\n").split("\n") if result.stdout else []
+    argv = ["git", *_RESOLVE]
     if result.returncode != 0:
         err = _decode(result.stderr)
-        if "not a git repository" in err or "must be run in a work tree" in err:
+        if "not a git repository" in err:
             return None
-        raise GitError(["git", *args], result.returncode, err)
-    # Paths, not display text: fsdecode keeps undecodable bytes round-trippable.
-    lines = os.fsdecode(result.stdout).rstrip("\n").split("\n")
-    if len(lines) != 3:
-        raise GitError(["git", *args], 0, f"unexpected rev-parse output: {lines!r}")
-    top, git_dir, common = (Path(os.path.realpath(p)) for p in lines)
+        if "must be run in a work tree" in err and len(lines) == 3:
+            raise NoWorkTree(argv, Path(os.path.realpath(lines[0])), bare=lines[2] == "true")
+        raise GitError(argv, result.returncode, err)
+    if len(lines) != 4:
+        raise GitError(argv, 0, f"unexpected rev-parse output: {lines!r}")
+    git_dir, common, top = (Path(os.path.realpath(p)) for p in (lines[0], lines[1], lines[3]))
+    found = fs_find(top)
+    if found is not None and found[1] != str(git_dir):
+        # core.worktree names a folder another repository owns (its top, or a folder in it)
+        raise Unpinnable(argv, git_dir, top, Path(found[0]))
     return Repo(top, git_dir, common)
 
 
@@ -1439,7 +1488,7 @@ def status(repo: Repo) -> Status:
     args = ("status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all")
     # GIT_OPTIONAL_LOCKS=0: a read must not take index.lock from under the
     # user's own git running at the same moment.
-    result = git(*args, cwd=repo.top, env={"GIT_OPTIONAL_LOCKS": "0"})
+    result = git(*args, repo=repo, env={"GIT_OPTIONAL_LOCKS": "0"})
     return _parse_status(result.stdout, operation_in_progress(repo.git_dir))
 
 
@@ -1501,7 +1550,7 @@ def add(repo: Repo, files: Sequence[str]) -> None:
 
 
 def _add(repo: Repo, paths: Sequence[str]) -> None:
-    result = git("add", "--", *paths, cwd=repo.top, check=False)
+    result = git("add", "--", *paths, repo=repo, check=False)
     if result.returncode != 0:
         raise _failure(["git", "add", "--", *paths], result.returncode, _decode(result.stderr))
 
@@ -1518,7 +1567,7 @@ def commit(repo: Repo, files: Sequence[str], title: str, body: str | None = None
     _add(repo, paths)
     # The message goes on stdin: an argument is bounded by the system, a message is not.
     message = title + (f"\n\n{body}" if body and body.strip() else "")
-    result = git("commit", "--file=-", "--", *paths, cwd=repo.top, check=False,
+    result = git("commit", "--file=-", "--", *paths, repo=repo, check=False,
                  input=message.encode("utf-8", "surrogateescape"))
     if result.returncode != 0:
         argv = ["git", "commit", "--file=-", "--", *paths]
@@ -1526,7 +1575,7 @@ def commit(repo: Repo, files: Sequence[str], title: str, body: str | None = None
         if result.returncode == 1 and "nothing" in out and "to commit" in out:
             raise NothingToCommit(argv, 1, "the declared files have no changes to commit")
         raise GitError(argv, result.returncode, _decode(result.stderr) or out)
-    return git("rev-parse", "--verify", "HEAD", cwd=repo.top).text
+    return git("rev-parse", "--verify", "HEAD", repo=repo).text
 
 
 def _declared(repo: Repo, files: Sequence[str]) -> list[str]:
@@ -1553,7 +1602,7 @@ def log(repo: Repo, ref: str = "HEAD", limit: int = 20) -> list[Commit]:
         raise ValueError("limit must not be negative")
     args = ("log", "-z", "--no-show-signature", f"--max-count={limit}", f"--format={_LOG_FORMAT}",
             "--end-of-options", ref, "--")
-    result = git(*args, cwd=repo.top, check=False)
+    result = git(*args, repo=repo, check=False)
     if result.returncode != 0:
         err = _decode(result.stderr)
         if ref == "HEAD" and _unborn(repo):
@@ -1577,7 +1626,7 @@ def head_sha(repo: Repo, ref: str = "HEAD") -> str | None:
     """The commit *ref* names, or None when it does not resolve (e.g. an unborn HEAD)."""
     reject_option(ref, "ref")
     result = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}",
-                 cwd=repo.top, check=False)
+                 repo=repo, check=False)
     return result.text if result.returncode == 0 else None
 
 
@@ -1585,12 +1634,12 @@ def ref_exists(repo: Repo, ref: str) -> bool:
     """True when *ref* resolves: a full name (``refs/heads/x``) or a short one (``main``)."""
     reject_option(ref, "ref")
     args = ("rev-parse", "--verify", "--quiet", "--end-of-options", ref)
-    return git(*args, cwd=repo.top, check=False).returncode == 0
+    return git(*args, repo=repo, check=False).returncode == 0
 
 
 def local_branches(repo: Repo) -> list[str]:
     """Short names of every local branch, sorted."""
-    out = git("for-each-ref", "--format=%(refname)", "refs/heads/", cwd=repo.top).stdout
+    out = git("for-each-ref", "--format=%(refname)", "refs/heads/", repo=repo).stdout
     return sorted(os.fsdecode(line)[len("refs/heads/"):] for line in out.splitlines() if line)
 
 
@@ -1658,7 +1707,7 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
     with _calls_lock:
         _pushing.add(mark)
     try:
-        result = git(*argv, cwd=repo.top, check=False, env=env, progress=True)
+        result = git(*argv, repo=repo, check=False, env=env, progress=True)
     finally:
         with _calls_lock:
             _pushing.discard(mark)
@@ -1727,7 +1776,7 @@ def remote_branch_sha(repo: Repo, branch: str, remote: str = "origin",
     """The sha *remote* has for ``refs/heads/<branch>`` now (a fresh read), or None when it has no such branch."""
     reject_option(branch, "branch")
     reject_option(remote, "remote")
-    out = git("ls-remote", "--", remote, f"refs/heads/{branch}", cwd=repo.top, env=env).text
+    out = git("ls-remote", "--", remote, f"refs/heads/{branch}", repo=repo, env=env).text
     for line in out.splitlines():
         sha, _, name = line.partition("\t")
         if name == f"refs/heads/{branch}":
@@ -1771,7 +1820,7 @@ def _rejection_kind(summary: str, reason: str) -> str:
 
 def fetch(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = None) -> None:
     """Update *remote*'s tracking refs (nothing is pruned); *env* reaches the git child only."""
-    git("fetch", *_progress_option(), "--", reject_option(remote, "remote"), cwd=repo.top, env=env, progress=True)
+    git("fetch", *_progress_option(), "--", reject_option(remote, "remote"), repo=repo, env=env, progress=True)
 
 
 def fetch_pull_head(repo: Repo, number: int, branch: str, remote: str = "origin",
@@ -1795,7 +1844,7 @@ def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin",
     if branch is not None:
         args += ["--", reject_option(remote, "remote"), reject_option(branch, "branch")]
     before = head_sha(repo)
-    result = git(*args, cwd=repo.top, check=False, env=env, progress=True)
+    result = git(*args, repo=repo, check=False, env=env, progress=True)
     if result.returncode != 0:
         err = _decode(result.stderr)
         if "Not possible to fast-forward" in err or "Diverging branches" in err:
@@ -1818,7 +1867,7 @@ def branch_create(repo: Repo, name: str, start_point: str = "HEAD") -> str:
         raise NotACommit(["git", "branch", name, start_point], -1, f"{start_point!r} is not a commit",
                          ref=start_point)
     argv = ["branch", "--no-track", "--", name, sha]
-    result = git(*argv, cwd=repo.top, check=False)
+    result = git(*argv, repo=repo, check=False)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), branch=name)
     return sha
@@ -1827,17 +1876,17 @@ def branch_create(repo: Repo, name: str, start_point: str = "HEAD") -> str:
 def name_unborn(repo: Repo, name: str) -> None:
     """Point an unborn HEAD at branch *name* (still without a commit); what is staged stays staged."""
     reject_option(name, "branch name")
-    full = git("check-ref-format", "--branch", name, cwd=repo.top, check=False)
+    full = git("check-ref-format", "--branch", name, repo=repo, check=False)
     if full.returncode != 0:
         raise GitError(["git", "check-ref-format", "--branch", name], full.returncode, f"{name!r} is not a valid "
                        f"branch name")
-    git("symbolic-ref", "HEAD", f"refs/heads/{name}", cwd=repo.top)
+    git("symbolic-ref", "HEAD", f"refs/heads/{name}", repo=repo)
 
 
 def switch(repo: Repo, branch: str) -> None:
     """Check out an existing local branch; never creates one, never discards changes."""
     argv = ["switch", "--no-guess", "--", reject_option(branch, "branch")]
-    result = git(*argv, cwd=repo.top, check=False)
+    result = git(*argv, repo=repo, check=False)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
 
@@ -1857,14 +1906,14 @@ def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
     for wt in worktree_list(repo):
         if wt.branch == name:
             raise BranchCheckedOut(["git", *argv], name, wt.path)
-    result = git(*argv, cwd=repo.top, check=False)
+    result = git(*argv, repo=repo, check=False)
     if result.returncode != 0:
         err = _decode(result.stderr)
         cls = RefMoved if "expected" in err or "unable to resolve" in err else GitError
         raise cls(["git", *argv], result.returncode, err)
     # The branch's tracking config would otherwise be inherited by a later
     # branch of the same name; "no such section" is the usual, harmless answer.
-    git("config", "--remove-section", f"branch.{name}", cwd=repo.top, check=False)
+    git("config", "--remove-section", f"branch.{name}", repo=repo, check=False)
 
 
 # --------------------------------------------------------------------------- worktrees
@@ -1882,7 +1931,7 @@ class Worktree:
 
 def worktree_list(repo: Repo) -> list[Worktree]:
     """Every worktree of the repo, the main one first."""
-    result = git("worktree", "list", "--porcelain", "-z", cwd=repo.top)
+    result = git("worktree", "list", "--porcelain", "-z", repo=repo)
     return [_parse_worktree(rec) for rec in _worktree_records(result.stdout)]
 
 
@@ -1939,7 +1988,7 @@ def worktree_add(repo: Repo, path: str | os.PathLike[str], commit_ish: str | Non
     if commit_ish is not None and head_sha(repo, reject_option(commit_ish, "commit-ish")) is None:
         raise NotACommit(["git", *args, target, commit_ish], -1, f"{commit_ish!r} is not a commit", ref=commit_ish)
     argv = [*args, "--", target, *([commit_ish] if commit_ish else [])]
-    result = git(*argv, cwd=repo.top, check=False)
+    result = git(*argv, repo=repo, check=False)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=commit_ish or "HEAD",
                        branch=new_branch, path=target)
@@ -1949,7 +1998,7 @@ def worktree_add(repo: Repo, path: str | os.PathLike[str], commit_ish: str | Non
 def blob_ids(repo: Repo, rev: str, paths: Sequence[str]) -> dict[str, str]:
     """path -> blob id of every file at or under *paths* in *rev* (a path missing there is absent)."""
     reject_option(rev, "rev")
-    out = git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev, "--", *paths, cwd=repo.top).stdout
+    out = git("ls-tree", "-r", "-z", "--full-tree", "--end-of-options", rev, "--", *paths, repo=repo).stdout
     ids = {}
     for rec in out.split(b"\0"):
         meta, _, name = rec.partition(b"\t")
@@ -1999,7 +2048,7 @@ def _files_under(top: str | os.PathLike[str], rel: str) -> list[str]:
 
 def worktree_remove(repo: Repo, path: str | os.PathLike[str]) -> None:
     """Remove a clean worktree; git refuses one with changes or untracked files (no force)."""
-    git("worktree", "remove", "--", os.path.join(repo.top, os.fspath(path)), cwd=repo.top)
+    git("worktree", "remove", "--", os.path.join(repo.top, os.fspath(path)), repo=repo)
 
 
 # --------------------------------------------------------------------------- containment
@@ -2030,26 +2079,26 @@ def containment(repo: Repo, branch: str, target: str) -> str | None:
     if base is None:
         return None
     probe = git("commit-tree", f"{branch}^{{tree}}", "-p", base, "-m", "squash probe",
-                cwd=repo.top, env=_PROBE_IDENTITY).text
+                repo=repo, env=_PROBE_IDENTITY).text
     return "squash" if _all_in_target(repo, target, probe) else None
 
 
 def _is_ancestor(repo: Repo, branch: str, target: str) -> bool:
     args = ("merge-base", "--is-ancestor", "--end-of-options", branch, target)
-    result = git(*args, cwd=repo.top, check=False)
+    result = git(*args, repo=repo, check=False)
     if result.returncode not in (0, 1):
         raise GitError(["git", *args], result.returncode, _decode(result.stderr))
     return result.returncode == 0
 
 
 def _all_in_target(repo: Repo, target: str, head: str) -> bool:
-    lines = git("cherry", "--end-of-options", target, head, cwd=repo.top).text.splitlines()
+    lines = git("cherry", "--end-of-options", target, head, repo=repo).text.splitlines()
     return bool(lines) and all(line.startswith("-") for line in lines)
 
 
 def _merge_base(repo: Repo, a: str, b: str) -> str | None:
     args = ("merge-base", "--end-of-options", a, b)
-    result = git(*args, cwd=repo.top, check=False)
+    result = git(*args, repo=repo, check=False)
     if result.returncode not in (0, 1):
         raise GitError(["git", *args], result.returncode, _decode(result.stderr))
     return result.text or None
@@ -2071,7 +2120,7 @@ def unpushed(repo: Repo, branch: str) -> int:
 def upstream(repo: Repo, branch: str) -> str | None:
     """The full ref name of *branch*'s configured upstream (``refs/remotes/origin/main``), or None."""
     ref = f"refs/heads/{reject_option(branch, 'branch')}"
-    return git("for-each-ref", "--format=%(upstream)", ref, cwd=repo.top).text or None
+    return git("for-each-ref", "--format=%(upstream)", ref, repo=repo).text or None
 
 
 def unreferenced(repo: Repo, rev: str = "HEAD") -> int:
@@ -2087,4 +2136,4 @@ def unreferenced(repo: Repo, rev: str = "HEAD") -> int:
 
 
 def _rev_count(repo: Repo, *revs: str) -> int:
-    return int(git("rev-list", "--count", *revs, "--", cwd=repo.top).text)
+    return int(git("rev-list", "--count", *revs, "--", repo=repo).text)

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 __all__ = [
     "Refusal", "where_of", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
     "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote", "check_arguments",
-    "check_not_option", "check_dir", "not_a_repo", "distinct_children", "check_local", "check_signals",
+    "check_not_option", "check_dir", "not_a_repo", "no_work_tree", "unpinnable", "names_origin",
+    "no_signal", "launch_problem", "distinct_children", "check_local", "check_signals",
     "check_workspace", "check_foreign", "declared_files", "contribution_flow", "continue_rail", "slug",
     "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
@@ -463,11 +464,32 @@ def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action
     return Path(raw)
 
 
-def not_a_repo(tool: str, path: str, args: Mapping[str, Any] | None = None, action: str | None = None) -> Refusal:
+def not_a_repo(tool: str, path: str, args: Mapping[str, Any] | None = None, action: str | None = None,
+               why: gitops.NoWorkTree | None = None) -> Refusal:
+    """A ``dir=`` that names no work tree: outside any repository, or (*why*) a bare repository or a git dir."""
     retry = {k: v for k, v in (args or {}).items() if k != "dir"} \
         | {"dir": placeholder("the absolute path of a git repository")}
-    return Refusal("BAD_ARGUMENT", f"{tool}: {path} is not inside a git repository.", target=path,
+    return Refusal("BAD_ARGUMENT", f"{tool}: {no_work_tree(path, why)}.", target=path,
                    next=(call(tool, **_with_action(action, retry)),))
+
+
+def no_work_tree(path: str, why: gitops.NoWorkTree | None) -> str:
+    """Why *path* gives no work tree to act on, in words."""
+    if why is None:
+        return f"{path} is not inside a git repository"
+    if why.bare:
+        return f"{path} is in the bare repository {why.git_dir}, which has no working tree"
+    return f"{path} is inside the git directory {why.git_dir}, not in a working tree"
+
+
+def unpinnable(target: str, exc: gitops.Unpinnable) -> Refusal:
+    """A repository whose configured work tree is another repository's: no git call can be pinned to it."""
+    return Refusal("USER_ACTION_REQUIRED",
+                   f"The repository at {exc.git_dir} sets core.worktree to {exc.work_tree}, which is in the "
+                   f"working tree of the repository at {exc.other}; git would read and write that repository's "
+                   f"files for this one, so madtea does not act on it.", target=target,
+                   user_action=f"Ask the user to remove or correct core.worktree in {exc.git_dir}/config, or to say "
+                               f"which repository they mean; madtea changes neither until then.")
 
 
 # --------------------------------------------------------------------------- facts
@@ -501,6 +523,7 @@ class Signal:
     repo: RepoFacts | None = None     # a path signal, resolved
     name: str | None = None           # an owner/repo or host/owner/repo signal
     confirms_workspace: bool = False  # only an explicit intent hint confirms inside a workspace
+    checkouts: tuple[Path, ...] = ()  # a name signal: the checkouts in sight whose origin it names
 
     def describe(self) -> str:
         return self.repo.describe() if self.repo else str(self.name)
@@ -511,12 +534,17 @@ def same_repo(a: RepoFacts, b: RepoFacts) -> bool:
 
 
 def _name_matches(name: str, repo: RepoFacts) -> bool:
-    if repo.origin is None:
+    return names_origin(name, repo.origin)
+
+
+def names_origin(name: str, origin: gitops.RemoteId | None) -> bool:
+    """Whether ``owner/repo`` or ``host/owner/repo`` *name* is the repository *origin* points at."""
+    if origin is None:
         return False
     want = name.strip().strip("/").casefold().removesuffix(".git")
     if want.count("/") >= 2:
-        return want == repo.origin.full.casefold() or want == f"{repo.origin.host}/{repo.origin.slug}".casefold()
-    return want == repo.origin.slug.casefold()
+        return want == origin.full.casefold() or want == f"{origin.host}/{origin.slug}".casefold()
+    return want == origin.slug.casefold()
 
 
 def signal_agrees(signal: Signal, repo: RepoFacts, *, work_tree: bool = True) -> bool:
@@ -602,16 +630,30 @@ def check_signals(t: Target) -> None:
         if signal_agrees(signal, t.target, work_tree=not t.remote):
             continue
         key = "owner_repo" if t.remote else "dir"
-        steps = []
-        if signal.repo is not None:
-            steps.append(t.retry(**{key: _identity(signal.repo, key)}))
-        elif key == "owner_repo":
-            steps.append(t.retry(owner_repo=signal.name))
-        steps.append(t.retry(**{key: _identity(t.target, key)}))
-        raise Refusal("WRONG_REPO",
-                      f"This call would land on {t.target.describe()}, the server's launch repo, but "
-                      f"{signal.source} points at {signal.describe()}. Name the repository you mean "
-                      f"with {key}=.", target=t.target.describe(), choices=tuple((step,) for step in steps))
+        text = (f"This call would land on {t.target.describe()}, the server's launch repo, but "
+                f"{signal.source} points at {signal.describe()}. Name the repository you mean with {key}=.")
+        if signal.repo is None and key == "dir":
+            # A name leads to the checkouts of that repository in sight, else to its path: never back
+            # to the repository the name said was wrong.
+            if not signal.checkouts:
+                raise Refusal("WRONG_REPO", text, target=t.target.describe(),
+                              next=(t.retry(dir=placeholder(f"the absolute path of your checkout of "
+                                                            f"{signal.name}")),))
+            steps = [t.retry(dir=str(path)) for path in signal.checkouts]
+        else:
+            steps = [t.retry(**{key: _identity(signal.repo, key) if signal.repo else signal.name}),
+                     t.retry(**{key: _identity(t.target, key)})]
+        raise Refusal("WRONG_REPO", text, target=t.target.describe(), choices=tuple((step,) for step in steps))
+
+
+def no_signal(c: _Guarded, source: str, value: str, why: gitops.NoWorkTree | None, *, remote: bool) -> Refusal:
+    """A caller signal that names no repository: it cannot say which one the call means, and is not ignored."""
+    key = "owner_repo" if remote else "dir"
+    fill = placeholder("owner/repo" if remote else "the absolute path of the repository you mean")
+    return Refusal("BAD_ARGUMENT",
+                   f"{c.where}: {source} names {value[:200]}, but {no_work_tree(value[:200], why)}, so it cannot "
+                   f"say which repository this call means. Name the repository with {key}=.",
+                   target=c.where, next=(c.retry(**{key: fill}),))
 
 
 def _identity(repo: RepoFacts, key: str) -> str:
@@ -1265,11 +1307,25 @@ def check_arguments_object(tool: str, raw: Any) -> None:
         raise Refusal("BAD_ARGUMENT", f"{tool}: arguments must be an object.", target=tool, next=(call(tool),))
 
 
-def no_launch_repo(c: _Guarded, launch_dir: str) -> Refusal:
-    """A local-git call without dir= from a server launched outside any repository."""
-    return Refusal("BAD_ARGUMENT", f"{c.where}: the server was launched outside any git repository ({launch_dir}), "
-                   f"so there is no repository to act on without dir=.", target=launch_dir,
-                   next=(c.retry(dir=placeholder("the absolute path of the repository")),))
+def no_launch_repo(c: _Guarded, launch_dir: str, why: gitops.GitError | None = None) -> Refusal:
+    """A local-git call without dir= from a server launched outside any work tree (*why* says what it is in)."""
+    if isinstance(why, gitops.Unpinnable):
+        return unpinnable(launch_dir, why)
+    where = f"the server was launched outside any git repository ({launch_dir})" if why is None else \
+        f"the server was launched where {launch_problem(launch_dir, why)}"
+    return Refusal("BAD_ARGUMENT", f"{c.where}: {where}, so there is no repository to act on without dir=.",
+                   target=launch_dir, next=(c.retry(dir=placeholder("the absolute path of the repository")),))
+
+
+def launch_problem(launch_dir: str, why: gitops.GitError | None) -> str:
+    """Why the launch directory gives no repository, in words."""
+    if isinstance(why, gitops.Unpinnable):
+        return (f"{launch_dir} is in a repository whose core.worktree ({why.work_tree}) is in the working tree of "
+                f"the repository at {why.other}")
+    if isinstance(why, gitops.NoWorkTree):
+        return no_work_tree(launch_dir, why)
+    return f"{launch_dir} is not a git repository" if why is None else \
+        f"git cannot use the repository at {launch_dir} ({why})"
 
 
 _REPO_NAME = r"[A-Za-z0-9._-]+"

@@ -500,6 +500,7 @@ class Context:
     launch_dir: Path
     roots: list[str] | None = None       # the client's advertised roots; None when unknown
     scope: guard.Scope = gitops.field(default_factory=guard.Scope)  # what the server was started to allow
+    launch: Any = None                   # (repo facts or None, what git found instead) once resolved
 
 
 @record
@@ -744,16 +745,47 @@ def repo_facts(repo: gitops.Repo) -> guard.RepoFacts:
 
 
 def _launch_repo(ctx: Context) -> guard.RepoFacts | None:
-    repo = gitops.fs_find_repo(ctx.launch_dir)
-    return repo_facts(repo) if repo else None
+    return _launch(ctx)[0]
 
 
-def _path_signal(source: str, path: str, confirms: bool = False) -> guard.Signal | None:
-    repo = gitops.fs_find_repo(path)
+def _launch(ctx: Context) -> tuple[guard.RepoFacts | None, gitops.GitError | None]:
+    """The launch repo as git resolves it (once per call), or None and what git found there instead."""
+    if ctx.launch is None:
+        try:
+            repo = gitops.discover(ctx.launch_dir)
+            ctx.launch = (repo_facts(repo) if repo else None, None)
+        except gitops.GitError as exc:  # a bare repository, a git dir, an unpinnable work tree, git's refusal
+            ctx.launch = (None, exc)
+    found: tuple[guard.RepoFacts | None, gitops.GitError | None] = ctx.launch
+    return found
+
+
+def _path_signal(op: Op, args: Mapping[str, Any], source: str, path: str,
+                 confirms: bool = False) -> guard.Signal | None:
+    """A path signal as git resolves it; a path in a git dir or a bare repository names no work tree and
+    is refused as such. A path in no repository is no signal from a root (a folder of checkouts is one),
+    and is refused from the intent hint, which names a repository on purpose."""
+    try:
+        repo = gitops.discover(path) if os.path.exists(path) else None
+    except gitops.NoWorkTree as exc:
+        raise guard.no_signal(guard.Asked(op.tool, op.action, args), source, path, exc,
+                              remote=op.kind != "local") from None
+    except gitops.Unpinnable as exc:
+        raise guard.unpinnable(path, exc) from None
+    if repo is None and confirms:
+        raise guard.no_signal(guard.Asked(op.tool, op.action, args), source, path, None, remote=op.kind != "local")
     return guard.Signal(source, repo=repo_facts(repo), confirms_workspace=confirms) if repo else None
 
 
-def _signals(op: Op, ctx: Context) -> tuple[guard.Signal, ...]:
+def _name_signal(op: Op, ctx: Context, name: str) -> guard.Signal:
+    """The intent hint as a name; for a local call, with the checkouts in sight whose origin it names."""
+    launch = _launch_repo(ctx) if op.kind == "local" else None
+    checkouts = tuple(path for path, origin in gitops.nested_origins(launch.top) if guard.names_origin(name, origin)) \
+        if launch is not None and not guard.names_origin(name, launch.origin) else ()
+    return guard.Signal("MADTEA_CALLER_REPO", name=name, confirms_workspace=True, checkouts=checkouts)
+
+
+def _signals(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[guard.Signal, ...]:
     """Independent evidence of the caller's repository: the intent hint, roots, the agent's shell cwd."""
     if ctx.surface != "mcp":
         return ()
@@ -761,17 +793,20 @@ def _signals(op: Op, ctx: Context) -> tuple[guard.Signal, ...]:
     hint = os.environ.get("MADTEA_CALLER_REPO", "").strip()
     if hint:
         if os.path.isabs(hint):
-            found.append(_path_signal("MADTEA_CALLER_REPO", hint, confirms=True))
+            found.append(_path_signal(op, args, "MADTEA_CALLER_REPO", hint, confirms=True))
         else:
-            found.append(guard.Signal("MADTEA_CALLER_REPO", name=hint, confirms_workspace=True))
+            found.append(_name_signal(op, ctx, hint))
     if op.kind == "local" and op.mutating and ctx.roots is not None and len(ctx.roots) == 1:
         root = ctx.roots[0]
         path = urllib_path(root)
         if path:
-            found.append(_path_signal("the client's workspace root", path))
+            found.append(_path_signal(op, args, "the client's workspace root", path))
     shell_cwd = caller_cwd_signal()
     if shell_cwd:
-        found.append(_path_signal("the agent's shell directory", shell_cwd))
+        # The hook's record is read from files on every call (a read must stay within its git budget):
+        # it can only refuse, and a path in no work tree there is no signal.
+        repo = gitops.fs_find_repo(shell_cwd)
+        found.append(guard.Signal("the agent's shell directory", repo=repo_facts(repo)) if repo else None)
     return tuple(s for s in found if s is not None)
 
 
@@ -798,20 +833,34 @@ def _state(repo: guard.RepoFacts) -> guard.RepoState:
                            checked_out=gitops.fs_checked_out(repo.common_dir))
 
 
+def _dir_target(op: Op, args: Mapping[str, Any], path: Path) -> guard.RepoFacts:
+    """The repository a ``dir=`` names, resolved once by git; every git call of the call is pinned to it."""
+    try:
+        repo = gitops.discover(path) if path.exists() else None
+    except gitops.NoWorkTree as exc:
+        raise guard.not_a_repo(op.tool, str(path), args, op.action, exc) from None
+    except gitops.Unpinnable as exc:
+        raise guard.unpinnable(str(path), exc) from None
+    if repo is None:
+        raise guard.not_a_repo(op.tool, str(path), args, op.action)
+    return repo_facts(repo)
+
+
 def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
-    launch = _launch_repo(ctx)
     if "dir" in args:
         path = guard.check_dir(args["dir"], op.tool, args, op.action)
-        repo = gitops.discover(path) if path.exists() else None
-        if repo is None:
-            raise guard.not_a_repo(op.tool, str(path), args, op.action)
-        target = repo_facts(repo)
+        target = _dir_target(op, args, path)
+        # A read named by dir= is compared with nothing: no git call resolves the launch repo for it.
+        launch = _launch_repo(ctx) if op.mutating else None
         explicit = True
         if ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
             guard.check_repo_scope(ctx.scope, op.where, _forge_repo(target.origin), f"the origin of {target.top}")
     else:
+        launch, why = _launch(ctx)
         if launch is None:
-            raise guard.no_launch_repo(guard.Asked(op.tool, op.action, args), str(ctx.launch_dir))
+            raise guard.no_launch_repo(guard.Asked(op.tool, op.action, args), str(ctx.launch_dir), why)
+        if ctx.scope.repos:  # git's own view of the launch repo, after the files' view was checked
+            guard.check_repo_scope(ctx.scope, op.where, _forge_repo(launch.origin), "the launch repo's origin")
         target, explicit = launch, False
     if args.get("files"):
         # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
@@ -820,7 +869,7 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
     needs_nested = ctx.surface == "mcp" and op.mutating and not explicit
     state = _state(target) if op.mutating else None
     return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
-                        nested=_nested(target) if needs_nested else (), signals=_signals(op, ctx),
+                        nested=_nested(target) if needs_nested else (), signals=_signals(op, args, ctx),
                         state=state)
 
 
@@ -884,7 +933,7 @@ def default_login() -> Any:
 
 
 def _remote_target(inv: Invocation) -> RemoteTarget:
-    launch = _launch_repo(inv.ctx)
+    launch, why = _launch(inv.ctx)
     launch_forge = forge_target(launch.origin) if launch and launch.origin else None
     launch_host = launch_forge.host if launch_forge else None
     owner_repo = inv.args.get("owner_repo")
@@ -895,10 +944,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         owner_repo = f"{segments[1]}/{segments[2]}" if in_repo else None
     if inv.args.get("dir"):
         path = guard.check_dir(inv.args["dir"], inv.op.tool, inv.args, inv.op.action)
-        found_repo = gitops.discover(path) if path.exists() else None
-        if found_repo is None:
-            raise guard.not_a_repo(inv.op.tool, str(path), inv.args, inv.op.action)
-        facts = repo_facts(found_repo)
+        facts = _dir_target(inv.op, inv.args, path)
         if inv.ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
             guard.check_repo_scope(inv.ctx.scope, inv.op.where, _forge_repo(facts.origin),
                                    f"the origin of {facts.top}")
@@ -914,7 +960,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         target = _explicit_forge(host, launch_forge) if host else fallback
         return RemoteTarget(target, owner, repo, explicit, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
-        where = f"{launch.top} {origin_problem(launch)}" if launch else f"{inv.ctx.launch_dir} is not a git repository"
+        where = f"{launch.top} {origin_problem(launch)}" if launch else guard.launch_problem(str(inv.ctx.launch_dir), why)
         raise guard.no_default_repo(inv.asked, where)
     return RemoteTarget(launch_forge, launch.origin.owner, launch.origin.repo, False, launch, launch_host)
 
@@ -932,7 +978,7 @@ def _guard_remote(inv: Invocation, target: RemoteTarget) -> None:
         target=target.full, target_host=target.host, launch_host=target.launch_host, explicit=target.explicit,
         nested_hosts=_nested_hosts(target.launch) if (target.launch and not target.explicit
                                                       and inv.ctx.surface == "mcp") else (),
-        signals=_signals(inv.op, inv.ctx))
+        signals=_signals(inv.op, inv.args, inv.ctx))
     guard.check_remote(facts)
 
 
@@ -950,8 +996,10 @@ def _forge_of(origin: gitops.RemoteId | None) -> Any:
 
 
 def _launch_forge(ctx: Context) -> Any:
-    launch = _launch_repo(ctx)
-    return _forge_of(launch.origin) if launch else None
+    """The launch repo's forge from its files alone: the scope's checks run before any git process. Git's own
+    view is checked again once a call resolves it (where the two differ, git finds no launch repo at all)."""
+    repo = gitops.fs_find_repo(ctx.launch_dir)
+    return _forge_of(repo_facts(repo).origin) if repo else None
 
 
 def _forge_repo(origin: gitops.RemoteId | None) -> str | None:
@@ -985,8 +1033,8 @@ def _call_target(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[str | N
         segments, _query = _api_call_path(args.get("path"))
         if len(segments) >= 3 and segments[0].lower() == "repos":
             return named_repo(None, segments[1], segments[2], _launch_forge(ctx)), "the API path"
-    launch = _launch_repo(ctx)
-    return _forge_repo(launch.origin if launch else None), "the launch repo's origin"
+    launch = gitops.fs_find_repo(ctx.launch_dir)
+    return _forge_repo(repo_facts(launch).origin if launch else None), "the launch repo's origin"
 
 
 def check_repo_scope(op: Op, args: Mapping[str, Any], ctx: Context) -> None:

@@ -303,11 +303,47 @@ def test_discover_from_a_subdirectory_and_a_file_in_one_call(symlinked_repo):
     assert gitops.discover(symlinked_repo.real / "src" / "app.py") == repo
 
 
-def test_discover_outside_a_work_tree_is_none(single_repo, tmp_path):
+def test_discover_outside_any_repository_is_none(tmp_path, hermetic_seal):
     assert gitops.discover(tmp_path / "missing") is None
-    assert gitops.discover(single_repo.repo / ".git") is None
-    assert gitops.discover(single_repo.repo / ".git" / "refs") is None
-    assert gitops.discover(make_bare(tmp_path / "bare.git")) is None
+    (tmp_path / "plain").mkdir()
+    assert gitops.discover(tmp_path / "plain") is None
+
+
+def test_discover_names_a_repository_without_a_work_tree(single_repo, tmp_path):
+    for inside in (single_repo.repo / ".git", single_repo.repo / ".git" / "refs"):
+        with pytest.raises(gitops.NoWorkTree) as caught:
+            gitops.discover(inside)
+        assert caught.value.git_dir == single_repo.repo / ".git" and not caught.value.bare
+    # a bare repository inside a work tree is itself, not the work tree around it
+    bare = make_bare(single_repo.repo / "store.git")
+    with pytest.raises(gitops.NoWorkTree) as caught:
+        gitops.discover(bare)
+    assert caught.value.git_dir == bare and caught.value.bare
+
+
+def test_discover_refuses_a_work_tree_that_belongs_to_another_repository(tmp_path, hermetic_seal):
+    other = make_repo(tmp_path / "d")
+    odd = make_repo(tmp_path / "c")
+    run_git(odd, "config", "core.worktree", str(other))
+    with pytest.raises(gitops.Unpinnable) as caught:
+        gitops.discover(odd)
+    assert (caught.value.git_dir, caught.value.work_tree, caught.value.other) == (odd / ".git", other, other)
+    run_git(odd, "config", "core.worktree", str(other / "sub"))  # a folder inside it is just as much its
+    (other / "sub").mkdir()
+    with pytest.raises(gitops.Unpinnable):
+        gitops.discover(odd)
+
+
+def test_a_work_tree_of_its_own_elsewhere_is_pinned_to_it(tmp_path, hermetic_seal):
+    repo = make_repo(tmp_path / "c")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    run_git(repo, "config", "core.worktree", str(tree))
+    found = gitops.discover(repo)
+    assert found == gitops.Repo(tree, repo / ".git", repo / ".git")
+    (tree / "new.txt").write_text("new\n", encoding="utf-8")
+    (repo / "stray.txt").write_text("not in the work tree\n", encoding="utf-8")
+    assert gitops.status(found).untracked == ["new.txt"]
 
 
 def test_discover_reports_a_broken_repo_instead_of_hiding_it(single_repo):
