@@ -52,6 +52,9 @@ __all__ = [
     "Status",
     "status",
     "default_branch",
+    "origin_head",
+    "remote_head",
+    "push_url",
     "fs_branches",
     "packed_refs",
     "common_dir_of",
@@ -1393,6 +1396,34 @@ def default_branch(repo: Repo) -> str:
         if _fs_ref_exists(common, f"refs/heads/{name}") or _fs_ref_exists(common, f"refs/remotes/origin/{name}"):
             return name
     return configured or "main"
+
+
+def origin_head(repo: Repo) -> str | None:
+    """The branch ``refs/remotes/origin/HEAD`` names: origin's default as git last learnt it (clone, set-head)."""
+    result = git("symbolic-ref", "-q", "refs/remotes/origin/HEAD", repo=repo, check=False)
+    prefix = "refs/remotes/origin/"
+    return result.text[len(prefix):] or None if result.ok and result.text.startswith(prefix) else None
+
+
+def remote_head(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = None,
+                timeout: float = 20.0) -> str | None:
+    """The branch *remote*'s HEAD names, asked of the remote itself; None when it does not answer or names none."""
+    args = ("ls-remote", "--symref", "--", reject_option(remote, "remote"), "HEAD")
+    try:
+        result = git(*args, repo=repo, check=False, env=env, timeout=min(timeout, git_timeout()))
+    except GitTimeout:
+        return None
+    for line in result.text.splitlines() if result.ok else ():
+        target, _, name = line.partition("\t")
+        if name == "HEAD" and target.startswith("ref: refs/heads/"):
+            return target[len("ref: refs/heads/"):] or None
+    return None
+
+
+def push_url(repo: Repo, remote: str = "origin") -> str | None:
+    """The URL git will push *remote* to, after ``pushurl``, ``pushInsteadOf`` and ``insteadOf``; None without one."""
+    result = git("remote", "get-url", "--push", "--", reject_option(remote, "remote"), repo=repo, check=False)
+    return result.text.splitlines()[0] if result.ok and result.text else None
 
 
 def _configured_default_branch(common: Path) -> str | None:

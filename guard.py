@@ -46,6 +46,7 @@ __all__ = [
     "check_not_option", "check_dir", "not_a_repo", "no_work_tree", "unpinnable", "names_origin",
     "no_signal", "launch_problem", "distinct_children", "check_local", "check_signals",
     "check_workspace", "check_foreign", "declared_files", "contribution_flow", "continue_rail", "slug",
+    "check_push_url",
     "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
     "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
@@ -582,6 +583,7 @@ class RepoState:
     unborn: bool = False                # HEAD names a branch with no commit yet
     branches: frozenset[str] | None = None  # local branch names; None: not gathered
     checked_out: frozenset[str] | None = None  # branches some worktree of the repo has checked out
+    default_known: bool = True          # False: origin's default could not be learnt and may be `branch`
 
 
 @record(frozen=True)
@@ -932,6 +934,10 @@ def check_default_branch(t: Target) -> None:
         # refusal again: the new branch starts at the named one and is finished instead.
         steps = (call("madt_branch_create", dir=dir_arg, name=new, start_point=branch), t.retry(branch=new))
         where = f"branch={branch} names the default branch of {t.target.describe()}"
+    elif not t.state.default_known:
+        steps = (call("madt_branch_create", dir=dir_arg, name=new, checkout=True), t.retry())
+        where = (f"{t.target.describe()} is on {branch}, which may be its default branch: origin's default "
+                 f"branch could not be learnt (git has no origin/HEAD and the remote did not answer)")
     else:
         steps = (call("madt_branch_create", dir=dir_arg, name=new, checkout=True), t.retry())
         where = f"{t.target.describe()} is on its default branch {branch}"
@@ -1470,6 +1476,41 @@ def push_rejected(t: Target, branch: str, kind: str, reason: str, *, lease: bool
                    user_action=None if behind_only else
                    f"Ask the user whether to bring origin/{branch}'s commits into {branch} or to replace them; "
                    f"madtea will not choose for them.")
+
+
+def check_push_url(t: Target, written: str | None, url: str | None) -> None:
+    """A push goes only to the repository origin names: the URL git will really use (after ``pushurl``,
+    ``pushInsteadOf`` and ``insteadOf``) must name the same repository as origin's own address."""
+    if url is None:
+        return  # no origin: git's own error says so
+    named, used = gitops.parse_remote_url(written) if written else None, gitops.parse_remote_url(url)
+    if written == url or (named.key == used.key if named and used else _same_tail(url, written, named)):
+        return
+    shown = used.full if used else "an address that is not a forge repository"
+    meant = named.full if named else "an address that is not a forge repository" if written else \
+        "no address in its own config"
+    raise Refusal("USER_ACTION_REQUIRED",
+                  f"git would push {t.target.describe()} to {shown}, not to {meant}, the repository origin names "
+                  f"(the repository's git config rewrites the push address: pushurl, pushInsteadOf or insteadOf); "
+                  f"nothing was pushed.", target=t.target.describe(),
+                  user_action=f"Ask the user whether pushes from {t.target.top} are meant to go to {shown}; madtea "
+                              f"pushes only to the repository origin names, so the rewrite must be removed (or origin "
+                              f"set to that repository) before it pushes.")
+
+
+def _same_tail(url: str, written: str | None, named: gitops.RemoteId | None) -> bool:
+    tail = _path_tail(url)
+    return tail is not None and tail == (named.slug.casefold() if named else _path_tail(written or ""))
+
+
+def _path_tail(url: str) -> str | None:
+    """``owner/repo`` of a URL with no host (a local path, ``file://``), case-folded: the repository it names
+    by its last two folders, as a forge's store lays them out. None for a URL with a host."""
+    path = url.removeprefix("file://")
+    if "://" in path or gitops.parse_remote_url(path) is not None:
+        return None
+    parts = [p for p in path.replace("\\", "/").split("/") if p]
+    return "/".join(parts[-2:]).casefold().removesuffix(".git") if len(parts) >= 2 else None
 
 
 def check_local_branch(t: Target, name: str, exists: bool) -> None:

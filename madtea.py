@@ -823,14 +823,36 @@ def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
     return tuple(guard.distinct_children(launch, gitops.nested_origins(launch.top)))
 
 
-def _state(repo: guard.RepoFacts) -> guard.RepoState:
-    """Branch, default branch, operation in progress and dirtiness: one git call."""
+def _state(op: Op, repo: guard.RepoFacts, ctx: Context) -> guard.RepoState:
+    """Branch, default branch, operation in progress and dirtiness."""
     grepo = gitops.Repo(repo.top, repo.git_dir, repo.common_dir)
     st = gitops.status(grepo)
-    return guard.RepoState(st.branch, gitops.default_branch(grepo), st.operation, st.dirty_tracked,
+    default, known = _default_branch(op, grepo, st.branch, ctx)
+    return guard.RepoState(st.branch, default, st.operation, st.dirty_tracked,
                            tuple(st.conflicted), unborn=st.head is None and st.branch is not None,
                            branches=gitops.fs_branches(repo.common_dir),
-                           checked_out=gitops.fs_checked_out(repo.common_dir))
+                           checked_out=gitops.fs_checked_out(repo.common_dir), default_known=known)
+
+
+# The calls whose rules turn on the default branch: these ask the remote when git has no record of it.
+_ASKS_DEFAULT = frozenset({"madt_commit", "madt_finish", "madt_branch_delete", "madt_prune"})
+
+
+def _default_branch(op: Op, repo: gitops.Repo, branch: str | None, ctx: Context) -> tuple[str, bool]:
+    """Origin's default branch as git recorded it (origin/HEAD), else as the remote says it now; and whether
+    it is known. Unknown, the current branch counts as possibly the default when it could be one: a name
+    repositories default to, or a branch origin has."""
+    named = gitops.origin_head(repo)
+    if named is None and op.tool in _ASKS_DEFAULT:
+        with transport_env(repo, _launch_host(ctx)) as env:
+            named = gitops.remote_head(repo, env=env)
+    if named is not None:
+        return named, True
+    guess = gitops.default_branch(repo)  # no origin to ask: the repository's own convention
+    if branch is not None and branch != guess and op.tool in _ASKS_DEFAULT and (
+            branch in ("main", "master") or gitops.ref_exists(repo, f"refs/remotes/origin/{branch}")):
+        return branch, False
+    return guess, True
 
 
 def _dir_target(op: Op, args: Mapping[str, Any], path: Path) -> guard.RepoFacts:
@@ -867,7 +889,7 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
         args["files"] = [os.path.join(os.path.realpath(os.path.dirname(f)), os.path.basename(f))
                          if os.path.isabs(f) else f for f in args["files"]]
     needs_nested = ctx.surface == "mcp" and op.mutating and not explicit
-    state = _state(target) if op.mutating else None
+    state = _state(op, target, ctx) if op.mutating else None
     return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
                         nested=_nested(target) if needs_nested else (), signals=_signals(op, args, ctx),
                         state=state)
@@ -1685,6 +1707,7 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
 def push_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     lease = _lease_arg(inv, branch)
+    _check_push_url(inv)
     progress(f"pushing {branch} to origin")
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
@@ -1698,6 +1721,11 @@ def push_op(inv: Invocation) -> Result:
                                   behind_only=st is not None and st.branch == branch and st.ahead == 0) from None
     return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.",
                   {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha})
+
+
+def _check_push_url(inv: Invocation) -> None:
+    """Refuse a push that git would send to another repository than the one origin names."""
+    guard.check_push_url(inv.local, gitops.read_origin(inv.repo.common_dir), gitops.push_url(_grepo(inv)))
 
 
 # --- madt_pull ---
@@ -5407,6 +5435,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         newest = gitops.log(repo, f"refs/heads/{branch}", 1)
         raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
+        _check_push_url(inv)
         progress(f"pushing {branch} to origin")
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
