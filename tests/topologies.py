@@ -222,7 +222,7 @@ def https_origin(owner: str, repo: str) -> str:
 
 @dataclass(frozen=True)
 class RepoState:
-    """What a call could change in one work tree, as git reports it."""
+    """What a call could change in one repository, as git reports it."""
 
     refs: tuple[str, ...]
     head: str
@@ -230,29 +230,55 @@ class RepoState:
     status: tuple[str, ...]
     content: tuple[str, ...]  # hashes of changed and untracked files: a second edit shows here
     worktrees: tuple[str, ...]
+    config: tuple[str, ...] = ()  # the repository's own config file, as git lists it
 
 
 def snapshot(paths: Iterable[Path]) -> dict[Path, RepoState]:
-    """Record refs, HEAD, index, status, dirty-file content and worktrees of each repo."""
+    """Record refs, HEAD, index, status, dirty-file content, worktrees and config of each repo.
+
+    Each path is read as its own repository: git is pinned to the git dir found there (the path
+    itself for a bare repository) and to the path as the work tree, so a ``core.worktree`` or an
+    enclosing repository cannot make the snapshot read another repository instead.
+    """
     return {Path(os.path.realpath(p)): _repo_state(Path(p)) for p in paths}
 
 
+def _pinned(repo: Path) -> dict[str, str]:
+    found = run_git(repo, "rev-parse", "--absolute-git-dir", "--is-bare-repository").splitlines()
+    pins = {"GIT_DIR": found[0]}
+    if found[1] != "true":
+        pins["GIT_WORK_TREE"] = str(repo)
+    return pins
+
+
+def _pinned_git(repo: Path, pins: Mapping[str, str], *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=repo, env=_env(GIT_OPTIONAL_LOCKS="0", **pins),
+                          stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed in {repo}: {proc.stderr.decode(errors='replace')}")
+    return proc.stdout.decode(errors="replace").strip()
+
+
 def _repo_state(repo: Path) -> RepoState:
-    refs = run_git(repo, "for-each-ref", "--format=%(refname) %(objectname) %(symref)")
-    head = run_git(repo, "symbolic-ref", "-q", "HEAD", check=False) or "detached"
-    head += " @ " + (run_git(repo, "rev-parse", "-q", "--verify", "HEAD", check=False) or "unborn")
-    index = run_git(repo, "ls-files", "-s")
-    status = _quiet_status(repo)
+    pins = _pinned(repo)
+    refs = _pinned_git(repo, pins, "for-each-ref", "--format=%(refname) %(objectname) %(symref)")
+    head = _pinned_git(repo, pins, "symbolic-ref", "-q", "HEAD", check=False) or "detached"
+    head += " @ " + (_pinned_git(repo, pins, "rev-parse", "-q", "--verify", "HEAD", check=False) or "unborn")
+    config = _pinned_git(repo, pins, "config", "--local", "--list", check=False)
+    if "GIT_WORK_TREE" not in pins:  # a bare repository: no index, no work tree
+        return RepoState(tuple(refs.splitlines()), head, (), (), (), (), tuple(config.splitlines()))
+    index = _pinned_git(repo, pins, "ls-files", "-s")
+    status = _quiet_status(repo, pins)
     content = tuple(f"{p} {_file_hash(repo / p)}" for p in _status_paths(status))
-    worktrees = run_git(repo, "worktree", "list", "--porcelain")
+    worktrees = _pinned_git(repo, pins, "worktree", "list", "--porcelain")
     return RepoState(tuple(refs.splitlines()), head, tuple(index.splitlines()), tuple(status),
-                     content, tuple(worktrees.splitlines()))
+                     content, tuple(worktrees.splitlines()), tuple(config.splitlines()))
 
 
-def _quiet_status(repo: Path) -> list[str]:
+def _quiet_status(repo: Path, pins: Mapping[str, str]) -> list[str]:
     # GIT_OPTIONAL_LOCKS=0: taking a snapshot must not itself rewrite the index.
     out = subprocess.run(["git", "status", "--porcelain=v2", "-z", "--untracked-files=all"], cwd=repo,
-                         env=_env(GIT_OPTIONAL_LOCKS="0"), stdin=subprocess.DEVNULL, capture_output=True,
+                         env=_env(GIT_OPTIONAL_LOCKS="0", **pins), stdin=subprocess.DEVNULL, capture_output=True,
                          check=True).stdout
     return [rec.decode(errors="replace") for rec in out.split(b"\0") if rec]
 
