@@ -50,7 +50,8 @@ __all__ = [
     "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
     "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
-    "artifact_too_large", "no_stopwatch", "inline_comments", "dispatch_inputs", "lost_write", "no_review_comment",
+    "artifact_too_large", "no_stopwatch", "no_time_entry", "check_review_pending", "inline_comments",
+    "dispatch_inputs", "lost_write", "no_review_comment",
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement", "file_too_large",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
@@ -2700,6 +2701,25 @@ def no_review_comment(c: ForgeCall, number: int, comment_id: int) -> Refusal:
                    next=(call(c.tool, action="reviews", owner_repo=c.args.get("owner_repo"), number=number,
                               comments=True),
                          c.retry(comment_id=placeholder("a comment id the reviews show"))))
+
+
+def no_time_entry(c: ForgeCall, number: int, time_id: int) -> Refusal:
+    """A tracked time entry the issue does not hold (another issue's, or already deleted)."""
+    return Refusal("NOT_FOUND_OR_NO_ACCESS", f"#{number} in {c.repo} has no tracked time entry {time_id}; nothing "
+                   f"was deleted.", target=f"{c.repo}#{number}",
+                   next=(call(c.tool, action="times", owner_repo=c.args.get("owner_repo"), number=number),
+                         c.retry(time_id=placeholder("an entry id the list shows"))))
+
+
+def check_review_pending(c: ForgeCall, number: int, review_id: int, state: str, web: str) -> None:
+    """Only a pending review (a draft nobody else has seen) is deleted by an agent; a submitted one is part of
+    the pull request's record, and removing it is a person's act."""
+    if state != "PENDING":
+        raise Refusal("USER_ACTION_REQUIRED", f"Review {review_id} on PR #{number} in {c.repo} was submitted "
+                      f"({state}); deleting a submitted review removes it from the record, so nothing was deleted.",
+                      target=f"{c.repo}#{number}",
+                      user_action=f"Ask the user to delete review {review_id} at {web} if it should go (an approval "
+                                  f"or change request can be dismissed instead).")
 
 
 def no_stopwatch(c: ForgeCall, number: int) -> Refusal:

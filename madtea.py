@@ -320,20 +320,19 @@ JSON_OUT = Param("json", "bool", "Print the structured result as JSON.", cli_onl
 REGISTRY: list[Op] = []
 # What a tool with several actions is for, above their list (tools/list, the CLI's noun help).
 TOOL_SUMMARIES: dict[str, str] = {
-    "madt_worktrees": "Linked worktrees of a repository: list them, add one, or remove one that holds no unsaved work.",
-    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deleting an issue is a person's act and is not offered.",
+    "madt_worktrees": "Linked worktrees of a repository.",
+    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deletion is a person's act.",
     "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
-    "madt_labels": "Repository labels. Deleting a label is a person's act and is not offered.",
-    "madt_milestones": "Repository milestones. Deleting a milestone is a person's act and is not offered.",
-    "madt_releases": "Releases. Deleting a release or tag is a person's act and is not offered.",
-    "madt_repo": "Repositories on the forge: view, list, create, fork, edit; their commits, branches and tags.",
+    "madt_labels": "Repository labels. Deletion is a person's act.",
+    "madt_milestones": "Repository milestones. Deletion is a person's act.",
+    "madt_releases": "Releases. Deleting a release or tag is a person's act.",
+    "madt_repo": "Repositories on the forge, their commits, branches and tags.",
     "madt_search": "Search issues and pull requests, or repositories.",
     "madt_notifications": "Your notifications on the forge.",
-    "madt_people": "People on the forge: your organisations, user and team search, an owner's packages.",
-    "madt_wiki": "The repository's wiki pages. Deleting a page is a person's act and is not offered.",
+    "madt_people": "People, organisations and packages on the forge.",
+    "madt_wiki": "The repository's wiki pages. Deletion is a person's act.",
     "madt_files": "Repository files: read, and commit changes without a checkout.",
-    "madt_actions": "Actions (CI): runs, jobs, workflows, logs, artifacts, dispatch, secrets and variables, "
-                    "where the forge has them. Deleting a secret or variable is a person's act.",
+    "madt_actions": "Actions (CI), where the forge has them. Deleting a secret or variable is a person's act.",
 }
 
 
@@ -458,9 +457,8 @@ FIELDS = Param("fields", "strs", "More of the forge's fields, by API name (e.g. 
 
 
 BODY_EDIT = (
-    Param("body", description="Replace the whole body. Needs updated_at from the version you read, so an "
-          "edit you have not seen is never overwritten. Prefer append, replace_old/replace_new, check or uncheck.",
-          short="b"),
+    Param("body", description="Replace the whole body; needs updated_at from your view, so an unseen edit is "
+          "never overwritten. Prefer append, replace_old/new, check or uncheck.", short="b"),
     Param("updated_at", description="The updated_at (or body_sha) of the version you read with view; "
           "required with body."),
     Param("append", description="Add this text at the end of the current body."),
@@ -710,7 +708,8 @@ def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     guard.check_arguments_object(tool, raw)
     action = raw.get("action")
     if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
-            any(op.tool == tool and op.cli_only for op in REGISTRY):
+            any(op.tool == tool and op.cli_only for op in REGISTRY) and \
+            not any(op.tool == tool and op.action == action and not op.cli_only for op in REGISTRY):
         raise delete_refusal(tool, raw, ctx)
     op = find_op(tool, action, ctx.surface, raw, ctx.scope)
     if ctx.scope.active:
@@ -2734,7 +2733,7 @@ def issue_list_op(inv: Invocation) -> Result:
 
 
 @operation("madt_issues", "view", cli=("issue", "view"), kind="remote", mutating=False, idempotent=True,
-           summary="Show one issue with its body (and comments), fenced as untrusted content.",
+           summary="Show one; body and comments fenced.",
            params=(NUMBER, COMMENTS, OFFSET, FIELDS))
 def issue_view_op(inv: Invocation) -> Result:
     return _view(inv, "issue")
@@ -2785,7 +2784,7 @@ def issue_create_op(inv: Invocation) -> Result:
 
 
 @operation("madt_issues", "edit", cli=("issue", "edit"), kind="remote", mutating=True, destructive=True,
-           summary="Edit an issue's title, body (safely), labels, assignees or milestone.",
+           summary="Edit title, body (safely), labels, assignees, milestone.",
            params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
                    *EDIT_SETS,
                    Param("comment_id", "int", "Edit this comment's body instead of the issue's.", minimum=1)))
@@ -2794,19 +2793,19 @@ def issue_edit_op(inv: Invocation) -> Result:
 
 
 @operation("madt_issues", "close", cli=("issue", "close"), kind="remote", mutating=True,
-           summary="Close one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
+           summary="Close one or more (optional comment).", params=(NUMBERS, COMMENT))
 def issue_close_op(inv: Invocation) -> Result:
     return _set_state(inv, "closed", "issue")
 
 
 @operation("madt_issues", "reopen", cli=("issue", "reopen"), kind="remote", mutating=True,
-           summary="Reopen one or more issues, optionally with a comment.", params=(NUMBERS, COMMENT))
+           summary="Reopen one or more (optional comment).", params=(NUMBERS, COMMENT))
 def issue_reopen_op(inv: Invocation) -> Result:
     return _set_state(inv, "open", "issue")
 
 
 @operation("madt_issues", "comment", cli=("issue", "comment"), kind="remote", mutating=True,
-           summary="Add a comment to an issue.",
+           summary="Add a comment.",
            params=(NUMBER, replace(BODY_NEW, required=True), BODY_FILE))
 def issue_comment_op(inv: Invocation) -> Result:
     return _comment(inv, "issue")
@@ -2821,7 +2820,7 @@ def _lock_supported(inv: Invocation) -> None:
 
 
 @operation("madt_issues", "lock", cli=("issue", "lock"), kind="remote", mutating=True, idempotent=True,
-           summary="Lock an issue's conversation.",
+           summary="Lock the conversation.",
            params=(NUMBER, Param("reason", "enum", "Why: off_topic, resolved, spam or too_heated.",
                                  choices=("off_topic", "resolved", "spam", "too_heated"), short="r")))
 def issue_lock_op(inv: Invocation) -> Result:
@@ -2832,7 +2831,7 @@ def issue_lock_op(inv: Invocation) -> Result:
 
 
 @operation("madt_issues", "unlock", cli=("issue", "unlock"), kind="remote", mutating=True, idempotent=True,
-           summary="Unlock an issue's conversation.", params=(NUMBER,))
+           summary="Unlock the conversation.", params=(NUMBER,))
 def issue_unlock_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     _lock_supported(inv)
@@ -2855,16 +2854,51 @@ def _times_look(inv: Invocation, number: int) -> dict[str, Any]:
     return guard.call("madt_issues", action="times", owner_repo=api(inv).target.full, number=number)
 
 
+def _time_repo(t: Mapping[str, Any]) -> Any:
+    return ((t.get("issue") or {}).get("repository") or {}).get("full_name")
+
+
 @operation("madt_issues", "times", cli=("issue", "times"), kind="remote", mutating=False, idempotent=True,
-           summary="List tracked time, with the total.", params=(NUMBER,))
+           summary="List tracked time and its total: an issue's, the repo's, or mine=true yours.",
+           params=(replace(NUMBER, required=False), Param("mine", "bool", "Yours, in every repository."), LIMIT))
 def issue_times_op(inv: Invocation) -> Result:
-    number, remote = _issue_number(inv), api(inv)
-    times, total = _tracked(remote, number)
+    remote = api(inv)
+    if inv.args.get("number") is not None:
+        number = _issue_number(inv)
+        times, total = _tracked(remote, number)
+        where = f"#{number}"
+    else:
+        if inv.args.get("mine"):
+            times = list(remote.confine(remote.root_list("/user/times", limit=_limit(inv, 1000)), _time_repo))
+            where = "your tracked time"
+        else:
+            times = remote.list_items("times", limit=_limit(inv, 1000))
+            where = remote.target.slug
+        total = sum(int(t.get("time") or 0) for t in times)
     rows: list[dict[str, Any]] = [{"id": t.get("id"), "user": clean_line(t.get("user_name")),
-                                   "seconds": int(t.get("time") or 0), "created": str(t.get("created") or "")[:19]}
+                                   "seconds": int(t.get("time") or 0), "created": str(t.get("created") or "")[:19],
+                                   "issue": (t.get("issue") or {}).get("number"), "repo": _time_repo(t)}
                                   for t in times]
-    lines = [f"{r['id']} {_hms(r['seconds'])} by @{r['user']} {r['created'][:10]}" for r in rows]
-    return Result("\n".join(lines + [f"total on #{number}: {_hms(total)}"]), {"times": rows, "total": total})
+    lines = [f"{r['id']} {_hms(r['seconds'])} by @{r['user']} {r['created'][:10]}"
+             + (f" on {r['repo'] if inv.args.get('mine') else ''}#{r['issue']}" if inv.args.get("number") is None
+                else "")
+             for r in rows]
+    return Result("\n".join(lines + [f"total for {where}: {_hms(total)}"]), {"times": rows, "total": total})
+
+
+@operation("madt_issues", "delete_time", cli=("issue", "delete-time"), kind="remote", mutating=True,
+           destructive=True, idempotent=True, summary="Delete a tracked time entry (add_time restores it).",
+           params=(NUMBER, Param("time_id", "int", "The entry's id, as times lists it.", required=True, minimum=1)))
+def issue_delete_time_op(inv: Invocation) -> Result:
+    number, remote, tid = _issue_number(inv), api(inv), inv.args["time_id"]
+    entry = next((t for t in _tracked(remote, number)[0] if t.get("id") == tid), None)
+    if entry is None:
+        raise guard.no_time_entry(forge_call(inv), number, tid)
+    remote.delete("issues", number, "times", tid)
+    _, total = _tracked(remote, number)
+    return Result(f"Deleted tracked time {tid} ({_hms(int(entry.get('time') or 0))} by "
+                  f"@{clean_line(entry.get('user_name'))}) from #{number} in {remote.target.slug}; its total is now "
+                  f"{_hms(total)}.", {"id": tid, "seconds": int(entry.get("time") or 0), "total": total})
 
 
 @operation("madt_issues", "add_time", cli=("issue", "add-time"), kind="remote", mutating=True,
@@ -2930,7 +2964,36 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
                   f"is now {_hms(total)}.", {"id": new[-1].get("id"), "seconds": spent, "total": total})
 
 
+@operation("madt_issues", "cancel_stopwatch", cli=("issue", "cancel-stopwatch"), kind="remote", mutating=True,
+           destructive=True, idempotent=True, summary="Cancel your stopwatch, tracking nothing.", params=(NUMBER,))
+def issue_cancel_stopwatch_op(inv: Invocation) -> Result:
+    number, remote = _issue_number(inv), api(inv)
+    try:
+        remote.delete("issues", number, "stopwatch", "delete")
+    except _forge().ForgeError as exc:
+        if exc.status != 409:
+            raise
+        return Result(f"No stopwatch of yours is running on #{number} in {remote.target.slug}; there was nothing to "
+                      f"cancel.", {"number": number, "cancelled": False})
+    return Result(f"Cancelled your stopwatch on #{number} in {remote.target.slug}; no time was tracked.",
+                  {"number": number, "cancelled": True})
+
+
+@operation("madt_issues", "stopwatches", cli=("issue", "stopwatches"), kind="remote", mutating=False,
+           idempotent=True, reach="forge", summary="List your running stopwatches.", params=(LIMIT,))
+def issue_stopwatches_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    found = remote.confine(remote.root_list("/user/stopwatches", limit=_limit(inv)),
+                           lambda w: f"{w.get('repo_owner_name')}/{w.get('repo_name')}")
+    rows = [{"repo": f"{w.get('repo_owner_name')}/{w.get('repo_name')}", "number": w.get("issue_index"),
+             "title": clean_line(w.get("issue_title")), "seconds": int(w.get("seconds") or 0),
+             "started": str(w.get("created") or "")[:19]} for w in found]
+    return Result("\n".join(f"{r['repo']}#{r['number']} {_hms(r['seconds'])} so far: {r['title']}" for r in rows)
+                  or "no stopwatch of yours is running", rows)
+
+
 ATTACHED_TO = Param("comment_id", "int", "This comment's files instead of the issue's.", minimum=1)
+ATTACHMENT_ID = Param("attachment_id", "int", "The file's id, as attachments lists it.", required=True, minimum=1)
 UPLOAD_FILES = Param("files", "strs", "Paths of the files (over MCP: in the launch repo's work tree).",
                      positional=True, required=True, cli_help="Paths of the files to upload.")
 
@@ -3001,6 +3064,47 @@ def issue_attach_op(inv: Invocation) -> Result:
     return Result(f"Attached {', '.join(done)} to {what} in {api(inv).target.slug}.", {"attached": done})
 
 
+def _attachment(inv: Invocation) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+    """What a call names (#N's or a comment's file), its API path, and the file as the forge describes it."""
+    what, path = _attached(inv)
+    path += (inv.args["attachment_id"],)
+    return f"file {inv.args['attachment_id']} of {what}", path, api(inv).get(*path)
+
+
+@operation("madt_issues", "download", cli=("issue", "download"), kind="remote", mutating=True,
+           summary="Save an attached file to a new file.",
+           params=(NUMBER, ATTACHMENT_ID, ATTACHED_TO,
+                   Param("output", description="Absolute path of a new file to save to.", required=True, short="O")))
+def issue_download_op(inv: Invocation) -> Result:
+    remote, c = api(inv), forge_call(inv)
+    out = guard.saved_file(c, inv.args["output"])
+    what, _path, asset = _attachment(inv)
+    name, size, limit = clean_line(asset.get("name")), int(asset.get("size") or 0), _forge().MAX_BODY_BYTES
+    url = remote.client.asset_url(asset)
+    if size > limit:
+        raise guard.file_too_large(remote.target.slug, name, size, limit, url)
+    data = remote.client.download(url, max_bytes=limit)
+    try:
+        with open(out, "xb") as saved:  # never over a file that appeared meanwhile
+            saved.write(data)
+    except FileExistsError:
+        guard.saved_file(c, str(out))  # refuses: the file is there now
+        raise
+    return Result(f"Saved {name} ({what} in {remote.target.slug}) to {out} ({len(data)} bytes).",
+                  {"id": asset.get("id"), "name": name, "path": str(out), "size": len(data)})
+
+
+@operation("madt_issues", "edit_attachment", cli=("issue", "edit-attachment"), kind="remote", mutating=True,
+           destructive=True, idempotent=True, summary="Rename an attached file.",
+           params=(NUMBER, ATTACHMENT_ID, ATTACHED_TO, Param("name", description="Its new file name.", required=True)))
+def issue_edit_attachment_op(inv: Invocation) -> Result:
+    what, path, before = _attachment(inv)
+    name = guard.check_path_name(inv.op.where, "name", inv.args["name"], "a file", lambda v: inv.again(name=v))
+    after = api(inv).patch(*path, json={"name": name})
+    return Result(f"Renamed {what} in {api(inv).target.slug} from {clean_line(before.get('name'))} to "
+                  f"{clean_line(after.get('name'))}.", {"id": after.get("id"), "name": clean_line(after.get("name"))})
+
+
 # --- madt_pr ---
 
 _WIP = ("WIP:", "[WIP]")
@@ -3044,7 +3148,7 @@ def pr_list_op(inv: Invocation) -> Result:
 
 
 @operation("madt_pr", "view", cli=("pr", "view"), kind="remote", mutating=False, idempotent=True,
-           summary="Show one pull request: head, base, mergeability and body (fenced), optionally comments.",
+           summary="Show one: head, base, mergeability, body (fenced), comments.",
            params=(NUMBER, COMMENTS, OFFSET, FIELDS))
 def pr_view_op(inv: Invocation) -> Result:
     return _view(inv, "pr")
@@ -3089,7 +3193,7 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
 
 
 @operation("madt_pr", "create", cli=("pr", "create"), kind="remote", mutating=True,
-           summary="Open a pull request from head into base (reusing an open one for the same branches).",
+           summary="Open one from head into base (reuses an open one).",
            params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE,
                    Param("base", description="The branch to merge into (default: the repository's default branch).",
                          short="B"),
@@ -3145,7 +3249,7 @@ def pr_checkout_op(inv: Invocation) -> Result:
 
 
 @operation("madt_pr", "edit", cli=("pr", "edit"), kind="remote", mutating=True, destructive=True,
-           summary="Edit a pull request's title, body (safely), base, labels, assignees or milestone.",
+           summary="Edit title, body (safely), base, labels, assignees, milestone.",
            params=(NUMBER, TITLE, *BODY_EDIT, BODY_FILE,
                    Param("base", description="Change the branch to merge into.", short="B"),
                    *EDIT_SETS,
@@ -3157,7 +3261,7 @@ def pr_edit_op(inv: Invocation) -> Result:
 
 
 @operation("madt_pr", "close", cli=("pr", "close"), kind="remote", mutating=True,
-           summary="Close a pull request without merging, optionally with a comment.", params=(NUMBERS, COMMENT))
+           summary="Close without merging (optional comment).", params=(NUMBERS, COMMENT))
 def pr_close_op(inv: Invocation) -> Result:
     return _set_state(inv, "closed", "pull request")
 
@@ -3218,7 +3322,7 @@ def wait_mergeable(a: Api, number: int, attempts: int = 10, delay: float = 0.5) 
 
 
 @operation("madt_pr", "merge", cli=("pr", "merge"), kind="remote", mutating=True, destructive=True,
-           summary="Merge a pull request, refusing if its head moved from the commit you expect.",
+           summary="Merge, refusing if the head moved from what you expect.",
            params=(NUMBER, STYLE, Param("delete_branch", "bool", "Delete the head branch on the forge after the merge.",
                                         short="d"),
                    Param("subject", description="The merge commit's title.", short="t"),
@@ -3258,7 +3362,7 @@ def _branch_gone(a: Api, branch: str | None) -> str:
 
 
 @operation("madt_pr", "diff", cli=("pr", "diff"), kind="remote", mutating=False, idempotent=True,
-           summary="Show a pull request's diff (bounded; continue with offset).", params=(NUMBER, OFFSET))
+           summary="Show the diff (bounded; continue with offset).", params=(NUMBER, OFFSET))
 def pr_diff_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     remote = api(inv)
@@ -3278,7 +3382,7 @@ REVIEW_ID = Param("review_id", "int", "The review's id.", required=True, minimum
 
 
 @operation("madt_pr", "review", cli=("pr", "review"), kind="remote", mutating=True,
-           summary="Review a pull request: approve, request changes, or comment, with inline comments.",
+           summary="Approve, request changes or comment, with inline comments.",
            params=(NUMBER, EVENT, BODY_NEW, BODY_FILE,
                    Param("inline", "json", 'Inline comments: [{"path": "a.py", "line": 3, "body": "..."}]; '
                          "old_line for a removed line.", shape="objects")))
@@ -3336,6 +3440,18 @@ def pr_dismiss_review_op(inv: Invocation) -> Result:
     review = remote.get("pulls", number, "reviews", rid)
     return Result(f"Dismissed review {rid} ({review.get('state')} by @{_login(review.get('user'))}) on PR #{number} "
                   f"in {remote.target.slug}.", {"id": rid, "dismissed": bool(review.get("dismissed"))})
+
+
+@operation("madt_pr", "delete_review", cli=("pr", "delete-review"), kind="remote", mutating=True, destructive=True,
+           idempotent=True, summary="Delete your pending (unsubmitted) review.", params=(NUMBER, REVIEW_ID))
+def pr_delete_review_op(inv: Invocation) -> Result:
+    number, rid, remote = _issue_number(inv), inv.args["review_id"], api(inv)
+    review = remote.get("pulls", number, "reviews", rid)
+    guard.check_review_pending(forge_call(inv), number, rid, str(review.get("state")),
+                               _web(inv, "pulls", number, "files"))
+    remote.delete("pulls", number, "reviews", rid)
+    return Result(f"Deleted pending review {rid} on PR #{number} in {remote.target.slug} "
+                  f"({review.get('comments_count') or 0} inline comments with it).", {"id": rid, "deleted": True})
 
 
 def _review_comments(remote: Api, number: int, review: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -3459,14 +3575,14 @@ def pr_files_op(inv: Invocation) -> Result:
 
 
 @operation("madt_pr", "comment", cli=("pr", "comment"), kind="remote", mutating=True,
-           summary="Add a comment to a pull request.",
+           summary="Add a comment.",
            params=(NUMBER, replace(BODY_NEW, required=True), BODY_FILE))
 def pr_comment_op(inv: Invocation) -> Result:
     return _comment(inv, "pull request")
 
 
 @operation("madt_pr", "checks", cli=("pr", "checks"), kind="remote", mutating=False, idempotent=True,
-           summary="Show the commit status checks of a pull request's head.", params=(NUMBER,))
+           summary="Show the head's status checks.", params=(NUMBER,))
 def pr_checks_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     pr = api(inv).get("pulls", number)
@@ -3481,7 +3597,7 @@ def pr_checks_op(inv: Invocation) -> Result:
 
 
 @operation("madt_pr", "update_branch", cli=("pr", "update-branch"), kind="remote", mutating=True, destructive=True,
-           summary="Bring a pull request's head up to date with its base, by merge or rebase.",
+           summary="Bring the head up to date with base (merge or rebase).",
            params=(NUMBER, Param("style", "enum", "merge (default) or rebase.", choices=("merge", "rebase"))))
 def pr_update_branch_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
@@ -3492,7 +3608,7 @@ def pr_update_branch_op(inv: Invocation) -> Result:
 
 
 @operation("madt_pr", "ready", cli=("pr", "ready"), kind="remote", mutating=True, idempotent=True,
-           summary="Mark a draft pull request ready for review (or, with undo, back to draft).",
+           summary="Mark a draft ready for review (undo: back to draft).",
            params=(NUMBER, Param("undo", "bool", "Mark it as a draft again.")))
 def pr_ready_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
@@ -3527,6 +3643,16 @@ def label_list_op(inv: Invocation) -> Result:
     rows = [_label_row(l) for l in api(inv).list_items("labels", limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
                   or "no labels", rows)
+
+
+@operation("madt_labels", "org", cli=("label", "org"), kind="remote", mutating=False, idempotent=True,
+           reach="account", summary="List an organisation's labels.",
+           params=(Param("org", description="The organisation.", required=True, positional=True), LIMIT))
+def label_org_op(inv: Invocation) -> Result:
+    org = guard.check_path_name(inv.op.where, "org", inv.args["org"], "an organisation", lambda v: inv.again(org=v))
+    rows = [_label_row(l) for l in api(inv).root_list(f"/orgs/{_quote(org)}/labels", limit=_limit(inv, 1000))]
+    return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
+                  or f"{org} has no labels of its own", rows)
 
 
 @operation("madt_labels", "create", cli=("label", "create"), kind="remote", mutating=True,
@@ -3815,7 +3941,7 @@ def repo_fork_op(inv: Invocation) -> Result:
 
 @operation("madt_repo", "edit", cli=("repo", "edit"), kind="remote", mutating=True, destructive=True,
            idempotent=True,
-           summary="Edit the repository's description, website, default branch or merge settings.",
+           summary="Edit description, website, default branch, merge settings.",
            params=(DESCRIPTION, Param("homepage", description="The website address."),
                    Param("default_branch", description="The default branch."),
                    Param("delete_branch_on_merge", "bool", "Delete head branches after merges by default.")))
@@ -3832,7 +3958,7 @@ def repo_edit_op(inv: Invocation) -> Result:
 
 
 @operation("madt_repo", "branches", cli=("repo", "branches"), kind="remote", mutating=False, idempotent=True,
-           summary="List the repository's branches on the forge.", params=(LIMIT,))
+           summary="List branches.", params=(LIMIT,))
 def repo_branches_op(inv: Invocation) -> Result:
     rows = [{"name": b.get("name"), "sha": (b.get("commit") or {}).get("id"), "protected": b.get("protected")}
             for b in api(inv).list_items("branches", limit=_limit(inv))]
@@ -3841,7 +3967,7 @@ def repo_branches_op(inv: Invocation) -> Result:
 
 
 @operation("madt_repo", "tags", cli=("repo", "tags"), kind="remote", mutating=False, idempotent=True,
-           summary="List the repository's tags on the forge.", params=(LIMIT,))
+           summary="List tags.", params=(LIMIT,))
 def repo_tags_op(inv: Invocation) -> Result:
     rows = [{"name": t.get("name"), "sha": (t.get("commit") or {}).get("sha") or t.get("id")}
             for t in api(inv).list_items("tags", limit=_limit(inv))]
@@ -3863,7 +3989,7 @@ def _commit_row(c: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @operation("madt_repo", "commits", cli=("repo", "commits"), kind="remote", mutating=False, idempotent=True,
-           summary="List commits on the forge, newest first.",
+           summary="List commits, newest first.",
            params=(REF, Param("path", description="Only commits that change this file or folder."), LIMIT, PAGE,
                    FIELDS))
 def repo_commits_op(inv: Invocation) -> Result:
@@ -3950,7 +4076,7 @@ def _create_ref(inv: Invocation, kind: str, name: str,
 
 
 @operation("madt_repo", "create_branch", cli=("repo", "create-branch"), kind="remote", mutating=True,
-           summary="Create a branch on the forge from ref.", params=(BRANCH, REF))
+           summary="Create a branch from ref.", params=(BRANCH, REF))
 def repo_create_branch_op(inv: Invocation) -> Result:
     name = inv.args["branch"]
     made, start, sha = _create_ref(inv, "branch", name, lambda sha: {"new_branch_name": name, "old_ref_name": sha})
@@ -3962,7 +4088,7 @@ def repo_create_branch_op(inv: Invocation) -> Result:
 
 
 @operation("madt_repo", "rename_branch", cli=("repo", "rename-branch"), kind="remote", mutating=True, destructive=True,
-           summary="Rename a branch on the forge.",
+           summary="Rename a branch.",
            params=(BRANCH, Param("new_name", description="The branch's new name.", required=True, positional=True),
                    Param("allow_default_branch", "bool",
                          "Needed to rename the default branch (it stays the default).")))
@@ -4011,7 +4137,7 @@ def _settle_rename(inv: Invocation, exc: Exception, old: str, new: str) -> None:
 
 
 @operation("madt_repo", "create_tag", cli=("repo", "create-tag"), kind="remote", mutating=True,
-           summary="Create a tag on the forge at ref.",
+           summary="Create a tag at ref.",
            params=(Param("tag", description="The new tag's name, e.g. v1.2.0.", required=True, positional=True), REF,
                    Param("message", description="Make it an annotated tag with this message.")))
 def repo_create_tag_op(inv: Invocation) -> Result:
@@ -4069,6 +4195,27 @@ def notification_list_op(inv: Invocation) -> Result:
             for n in items]
     return Result("\n".join(f"{r['id']} {'unread' if r['unread'] else 'read  '} {r['repo']} {r['type']}: {r['title']}"
                             for r in rows) or "no notifications", rows)
+
+
+def _notification_row(n: Mapping[str, Any]) -> dict[str, Any]:
+    return {"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
+            "type": (n.get("subject") or {}).get("type"), "title": clean_line((n.get("subject") or {}).get("title")),
+            "url": (n.get("subject") or {}).get("html_url"), "updated": (n.get("updated_at") or "")[:19]}
+
+
+@operation("madt_notifications", "view", cli=("notification", "view"), kind="remote", mutating=False,
+           idempotent=True, reach="forge", summary="Show one notification by id.",
+           params=(Param("id", "int", "The notification's id.", required=True, positional=True, minimum=1),))
+def notification_view_op(inv: Invocation) -> Result:
+    remote = api(inv)
+    found = remote.confine([remote.root_get(f"/notifications/threads/{int(inv.args['id'])}")],
+                           lambda n: (n.get("repository") or {}).get("full_name"))
+    if not found:
+        return Result(f"Notification {inv.args['id']} is about a repository outside this server's list; it is not "
+                      f"shown.", None)
+    r = _notification_row(found[0])
+    return Result(f"{r['id']} {'unread' if r['unread'] else 'read'} {r['repo']} {r['type']}: {r['title']}\n"
+                  f"{r['url']} (updated {r['updated']})", r)
 
 
 @operation("madt_notifications", "read", cli=("notification", "read"), kind="remote", mutating=True,
@@ -4179,6 +4326,27 @@ def people_package_versions_op(inv: Invocation) -> Result:
     return Result(_package_lines(rows) or f"no versions of {kind} package {name} under {owner}", rows)
 
 
+@operation("madt_people", "package", cli=("people", "package"), kind="remote", mutating=False, idempotent=True,
+           reach="forge", summary="Show one package version.",
+           params=(OWNER, replace(PACKAGE_TYPE, required=True, positional=True),
+                   Param("name", description="The package's name.", required=True, positional=True),
+                   Param("version", description="The version.", required=True, positional=True)))
+def people_package_op(inv: Invocation) -> Result:
+    a = inv.args
+    guard.check_package_type(inv.op.where, a["type"], lambda v: inv.again(type=v))
+    for key, what in (("owner", "a user or organisation"), ("name", "a package"), ("version", "a version")):
+        def again(value: str, key: str = key) -> dict[str, Any]:
+            return inv.again(**{key: value})
+        guard.check_path_name(inv.op.where, key, a[key], what, again)
+    found = api(inv).root_get("/".join(["/packages", *(_quote(a[k]) for k in ("owner", "type", "name", "version"))]))
+    rows = _package_rows(inv, [found])
+    if not rows:
+        return Result("That package version is linked to a repository outside this server's list; it is not shown.",
+                      None)
+    r = rows[0] | {"creator": _login(found.get("creator"))}
+    return Result(_package_lines([r]) + f" by @{r['creator']}\n{r['url']}", r)
+
+
 # --- madt_wiki ---
 
 PAGE_NAME = Param("page_name", description="The wiki page's name.", required=True, positional=True)
@@ -4215,6 +4383,22 @@ def wiki_view_op(inv: Invocation) -> Result:
 def _wiki_since(inv: Invocation, name: str) -> Since:
     """A wiki page is unique by name."""
     return _named_since(inv, "wiki", "page", name)
+
+
+@operation("madt_wiki", "history", cli=("wiki", "history"), kind="remote", mutating=False, idempotent=True,
+           summary="List a page's revisions, newest first.", params=(PAGE_NAME, PAGE))
+def wiki_history_op(inv: Invocation) -> Result:
+    name = guard.check_path_name(inv.op.where, "page_name", inv.args["page_name"], "a wiki page",
+                                 lambda v: inv.again(page_name=v))
+    got = api(inv).get("wiki", "revisions", name, params=_page_params(inv)) or {}
+    rows = [{"sha": c.get("sha"), "author": clean_line((c.get("author") or {}).get("name")),
+             "date": str((c.get("author") or {}).get("date") or "")[:19],
+             "message": clean_line(str(c.get("message") or "").split("\n")[0])} for c in got.get("commits") or []]
+    more = int(got.get("count") or 0) - len(rows) - 10 * (int(inv.args.get("page") or 1) - 1)
+    return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {r['author']}: {r['message']}" for r in rows)
+                  + (f"\n[{more} older revisions; continue with " + guard.render_call(inv.again(
+                      page=int(inv.args.get("page") or 1) + 1)) + "]" if more > 0 and rows else "")
+                  or f"wiki page {name} has no revisions", {"count": got.get("count"), "revisions": rows})
 
 
 @operation("madt_wiki", "create", cli=("wiki", "create"), kind="remote", mutating=True,
@@ -4927,6 +5111,15 @@ def _variable_text(name: str, value: Any) -> str:
     return fence(chunk[:MAX_TEXT], "unknown", "set by a repository admin", f"variable {name}") + more
 
 
+@operation("madt_actions", "secrets", cli=("actions", "secrets"), kind="remote", mutating=False, idempotent=True,
+           summary="List secret names (values are never readable).", params=(LIMIT,))
+def actions_secrets_op(inv: Invocation) -> Result:
+    rows = [{"name": clean_line(x.get("name")), "created": str(x.get("created_at") or "")[:19]}
+            for x in api(inv).list_items("actions", "secrets", limit=_limit(inv, 1000))]
+    return Result("\n".join(f"{r['name']} (set {r['created'][:10]})" for r in rows)
+                  or f"{api(inv).target.slug} has no secrets", rows)
+
+
 @operation("madt_actions", "variables", cli=("actions", "variables"), kind="remote", mutating=False,
            idempotent=True, summary="List variables, or show one by name.",
            params=(replace(NAME, required=False),))
@@ -5195,6 +5388,19 @@ def comment_delete_op(inv: Invocation) -> Result:
     return Result(closing(f"Deleted {label}"), {"deleted": inv.args["comment_id"]})
 
 
+@operation("madt_issues", "delete_attachment", cli=("issue", "delete-attachment"), kind="remote", mutating=True,
+           destructive=True, cli_only=True,
+           summary="Delete an attached file (people only: confirmed by typing its name at a terminal).",
+           params=(ISSUE_NUMBER, ATTACHMENT_ID, ATTACHED_TO))
+def attachment_delete_op(inv: Invocation) -> Result:
+    what, path, asset = _attachment(inv)
+    label = f"{what} in {api(inv).target.slug}"
+    name = str(asset.get("name"))
+    _confirm_at_terminal(f"{clean_line(name)} ({label})", name)
+    api(inv).delete(*path)
+    return Result(closing(f"Deleted {clean_line(name)} ({label})"), {"deleted": asset.get("id")})
+
+
 ACTIONS_NAME = replace(NAME, description="The secret's or variable's name.")
 
 
@@ -5241,6 +5447,8 @@ def _untabled_web(inv: Invocation) -> str:
         return str((found or {}).get("html_url") or _web(inv, "issues"))
     if "tag" in inv.args:
         return _web(inv, "src", "tag", inv.args["tag"])
+    if "attachment_id" in inv.args:
+        return _web(inv, "issues", inv.args.get("number", ""))
     return _web(inv)
 
 

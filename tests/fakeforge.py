@@ -688,6 +688,25 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("POST", _R + "/issues/{index}/assets", "issue_asset_upload", scope="issue", token=True),
     _Route("GET", _R + "/issues/comments/{id}/assets", "comment_assets", scope="issue"),
     _Route("POST", _R + "/issues/comments/{id}/assets", "comment_asset_upload", scope="issue", token=True),
+    _Route("DELETE", _R + "/issues/{index}/stopwatch/delete", "stopwatch_delete", scope="issue", token=True,
+           perm="write"),
+    _Route("GET", "/user/stopwatches", "user_stopwatches", scope="user", token=True),
+    _Route("GET", "/user/times", "user_times", scope="user", token=True),
+    _Route("GET", _R + "/times", "repo_times", scope="repository", token=True),
+    _Route("DELETE", _R + "/issues/{index}/times/{id}", "time_delete", scope="issue", token=True),
+    _Route("GET", _R + "/issues/{index}/assets/{attachment_id}", "issue_asset_get", scope="issue"),
+    _Route("PATCH", _R + "/issues/{index}/assets/{attachment_id}", "issue_asset_edit", scope="issue", token=True,
+           form=True),
+    _Route("DELETE", _R + "/issues/{index}/assets/{attachment_id}", "issue_asset_delete", scope="issue", token=True),
+    _Route("GET", _R + "/issues/comments/{id}/assets/{attachment_id}", "comment_asset_get", scope="issue"),
+    _Route("PATCH", _R + "/issues/comments/{id}/assets/{attachment_id}", "comment_asset_edit", scope="issue",
+           token=True, form=True),
+    _Route("DELETE", _R + "/issues/comments/{id}/assets/{attachment_id}", "comment_asset_delete", scope="issue",
+           token=True),
+    _Route("DELETE", _R + "/pulls/{index}/reviews/{id}", "review_delete", scope="repository", token=True),
+    _Route("GET", _R + "/wiki/revisions/{name}", "wiki_revisions", scope="repository"),
+    _Route("GET", "/orgs/{org}/labels", "org_labels", scope="organization"),
+    _Route("GET", "/packages/{owner}/{type}/{name}/{version}", "package_get", scope="package"),
 )
 _COMPILED = tuple((route, route.compile()) for route in _ROUTES)
 
@@ -801,6 +820,7 @@ class FakeForge:
         self._notifications: dict[int, Notification] = {}
         self.teams: dict[int, Team] = {}
         self.packages: dict[int, Package] = {}
+        self.org_labels: dict[str, list[Label]] = {}  # organisation login (lower-cased) -> its labels
         self._index_lag = 0.0
         self._unindexed: dict[int, float] = {}  # issue id -> when q= search first finds it (time.monotonic)
         if defaults:
@@ -1060,6 +1080,13 @@ class FakeForge:
                               creator, self._tick(), linked)
             self.packages[package.id] = package
             return package
+
+    def add_org_label(self, org: str, name: str, color: str = "#00aabb", description: str = "") -> Label:
+        """Give an organisation a label of its own (its repositories' issues may use it)."""
+        with self._lock:
+            label = Label(self._next("label"), name, color, description)
+            self.org_labels.setdefault(org.lower(), []).append(label)
+            return label
 
     def protect_branch(self, owner: str, name: str, branch: str) -> None:
         """Add a branch protection rule for exactly *branch*."""
@@ -3858,6 +3885,17 @@ class FakeForge:
         issue.updated = self._tick()
         return self._json(200, self._review_json(repo, issue, review))
 
+    def _h_review_delete(self, ctx: _Ctx) -> _Response:
+        """DeletePullReview: its reviewer or a repository admin; 204."""
+        assert ctx.user is not None
+        issue = self._pull_issue(ctx)
+        review = self._review(ctx, issue)
+        if review.user.lower() != ctx.user.login.lower() and ctx.access < 3:
+            raise self._error(403, "only admin and user itself can delete a review")
+        assert issue.pull is not None
+        issue.pull.reviews.remove(review)
+        return _Response(204, b"", None)
+
     def _reviewer_logins(self, ctx: _Ctx, issue: Issue) -> list[str]:
         form = self._form(ctx)
         names = self._field(form, "reviewers", list, []) or []
@@ -4095,6 +4133,20 @@ class FakeForge:
         when = self._tick()
         sha = hashlib.sha1(page.title.encode() + page.content + str(when).encode()).hexdigest()
         page.revisions.append((sha, login, when, message))
+
+    def _h_wiki_revisions(self, ctx: _Ctx) -> _Response:
+        """ListPageRevisions: a page's commits, newest first, 10 to a page (page= only), with their count."""
+        repo = ctx.repo
+        assert repo is not None
+        page = self._wiki_page(ctx)
+        commits = list(reversed(page.revisions))
+        start = (max(ctx.q_int("page", 1), 1) - 1) * 10
+        shown = [{"sha": sha, "message": message,
+                  "author": {"name": login, "email": self.users[login.lower()].email if login.lower() in self.users
+                             else "", "date": _ts(when)},
+                  "commiter": {"name": login, "email": "", "date": _ts(when)}}
+                 for sha, login, when, message in commits[start:start + 10]]
+        return self._json(200, {"commits": shown, "count": len(commits)}, {"X-Total-Count": str(len(commits))})
 
     def _h_wiki_create(self, ctx: _Ctx) -> _Response:
         repo = ctx.repo
@@ -4496,6 +4548,98 @@ class FakeForge:
         comment.updated = asset.created
         return self._json(201, self._asset_json(asset))
 
+    def _h_stopwatch_delete(self, ctx: _Ctx) -> _Response:
+        """DeleteIssueStopwatch: the running stopwatch is dropped, tracking nothing; 409 when none runs."""
+        assert ctx.user is not None
+        if self._issue(ctx).stopwatches.pop(ctx.user.login.lower(), None) is None:
+            raise self._error(409, "Cannot cancel a non-existent stopwatch")
+        return _Response(204, b"", None)
+
+    def _h_user_stopwatches(self, ctx: _Ctx) -> _Response:
+        """GetStopwatches: the caller's running stopwatches, across every repository."""
+        assert ctx.user is not None
+        me, now = ctx.user.login.lower(), self._clock
+        found = [(repo, issue, issue.stopwatches[me]) for repo in self._repos.values()
+                 for issue in repo.issues.values() if me in issue.stopwatches]
+        items, headers = self._page(ctx, found)
+        return self._json(200, [{"created": _ts(started), "seconds": now - started, "duration": f"{now - started}s",
+                                 "issue_index": issue.number, "issue_title": issue.title, "repo_owner_name": repo.owner,
+                                 "repo_name": repo.name} for repo, issue, started in items], headers)
+
+    def _h_user_times(self, ctx: _Ctx) -> _Response:
+        """ListMyTrackedTimes: the caller's tracked times, across every repository."""
+        assert ctx.user is not None
+        me = ctx.user.login.lower()
+        found = [(repo, issue, t) for repo in self._repos.values() for issue in repo.issues.values()
+                 for t in issue.times if t["user"].lower() == me]
+        items, headers = self._page(ctx, found)
+        return self._json(200, [self._time_json(repo, issue, t, ctx.user) for repo, issue, t in items], headers)
+
+    def _h_repo_times(self, ctx: _Ctx) -> _Response:
+        """ListTrackedTimesByRepository: everyone's for a writer; a reader sees only their own."""
+        repo = ctx.repo
+        assert repo is not None and ctx.user is not None
+        who = ctx.q("user").lower()
+        if ctx.access < 2 and not ctx.user.is_admin:
+            if who and who != ctx.user.login.lower():
+                raise self._error(403, "query by user not allowed; not enough rights")
+            who = ctx.user.login.lower()
+        found = [(issue, t) for issue in sorted(repo.issues.values(), key=lambda i: i.number) for t in issue.times
+                 if not who or t["user"].lower() == who]
+        items, headers = self._page(ctx, found)
+        return self._json(200, [self._time_json(repo, issue, t, ctx.user) for issue, t in items], headers)
+
+    def _h_time_delete(self, ctx: _Ctx) -> _Response:
+        """DeleteTime: the poster of the entry or an admin; 404 for an id the issue does not hold."""
+        assert ctx.user is not None
+        issue = self._issue(ctx)
+        key = ctx.params["id"]
+        entry = next((t for t in issue.times if key.isdigit() and t["id"] == int(key)), None)
+        if entry is None:
+            raise self._not_found()
+        if entry["user"].lower() != ctx.user.login.lower() and ctx.access < 3:
+            raise self._error(403, "not allowed to delete this tracked time")
+        issue.times.remove(entry)
+        return _Response(204, b"", None)
+
+    def _issue_asset(self, ctx: _Ctx, owner: Any) -> Asset:
+        key = ctx.params["attachment_id"]
+        found = next((a for a in owner.attachments if key.isdigit() and a.id == int(key)), None)
+        if found is None:
+            raise self._not_found("GetAttachmentByID", [f"attachment does not exist [id: {key}]"])
+        return found
+
+    def _asset_write(self, ctx: _Ctx, owner: Any, delete: bool) -> _Response:
+        """EditIssueAttachment / DeleteIssueAttachment (and the comment forms): a writer of the repository."""
+        asset = self._issue_asset(ctx, owner)
+        if ctx.access < 2:
+            raise self._error(403, "user should have permission to edit attachment")
+        if delete:
+            owner.attachments.remove(asset)
+            return _Response(204, b"", None)
+        name = self._field(self._form(ctx), "name", str, "")
+        if name:
+            asset.name = name
+        return self._json(201, self._asset_json(asset))
+
+    def _h_issue_asset_get(self, ctx: _Ctx) -> _Response:
+        return self._json(200, self._asset_json(self._issue_asset(ctx, self._issue(ctx))))
+
+    def _h_issue_asset_edit(self, ctx: _Ctx) -> _Response:
+        return self._asset_write(ctx, self._issue(ctx), False)
+
+    def _h_issue_asset_delete(self, ctx: _Ctx) -> _Response:
+        return self._asset_write(ctx, self._issue(ctx), True)
+
+    def _h_comment_asset_get(self, ctx: _Ctx) -> _Response:
+        return self._json(200, self._asset_json(self._issue_asset(ctx, self._comment(ctx))))
+
+    def _h_comment_asset_edit(self, ctx: _Ctx) -> _Response:
+        return self._asset_write(ctx, self._comment(ctx), False)
+
+    def _h_comment_asset_delete(self, ctx: _Ctx) -> _Response:
+        return self._asset_write(ctx, self._comment(ctx), True)
+
     def _uploaded_file(self, ctx: _Ctx) -> Asset:
         """The one file of a multipart upload (field ``attachment``), named by ``name`` or its file name."""
         if not ctx.content_type.lower().startswith("multipart/form-data"):
@@ -4656,6 +4800,27 @@ class FakeForge:
         found = [p for p in self._owner_packages(ctx) if (not kind or p.type == kind) and q in p.name.lower()]
         items, headers = self._page(ctx, found)
         return self._json(200, [self._package_json(p, ctx.user) for p in items], headers)
+
+    def _h_package_get(self, ctx: _Ctx) -> _Response:
+        """getPackage: one version of one package."""
+        kind, name, version = (unquote(ctx.params[k]) for k in ("type", "name", "version"))
+        found = next((p for p in self._owner_packages(ctx) if (p.type, p.name, p.version) == (kind, name, version)),
+                     None)
+        if found is None:
+            raise self._not_found("GetPackageByName", ["package does not exist"])
+        return self._json(200, self._package_json(found, ctx.user))
+
+    def _h_org_labels(self, ctx: _Ctx) -> _Response:
+        """ListLabels of an organisation (paged, X-Total-Count only)."""
+        org = self.users.get(unquote(ctx.params["org"]).lower())
+        if org is None or not org.is_org:
+            raise self._not_found("GetOrgByName", [f"org does not exist [name: {ctx.params['org']}]"])
+        labels = sorted(self.org_labels.get(org.login.lower(), []), key=lambda l: (l.name, l.id))
+        items, headers = self._page(ctx, labels, link=False)
+        return self._json(200, [{"id": l.id, "name": l.name, "exclusive": l.exclusive, "is_archived": l.is_archived,
+                                 "color": l.color.lstrip("#"), "description": l.description,
+                                 "url": self._api_url("orgs", org.login, "labels", str(l.id))} for l in items],
+                          headers)
 
     def _h_package_versions(self, ctx: _Ctx) -> _Response:
         """listPackageVersions (Gitea only): the versions of one package, newest first."""

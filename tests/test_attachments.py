@@ -72,3 +72,29 @@ def test_a_lost_upload_answer_is_settled_by_the_attachment_list(env: Env) -> Non
     [look] = lost.error["next"]
     assert (look["tool"], look["args"]["action"], look["args"]["number"]) == ("madt_issues", "attachments", 1)
     assert len(env.issue(1).attachments) == 1 and len(env.forge.find_requests("POST", "/assets")) == 2
+
+
+def test_an_attachment_is_downloaded_renamed_and_only_a_person_deletes_it(env: Env, tmp_path: Any) -> None:
+    e = env
+    number = _issue_with_comment(env)
+    (e.clone / "notes.txt").write_text("hello\n")
+    e.ok("madt_issues", action="attach", number=number, files=["notes.txt"])
+    listed = e.ok("madt_issues", action="attachments", number=number).data
+    aid = listed[0]["id"]
+    saved = tmp_path / "copy.txt"
+    done = e.ok("madt_issues", action="download", number=number, attachment_id=aid, output=str(saved))
+    assert saved.read_bytes() == b"hello\n" and done.data["size"] == 6
+    e.refused("PATH_EXISTS", "madt_issues", action="download", number=number, attachment_id=aid, output=str(saved))
+    renamed = e.ok("madt_issues", action="edit_attachment", number=number, attachment_id=aid, name="notes-v2.txt")
+    assert "to notes-v2.txt" in renamed.text
+    assert e.ok("madt_issues", action="attachments", number=number).data[0]["name"] == "notes-v2.txt"
+    bad = e.refused("BAD_ARGUMENT", "madt_issues", action="edit_attachment", number=number, attachment_id=aid,
+                    name="../x")
+    assert "../x" in bad.text
+    refused = e.refused("USER_ACTION_REQUIRED", "madt_issues", action="delete_attachment", number=number,
+                        attachment_id=aid)
+    assert "/issues/" in refused.error["user_action"]
+    assert e.ok("madt_issues", action="attachments", number=number).data  # still there
+    out = e.cli("issue", "delete-attachment", str(number), "--attachment-id", str(aid))
+    assert out.returncode != 0 and "terminal" in out.stderr  # no terminal: nothing deleted
+    assert e.ok("madt_issues", action="attachments", number=number).data

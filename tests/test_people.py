@@ -84,3 +84,43 @@ def test_packages_listed_from_a_later_page(env: Env) -> None:
     second = e.ok("madt_people", action="packages", owner="acme", limit=1, page=2)
     assert [r["version"] for r in second.data] == ["2.0"]
     assert [r["version"] for r in e.ok("madt_people", action="packages", owner="acme", limit=2, page=2).data] == ["1.0"]
+
+
+def test_one_package_version_and_an_organisations_labels(env: Env) -> None:
+    e = env
+    e.forge.add_package("acme", "npm", "left-pad", "1.0.0", repo="web")
+    e.forge.add_package("acme", "npm", "left-pad", "1.1.0")
+    one = e.ok("madt_people", action="package", owner="acme", type="npm", name="left-pad", version="1.0.0")
+    assert one.data["version"] == "1.0.0" and one.data["repo"] == "acme/web" and "by @" in one.text
+    e.refused("NOT_FOUND_OR_NO_ACCESS", "madt_people", action="package", owner="acme", type="npm", name="left-pad",
+              version="9")
+    bad = e.refused("BAD_ARGUMENT", "madt_people", action="package", owner="acme", type="npm", name="left-pad",
+                    version="..")
+    assert "version" in bad.text
+    assert "npm left-pad 1.1.0" in e.cli_ok("people", "package", "acme", "npm", "left-pad", "1.1.0")
+    e.forge.add_org_label("acme", "org-wide", description="for every repository")
+    labels = e.ok("madt_labels", action="org", org="acme")
+    assert [r["name"] for r in labels.data] == ["org-wide"] and "for every repository" in labels.text
+    e.refused("NOT_FOUND_OR_NO_ACCESS", "madt_labels", action="org", org="nobody-here")
+    assert not e.forge.take_violations()
+
+
+def test_wiki_history_a_notification_by_id_and_secret_names(env: Env) -> None:
+    e = env
+    e.ok("madt_wiki", action="create", page_name="Home", content="one", message="First")
+    for n in range(11):
+        e.ok("madt_wiki", action="edit", page_name="Home", content=f"v{n}", message=f"Edit {n}")
+    history = e.ok("madt_wiki", action="history", page_name="Home")
+    assert history.data["count"] == 12 and len(history.data["revisions"]) == 10
+    assert history.data["revisions"][0]["message"] == "Edit 10" and "2 older revisions" in history.text
+    older = e.ok("madt_wiki", action="history", page_name="Home", page=2)
+    assert [r["message"] for r in older.data["revisions"]] == ["Edit 0", "First"]
+    e.refused("BAD_ARGUMENT", "madt_wiki", action="history", page_name="%2e%2e")
+    number = e.forge.create_issue("acme", "web", "Ping")["number"]
+    thread = e.forge.add_notification("alice", "acme", "web", number)
+    shown = e.ok("madt_notifications", action="view", id=thread["id"])
+    assert shown.data["repo"] == "acme/web" and "Ping" in shown.text and shown.data["unread"] is True
+    e.ok("madt_actions", action="set_secret", name="deploy_key", body="s3cret-value-1")
+    secrets = e.ok("madt_actions", action="secrets")
+    assert secrets.data[0]["name"] == "DEPLOY_KEY" and "s3cret" not in secrets.text + str(secrets.data)
+    assert not e.forge.take_violations()

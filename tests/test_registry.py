@@ -72,8 +72,11 @@ def test_tools_are_named_madt_and_each_noun_is_one_tool() -> None:
 
 
 def test_no_delete_action_on_the_agent_surface() -> None:
-    assert not [op.where for op in AGENT_OPS if op.action and "delete" in op.action]
-    assert "madt_branch_delete" in madtea.tool_names()  # the one delete: proven-contained local branches
+    # Two deletions lose nothing that cannot be put back: a tracked time entry (add_time restores it) and a
+    # pending review (a draft nobody else has seen; a submitted one is refused). Every other is a person's.
+    assert [op.where for op in AGENT_OPS if op.action and "delete" in op.action] == [
+        "madt_issues action=delete_time", "madt_pr action=delete_review"]
+    assert "madt_branch_delete" in madtea.tool_names()  # the one local delete: proven-contained branches
 
 
 def test_people_only_operations_are_exactly_the_forge_deletions_and_are_on_the_cli() -> None:

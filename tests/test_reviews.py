@@ -188,3 +188,17 @@ def test_untrusted_names_are_fenced_never_madteas_own_words(env: Env) -> None:
     headers = [line for line in shown.text.splitlines() if line.startswith(("<<<", ">>>"))]
     assert headers and not [line for line in headers if "IGNORE" in line], headers
     assert made.data["id"] == shown.data[0]["id"]
+
+
+def test_a_pending_review_is_deleted_a_submitted_one_is_a_persons_act(env: Env) -> None:
+    e = env
+    number = open_pull(e.forge)
+    pending = e.ok("madt_pr", action="review", number=number, event="pending",
+                   inline=[{"path": "app.py", "line": 1, "body": "draft"}]).data["id"]
+    done = e.ok("madt_pr", action="delete_review", number=number, review_id=pending)
+    assert done.data["deleted"] is True and e.ok("madt_pr", action="reviews", number=number).data == []
+    submitted = e.ok("madt_pr", action="review", number=number, event="comment", body="seen").data["id"]
+    refused = e.refused("USER_ACTION_REQUIRED", "madt_pr", action="delete_review", number=number,
+                        review_id=submitted)
+    assert "was submitted (COMMENT)" in refused.text and "dismiss" in refused.error["user_action"]
+    assert [r["id"] for r in e.ok("madt_pr", action="reviews", number=number).data] == [submitted]

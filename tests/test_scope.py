@@ -281,7 +281,8 @@ async def test_read_only_server(forge_env: Any) -> None:
     tools = await _list(server)
     assert "madt_commit" not in tools and "madt_finish" not in tools
     assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "view", "times",
-                                                                                "attachments"]
+                                                                                "stopwatches", "attachments"]
+    assert tools["madt_wiki"].input_schema["properties"]["action"]["enum"] == ["list", "view", "history"]
     assert tools["madt_api_call"].input_schema["properties"]["method"]["enum"] == ["GET"]
     assert all(t.annotations.read_only_hint for t in tools.values())
     before = snapshot([e.web])
@@ -302,6 +303,13 @@ async def test_read_only_server(forge_env: Any) -> None:
     assert listed.is_error is False and "Login fails on web" in listed.content[0].text
     assert get.is_error is False and "Login fails on web" in get.content[0].text
     assert gitops.call_count() - calls <= 2  # the refused commit started no git: only the reads' own calls
+    writes = await _calls(server, *(("madt_issues", {"action": a, "number": 1} | extra) for a, extra in (
+        ("cancel_stopwatch", {}), ("delete_time", {"time_id": 1}), ("download", {"attachment_id": 1, "output": "/x"}),
+        ("edit_attachment", {"attachment_id": 1, "name": "n"}))), ("madt_pr", {"action": "delete_review", "number": 1,
+                                                                               "review_id": 1}))
+    for refused in writes:
+        _refused(refused, "READ_ONLY")
+    assert not e.forge.find_requests("DELETE") and not e.forge.find_requests("PATCH")
 
 
 @pytest.mark.anyio
@@ -336,7 +344,7 @@ async def test_read_only_with_tools(forge_env: Any) -> None:
     tools = await _list(_server(forge_env, "--read-only", "--tools", "madt_issues,madt_commit,madt_api_call"))
     assert list(tools) == ["madt_issues", "madt_api_call"]
     assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "view", "times",
-                                                                                "attachments"]
+                                                                                "stopwatches", "attachments"]
 
 
 @pytest.mark.anyio
@@ -480,7 +488,8 @@ async def test_stdio_server_scoped_by_the_environment(forge_env: Any) -> None:
         other = await client.call_tool("madt_issues", {"action": "list", "owner_repo": "acme/api"})
         instructions = client.instructions or ""
     assert list(tools) == ["madt_status", "madt_issues"]
-    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "times", "attachments"]
+    assert tools["madt_issues"].input_schema["properties"]["action"]["enum"] == ["list", "times", "stopwatches",
+                                                                                "attachments"]
     assert listed.is_error is False and "Login fails on web" in listed.content[0].text
     _refused(write, "READ_ONLY", "(MADTEA_READ_ONLY=1)")
     _refused(view, "OUT_OF_SCOPE", "(MADTEA_EXCLUDE_TOOLS)")

@@ -133,6 +133,8 @@ INTENT: dict[tuple[str, str | None], dict[str, Any]] = {
     ("madt_issues", "close"): {"numbers": [1]},
     ("madt_labels", "create"): {"name": "walked", "color": "#ededed"},
     ("madt_milestones", "create"): {"title": "Walked"},
+    ("madt_issues", "cancel_stopwatch"): {"number": 1},
+    ("madt_issues", "delete_time"): {"number": 1, "time_id": 1},
 }
 COMMITTING = {"madt_commit", "madt_finish"}
 
