@@ -308,3 +308,55 @@ def test_a_long_text_comes_from_a_file_or_standard_input_with_F(env: Env, tmp_pa
     code, out, err = _cli(env, monkeypatch, capsys, "issue", "comment", str(issue), "-F", "-")
     assert code == 0, err
     assert any(env.forge._comments[c].body == "from stdin\n" for c in env.issue(issue).comment_ids)
+
+
+# --------------------------------------------------------------------------- the README, run
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+# Placeholders the README writes for a reader to fill, and what this test fills them with.
+PLACEHOLDERS = {"/abs/path/": "{tmp}/", "HOST/OWNER/REPO": "{host}/acme/web", "OWNER/REPO": "acme/web",
+                "HOST": "{host}", "vX.Y.Z": "v1.0.0", "…": "x"}
+SERVING = {"mcp", "hook", "update"}  # these serve a client or reach a release server: not a person's one-liner
+
+
+def readme_commands() -> list[str]:
+    """Every `madtea …` line of the README's sh blocks, in order."""
+    blocks = re.findall(r"```(?:sh|bash|shell|console)\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    return [line.strip().removeprefix("$ ") for block in blocks for line in block.splitlines()
+            if re.match(r"\s*(?:\$ )?madtea\s", line)]
+
+
+def test_every_readme_command_line_parses_and_runs_against_the_fake_forge(env: Env, tmp_path: Path) -> None:
+    import shlex
+    lines = readme_commands()
+    assert any(line.startswith("madtea finish") for line in lines) and len(lines) >= 8
+    from fakeforge import open_pull
+    env.forge.create_label("acme", "web", "bug")
+    for n in range(11):
+        env.forge.create_issue("acme", "web", f"Issue {n + 1}", "", labels=["bug"])
+    assert open_pull(env.forge, "feat/readme") == 12
+    (env.clone / "src").mkdir()
+    (env.clone / "tests").mkdir()
+    (env.clone / "src" / "login.py").write_text("redirect = '/home'\n")
+    (env.clone / "tests" / "test_login.py").write_text("def test_login(): pass\n")
+    host = env.forge.url.removeprefix("http://")
+    ran, codes = 0, {}
+    for line in lines:
+        words = shlex.split(line)
+        if words[1] in SERVING:
+            continue
+        filled = []
+        for word in words[1:]:
+            for placeholder, value in PLACEHOLDERS.items():
+                word = word.replace(placeholder, value.format(tmp=tmp_path, host=host))
+            filled.append(word)
+        proc = env.cli(*filled, stdin=subprocess.DEVNULL)
+        shown = f"{line}\n{proc.stdout}{proc.stderr}"
+        assert proc.returncode != 2 and "usage:" not in proc.stderr, shown  # argparse's own refusal
+        assert not proc.stderr.startswith(("BAD_ARGUMENT", "UNKNOWN_PARAMETER")), shown
+        assert "Traceback" not in proc.stderr, shown
+        codes[words[1]] = proc.returncode
+        ran += 1
+    assert ran >= 8
+    # Past the committing-on-main refusal (the README's lines are examples, not one script), the work lands.
+    assert codes["finish"] == 0 and codes["issue"] == 0 and codes["pr"] == 0, codes
