@@ -2875,9 +2875,10 @@ def update_release_lacks(repo: str, tag: str, name: str) -> Refusal:
 # The agent hook decides on one shell command before the harness runs it.
 # Everything below is pure: the caller hands in ``repo_facts(path)`` (a
 # filesystem-only reader, such as the hook entry's own) and gets a HookDecision.
-# The hook steers; it is not a security boundary. Git aliases are not expanded,
-# strings built at run time are out of reach, and ``bash -c``/``eval`` are only
-# followed when their text is literal: the guard in the MCP tools enforces.
+# The hook steers; it is not a security boundary. It reads a line as bash and git
+# would (git's option table, every context that runs a command, wrappers by their
+# own syntax); git aliases from config, strings built at run time and scripts on
+# disk are out of reach: the guard in the MCP tools enforces.
 
 NONE_RAN = "This entire command was blocked; none of it ran (the {first} did not execute)."
 DO_NOT_RETRY = "Do not retry any raw git {verb} variant; every form is steered."
@@ -2996,12 +2997,13 @@ def classify_command(command: str, cwd: str, repo_facts: Any,
 # --------------------------------------------------------------------------- shell parsing
 
 class _HookWord:
-    __slots__ = ("text", "dynamic", "quoted")
+    __slots__ = ("text", "dynamic", "quoted", "script")
 
-    def __init__(self, text: str, dynamic: bool, quoted: bool) -> None:
+    def __init__(self, text: str, dynamic: bool, quoted: bool, script: str | None = None) -> None:
         self.text = text
         self.dynamic = dynamic  # holds an expansion whose value only the shell knows
         self.quoted = quoted
+        self.script = script  # a process substitution's output, when the line shows it
 
     def __repr__(self) -> str:
         return f"_HookWord({self.text!r}{', dynamic' if self.dynamic else ''})"
@@ -3010,11 +3012,13 @@ class _HookWord:
 class _HookSeg:
     """One simple command, with the directory and exported variables in force when it starts."""
 
-    __slots__ = ("words", "raw", "depth", "dir", "env", "heredoc")
+    __slots__ = ("words", "raw", "depth", "dir", "env", "heredoc", "writes")
 
     def __init__(self, words: list[_HookWord], raw: str, depth: int, dir: str | None,
                  env: dict[str, _HookWord]) -> None:
-        self.heredoc: list[str | None] = [None]  # the here-document body fed to its stdin, once read
+        # what is fed to its stdin, once read: [the exact text or None, the text as written]
+        self.heredoc: list[str | None] = [None, None]
+        self.writes: list[str] = []  # files its redirections write
         self.words = words
         self.raw = raw
         self.depth = depth  # 0 = on the line itself, >0 = inside a substitution or an inner shell
@@ -3023,10 +3027,14 @@ class _HookSeg:
 
 
 class _HookState:
-    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped")
+    __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped",
+                 "script", "redirect", "writes")
 
     def __init__(self) -> None:
-        self.heredoc: list[str | None] = [None]
+        self.heredoc: list[str | None] = [None, None]
+        self.script: str | None = None  # the current word's process substitution output, when known
+        self.redirect = ""  # the operator whose target the next word is
+        self.writes: list[str] = []
         self.words: list[_HookWord] = []
         self.cur: list[str] | None = None
         self.dyn = False
@@ -3062,6 +3070,9 @@ def _hook_varname_end(src: str, pos: int) -> int | None:
     return end
 
 _HOOK_ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a", "0": "\0"}
+
+
+_HOOK_LOOKUPS = (["command", "-v"], ["type", "-p"], ["type", "-P"])  # besides which: what names a program's path
 
 
 class _HookParser:
@@ -3121,12 +3132,15 @@ class _HookParser:
                 self._end_seg(st, scope, depth, "||" if src.startswith("||", self.pos) else "|")
                 self.pos += 2 if two else 1
             elif c == "(":
-                if st.cur is None and not st.words:
-                    self.pos += 1  # a subshell: its cd stays inside
-                    self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth, ")")
-                    st.start = None
+                if st.cur is None and (not st.words or st.words[-1].text.endswith("()")):
+                    self.pos += 1  # a subshell, or a function body in one: its cd stays inside
+                    inner = {"dir": scope["dir"], "env": dict(scope["env"]), "alias": scope.get("alias")}
+                    self._list(inner, depth, ")")
+                    st.start = None if not st.words else st.start
                 else:
-                    self._balanced_literal(st)  # f() or a=(1 2): not a command
+                    start = self.pos
+                    self._balanced_literal(st)  # f() or a=(1 2): not a command, but $( ) in it runs
+                    self._expansions_in(self.src[start + 1:self.pos - 1], scope, depth)
             elif c == ")":
                 if stop == ")":
                     self._end_seg(st, scope, depth, None)
@@ -3161,6 +3175,12 @@ class _HookParser:
                 self.pos += 1
         self._end_seg(st, scope, depth, None)
 
+    def _expansions_in(self, text: str, scope: dict[str, Any], depth: int) -> None:
+        """The commands that substitutions inside *text* run (an array, ``${x:-...}``, ``$((...))``)."""
+        if "$(" in text or "`" in text or "<(" in text or ">(" in text:
+            inner = _HookParser(text, scope["dir"], depth + 1, scope["env"]).parse()
+            self.out.extend(seg for seg in inner if seg.depth > depth + 1)
+
     def _add(self, st: _HookState, text: str, quoted: bool = False, dynamic: bool = False) -> None:
         if st.cur is None:
             st.cur, st.dyn, st.quoted = [], False, False
@@ -3171,11 +3191,15 @@ class _HookParser:
     def _end_word(self, st: _HookState) -> None:
         if st.cur is None:
             return
-        word = _HookWord("".join(st.cur), st.dyn, st.quoted)
-        st.cur = None
+        word = _HookWord("".join(st.cur), st.dyn, st.quoted, st.script)
+        st.cur, st.script = None, None
         if st.skip_next:
-            if st.herestring and not word.dynamic:
-                st.heredoc[0] = word.text
+            if st.herestring:
+                st.heredoc[:] = [None if word.dynamic else word.text, word.text]
+            elif st.redirect == "<" and word.script is not None:
+                st.heredoc[:] = [None, word.script]
+            elif st.redirect not in ("<", "<&", ">&"):
+                st.writes.append(word.text)
             st.skip_next = st.herestring = False
         else:
             st.words.append(word)
@@ -3183,10 +3207,14 @@ class _HookParser:
     def _end_seg(self, st: _HookState, scope: dict[str, Any], depth: int, sep: str | None) -> None:
         self._end_word(st)
         piped, st.piped = st.piped if st.prev_sep == "|" else None, None
+        aliases = scope.get("alias")
+        if st.words and aliases and not st.words[0].quoted and st.words[0].text in aliases:
+            st.words[:1] = aliases[st.words[0].text]  # an alias defined earlier on the line
         if st.words:
             raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
             seg = _HookSeg(st.words, raw, depth, scope["dir"], dict(scope["env"]))
-            own_stdin = st.heredoc[0] is not None or any(box is st.heredoc for _d, _f, box in self.heredocs)
+            seg.writes = st.writes
+            own_stdin = st.heredoc[1] is not None or any(box is st.heredoc for _d, _f, box in self.heredocs)
             seg.heredoc = st.heredoc if own_stdin or piped is None else piped
             self.out.append(seg)
             if sep == "|":
@@ -3194,7 +3222,8 @@ class _HookParser:
             if sep != "|" and st.prev_sep != "|":  # a pipeline's parts run in subshells
                 _hook_scope_update(seg, scope)
         st.words = []
-        st.heredoc = [None]
+        st.writes = []
+        st.heredoc = [None, None]
         st.start = None
         st.skip_next = st.herestring = False
         st.prev_sep = sep
@@ -3213,8 +3242,15 @@ class _HookParser:
                     break
                 body.append(line.lstrip("\t") if strip_tabs else line)
             text = "\n".join(body)
-            # an unquoted delimiter lets the shell expand $, ` and \ in the body: its text is then unknown
-            box[0] = text if literal or not any(ch in text for ch in "$`\\") else None
+            if literal or not any(ch in text for ch in "$`\\"):
+                box[:] = [text, text]
+                continue
+            # an unquoted delimiter lets the shell expand $, ` and \ in the body: its exact text is unknown,
+            # and the substitutions in it run
+            reader = _HookParser(text, self.cwd, self.depth, self.env, self.out)
+            st = _HookState()
+            reader._dquote(st, {"dir": self.cwd, "env": self.env}, self.depth, closing=None)
+            box[:] = [None, "".join(st.cur or [])]
 
     def _redirect(self, st: _HookState, scope: dict[str, Any], depth: int) -> None:
         src = self.src
@@ -3224,8 +3260,12 @@ class _HookParser:
             self._end_word(st)
         if src.startswith(("<(", ">("), self.pos):
             self.pos += 2
+            first = len(self.out)
             self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
+            inner = [seg for seg in self.out[first:] if seg.depth == depth + 1]
+            text = _hook_pipe_text(inner[-1]) if inner else None
             self._add(st, "/dev/fd/63", dynamic=True)
+            st.script = text[1] if text is not None else None
             return
         if src.startswith("<<<", self.pos):
             self.pos += 3
@@ -3247,16 +3287,18 @@ class _HookParser:
         for op in (">>", ">&", ">|", "<&", "<>", ">", "<"):
             if src.startswith(op, self.pos):
                 self.pos += len(op)
+                st.redirect = op
                 break
         st.skip_next = True
 
-    def _dquote(self, st: _HookState, scope: dict[str, Any], depth: int) -> None:
+    def _dquote(self, st: _HookState, scope: dict[str, Any], depth: int, closing: str | None = '"') -> None:
+        """A double-quoted string; with no *closing* quote, a here-document body read the same way."""
         src = self.src
-        self.pos += 1
+        self.pos += 1 if closing else 0
         self._add(st, "", quoted=True)
         while self.pos < self.n:
             c = src[self.pos]
-            if c == '"':
+            if c == closing:
                 self.pos += 1
                 return
             if c == "\\" and src[self.pos + 1:self.pos + 2] in ('"', "\\", "$", "`", "\n"):
@@ -3277,22 +3319,23 @@ class _HookParser:
         nxt = src[self.pos + 1:self.pos + 2]
         if src.startswith("$((", self.pos):
             self.pos += 1
+            start = self.pos
             self._skip_balanced("(", ")")
+            self._expansions_in(src[start + 2:self.pos - 2], scope, depth)
             self._add(st, "$(())", dynamic=True)
         elif nxt == "(":
             self.pos += 2
             first = len(self.out)
             self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
-            inner = self.out[first:]
-            # "$(cat <<'EOF' ... EOF)" is how agents write a commit message: its text is known
-            if len(inner) == 1 and [w.text for w in inner[0].words] == ["cat"] and inner[0].heredoc[0] is not None:
-                self._add(st, inner[0].heredoc[0], quoted=True)
-            else:
-                self._add(st, "$()", dynamic=True)
+            self._substituted(st, self.out[first:])
         elif nxt == "{":
             self.pos += 1
+            start = self.pos
             self._skip_balanced("{", "}")
-            self._add(st, "${}", dynamic=True)
+            inner = src[start + 1:self.pos - 1]
+            self._expansions_in(inner, scope, depth)
+            name = inner[:_hook_varname_end(inner, 0) or 0] if inner[:1] != "!" else ""
+            self._add(st, "${" + name + "}", dynamic=True)
         elif nxt == "'" and not in_dquote:
             self._ansi_c(st)
         elif nxt == '"' and not in_dquote:
@@ -3312,7 +3355,18 @@ class _HookParser:
         out: list[str] = []
         while self.pos < self.n and src[self.pos] != "'":
             if src[self.pos] == "\\" and self.pos + 1 < self.n:
-                out.append(_HOOK_ANSI.get(src[self.pos + 1], src[self.pos + 1]))
+                kind = src[self.pos + 1]
+                digits, base, most = {"x": ("0123456789abcdefABCDEF", 16, 2), "u": ("0123456789abcdefABCDEF", 16, 4),
+                                      "U": ("0123456789abcdefABCDEF", 16, 8)}.get(kind, ("01234567", 8, 3))
+                start = self.pos + (1 if kind in "01234567" else 2)
+                end = start
+                while end < self.n and end - start < most and src[end] in digits:
+                    end += 1
+                if (kind in "xuU" or kind in "01234567") and end > start:
+                    out.append(chr(min(int(src[start:end], base), 0x10FFFF)))
+                    self.pos = end
+                    continue
+                out.append(_HOOK_ANSI.get(kind, kind))
                 self.pos += 2
             else:
                 out.append(src[self.pos])
@@ -3332,8 +3386,24 @@ class _HookParser:
                 body.append(src[self.pos])
                 self.pos += 1
         self.pos += 1
+        first = len(self.out)
         _HookParser("".join(body), scope["dir"], depth + 1, scope["env"], self.out).parse()
-        self._add(st, "``", dynamic=True)
+        self._substituted(st, self.out[first:])
+
+    def _substituted(self, st: _HookState, inner: list[_HookSeg]) -> None:
+        """The word a command substitution leaves, when the line shows it: a here-document's text
+        (``"$(cat <<'EOF' ...)"`` is how agents write a commit message) or the program a look-up
+        names (``$(which git)``); otherwise a value only the shell knows."""
+        words = [w.text for w in inner[0].words] if len(inner) == 1 else []
+        printed = _hook_pipe_text(inner[0]) if words and words[0] in ("echo", "printf") else None
+        if words == ["cat"] and inner[0].heredoc[0] is not None:
+            self._add(st, inner[0].heredoc[0], quoted=True)
+        elif printed is not None and printed[0] is not None:
+            self._add(st, printed[0], quoted=True)  # "$(echo git push)": what echo prints is on the line
+        elif len(words) >= 2 and (words[0] == "which" or words[:2] in _HOOK_LOOKUPS) and not inner[0].words[-1].dynamic:
+            self._add(st, words[-1], quoted=True)
+        else:
+            self._add(st, "$()", dynamic=True)
 
     def _skip_balanced(self, open_: str, close: str) -> None:
         level = 0
@@ -3378,24 +3448,38 @@ def _hook_scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
     elif name == "unset":
         for w in words[1:]:
             scope["env"].pop(w.text, None)
+    elif name == "alias":
+        for w in words[1:]:
+            alias, eq, value = w.text.partition("=")
+            if eq and not w.dynamic:
+                found = _HookParser(value, None).parse()
+                scope.setdefault("alias", {})[alias] = found[0].words if found else []
 
 
 def _hook_pipe_text(seg: _HookSeg) -> list[str | None] | None:
     """What ``echo``/``printf``/``cat <<EOF`` writes into a pipe, when the line shows it (a box:
     a here-document body is read after the line that opens it)."""
-    words = seg.words
-    if any(w.dynamic for w in words):
-        return None
+    words = list(seg.words)
+    while len(words) > 1 and not words[0].quoted and words[0].text in _HOOK_RESERVED:
+        words.pop(0)
     name, args = words[0].text, [w.text for w in words[1:]]
+    dynamic = any(w.dynamic for w in words)
     if name == "cat" and not args:
         return seg.heredoc
+    if name == "cat" and len(words) == 2 and words[1].script is not None:
+        return [None, words[1].script]
+    text: str | None = None
     if name == "echo":
         while args and args[0] in ("-n", "-e", "-E", "-ne", "-en"):
             args.pop(0)
-        return [" ".join(args)]
-    if name == "printf" and len(args) == 1 and "%" not in args[0]:
-        return [args[0].replace("\\n", "\n")]
-    return None
+        text = " ".join(args)
+    elif name == "printf" and args and "%" not in args[0]:
+        text = args[0].replace("\\n", "\n")
+    elif name == "printf" and len(args) > 1 and args[0] in ("%s\\n", "%s\n", "%s"):
+        text = "\n".join(args[1:])
+    if text is None:
+        return None
+    return [None if dynamic else text, text]
 
 
 # --------------------------------------------------------------------------- from segments to commands
@@ -3452,47 +3536,141 @@ def _hook_strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], s
             words = words[1:]  # "f() { ..."
         elif text in _HOOK_RESERVED:
             words.pop(0)
+            while text == "time" and words and words[0].text in ("-p", "--"):
+                words.pop(0)  # the time keyword's own option
         else:
             break
     if not words or words[0].text in _HOOK_NOT_A_COMMAND:
         return [], env, cdir
-    for _ in range(8):
+    for _ in range(16):
         while words and _hook_assigns(words[0].text):
             word = words.pop(0)
             env[word.text.split("=", 1)[0]] = word
         if not words:
             break
+        known = env.get(words[0].text[1:]) if words[0].dynamic and words[0].text[:1] == "$" else None
+        if known is not None and not known.dynamic:  # cmd=git; $cmd push
+            words = [_HookWord(t, False, False) for t in known.text.split("=", 1)[1].split()] + words[1:]
+            if not words:
+                break
         name = _hook_basename(words[0].text)
         rest = words[1:]
-        if name in ("command", "builtin", "exec", "nohup", "time", "doas", "stdbuf", "caffeinate"):
-            if name == "command" and rest and rest[0].text in ("-v", "-V"):
-                return [], env, cdir  # a look-up, not a run
-            words = _hook_skip_options(rest, "a" if name == "exec" else "")
-        elif name in ("nice", "ionice", "chrt", "taskset"):
-            words = _hook_skip_options(rest, "nncp")
-        elif name == "timeout":
-            words = _hook_skip_options(rest, "sk")[1:]
-        elif name == "watch":
-            words = _hook_skip_options(rest, "nd")
-        elif name == "sudo":
-            words = _hook_skip_options(rest, "ugCDhprtTU")
-        elif name == "env":
+        if name == "command" and rest and rest[0].text in ("-v", "-V"):
+            return [], env, cdir  # a look-up, not a run
+        if name == "env":
             words, cdir = _hook_env_wrapper(rest, cdir)
-        elif name == "xargs":
-            words = _hook_skip_options(rest, "IinPdELsa") + [_HookWord("<input>", True, False)]
+        elif name in _HOOK_LAUNCHERS:
+            unwrapped = _hook_unwrap(name, rest)
+            if unwrapped is None:
+                break
+            words = unwrapped
         else:
             break
     return words, env, cdir
 
 
-def _hook_skip_options(words: list[_HookWord], with_value: str) -> list[_HookWord]:
-    i = 0
-    while i < len(words) and words[i].text.startswith("-") and words[i].text != "-":
-        if words[i].text == "--":
-            return words[i + 1:]
-        opt = words[i].text
-        i += 2 if (len(opt) == 2 and opt[1] in with_value) else 1
-    return words[i:]
+# Commands that run another command given as their arguments, by their real syntax: the short
+# options and the long options that take a value, how many arguments come before the command,
+# and the options whose value is a command line for a shell. A launcher that first takes a verb
+# (``uv run``, ``poetry run``) names it after a colon.
+_HOOK_LAUNCHERS: dict[str, tuple[str, frozenset[str], int, frozenset[str]]] = {
+    name: (short, frozenset(long.split()), count, frozenset(script.split()))
+    for name, short, long, count, script in (
+        ("command", "", "", 0, ""), ("builtin", "", "", 0, ""), ("exec", "a", "", 0, ""), ("nohup", "", "", 0, ""),
+        ("setsid", "", "", 0, ""), ("chronic", "", "", 0, ""), ("unbuffer", "", "", 0, ""), ("busybox", "", "", 0, ""),
+        ("caffeinate", "tw", "", 0, ""), ("time", "fo", "--format --output", 0, ""), ("doas", "uC", "", 0, ""),
+        ("stdbuf", "ioe", "--input --output --error", 0, ""), ("nice", "n", "--adjustment", 0, ""),
+        ("ionice", "cnp", "--class --classdata --pid", 0, ""),
+        ("chrt", "TPD", "--sched-runtime --sched-period --sched-deadline", 1, ""), ("taskset", "", "", 1, ""),
+        ("timeout", "sk", "--signal --kill-after", 1, ""), ("watch", "nd", "--interval", 0, ""),
+        ("sudo", "ugCDhprtTU", ("--user --group --close-from --chdir --host --prompt --role --type "
+                                "--command-timeout --other-user"), 0, ""),
+        ("su", "sgGw", "--shell --group --supp-group --whitelist-environment", 9, "-c --command --session-command"),
+        ("runuser", "usgGw", "--user --shell --group --supp-group --whitelist-environment", 9,
+         "-c --command --session-command"),
+        ("flock", "wE", "--timeout --wait --conflict-exit-code", 1, "-c --command"),
+        ("strace", "abeEIoOpPsSuUX", "--output --expr --env --attach --string-limit --user --trace --signal", 0, ""),
+        ("ltrace", "aAbDeEFnopSu", "--output", 0, ""),
+        ("script", "BEIOTtm", "--log-io --log-in --log-out --log-timing --echo", 9, "-c --command"),
+        ("xargs", "aEILnPsd", "--arg-file --delimiter --max-args --max-procs --max-chars --process-slot-var", 0, ""),
+        ("parallel", "jSI", "--jobs --sshlogin --colsep --joblog", 0, ""),
+        ("uv:run", "p", ("--with --with-requirements --python --from --directory --project --package --extra "
+                         "--group --env-file --index --default-index"), 0, ""),
+        ("uv:tool", "p", "--with --with-requirements --python --from --index", 0, ""),
+        ("uvx", "p", "--with --with-requirements --python --from --index", 0, ""),
+        ("poetry:run", "", "--directory", 0, ""), ("pipenv:run", "", "", 0, ""), ("pdm:run", "", "", 0, ""),
+        ("hatch:run", "", "", 0, ""), ("rye:run", "", "", 0, ""), ("pixi:run", "e", "--environment", 0, ""),
+        ("pipx:run", "", "--spec --python --pip-args", 0, ""), ("conda:run", "np", "--name --prefix", 0, ""),
+        ("direnv:exec", "", "", 1, ""), ("nix-shell", "pIAE", "--packages --attr --arg --argstr", 9,
+                                         "--run --command"),
+        ("nix:develop", "", "", 9, "-c --command"), ("fd", "etdE", "--extension --type --max-depth --exclude", 9,
+                                                    "-x --exec -X --exec-batch"),
+    )
+}
+for _name in ("uv", "poetry", "pipenv", "pdm", "hatch", "rye", "pixi", "pipx", "conda", "direnv", "nix"):
+    _HOOK_LAUNCHERS[_name] = ("", frozenset(), 0, frozenset())
+_HOOK_LAUNCHERS["fdfind"] = _HOOK_LAUNCHERS["fd"]
+for _name in ("mamba", "micromamba"):
+    _HOOK_LAUNCHERS[_name], _HOOK_LAUNCHERS[_name + ":run"] = _HOOK_LAUNCHERS["conda"], _HOOK_LAUNCHERS["conda:run"]
+
+
+def _hook_unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
+    """The command a wrapper runs, as words (a command line given as one string becomes ``sh -c``
+    with it); None when it runs none the line shows."""
+    if f"{name}:run" in _HOOK_LAUNCHERS or f"{name}:exec" in _HOOK_LAUNCHERS or f"{name}:develop" in _HOOK_LAUNCHERS \
+            or f"{name}:tool" in _HOOK_LAUNCHERS:
+        verb = rest[0].text if rest else ""
+        if name == "uv" and verb == "tool":
+            rest, verb = rest[1:], "tool"  # uv tool run
+        if f"{name}:{verb}" not in _HOOK_LAUNCHERS or not rest:
+            return None
+        name, rest = f"{name}:{verb}", rest[1:]
+    short, long, count, script = _HOOK_LAUNCHERS[name]
+    i = positional = 0
+    dashdash = False
+    while i < len(rest):
+        word = rest[i]
+        text = word.text
+        if text == "--":
+            i, dashdash = i + 1, True
+            break
+        option, eq, value = text.partition("=")
+        letters = option[1:] if option[:1] == "-" and option[1:2] != "-" else ""
+        at = next((n for n, ch in enumerate(letters) if "-" + ch in script), None)
+        if script and (option in script or at is not None):  # a command line for a shell, given to an option
+            stuck = value if eq else (letters[at + 1:] if at is not None else "")
+            if name in ("fd", "fdfind") and not stuck:
+                return rest[i + 1:]  # fd -x runs the words that follow
+            body = stuck or (rest[i + 1].text if i + 1 < len(rest) else "")
+            return [_HookWord("sh", False, False), _HookWord("-c", False, False), _HookWord(body, False, True)]
+        if not text.startswith("-") or text == "-" or word.dynamic:
+            if count == 9 or positional < count:  # su's user, script's file, flock's lock, timeout's duration
+                positional += 1
+                i += 1
+                continue
+            break
+        if text.startswith("--"):
+            i += 2 if text in long else 1
+        elif name == "nice" and text[1:].isdecimal():
+            i += 1
+        else:
+            takes = next((n for n, ch in enumerate(letters) if ch in short), None)
+            i += 2 if takes is not None and takes == len(letters) - 1 else 1
+    rest = rest[i:]
+    if count == 9 and not (name == "runuser" and dashdash):
+        return None  # su, script, nix-shell without a command string: nothing the line shows runs
+    if name == "parallel":
+        cut = next((n for n, w in enumerate(rest) if w.text in (":::", "::::")), len(rest))
+        command, items = rest[:cut], rest[cut + 1:]
+        if not command:  # the items are the commands
+            return [_HookWord("sh", False, False), _HookWord("-c", False, False),
+                    _HookWord("\n".join(w.text for w in items), False, True)]
+        if len(command) == 1 and " " in command[0].text:
+            return [_HookWord("sh", False, False), _HookWord("-c", False, False), command[0]]
+        return command + [_HookWord("<input>", True, False)]
+    if name == "xargs":
+        rest = rest + [_HookWord("<input>", True, False)]
+    return rest or None
 
 
 def _hook_env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_HookWord], str | None]:
@@ -3526,6 +3704,8 @@ def _hook_label(seg: _HookSeg) -> str:
     if not words:
         return ""
     name = _hook_basename(words[0].text)
+    if name.startswith("git-") and len(name) > 4:
+        return "git " + name[4:]
     if name == "git":
         sub = _hook_git_split(words[1:])[0]
         return f"git {sub.text}" if sub is not None else "git"
@@ -3537,40 +3717,103 @@ def _hook_label(seg: _HookSeg) -> str:
 
 
 def _hook_verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
-    words, env, cdir = _hook_strip(seg)
-    if not words or nest > 4:
+    if nest > 24:
         return []
+    found = _hook_side_effects(seg)
+    words, env, cdir = _hook_strip(seg)
+    if not words:
+        return found
     name = _hook_basename(words[0].text)
-    inner = _hook_inner_script(name, words, seg.heredoc[0])
+    inner = _hook_inner_script(name, words, seg.heredoc[1])
     if inner is not None:
-        sub = _HookParser(inner, cdir, seg.depth + 1, env).parse()
-        return [v for s in sub for v in _hook_verdicts(s, ctx, nest + 1)]
+        return found + _hook_script_verdicts(inner, cdir, seg.depth + 1, env, ctx, nest)
     if name == "find":
-        return [v for s in _hook_find_exec(words, seg, env, cdir) for v in _hook_verdicts(s, ctx, nest + 1)]
+        return found + [v for s in _hook_find_exec(words, seg, env, cdir) for v in _hook_verdicts(s, ctx, nest + 1)]
+    if name.startswith("git-") and len(name) > 4:  # git's own programs, such as .../git-core/git-commit
+        words = [_HookWord("git", False, False), _HookWord(name[4:], False, False)] + words[1:]
+        name = "git"
     if name == "git":
-        return [_HookGit(words[1:], env, cdir, ctx, seg.heredoc[0]).verdict()]
+        git = _HookGit(words[1:], env, cdir, ctx, seg.heredoc[0])
+        if git.sub == "submodule" and git.args[:1] and git.args[0].text == "foreach":
+            script = " ".join(w.text for w in git.args[1:] if w.text not in ("--recursive", "-q", "--quiet"))
+            return found + _hook_script_verdicts(script, None, seg.depth + 1, env, ctx, nest)
+        return found + [git.verdict()]
     cli = _hook_madtea_args(words)
     if cli is not None:
-        return [_hook_madtea(cli, ctx.cli_ops)]
+        return found + [_hook_madtea(cli, ctx.cli_ops)]
+    if name in ("gh", "tea"):
+        return found + [_hook_forge_cli(name, [w.text for w in words[1:]])]
+    if name == "rm":
+        return found + [_hook_rm(words[1:])]
+    if name in _HOOK_DATA or name in _HOOK_RESERVED:
+        return found
+    return found + _hook_arguments(words, seg, env, cdir, ctx, nest)
+
+
+def _hook_script_verdicts(script: str, cdir: str | None, depth: int, env: dict[str, _HookWord], ctx: _HookCtx,
+                          nest: int) -> list[tuple[str, str]]:
+    return [v for s in _HookParser(script, cdir, depth, env).parse() for v in _hook_verdicts(s, ctx, nest + 1)]
+
+
+# Commands that read or print their arguments and never run them.
+_HOOK_DATA = frozenset({
+    "echo", "printf", "grep", "egrep", "fgrep", "rg", "ag", "ack", "cat", "tac", "less", "more", "head", "tail", "wc",
+    "sort", "uniq", "cut", "tr", "sed", "awk", "gawk", "jq", "yq", "ls", "tree", "stat", "file", "du", "touch",
+    "mkdir", "rmdir", "cp", "mv", "ln", "diff", "cmp", "comm", "test", "[", "true", "false", ":", "cd", "pushd",
+    "popd", "export", "unset", "local", "declare", "typeset", "readonly", "read", "type", "which", "whereis", "hash",
+    "alias", "unalias", "man", "info", "help", "apropos", "whatis", "basename", "dirname", "realpath", "readlink",
+    "shopt", "set", "wait", "sleep", "exit", "return", "break", "continue", "printenv", "column", "fold", "fmt",
+    "nl", "od", "xxd", "hexdump", "base64", "sha256sum", "sha1sum", "md5sum", "tee", "chmod", "chown", "date",
+})
+# Words that may start a command inside another command's arguments.
+_HOOK_RUNNERS = frozenset({"git", "madtea", "madtea.py", "gh", "tea", "rm", "eval", "source", ".", "py"}) | \
+    _HOOK_SHELLS | frozenset(n.partition(":")[0] for n in _HOOK_LAUNCHERS)
+
+
+def _hook_arguments(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord], cdir: str | None,
+                    ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
+    """A command the hook does not know may run what its arguments spell out (``ssh host git push``,
+    ``watchexec -- 'git commit -am x'``): a denied form among them denies, a read is never held."""
+    for i in range(1, len(words)):
+        text = words[i].text
+        base = _hook_basename(text)
+        if base in _HOOK_RUNNERS or base.startswith(("git-", "madtea")) or _hook_python(base):
+            inner = _HookSeg(words[i:], seg.raw, seg.depth + 1, cdir, env)
+            denied = [v for v in _hook_verdicts(inner, ctx, nest + 1) if v[0] == "deny"]
+        elif " " in text or "\n" in text or "\t" in text:
+            denied = [v for v in _hook_script_verdicts(text, cdir, seg.depth + 1, env, ctx, nest) if v[0] == "deny"]
+        else:
+            continue
+        if denied:
+            return denied
     return []
 
 
 def _hook_inner_script(name: str, words: list[_HookWord], stdin: str | None = None) -> str | None:
-    """The literal text of ``bash -c '...'``, ``eval '...'`` or a script a shell reads from *stdin*
-    (a here-document, a here-string, ``echo '...' |``); None when there is none to read."""
+    """The text of ``bash -c '...'``, ``eval '...'``, a process substitution a shell runs or
+    sources, or a script a shell reads from *stdin* (a here-document, a here-string, ``echo '...' |``);
+    None when there is none to read. Expansions stay as written: a command spelt out around them
+    is still that command."""
     if name == "eval":
-        if any(w.dynamic for w in words[1:]):
-            return None
         return " ".join(w.text for w in words[1:])
+    if name in ("source", "."):
+        return words[1].script if len(words) > 1 else None
+    if name == "trap":
+        return words[1].text if len(words) > 2 and not words[1].text.startswith("-") else None
     if name not in _HOOK_SHELLS:
         return None
-    for i, w in enumerate(words[1:], 1):
-        if w.text.startswith("-") and not w.text.startswith("--") and "c" in w.text[1:]:
-            if i + 1 < len(words) and not words[i + 1].dynamic:
-                return words[i + 1].text
-            return None
-        if not w.text.startswith("-"):
-            return None  # a script file: out of reach
+    command = False
+    i = 1
+    while i < len(words):
+        text = words[i].text
+        if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if text[:1] in "-+" and len(text) > 1 and not text.startswith("--"):
+            command = command or "c" in text[1:]
+        elif not text.startswith("--"):
+            return text if command else words[i].script  # a script file is out of reach
+        i += 1
     return stdin
 
 
@@ -3592,24 +3835,21 @@ def _hook_find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookW
 
 
 def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
-    """The arguments of a madtea CLI run (``madtea ...``, ``python -m madtea ...``), or None."""
+    """The arguments of a madtea CLI run (``madtea ...``, ``python3 .../bin/madtea ...``,
+    ``python -m madtea ...``, ``py madtea.pyz ...``), or None. Launchers such as ``uv run`` and
+    ``pipx run`` are wrappers, removed before this."""
     name = _hook_basename(words[0].text)
     if name in ("madtea", "madtea.py") or _hook_madtea_pyz(name):
         return words[1:]
-    if name in ("uvx", "pipx") and len(words) > 1:
-        rest = words[2:] if words[1].text == "run" else words[1:]
-        if rest and _hook_basename(rest[0].text) == "madtea":
-            return rest[1:]
-        return None
-    if _hook_python(name):
+    if _hook_python(name) or name == "py":
         i = 1
         while i < len(words) and words[i].text.startswith("-"):
             if words[i].text == "-m":
                 return words[i + 2:] if i + 1 < len(words) and words[i + 1].text == "madtea" else None
-            if words[i].text in ("-c",):
+            if words[i].text.startswith("-c"):
                 return None
-            i += 1
-        if i < len(words) and (_hook_basename(words[i].text) == "madtea.py"
+            i += 2 if words[i].text in ("-W", "-X") else 1
+        if i < len(words) and (_hook_basename(words[i].text) in ("madtea", "madtea.py")
                                or _hook_madtea_pyz(_hook_basename(words[i].text))):
             return words[i + 1:]
     return None
@@ -3669,35 +3909,169 @@ def _hook_git_split(
     return None, opts, []
 
 
-def _hook_getopt(args: list[_HookWord], short_val: str = "", long_val: frozenset[str] = frozenset()
-               ) -> tuple[list[tuple[str, _HookWord | None]], list[_HookWord], bool]:
-    """Options (name, value) and positionals of a git subcommand; also whether ``--`` was given."""
+# git's own option table for the subcommands the hook decides on, as ``git <sub> -h`` lists them
+# (git 2.39): ``x|long`` a short and a long spelling of one option, ``=`` after it a value that
+# must follow, ``?`` a value only when stuck to it (``--opt=v``, ``-xv``). git takes any unique
+# prefix of a long option and ``--no-<long>`` to undo it; a short ``-h`` or ``--help`` anywhere
+# before ``--`` only prints help. tests/test_hook_shell_oracle.py checks the table against git.
+_HOOK_GIT_OPTIONS = {
+    "add": ("n|dry-run v|verbose i|interactive p|patch e|edit f|force u|update renormalize N|intent-to-add "
+        "A|all ignore-removal refresh ignore-errors ignore-missing sparse chmod= pathspec-from-file= "
+        "pathspec-file-nul"),
+    "commit": ("q|quiet v|verbose F|file= author= date= m|message= c|reedit-message= C|reuse-message= fixup= "
+        "squash= reset-author trailer= s|signoff t|template= e|edit cleanup= status S|gpg-sign? a|all "
+        "i|include interactive p|patch o|only n|no-verify dry-run short branch ahead-behind porcelain "
+        "long z|null amend no-post-rewrite u|untracked-files? pathspec-from-file= pathspec-file-nul"),
+    "branch": ("v|verbose q|quiet t|track? u|set-upstream-to= unset-upstream color? r|remotes contains= "
+        "no-contains= abbrev? a|all d|delete D m|move M c|copy C l|list show-current create-reflog "
+        "edit-description f|force merged= no-merged= column? sort= points-at= i|ignore-case "
+        "recurse-submodules format="),
+    "switch": ("c|create= C|force-create= guess discard-changes q|quiet recurse-submodules? progress m|merge "
+        "conflict= d|detach t|track? f|force orphan= overwrite-ignore ignore-other-worktrees"),
+    "checkout": ("b= B= l guess overlay q|quiet recurse-submodules? progress m|merge conflict= d|detach t|track? "
+        "f|force orphan= overwrite-ignore ignore-other-worktrees 2|ours 3|theirs p|patch "
+        "ignore-skip-worktree-bits pathspec-from-file= pathspec-file-nul"),
+    "restore": ("s|source= S|staged W|worktree ignore-unmerged overlay q|quiet recurse-submodules? progress "
+        "m|merge conflict= 2|ours 3|theirs p|patch ignore-skip-worktree-bits pathspec-from-file= "
+        "pathspec-file-nul"),
+    "reset": ("q|quiet no-refresh mixed soft hard merge keep recurse-submodules? p|patch N|intent-to-add "
+        "pathspec-from-file= pathspec-file-nul"),
+    "clean": "q|quiet n|dry-run f|force i|interactive d e|exclude= x X",
+    "stash push": ("k|keep-index S|staged p|patch q|quiet u|include-untracked a|all m|message= pathspec-from-file= "
+        "pathspec-file-nul"),
+    "stash drop": "q|quiet",
+    "push": ("v|verbose q|quiet repo= all mirror d|delete tags n|dry-run porcelain f|force force-with-lease? "
+        "force-if-includes recurse-submodules= thin receive-pack= exec= u|set-upstream progress prune "
+        "no-verify follow-tags signed? atomic o|push-option= 4|ipv4 6|ipv6"),
+    "pull": ("v|verbose q|quiet progress recurse-submodules? r|rebase? n stat log? signoff? squash commit edit "
+        "cleanup= ff ff-only verify verify-signatures autostash s|strategy= X|strategy-option= "
+        "S|gpg-sign? allow-unrelated-histories all a|append upload-pack= f|force t|tags p|prune j|jobs? "
+        "dry-run k|keep depth= shallow-since= shallow-exclude= deepen= unshallow update-shallow refmap= "
+        "o|server-option= 4|ipv4 6|ipv6 negotiation-tip= show-forced-updates set-upstream"),
+    "fetch": ("v|verbose q|quiet all set-upstream a|append atomic upload-pack= f|force m|multiple t|tags n "
+        "j|jobs= prefetch p|prune P|prune-tags recurse-submodules? dry-run write-fetch-head k|keep "
+        "u|update-head-ok progress depth= shallow-since= shallow-exclude= deepen= unshallow refetch "
+        "update-shallow refmap= o|server-option= 4|ipv4 6|ipv6 negotiation-tip= negotiate-only filter= "
+        "auto-maintenance auto-gc show-forced-updates write-commit-graph stdin"),
+    "merge": ("n stat summary log? squash commit e|edit cleanup= ff ff-only rerere-autoupdate verify-signatures "
+        "s|strategy= X|strategy-option= m|message= F|file= into-name= v|verbose q|quiet abort quit "
+        "continue allow-unrelated-histories progress S|gpg-sign? autostash overwrite-ignore signoff "
+        "no-verify"),
+    "rebase": ("onto= keep-base no-verify q|quiet v|verbose n|no-stat signoff committer-date-is-author-date "
+        "reset-author-date C= ignore-whitespace whitespace= f|force-rebase no-ff continue skip abort quit "
+        "edit-todo show-current-patch apply m|merge i|interactive rerere-autoupdate empty= autosquash "
+        "update-refs S|gpg-sign? autostash x|exec= r|rebase-merges? fork-point s|strategy= "
+        "X|strategy-option= root reschedule-failed-exec reapply-cherry-picks"),
+    "worktree add": "f|force b= B= d|detach checkout lock reason= q|quiet track guess-remote",
+    "worktree remove": "f|force",
+    "worktree prune": "n|dry-run v|verbose expire=",
+    "update-ref": "m= d no-deref z stdin create-reflog",
+    "checkout-index": ("a|all ignore-skip-worktree-bits f|force q|quiet n|no-create u|index z stdin temp "
+        "prefix= stage="),
+    "read-tree": ("index-output= empty v|verbose m trivial aggressive reset prefix= u exclude-per-directory= i "
+        "n|dry-run no-sparse-checkout debug-unpack recurse-submodules? q|quiet"),
+    "reflog expire": "dry-run rewrite updateref verbose expire= expire-unreachable= stale-fix all",
+    "reflog delete": "dry-run rewrite updateref verbose",
+    "gc": "q|quiet prune? cruft aggressive auto force keep-largest-pack",
+    "rm": "n|dry-run q|quiet cached f|force r ignore-unmatch sparse pathspec-from-file= pathspec-file-nul",
+    "tag": ("l|list n? d|delete v|verify a|annotate m|message= F|file= e|edit s|sign cleanup= u|local-user= "
+        "f|force create-reflog column? contains= no-contains= merged= no-merged= sort= points-at= format= "
+        "color? i|ignore-case"),
+    "remote add": "f|fetch tags t|track= m|master= mirror?",
+    "remote set-url": "push add delete",
+    "clone": ("v|verbose q|quiet progress reject-shallow n|no-checkout bare mirror l|local no-hardlinks "
+        "s|shared recurse-submodules? recursive? j|jobs= template= reference= reference-if-able= "
+        "dissociate o|origin= b|branch= u|upload-pack= depth= shallow-since= shallow-exclude= "
+        "single-branch no-tags shallow-submodules separate-git-dir= c|config= server-option= 4|ipv4 "
+        "6|ipv6 filter= also-filter-submodules remote-submodules sparse bundle-uri="),
+    "config": ("global system local worktree f|file= blob= get get-all get-regexp get-urlmatch replace-all add "
+        "unset unset-all rename-section remove-section l|list fixed-value e|edit get-color get-colorbool "
+        "t|type= bool int bool-or-int bool-or-str path expiry-date z|null name-only includes show-origin "
+        "show-scope default="),
+    "prune": "n|dry-run v|verbose progress expire= exclude-promisor-objects",
+    "mv": "v|verbose n|dry-run f|force k sparse",
+}
+_HOOK_OPTION_TABLES: dict[str, tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]] = {}
+
+
+def _hook_option_table(key: str) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]] | None:
+    """(long name -> (short, kind), short letter -> (long, kind)) of one git subcommand, or None."""
+    if key not in _HOOK_GIT_OPTIONS:
+        return None
+    if key not in _HOOK_OPTION_TABLES:
+        longs: dict[str, tuple[str, str]] = {}
+        shorts: dict[str, tuple[str, str]] = {}
+        for entry in _HOOK_GIT_OPTIONS[key].split():
+            kind = entry[-1] if entry[-1] in "=?" else ""
+            short, bar, name = entry.rstrip("=?").rpartition("|")
+            if not bar and len(name) == 1:
+                short, name = name, ""
+            if name:
+                longs[name] = (short, kind)
+            if short:
+                shorts[short] = (name, kind)
+        _HOOK_OPTION_TABLES[key] = (longs, shorts)
+    return _HOOK_OPTION_TABLES[key]
+
+
+def _hook_long_option(name: str, longs: Mapping[str, tuple[str, str]]) -> tuple[str, bool] | None:
+    """git's reading of ``--name``: (the option, whether negated), by exact name or unique prefix."""
+    if name in longs:
+        return name, False
+    if name.startswith("no-") and name[3:] in longs:
+        return name[3:], True
+    found = {(n, False) for n in longs if n.startswith(name)}
+    if name.startswith("no-"):
+        found |= {(n, True) for n in longs if n.startswith(name[3:]) and not n.startswith("no-")}
+    return found.pop() if len(found) == 1 else None  # none, or ambiguous: git refuses the line
+
+
+def _hook_getopt(args: list[_HookWord], key: str | None = None
+                 ) -> tuple[list[tuple[str, _HookWord | None]], list[_HookWord], bool]:
+    """Options (name, value) and positionals of a git subcommand; also whether ``--`` was given.
+
+    With git's table for *key*, options read as git reads them: a long option by any unique
+    prefix (named in full here), a later ``--no-<long>`` undoing an earlier one in either
+    spelling, short options bundled, values taken where git takes them. Without one, no
+    option takes a value.
+    """
+    table = _hook_option_table(key) if key else None
+    longs, shorts = table if table is not None else ({}, {})
     opts: list[tuple[str, _HookWord | None]] = []
     pos: list[_HookWord] = []
     i = 0
     while i < len(args):
         w = args[i]
         t = w.text
-        if t == "--":
+        if t in ("--", "--end-of-options"):
             pos.extend(args[i + 1:])
             return opts, pos, True
         if t.startswith("--") and not w.dynamic:
-            name, eq, value = t.partition("=")
-            if eq:
-                opts.append((name, _HookWord(value, w.dynamic, w.quoted)))
-            elif name in long_val and i + 1 < len(args):
-                opts.append((name, args[i + 1]))
-                i += 1
+            name, eq, value = t[2:].partition("=")
+            known = _hook_long_option(name, longs) if table is not None else None
+            if known is not None and known[1]:
+                short = longs[known[0]][0]
+                opts = [o for o in opts if o[0] not in ("--" + known[0], "-" + short)]
+            elif known is not None:
+                kind = longs[known[0]][1]
+                if eq:
+                    opts.append(("--" + known[0], _HookWord(value, w.dynamic, w.quoted)))
+                elif kind == "=" and i + 1 < len(args):
+                    opts.append(("--" + known[0], args[i + 1]))
+                    i += 1
+                else:
+                    opts.append(("--" + known[0], None))
             else:
-                opts.append((name, None))
+                opts.append(("--" + name, _HookWord(value, w.dynamic, w.quoted) if eq else None))
         elif t.startswith("-") and len(t) > 1 and not w.dynamic:
             j = 1
             while j < len(t):
                 letter = t[j]
-                if letter in short_val:
+                kind = shorts[letter][1] if letter in shorts else ""
+                if kind:
                     if j + 1 < len(t):
                         opts.append(("-" + letter, _HookWord(t[j + 1:], False, w.quoted)))
-                    elif i + 1 < len(args):
+                    elif kind == "=" and i + 1 < len(args):
                         opts.append(("-" + letter, args[i + 1]))
                         i += 1
                     else:
@@ -3711,6 +4085,13 @@ def _hook_getopt(args: list[_HookWord], short_val: str = "", long_val: frozenset
     return opts, pos, False
 
 
+def _hook_help(opts: list[tuple[str, _HookWord | None]], key: str) -> bool:
+    """``-h`` or ``--help`` among a subcommand's options: git prints help and does nothing else."""
+    table = _hook_option_table(key)
+    short_h = table is not None and "h" in table[1]
+    return any(name == "--help" or (name == "-h" and not short_h) for name, _v in opts)
+
+
 def _hook_has(opts: list[tuple[str, _HookWord | None]], *names: str) -> bool:
     return any(name in names for name, _v in opts)
 
@@ -3720,6 +4101,17 @@ def _hook_val(opts: list[tuple[str, _HookWord | None]], *names: str) -> _HookWor
         if name in names and value is not None:
             return value
     return None
+
+
+def _hook_previous(name: str) -> bool:
+    """``-`` or ``@{-N}``: the branch checked out N switches ago."""
+    return name == "-" or (name.startswith("@{-") and name.endswith("}") and name[3:-1].isdecimal())
+
+
+def _hook_extra_header(key: str) -> bool:
+    """A config key of git's extra HTTP header (``http.extraHeader``, ``http.<url>.extraHeader``)."""
+    key = key.strip().lower()
+    return key.startswith("http.") and key.endswith(".extraheader")
 
 
 class _HookGit:
@@ -3827,12 +4219,25 @@ class _HookGit:
             return ("allow", "")
         if sub in _HOOK_CONTROL_VERBS and any(w.text in _HOOK_CONTROLS for w in self.args):
             return ("allow", "")
+        action = f"{sub} {self.args[0].text}" if self.args else sub
+        key, rest = (action, self.args[1:]) if action in _HOOK_GIT_OPTIONS else (sub, self.args)
+        if _hook_help(_hook_getopt(rest, key)[0], key):
+            return ("allow", "")  # git prints help and does nothing else
         handler: Callable[[], tuple[str, str]] | None = getattr(self, "g_" + sub.replace("-", "_"), None)
         if handler is None:
             return ("allow", "")  # a read, a harmless verb, or an alias: aliases are not expanded
         return handler()
 
     def credential_leak(self) -> tuple[str, str] | None:
+        config = [v.text for n, v in self.gopts if n in ("-c", "--config-env") and v is not None]
+        if self.sub == "config":
+            config += [w.text for w in self.args if not w.text.startswith("-")][:1]
+        if any(_hook_extra_header(text.partition("=")[0]) for text in config):
+            return "deny", (
+                "An HTTP header set on git's command line or in its config (http.extraHeader) carries a credential "
+                "into the shell's history, the transcript and error messages. Ask the user to log in for that host "
+                "with madtea auth login; the madt_* tools then authenticate on their own.\n"
+                + _hook_retry(self.sub or "config"))
         words = [v for _n, v in self.gopts if v is not None] + list(self.args)
         for w in words:
             if "://" in w.text and "@" in w.text and _HOOK_CRED_URL.search(w.text):
@@ -3862,7 +4267,7 @@ class _HookGit:
 
     # -- staging and committing
     def g_add(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, "", frozenset({"--chmod", "--pathspec-from-file"}))
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
         if _hook_has(opts, "-n", "--dry-run"):
             return ("allow", "")
         blanket = _hook_has(opts, "-A", "--all", "-u", "--update", "--no-ignore-removal", "-p", "--patch", "-i",
@@ -3881,10 +4286,7 @@ class _HookGit:
         return self.deny(why, _hook_call("madt_add", self.d(), ("files", good)))
 
     def g_commit(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, "mFCctS",
-                                    frozenset({"--message", "--file", "--reuse-message", "--reedit-message",
-                                               "--fixup", "--squash", "--author", "--date", "--template",
-                                               "--trailer", "--pathspec-from-file", "--cleanup"}))
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
         if _hook_has(opts, "--dry-run"):
             return ("allow", "")
         messages = [v.text for n, v in opts if n in ("-m", "--message") and v is not None]
@@ -3917,9 +4319,7 @@ class _HookGit:
 
     # -- branches
     def g_branch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, "u", frozenset({"--set-upstream-to", "--contains", "--no-contains",
-                                                               "--merged", "--no-merged", "--points-at", "--sort",
-                                                               "--format"}))
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
         names = [w.text for w in pos]
         delete = _hook_has(opts, "-d", "--delete", "-D")
         force = _hook_has(opts, "-D", "-f", "--force", "-M", "-C")
@@ -3957,7 +4357,8 @@ class _HookGit:
                          call)
 
     def _switch_call(self, branch: str) -> str:
-        return _hook_call("madt_switch", self.d(), ("branch", "<previous branch>" if branch == "-" else branch))
+        previous = "<previous branch>" if _hook_previous(branch) else branch
+        return _hook_call("madt_switch", self.d(), ("branch", previous))
 
     def _create_call(self, name: str, start: str | None) -> str:
         return _hook_call("madt_branch_create", self.d(), ("name", name), ("start_point", start), ("checkout", True))
@@ -3978,8 +4379,7 @@ class _HookGit:
                          "so the start point is explicit", self._create_call(new, start))
 
     def g_switch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, "cC",
-                                      frozenset({"--create", "--force-create", "--orphan", "--conflict"}))
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
         if _hook_has(opts, "--discard-changes", "-f", "--force"):
             return self.destroys("Switching with --discard-changes or --force discards uncommitted changes for good")
         new = _hook_val(opts, "-c", "--create", "-C", "--force-create")
@@ -3993,8 +4393,7 @@ class _HookGit:
         return self._remote_branch(pos[0].text, opts) or self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
 
     def g_checkout(self) -> tuple[str, str]:
-        opts, pos, dashdash = _hook_getopt(self.args, "bB",
-                                           frozenset({"--orphan", "--conflict", "--pathspec-from-file"}))
+        opts, pos, dashdash = _hook_getopt(self.args, self.sub)
         if _hook_has(opts, "-f", "--force", "-p", "--patch"):
             return self.destroys("A forced or patch checkout overwrites uncommitted changes for good")
         new = _hook_val(opts, "-b", "-B")
@@ -4003,9 +4402,12 @@ class _HookGit:
                              self._create_call(new.text, pos[0].text if pos else None))
         if _hook_has(opts, "--orphan", "--detach", "-d"):
             return ("allow", "")
-        if _hook_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
+        paths = dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./"))
+        sides = _hook_has(opts, "--ours", "--theirs", "-2", "-3", "--conflict") or (
+            _hook_has(opts, "-m", "--merge") and (paths or (pos and self.ref_kind(pos[0].text) != "branch")))
+        if sides and self.op is not None:
             return ("allow", "")  # picking a side while resolving a conflict
-        if dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./")):
+        if paths or sides:
             return self.destroys("Checking out paths (git checkout -- <paths>) overwrites their uncommitted changes "
                                  "for good")
         if not pos:
@@ -4015,7 +4417,7 @@ class _HookGit:
         steer = self._remote_branch(name, opts)
         if steer is not None:
             return steer
-        if name == "-" or kind == "branch" or (kind is None and self.refs_unknown()):
+        if _hook_previous(name) or kind == "branch" or (kind is None and self.refs_unknown()):
             return self.deny(self._SWITCH_WHY, self._switch_call(name))
         if kind in ("tag", "tracking") or (7 <= len(name) <= 40 and not name.strip(_HOOK_HEX)) \
                 or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
@@ -4032,15 +4434,15 @@ class _HookGit:
         return self.repo is None or self.repo.ref_kind is None
 
     def g_restore(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, "s", frozenset({"--source", "--pathspec-from-file", "--conflict"}))
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
         if _hook_has(opts, "-S", "--staged") and not _hook_has(opts, "-W", "--worktree"):
             return ("allow", "")  # unstaging keeps the file as it is
-        if _hook_has(opts, "--ours", "--theirs", "-m", "--merge", "--conflict"):
-            return ("allow", "")
+        if _hook_has(opts, "--ours", "--theirs", "-2", "-3", "-m", "--merge", "--conflict") and self.op is not None:
+            return ("allow", "")  # picking a side while resolving a conflict
         return self.destroys("git restore of working-tree files overwrites their uncommitted changes for good")
 
     def g_reset(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args)
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
         if not _hook_has(opts, "--hard"):
             return ("allow", "")
         alt = ""
@@ -4050,7 +4452,7 @@ class _HookGit:
         return self.destroys("git reset --hard discards uncommitted changes for good", alt)
 
     def g_clean(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, "e", frozenset({"--exclude"}))
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
         if _hook_has(opts, "-n", "--dry-run"):
             return ("allow", "")
         if _hook_has(opts, "-f", "--force", "-i", "--interactive"):
@@ -4065,8 +4467,7 @@ class _HookGit:
 
     # -- remote sync
     def g_push(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, "o", frozenset({"--push-option", "--repo", "--receive-pack",
-                                                              "--exec", "--recurse-submodules"}))
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
         if _hook_has(opts, "-n", "--dry-run"):
             return ("allow", "")
         refspecs = [w.text for w in pos[1:]]
@@ -4117,12 +4518,20 @@ class _HookGit:
                          "; ".join(calls))
 
     def g_pull(self) -> tuple[str, str]:
-        _opts, pos, _dd = _hook_getopt(self.args, "", frozenset({"--rebase", "--strategy", "-s", "-X"}))
+        _opts, pos, _dd = _hook_getopt(self.args, self.sub)
         branch = pos[1].text if len(pos) > 1 else None
         return self.deny("madt_pull fast-forwards only, so it never makes a surprise merge commit or rewrites history",
                          _hook_call("madt_pull", self.d(), ("branch", branch)))
 
     def g_fetch(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
+        force = _hook_has(opts, "-f", "--force")
+        for spec in pos[1:]:
+            dst = spec.text.rpartition(":")[2] if ":" in spec.text else ""
+            local = dst.startswith("refs/heads/") or not dst.startswith("refs/")
+            if (force or spec.text.startswith("+")) and dst and local:
+                return self.destroys("A forced fetch into a local branch can move it back and lose commits that "
+                                     "exist nowhere else")
         if not self.foreign:
             return ("allow", "")
         return self.deny("madt_pull brings it up to date through madtea's own credentials",
@@ -4131,7 +4540,7 @@ class _HookGit:
     def g_merge(self) -> tuple[str, str]:
         if not self.foreign:
             return ("allow", "")
-        _opts, pos, _dd = _hook_getopt(self.args, "msX", frozenset({"--message", "--strategy", "--strategy-option"}))
+        _opts, pos, _dd = _hook_getopt(self.args, self.sub)
         what = pos[0].text if pos else None
         if what is None or what.startswith(("origin/", "FETCH_HEAD", "@{")):
             return self.deny("madt_pull fast-forwards it from its upstream", _hook_call("madt_pull", self.d()))
@@ -4139,8 +4548,7 @@ class _HookGit:
                          _hook_call("madt_finish", self.d(), ("branch", what)))
 
     def g_rebase(self) -> tuple[str, str]:
-        _opts, pos, _dd = _hook_getopt(self.args, "sXx",
-                                       frozenset({"--onto", "--strategy", "--strategy-option", "--exec"}))
+        _opts, pos, _dd = _hook_getopt(self.args, self.sub)
         branch = pos[1].text if len(pos) > 1 else None
         return self.deny("A rebase rewrites commits that a pull request or another clone may already hold",
                          _hook_call("madt_pull", self.d(), ("branch", branch)),
@@ -4150,7 +4558,7 @@ class _HookGit:
     # -- worktrees
     def g_worktree(self) -> tuple[str, str]:
         action = self.args[0].text if self.args else "list"
-        opts, pos, _dd = _hook_getopt(self.args[1:], "bB", frozenset({"--reason", "--expire", "--orphan"}))
+        opts, pos, _dd = _hook_getopt(self.args[1:], "worktree " + action)
         base = self.cdir or self.ctx.cwd
         if action == "list":
             return self.note(_hook_call("madt_worktrees", ("action", "list"), self.d()),
@@ -4176,8 +4584,12 @@ class _HookGit:
 
     def g_update_ref(self) -> tuple[str, str]:
         """The plumbing twin of git branch: a branch deleted or moved by update-ref is steered the same way."""
-        opts, pos, _dd = _hook_getopt(self.args, "m")
-        if _hook_has(opts, "--stdin") or not pos or pos[0].dynamic or not pos[0].text.startswith("refs/heads/"):
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
+        if _hook_has(opts, "--stdin"):
+            return self.destroys("git update-ref --stdin can delete or move any branch, tag or stash entry it is fed")
+        if pos and _hook_has(opts, "-d") and not pos[0].text.startswith(("refs/heads/", "refs/remotes/")):
+            return self.destroys(f"Deleting {pos[0].text} with git update-ref -d loses what it points at for good")
+        if not pos or pos[0].dynamic or not pos[0].text.startswith("refs/heads/"):
             return ("allow", "")
         name = pos[0].text[len("refs/heads/"):]
         if _hook_has(opts, "-d"):
@@ -4192,8 +4604,60 @@ class _HookGit:
                          _hook_call("madt_branch_create", self.d(), ("name", name),
                                   ("start_point", pos[1].text if len(pos) > 1 else None)))
 
+    def g_checkout_index(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
+        if _hook_has(opts, "-f", "--force"):
+            return self.destroys("git checkout-index -f overwrites working-tree files with the index's copy, "
+                                 "discarding their uncommitted changes for good")
+        return ("allow", "")
+
+    def g_read_tree(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
+        if _hook_has(opts, "--reset") and _hook_has(opts, "-u"):
+            return self.destroys("git read-tree -u --reset overwrites the working tree, discarding uncommitted "
+                                 "changes for good")
+        return ("allow", "")
+
+    def g_reflog(self) -> tuple[str, str]:
+        action = self.args[0].text if self.args else "show"
+        opts, _pos, _dd = _hook_getopt(self.args[1:], "reflog " + action)
+        early = any(n in ("--expire", "--expire-unreachable") and v is not None and v.text != "never" for n, v in opts)
+        if action == "delete" or (action == "expire" and early and not _hook_has(opts, "--dry-run")):
+            return self.destroys(f"git reflog {action} throws away the record of commits a reset or rebase left "
+                                 "behind, so a later gc deletes them for good")
+        return ("allow", "")
+
+    def g_gc(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
+        prune = _hook_val(opts, "--prune")
+        if prune is not None and prune.text in ("now", "all"):
+            return self.destroys("git gc --prune=now deletes unreachable commits at once, including work only a "
+                                 "reflog still remembered")
+        return ("allow", "")
+
+    def g_prune(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
+        expire = _hook_val(opts, "--expire")
+        if _hook_has(opts, "-n", "--dry-run") or (expire is not None and expire.text not in ("now", "all")):
+            return ("allow", "")
+        return self.destroys("git prune deletes unreachable commits at once, including work only a reflog still "
+                             "remembered")
+
+    def g_rm(self) -> tuple[str, str]:
+        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
+        if _hook_has(opts, "-f", "--force") and not _hook_has(opts, "--cached", "-n", "--dry-run"):
+            return self.destroys("git rm -f deletes files together with their uncommitted changes for good")
+        return ("allow", "")
+
+    def g_tag(self) -> tuple[str, str]:
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
+        if _hook_has(opts, "-d", "--delete"):
+            names = ", ".join(w.text for w in pos) or "a tag"
+            return self.destroys(f"Deleting {names} drops the only name the tagged commit may have")
+        return ("allow", "")
+
     def g_remote(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args)
+        opts, pos, _dd = _hook_getopt(self.args, self.sub)
         if not pos and _hook_has(opts, "-v", "--verbose") and not self.foreign:
             return self.note(_hook_call("madt_repo", ("action", "view")),
                              "names the repository on the forge as structured data; madt_whoami says which account "
@@ -4209,6 +4673,8 @@ def _hook_madtea(args: list[_HookWord], cli_ops: CliTable) -> tuple[str, str]:
         words.pop(0)
     if not words:
         return ("allow", "")
+    if any(w.text in ("-h", "--help") for w in words):
+        return ("allow", "")  # help is a read
     noun = words[0].text
     verb = words[1].text if len(words) > 1 and not words[1].text.startswith("-") else None
     retry = f"Do not retry any madtea {noun} variant; every form is steered."
@@ -4231,6 +4697,66 @@ def _hook_madtea(args: list[_HookWord], cli_ops: CliTable) -> tuple[str, str]:
 
 
 _HOOK_PERSON_VERBS = frozenset({"delete", "rm", "remove"})
+
+
+def _hook_forge_cli(name: str, args: list[str]) -> tuple[str, str]:
+    """``gh`` and ``tea`` act on the forge with credentials of their own: merges go to madt_pr, deletes
+    to a person."""
+    words = [a for a in args if not a.startswith("-")]
+    if any(a in ("-h", "--help") for a in args) or len(words) < 2:
+        return ("allow", "")
+    noun, verb = words[0], words[1]
+    retry = f"Do not retry any {name} {noun} variant; every form is steered."
+    if verb in _HOOK_PERSON_VERBS:
+        return "deny", (f"Deleting on the forge with {name} cannot be undone, so it is a person's act: ask the user to "
+                        f"delete it themselves.\n{retry}")
+    if verb == "merge" and noun in ("pr", "pulls", "pull"):
+        number = next((w for w in words[2:] if w.isdecimal()), None)
+        call = _hook_call("madt_pr", ("action", "merge"), ("number", int(number) if number else "<number>"))
+        return "deny", (f"Merging with {name} skips madtea's checks of the head it merges and of the repository it "
+                        f"acts on; madt_pr merges through madtea's own credentials.\nUse: {call}\n{retry}")
+    return ("allow", "")
+
+
+def _hook_rm(args: list[_HookWord]) -> tuple[str, str]:
+    """``rm -r`` of a ``.git``: the repository's history, branches and stashes."""
+    recursive = any(w.text in ("--recursive",) or (w.text[:1] == "-" and w.text[1:2] != "-" and
+                                                   ("r" in w.text or "R" in w.text)) for w in args)
+    if recursive and any(_hook_os_basename(w.text) == ".git" for w in args if not w.text.startswith("-")):
+        what = "rm -r .git deletes the repository's history, branches and stashes for good"
+        return "deny", _HOOK_DESTROYS.format(what=what) + "\nDo not retry any rm .git variant; every form is steered."
+    return ("allow", "")
+
+
+def _hook_os_basename(path: str) -> str:
+    return os.path.basename(os.path.normpath(path)) if path else ""
+
+
+_HOOK_TOKEN_READS = frozenset({"test", "[", "[["})
+_HOOK_SIGNERS = "release-signers"  # madtea's pinned release key, beside its config
+_HOOK_SIGNERS_READS = frozenset({"cat", "less", "more", "head", "tail", "grep", "ls", "stat", "wc", "diff", "cmp",
+                                 "sha256sum", "file", "ssh-keygen"})
+
+
+def _hook_side_effects(seg: _HookSeg) -> list[tuple[str, str]]:
+    """What any command can do by its words alone: expand madtea's token, or write the file that
+    pins madtea's release key."""
+    found: list[tuple[str, str]] = []
+    first = seg.words[0].text if seg.words else ""
+    if first not in _HOOK_TOKEN_READS and any(
+            w.dynamic and ("$MADTEA_TOKEN" in w.text or "${MADTEA_TOKEN" in w.text) for w in seg.words) or (
+            first == "printenv" and any(w.text.startswith("MADTEA_TOKEN") for w in seg.words[1:])):
+        found.append(("deny", "MADTEA_TOKEN holds a credential: printing or passing it puts it into the transcript and "
+                              "the shell's history, and the madt_* tools authenticate on their own. Use madt_whoami to "
+                              "see which account and credential source a call would use.\n"
+                              "Do not retry any MADTEA_TOKEN variant; every form is steered."))
+    name = _hook_basename(first)
+    if any(_HOOK_SIGNERS in target for target in seg.writes) or (
+            name not in _HOOK_SIGNERS_READS and any(_HOOK_SIGNERS in w.text for w in seg.words[1:])):
+        found.append(("deny", f"{_HOOK_SIGNERS} pins the key madtea trusts for its own updates, so changing it is a "
+                              "person's act: ask the user to do it themselves (madtea update pins a key only at a "
+                              "terminal).\nDo not retry any release-signers variant; every form is steered."))
+    return found
 
 
 def _hook_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], retry: str) -> tuple[str, str]:

@@ -198,7 +198,8 @@ def test_do_not_retry_line(sandbox: dict[str, str], verb: str, command: str) -> 
 def test_every_denial_ends_with_do_not_retry(sandbox: dict[str, str]) -> None:
     for _cwd, decision in _all_decisions(sandbox):
         if decision.kind == "deny":
-            assert re.fullmatch(r"Do not retry any (raw git|madtea) [\w-]+ variant; every form is steered\.",
+            assert re.fullmatch(r"Do not retry any (raw git [\w-]+|madtea [\w-]+|gh \w+|tea \w+|rm \.git|MADTEA_TOKEN|"
+                                r"release-signers) variant; every form is steered\.",
                                 decision.text.split("\n")[-1]), decision.text
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shlex
 import shutil
 import stat
@@ -120,11 +121,12 @@ OTHER_READ: dict[str, list[list[str]]] = {
 # the ways to write the word git (bind: needs the recording git bound over /usr/bin/git)
 GIT_WORDS = ["git", "git", "git", "'git'", '"git"', "\\git", "g\\it", "gi''t", 'g"i"t', "$'git'", "$'\\x67it'",
              "command git", "env git", '"$(which git)"', "`which git`", "/usr/bin/git", "builtin command git"]
-NEEDS_BIND = ("/usr/bin/git", "/usr/lib/git-core/")
+NEEDS_BIND = ("/usr/bin/git", "/usr/lib/git-core/", "bash -l")
 
 # wrappers: shell text put before a command (a string: {cmd} is its shell text; a callable: wraps it)
 WRAPPERS = [
-    "", "", "", "", "time -p ", "/usr/bin/time -f %e ", "timeout --signal KILL 10 ", "timeout -s KILL 10 ", "timeout 10 ",
+    "", "", "", "", "time -p ", "/usr/bin/time -f %e ", "timeout --signal KILL 10 ", "timeout -s KILL 10 ",
+    "timeout 10 ",
     "sudo -Eu bob ", "sudo -u bob -E ", "sudo -- ", "doas -u bob ", "stdbuf -o L ", "stdbuf -oL -eL ",
     "nice --adjustment 5 ", "nice -n 5 ", "ionice --class 3 ", "ionice -c 3 ", "taskset 0x1 ", "chrt -f 10 ",
     "chrt -o 0 ", "setsid ", "flock oracle.lock ", "chronic ", "unbuffer ", "strace -f -o /dev/null ",
@@ -288,7 +290,8 @@ _STUBS = {
     "doas": 'while getopts ":a:C:Lnsu:" o; do :; done; shift $((OPTIND-1)); exec "$@"',
     "su": 'cmd=; while [ $# -gt 0 ]; do case "$1" in -c|--command) cmd=$2; shift;; -s|-g|-G|-w) shift;; esac; shift; '
           'done; [ -n "$cmd" ] && exec bash -c "$cmd"',
-    "runuser": 'cmd=; run=; while [ $# -gt 0 ]; do case "$1" in -c|--command) cmd=$2; shift;; -u|--user) run=1; shift;; '
+    "runuser": 'cmd=; run=; while [ $# -gt 0 ]; do case "$1" in -c|--command) cmd=$2; shift;; '
+               '-u|--user) run=1; shift;; '
                '--) shift; break;; -*) ;; *) [ -n "$run" ] && break;; esac; shift; done\n'
                '[ -n "$cmd" ] && exec bash -c "$cmd"; [ -n "$run" ] && exec "$@"',
     "unbuffer": '[ "$1" = -p ] && shift; exec "$@"',
@@ -343,7 +346,7 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     for name in ("madtea.pyz", "madtea-1.2.3.pyz"):
         with zipfile.ZipFile(repo / name, "w") as zf:
             zf.writestr("__main__.py", _PY_RECORD)
-    bind = subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode == 0 \
+    bind = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode == 0 \
         if shutil.which("unshare") else False
     run_env = {"PATH": f"{stubs}:{env['PATH']}", "HOME": str(base), "LC_ALL": "C", "PLUGIN_ROOT": str(base / "plugin"),
                "PYTHONDONTWRITEBYTECODE": "1"}
@@ -370,8 +373,10 @@ def run_lines(box: dict[str, object], lines: list[Line]) -> list[list[tuple[str,
     (work / "driver.sh").write_text(_DRIVER)
     env = dict(box["env"], LOGS=str(logs), LINES=str(work / "lines"), REPO=str(box["repo"]))  # type: ignore[arg-type]
     if box["bind"]:
+        # a login shell (bash -l) resets PATH: the recorders are bound over the real git and rm as well
+        rm = os.path.realpath(shutil.which("rm") or "/bin/rm")
         inner = (f"mount --bind {box['core']}/git /usr/bin/git && mount --bind {box['core']} /usr/lib/git-core "
-                 f"&& exec bash {work / 'driver.sh'}")
+                 f"&& mount --bind {box['stubs']}/rm {rm} && exec bash {work / 'driver.sh'}")
         cmd = ["unshare", "-rm", "bash", "-c", inner]
     else:
         cmd = ["bash", str(work / "driver.sh")]
@@ -448,10 +453,11 @@ def _report(name: str, generated: int, found: dict[str, list[str]]) -> str:
 def test_regressions_listed_in_the_issues(box: dict[str, object]) -> None:
     lines = [_labelled(t, True) for t in REGRESSIONS_DENY] + [_labelled(t, False) for t in REGRESSIONS_READ]
     extra = {("git", "commit", "-m", "x"): "deny", ("git", "commit", "-m", "x", "a.py"): "deny",
-             ("git", "commit", "-am", "x"): "deny", ("git", "push"): "deny", ("git", "update-ref", "-d", "refs/stash"): "deny",
+             ("git", "commit", "-am", "x"): "deny", ("git", "push"): "deny",
+             ("git", "update-ref", "-d", "refs/stash"): "deny",
              ("madtea", "pr", "merge", "3"): "deny", ("madtea", "update", "--from", "X"): "deny",
              ("madtea", "update"): "deny", ("git", "fetch", "origin", "+refs/heads/*:refs/heads/*"): "deny",
-             ("git", "log", "--grep", "git push"): "read", ("git", "commit", "-am", "x"): "deny", ("git", "-c", "http.extraHeader=Authorization: token abc123",
+             ("git", "log", "--grep", "git push"): "read", ("git", "-c", "http.extraHeader=Authorization: token abc123",
                                                            "fetch"): "deny", ("git", "status"): "read"}
     found = judge(box, lines, extra)
     print(_report("regressions", len(lines), found))
@@ -482,7 +488,7 @@ def test_installed_hook_agrees_on_a_sample(box: dict[str, object]) -> None:
                  "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t",
                  "tool_input": {"command": line.text}}
         proc = subprocess.run([sys.executable, str(ROOT / "bin" / "madtea"), "hook"], input=json.dumps(event).encode(),
-                              capture_output=True, env=env, cwd=str(box["repo"]), timeout=60)
+                              capture_output=True, env=env, cwd=str(box["repo"]), timeout=60, check=False)
         expected = classify(line.text, str(box["repo"]))
         assert proc.returncode == (2 if expected.kind == "deny" else 0), (line.text, proc.stderr.decode())
         assert b"Traceback" not in proc.stderr
@@ -505,7 +511,7 @@ def test_spellings_mean_what_their_labels_say(tmp_path: Path) -> None:
             subprocess.run(["git", *setup], cwd=repo, env=env, check=True, capture_output=True)
         (repo / "a.py").write_text("a\n")
         proc = subprocess.run(["git", *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, check=False)
         if "-h" in argv or any(a.startswith("-") and "h" in a[1:] and not a.startswith("--") for a in argv):
             if proc.returncode != 129:
                 bad.append(f"git {' '.join(argv)}: help not shown ({proc.returncode})")
@@ -513,3 +519,39 @@ def test_spellings_mean_what_their_labels_say(tmp_path: Path) -> None:
         if "ambiguous option" in proc.stderr or "unknown option" in proc.stderr or "unknown switch" in proc.stderr:
             bad.append(f"git {' '.join(argv)}: {proc.stderr.strip()[:120]}")
     assert not bad, "\n".join(bad)
+
+
+_HELP_OPTION = re.compile(r"^(?:-([A-Za-z0-9])(?:, )?)?(?:--(?:\[no-\])?([a-z0-9][a-z0-9-]*))?(.*)$")
+
+
+def _git_help_table(key: str, repo: Path) -> dict[str, str]:
+    """git's own option list for ``git <key> -h``, in the hook table's notation, by option."""
+    proc = subprocess.run(["git", *key.split(), "-h"], capture_output=True, text=True, check=False, cwd=repo)
+    found: dict[str, str] = {}
+    for line in (proc.stdout + proc.stderr).splitlines():
+        if not line.startswith("    -"):
+            continue
+        spec = line[4:].split("  ")[0].rstrip()
+        short, long, rest = _HELP_OPTION.match(spec).groups()  # type: ignore[union-attr]
+        if not (short or long):
+            continue
+        one_bracket = rest.startswith(" [") and rest.endswith("]") and rest.count("[") == 1
+        kind = "" if not rest else "?" if rest.startswith("[") or one_bracket else "="
+        found[long or short] = (short or "") + ("|" if short and long else "") + (long or "") + kind
+    return found
+
+
+@pytest.mark.parametrize("key", sorted(guard._HOOK_GIT_OPTIONS))
+def test_option_table_is_gits_own(key: str, tmp_path: Path) -> None:
+    """The hook reads options from git's table: every option both know has the same short letter and
+    value kind; on the git the table was taken from, the two are the same."""
+    ours = {entry.rstrip("=?").rpartition("|")[2]: entry for entry in guard._HOOK_GIT_OPTIONS[key].split()}
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    theirs = _git_help_table(key, tmp_path)
+    assert theirs, f"git {key} -h listed no options"
+    differ = {name: (ours[name], spelling) for name, spelling in theirs.items()
+              if name in ours and ours[name] != spelling}
+    assert not differ, differ
+    version = subprocess.run(["git", "--version"], capture_output=True, text=True, check=False).stdout
+    if version.startswith("git version 2.39."):
+        assert set(ours) == set(theirs), (set(ours) ^ set(theirs))
