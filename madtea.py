@@ -7551,7 +7551,7 @@ def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str)
             _update_roll(str(folder), "forward")
         except OSError:
             _write_journal(staging, "back")
-            _update_roll(str(folder), "back")
+            _update_cleanup(str(folder))  # every saved file back, then the staging folder gone
             raise
         finally:
             _sync_dir(folder, sys.platform)

@@ -212,7 +212,7 @@ def test_an_untrustworthy_file_is_refused_and_nothing_is_replaced(releases, tmp_
     }[case]
     assert refused.stderr.startswith(expected[0]), refused.stderr
     assert all(part in refused.stderr for part in expected[1:]), refused.stderr
-    assert refused.stderr.count("Only a person can continue: ") == 1
+    assert refused.stderr.count("To continue: ") == 1
     if case == "changed key":
         assert f"a person deletes {pin} and runs the update again" in refused.stderr
 
@@ -751,3 +751,29 @@ def test_an_attachment_redirected_to_object_storage_is_fetched_without_the_token
     assert home.seen[0].headers.get("authorization") == f"token {TOKEN}"
     assert [s.path for s in storage.seen] == ["/bucket/x"]
     assert not any(k.lower() == "authorization" for k in storage.seen[0].headers)
+
+
+def test_a_switch_that_fails_midway_is_rolled_back_and_leaves_nothing_behind(tmp_path, monkeypatch) -> None:
+    names = ("madtea.py", "guard.py", "forge.py", "gitops.py")
+    old = {tmp_path / name: f"old {name}\n".encode() for name in names}
+    for path, data in old.items():
+        path.write_bytes(data)
+    monkeypatch.setattr(madtea, "_new_copy_failure", lambda entry, version: None)
+    real_replace, moved = os.replace, []
+
+    def flaky(src: object, dst: object) -> None:
+        staged = Path(str(src)).parent.name
+        if staged in ("new", "old"):
+            moved.append(f"{staged} {Path(str(dst)).name}")
+            if moved[-1] == "new forge.py":  # Windows: a file another process holds open
+                raise PermissionError(13, "The process cannot access the file because it is being used")
+        real_replace(src, dst)  # type: ignore[arg-type]
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(guard.Refusal) as refused:
+        madtea._switch(tmp_path, {path: b"new\n" for path in old}, "0.2.0", "madtea-0.2.0.zip")
+    assert refused.value.code == "USER_ACTION_REQUIRED" and "PermissionError" in refused.value.message
+    # madtea.py goes first; when a rename fails, every saved file goes back, madtea.py last
+    assert moved == ["new madtea.py", "new forge.py", "old guard.py", "old gitops.py", "old forge.py",
+                     "old madtea.py"]
+    assert {path: path.read_bytes() for path in old} == old
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
