@@ -112,7 +112,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
     from re import Pattern
-    from types import NotImplementedType
     from typing import Any
 
 # --------------------------------------------------------------------------- value types
@@ -147,18 +146,14 @@ def _record(cls: type | None = None, /, *, frozen: bool = False) -> Any:
         for name, default in defaults.items():
             if isinstance(default, _Factory):
                 delattr(cls, name)
-        cls._record_fields = tuple(names)  # type: ignore[attr-defined]
-        cls._record_names = frozenset(names)  # type: ignore[attr-defined]
-        cls._record_defaults = defaults  # type: ignore[attr-defined]
-        cls._record_plain = {n: d for n, d in defaults.items() if not isinstance(d, _Factory)}  # type: ignore[attr-defined]
-        cls.__init__ = _record_init  # type: ignore[misc]
-        cls.__repr__ = _record_repr  # type: ignore[assignment]
-        cls.__eq__ = _record_eq  # type: ignore[assignment]
+        made = {"_record_fields": tuple(names), "_record_names": frozenset(names), "_record_defaults": defaults,
+                "_record_plain": {n: d for n, d in defaults.items() if not isinstance(d, _Factory)},
+                "__init__": _record_init, "__repr__": _record_repr, "__eq__": _record_eq,
+                "__hash__": None}  # as dataclass: mutable and equal means unhashable
         if frozen:
-            cls.__hash__ = _record_hash  # type: ignore[assignment]
-            cls.__setattr__ = cls.__delattr__ = _record_frozen  # type: ignore[assignment]
-        else:
-            cls.__hash__ = None  # type: ignore[assignment]  # as dataclass: mutable and equal means unhashable
+            made |= {"__hash__": _record_hash, "__setattr__": _record_frozen, "__delattr__": _record_frozen}
+        for name, value in made.items():
+            setattr(cls, name, value)
         return cls
     return wrap if cls is None else wrap(cls)
 
@@ -193,9 +188,9 @@ def _record_values(self: Any) -> tuple[Any, ...]:
     return tuple(self.__dict__[n] for n in self._record_fields)
 
 
-def _record_eq(self: Any, other: object) -> bool | NotImplementedType:
+def _record_eq(self: Any, other: object) -> object:
     if other.__class__ is not self.__class__:
-        return NotImplemented  # type: ignore[no-any-return]  # typeshed derives NotImplementedType from Any
+        return NotImplemented
     return _record_values(self) == _record_values(other)
 
 
