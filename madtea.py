@@ -1325,11 +1325,9 @@ def _forge() -> Any:
 
 def helper_command() -> str:
     """The credential-helper value git runs (through sh): this madtea, by absolute paths."""
-    import shlex
-
     isolate = " -P" if sys.version_info >= (3, 11) else ""  # never import modules from git's working directory
     script = os.path.join(_HERE, "madtea.py")
-    return f"!{shlex.quote(sys.executable or 'python3')}{isolate} {shlex.quote(script)} auth git-credential"
+    return f"!{guard.shell_quote(sys.executable or 'python3')}{isolate} {guard.shell_quote(script)} auth git-credential"
 
 
 def credentialed_url(url: str) -> str | None:

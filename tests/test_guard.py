@@ -408,7 +408,7 @@ def test_the_hooks_string_tests_agree_with_the_patterns_they_stand_for(text, pos
     assert guard._hook_assigns(text) == bool(re.match(r"[A-Za-z_][A-Za-z0-9_]*=", text))
     name = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(text, pos)
     assert guard._hook_varname_end(text, pos) == (name.end() if name else None)
-    quoted = text if re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", text) else "'" + text.replace("'", "'\\''") + "'"
+    quoted = text if re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", text) else "'" + text.replace("'", "'\"'\"'") + "'"
     assert guard.shell_quote(text) == quoted
     hexed = text.translate(str.maketrans("aZ_09=$", "abcdef0"))
     assert (7 <= len(hexed) <= 40 and not hexed.strip(guard._HOOK_HEX)) == bool(re.fullmatch(r"[0-9a-f]{7,40}", hexed))
@@ -429,3 +429,10 @@ def test_a_hook_decision_on_common_commands_compiles_no_pattern_and_reads_no_jso
 def test_the_hooks_python_name_test_agrees_with_its_pattern(head, tail):
     name = head + tail
     assert guard._hook_python(name) == bool(re.match(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$", name)), name
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None)
+@given(st.text(max_size=12) | st.text(alphabet="ab_./:@%+=,-~'\" $", max_size=8))
+def test_the_one_shell_quoter_quotes_as_shlex_does(text: str) -> None:
+    import shlex
+    assert guard.shell_quote(text) == shlex.quote(text)
