@@ -57,7 +57,8 @@ __all__ = [
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
     "check_no_action", "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo",
     "check_owner_repo_host",
-    "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha", "is_short_sha", "check_lease",
+    "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha",
+    "is_short_sha", "check_lease",
     "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "check_worktree_path_given",
     "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
@@ -323,7 +324,8 @@ def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Map
         if problem:
             raise _bad(tool, action, spec.name, "a string " + problem, value, raw, hide=hide)
         if kind == "enum" and value not in spec.choices:
-            raise _bad(tool, action, spec.name, "one of " + ", ".join(spec.choices), value, raw, spec.choices, hide=hide)
+            raise _bad(tool, action, spec.name, "one of " + ", ".join(spec.choices), value, raw, spec.choices,
+                       hide=hide)
         return value
     if kind == "bool":
         if isinstance(value, bool):
@@ -335,7 +337,8 @@ def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Map
         number = _whole(value[0] if isinstance(value, (list, tuple)) and len(value) == 1 else value)
         low = getattr(spec, "minimum", 0)
         if number is None or not low <= number <= MAX_NUMBER:
-            raise _bad(tool, action, spec.name, f"a whole number of at least {low} (and below 2^63)", value, raw, hide=hide)
+            raise _bad(tool, action, spec.name, f"a whole number of at least {low} (and below 2^63)", value, raw,
+                       hide=hide)
         return number
     if kind in ("number", "numbers"):
         numbers = _liberal_numbers(value)

@@ -981,7 +981,8 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         target = _explicit_forge(host, launch_forge) if host else fallback
         return RemoteTarget(target, owner, repo, explicit, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
-        where = f"{launch.top} {origin_problem(launch)}" if launch else guard.launch_problem(str(inv.ctx.launch_dir), why)
+        where = f"{launch.top} {origin_problem(launch)}" if launch \
+            else guard.launch_problem(str(inv.ctx.launch_dir), why)
         raise guard.no_default_repo(inv.asked, where)
     return RemoteTarget(launch_forge, launch.origin.owner, launch.origin.repo, False, launch, launch_host)
 

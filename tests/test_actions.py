@@ -218,7 +218,8 @@ def test_a_secret_under_a_misspelt_parameter_is_never_repeated(env: Env, key: st
 def test_no_value_given_to_an_action_that_carries_a_secret_is_repeated(env: Env, args: dict[str, Any]) -> None:
     refused = env.call("madt_actions", action="set_secret", **args)
     assert refused.is_error
-    shown = madtea.render_text(refused, "mcp") + json.dumps(refused.data, default=str) + json.dumps(refused.error, default=str)
+    shown = madtea.render_text(refused, "mcp") + json.dumps(refused.data, default=str) \
+        + json.dumps(refused.error, default=str)
     assert SECRET[:8] not in shown, shown
 
 
@@ -226,7 +227,8 @@ def test_no_value_given_to_an_action_that_carries_a_secret_is_repeated(env: Env,
 def test_a_secret_sent_through_the_passthrough_is_steered_without_its_value(env: Env, body: dict[str, Any]) -> None:
     refused = env.refused("BAD_ARGUMENT", "madt_api_call", path="/repos/acme/web/actions/secrets/DEPLOY_KEY",
                           method="PUT", body=body)
-    shown = madtea.render_text(refused, "mcp") + json.dumps(refused.data, default=str) + json.dumps(refused.error, default=str)
+    shown = madtea.render_text(refused, "mcp") + json.dumps(refused.data, default=str) \
+        + json.dumps(refused.error, default=str)
     assert SECRET[:8] not in shown
     assert refused.error["next"][0]["args"] | {"owner_repo": None} == {
         "action": "set_secret", "owner_repo": None, "name": "DEPLOY_KEY", "body": "<the secret value>"}
