@@ -464,6 +464,7 @@ def _populated(e: Env) -> Any:
     return f.add_repo("acme", "bystander")
 
 
+@pytest.mark.slow  # fuzzing: not in the fast lane
 def test_fuzz_every_parameter_of_the_review_actions_time_and_people_actions(env: Env) -> None:
     bystander = _populated(env)
     COUNTS.clear()
@@ -526,6 +527,7 @@ def _command_lines(draw: st.DrawFn) -> list[str]:
     return argv
 
 
+@pytest.mark.slow  # fuzzing: not in the fast lane
 @ONE_FLAVOUR
 def test_fuzz_the_cli_verbs_of_these_actions_exit_0_1_or_2_without_a_traceback(env: Env) -> None:
     _populated(env)

@@ -31,6 +31,8 @@ import gitops
 import madtea
 from fakeforge import FakeForge
 
+pytestmark = pytest.mark.slow  # every surface under a canary token: not in the fast lane
+
 ROOT = Path(__file__).resolve().parent.parent
 REAL_GIT = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
 

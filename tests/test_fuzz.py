@@ -29,6 +29,8 @@ from fakeforge import DEFAULT_TOKEN, FakeForge
 from remote_env import child_env, clone_of
 from topologies import assert_only_changed, make_repo, snapshot
 
+pytestmark = pytest.mark.slow  # fuzzing: not in the fast lane
+
 CALL_BOUND = 60.0  # seconds for one call on a loaded machine; quadratic work on 1 MB takes far longer
 MB = "x" * 1_000_000
 WORKER = Path(__file__).with_name("fuzz_worker.py")

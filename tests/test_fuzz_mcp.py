@@ -35,6 +35,8 @@ from remote_env import child_env
 from test_fuzz import CALL_BOUND, FUZZ, WORKER, calls, check_answer, sandbox  # noqa: F401
 from topologies import assert_only_changed, snapshot
 
+pytestmark = pytest.mark.slow  # fuzzing through the SDK's client: not in the fast lane
+
 COUNTS: collections.Counter[str] = collections.Counter()
 EXAMPLES = int(os.environ.get("MADTEA_FUZZ_MCP_EXAMPLES", "120"))  # read before the seal clears MADTEA_*
 

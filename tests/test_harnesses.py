@@ -19,6 +19,8 @@ import pytest
 from harness_models import ScriptedModel, await_tool
 from topologies import make_repo
 
+pytestmark = pytest.mark.slow  # the real agent harnesses: not in the fast lane
+
 ROOT = Path(__file__).resolve().parent.parent
 PINNED = {"claude": "@anthropic-ai/claude-code@2.1.197", "codex": "@openai/codex@0.171.0",
           "gemini": "@google/gemini-cli@0.61.0"}

@@ -21,6 +21,8 @@ import guard
 import madtea
 from topologies import make_repo, make_worktree, run_git, snapshot, assert_only_changed
 
+pytestmark = pytest.mark.slow  # an exhaustive sweep: not in the fast lane
+
 GUARD_CODES = {"WRONG_REPO", "MULTI_REPO_WORKSPACE", "FOREIGN_TARGET", "FOREIGN_PRIMARY", "DEFAULT_BRANCH",
                "UNDECLARED_FILES", "MID_OPERATION", "BAD_ARGUMENT", "UNKNOWN_PARAMETER"}
 

@@ -14,6 +14,8 @@ from topologies import run_git
 sys.path.insert(0, str(ROOT / "release"))
 import versioning
 
+pytestmark = pytest.mark.slow  # builds: not in the fast lane
+
 rel = release_tool()
 
 

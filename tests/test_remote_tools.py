@@ -1277,6 +1277,7 @@ def test_a_caller_signal_that_disagrees_is_wrong_repo(env: Env, monkeypatch: pyt
 
 # --------------------------------------------------------------------------- the live lane, against the fake
 
+@pytest.mark.slow  # the live lane's own run: not in the fast lane
 def test_the_live_lane_runs_against_the_fake_forge(env: Env, tmp_path: Path) -> None:
     """tests/test_live.py pointed at the fake, so the opt-in lane cannot rot unnoticed."""
     lane = child_env(MADTEA_LIVE_URL=env.forge.url, MADTEA_LIVE_TOKEN=DEFAULT_TOKEN, MADTEA_LIVE_REPO="acme/web")

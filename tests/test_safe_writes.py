@@ -179,6 +179,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.slow  # two servers' processes: not in the fast lane
 def test_two_servers_appending_to_one_issue_lose_nothing(gitea_env: Env) -> None:
     """Two real stdio servers (separate processes), each with concurrent calls, 20 appends each."""
     e = gitea_env

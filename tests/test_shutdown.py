@@ -23,8 +23,9 @@ from remote_env import Env, child_env, env  # noqa: F401 - fixtures
 from topologies import run_git
 
 pytest.importorskip("mcp")
-pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self") or os.name != "posix",
-                                reason="the process-tree checks read /proc")
+pytestmark = [pytest.mark.slow,  # many processes: not in the fast lane
+              pytest.mark.skipif(not os.path.isdir("/proc/self") or os.name != "posix",
+                                 reason="the process-tree checks read /proc")]
 
 
 class Server:

@@ -17,6 +17,8 @@ pytest.importorskip("mcp")
 
 from topologies import make_repo, run_git, snapshot, assert_only_changed
 
+pytestmark = pytest.mark.slow  # many processes: not in the fast lane
+
 ROOT = Path(__file__).resolve().parent.parent
 
 AGENT = r"""

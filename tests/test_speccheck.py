@@ -270,6 +270,7 @@ def test_teardown_passes_when_clean_or_taken(tmp_path_factory: pytest.TempPathFa
         next(fixture)
 
 
+@pytest.mark.slow  # a pytest run of its own: not in the fast lane
 def test_pytest_reports_the_violation_as_a_teardown_error(tmp_path: Path) -> None:
     if speccheck.spec_skip_reason("gitea"):
         pytest.skip(speccheck.spec_skip_reason("gitea") or "")

@@ -21,6 +21,8 @@ from remote_env import env  # noqa: F401  (a fixture)
 from test_forge import serve  # noqa: F401  (a fixture)
 from topologies import run_git
 
+pytestmark = pytest.mark.slow  # installs and updates: not in the fast lane
+
 rel = release_tool()
 
 

@@ -32,6 +32,8 @@ from fakeforge import DEFAULT_TOKEN, FakeForge, assert_no_violations
 from remote_env import clone_of
 from topologies import commit_files, run_git, snapshot, write_files
 
+pytestmark = pytest.mark.slow  # an exhaustive sweep: not in the fast lane
+
 CONTENT = "the caller's declared work\n"
 TITLE = "Add the feature"
 MAX_STEPS = 8          # steps of one way on
