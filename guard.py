@@ -414,6 +414,12 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
         given = _withheld(specs, out) if hide else out
         raise Refusal("BAD_ARGUMENT", f"{where} needs {', '.join(missing)}" + (", and it is blank." if blank else "."),
                       target=where, next=(call(tool, **_with_action(action, given | fill)),))
+    for name, value in out.items():  # a value the forge's API takes as one segment of its path
+        what = getattr(specs.get(name), "segment", None)
+        if what and isinstance(value, str):
+            def again(given: str, name: str = name) -> Call:
+                return call(tool, **_with_action(action, out | {name: given}))
+            check_path_name(where, name, value, what, again)
     return out
 
 

@@ -262,6 +262,8 @@ class Param:
     minimum: int = 0              # the least whole number an "int" parameter takes, on both surfaces
     cli_help: str | None = None   # the CLI's wording, where the description speaks of the MCP server
     secret: bool = False          # a value never shown back: scrubbed from every result of the call
+    segment: str | None = None    # what the value names when the forge's API takes it as one path segment
+                                  # ("a wiki page"): a '.' or '..' in it, even percent-encoded, is refused
     shape: str = "any"            # a "json" value's JSON type on the MCP surface: object, objects or any
 
 
@@ -3646,9 +3648,10 @@ def label_list_op(inv: Invocation) -> Result:
 
 @operation("madt_labels", "org", cli=("label", "org"), kind="remote", mutating=False, idempotent=True,
            reach="account", summary="List an organisation's labels.",
-           params=(Param("org", description="The organisation.", required=True, positional=True), LIMIT))
+           params=(Param("org", description="The organisation.", required=True, positional=True,
+                         segment="an organisation"), LIMIT))
 def label_org_op(inv: Invocation) -> Result:
-    org = guard.check_path_name(inv.op.where, "org", inv.args["org"], "an organisation", lambda v: inv.again(org=v))
+    org = inv.args["org"]
     rows = [_label_row(l) for l in api(inv).root_list(f"/orgs/{_quote(org)}/labels", limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
                   or f"{org} has no labels of its own", rows)
@@ -3781,7 +3784,8 @@ def milestone_reopen_op(inv: Invocation) -> Result:
 
 # --- madt_releases ---
 
-TAG = Param("tag", description="The release's tag name, e.g. v1.2.0.", required=True, positional=True)
+TAG = Param("tag", description="The release's tag name, e.g. v1.2.0.", required=True, positional=True,
+            segment="a tag")
 
 
 RELEASE_FIELDS = (Param("title", description="The release title (default: the tag).", short="t"),
@@ -4233,7 +4237,8 @@ def notification_read_op(inv: Invocation) -> Result:
 # --- madt_people ---
 
 OPTIONAL_Q = replace(Q, required=False)
-OWNER = Param("owner", description="The user or organisation owning the packages.", required=True, positional=True)
+OWNER = Param("owner", description="The user or organisation owning the packages.", required=True, positional=True,
+              segment="a user or organisation")
 PACKAGE_TYPE = Param("type", description="The package type, e.g. npm or pypi.")
 
 
@@ -4264,9 +4269,8 @@ def people_users_op(inv: Invocation) -> Result:
 @operation("madt_people", "teams", cli=("people", "teams"), kind="remote", mutating=False, idempotent=True,
            reach="account", summary="Search an organisation's teams.",
            params=(Param("org", description="The organisation whose teams to search.", required=True,
-                         positional=True), OPTIONAL_Q, LIMIT, PAGE))
+                         positional=True, segment="an organisation"), OPTIONAL_Q, LIMIT, PAGE))
 def people_teams_op(inv: Invocation) -> Result:
-    guard.check_path_name(inv.op.where, "org", inv.args["org"], "an organisation", lambda v: inv.again(org=v))
     rows = [{"id": t.get("id"), "name": clean_line(t.get("name")), "permission": t.get("permission"),
              "description": clean_line(t.get("description"))[:200]}
             for t in _people(inv, f"/orgs/{_quote(inv.args['org'])}/teams/search", inv.args.get("q"))]
@@ -4292,8 +4296,6 @@ def _package_lines(rows: Sequence[Mapping[str, Any]]) -> str:
            params=(OWNER, OPTIONAL_Q, PACKAGE_TYPE, LIMIT, PAGE))
 def people_packages_op(inv: Invocation) -> Result:
     guard.check_package_type(inv.op.where, inv.args.get("type"), lambda v: inv.again(type=v))
-    guard.check_path_name(inv.op.where, "owner", inv.args["owner"], "a user or organisation",
-                          lambda v: inv.again(owner=v))
     params = {k: v for k, v in (("q", inv.args.get("q")), ("type", inv.args.get("type"))) if v}
     found = api(inv).root_list(f"/packages/{_quote(inv.args['owner'])}", params=params | _page_params(inv),
                                limit=_limit(inv))
@@ -4304,12 +4306,11 @@ def people_packages_op(inv: Invocation) -> Result:
 @operation("madt_people", "package_versions", cli=("people", "package-versions"), kind="remote", mutating=False,
            idempotent=True, reach="forge", summary="List one package's versions.",
            params=(OWNER, replace(PACKAGE_TYPE, required=True, positional=True),
-                   Param("name", description="The package's name.", required=True, positional=True), LIMIT))
+                   Param("name", description="The package's name.", required=True, positional=True,
+                         segment="a package"), LIMIT))
 def people_package_versions_op(inv: Invocation) -> Result:
     owner, kind, name = inv.args["owner"], inv.args["type"], inv.args["name"]
     guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
-    guard.check_path_name(inv.op.where, "owner", owner, "a user or organisation", lambda v: inv.again(owner=v))
-    guard.check_path_name(inv.op.where, "name", name, "a package", lambda v: inv.again(name=v))
     if api(inv).flavour() == "forgejo":
         # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
         every = api(inv).root_list(f"/packages/{_quote(owner)}", params={"type": kind, "q": name}, limit=1000)
@@ -4328,15 +4329,12 @@ def people_package_versions_op(inv: Invocation) -> Result:
 @operation("madt_people", "package", cli=("people", "package"), kind="remote", mutating=False, idempotent=True,
            reach="forge", summary="Show one package version.",
            params=(OWNER, replace(PACKAGE_TYPE, required=True, positional=True),
-                   Param("name", description="The package's name.", required=True, positional=True),
-                   Param("version", description="The version.", required=True, positional=True)))
+                   Param("name", description="The package's name.", required=True, positional=True,
+                         segment="a package"),
+                   Param("version", description="The version.", required=True, positional=True, segment="a version")))
 def people_package_op(inv: Invocation) -> Result:
     a = inv.args
     guard.check_package_type(inv.op.where, a["type"], lambda v: inv.again(type=v))
-    for key, what in (("owner", "a user or organisation"), ("name", "a package"), ("version", "a version")):
-        def again(value: str, key: str = key) -> dict[str, Any]:
-            return inv.again(**{key: value})
-        guard.check_path_name(inv.op.where, key, a[key], what, again)
     found = api(inv).root_get("/".join(["/packages", *(_quote(a[k]) for k in ("owner", "type", "name", "version"))]))
     rows = _package_rows(inv, [found])
     if not rows:
@@ -4348,7 +4346,8 @@ def people_package_op(inv: Invocation) -> Result:
 
 # --- madt_wiki ---
 
-PAGE_NAME = Param("page_name", description="The wiki page's name.", required=True, positional=True)
+PAGE_NAME = Param("page_name", description="The wiki page's name.", required=True, positional=True,
+                  segment="a wiki page")
 CONTENT = Param("content", description="The page's content (Markdown).", required=True)
 
 
@@ -4387,8 +4386,7 @@ def _wiki_since(inv: Invocation, name: str) -> Since:
 @operation("madt_wiki", "history", cli=("wiki", "history"), kind="remote", mutating=False, idempotent=True,
            summary="List a page's revisions, newest first.", params=(PAGE_NAME, PAGE))
 def wiki_history_op(inv: Invocation) -> Result:
-    name = guard.check_path_name(inv.op.where, "page_name", inv.args["page_name"], "a wiki page",
-                                 lambda v: inv.again(page_name=v))
+    name = inv.args["page_name"]
     got = api(inv).get("wiki", "revisions", name, params=_page_params(inv)) or {}
     rows = [{"sha": c.get("sha"), "author": clean_line((c.get("author") or {}).get("name")),
              "date": str((c.get("author") or {}).get("date") or "")[:19],
@@ -5029,13 +5027,12 @@ def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Any]]]:
 @operation("madt_actions", "dispatch", cli=("actions", "dispatch"), kind="remote", mutating=True,
            summary="Run a workflow on a ref, with inputs.",
            params=(Param("workflow", description="The workflow's file name, e.g. ci.yml.", required=True,
-                         positional=True),
+                         positional=True, segment="a workflow file"),
                    Param("ref", description="The branch or tag (default: the default branch)."),
                    Param("inputs", "json", 'Its inputs, e.g. {"level": "3"}.', shape="object")))
 def actions_dispatch_op(inv: Invocation) -> Result:
     import json
     remote, c = api(inv), forge_call(inv)
-    guard.check_path_name(c.where, "workflow", inv.args["workflow"], "a workflow file", lambda v: c.retry(workflow=v))
     inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
     ref = inv.args.get("ref") or default_branch(inv)
     payload: dict[str, Any] = {"ref": ref, "inputs": inputs}

@@ -719,3 +719,24 @@ def test_a_percent_encoded_dot_segment_is_a_bad_argument_naming_the_path(files: 
                         branch="dev")
     assert path in refused.text
     assert not [r for r in e.forge.requests if "%25" in r.path or "%2e" in r.path.lower()]
+
+
+SEGMENTS = [(op, p) for op in madtea.REGISTRY if not op.cli_only for p in op.params if p.segment]
+
+
+@pytest.mark.parametrize("op, param", SEGMENTS, ids=[f"{op.where}:{p.name}" for op, p in SEGMENTS])
+def test_every_value_sent_as_a_path_segment_takes_the_one_path_check(op: madtea.Op, param: madtea.Param,
+                                                                     tmp_path: Any) -> None:
+    args = {p.name: ("npm" if p.name == "type" else "x") for p in op.params if p.required and not p.cli_only}
+    args |= {"action": op.action, param.name: "a/%2E%2e"} if op.action else {param.name: "a/%2E%2e"}
+    refused = madtea.run(op.tool, args, madtea.Context("mcp", tmp_path))
+    assert refused.error and refused.error["code"] == "BAD_ARGUMENT", refused.text
+    assert f'{param.name} "a/%2E%2e"' in refused.text and "'..'" in refused.text
+    assert refused.error["next"][0]["args"][param.name] != "a/%2E%2e"
+
+
+def test_the_path_segments_the_registry_declares() -> None:
+    assert {(op.tool, p.name) for op, p in SEGMENTS} == {
+        ("madt_releases", "tag"), ("madt_people", "owner"), ("madt_people", "org"), ("madt_people", "name"),
+        ("madt_people", "version"), ("madt_labels", "org"), ("madt_wiki", "page_name"),
+        ("madt_actions", "workflow")}
