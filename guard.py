@@ -34,7 +34,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
     from pathlib import Path
-    from typing import Any, Protocol
+    from typing import Any, NoReturn, Protocol
 
     # Loads madtea's CLI table, (noun, verb) -> what the hook needs of it: only a line that runs madtea asks.
     CliTable = Callable[[], Mapping[tuple[str, ...], Any]]
@@ -72,7 +72,7 @@ __all__ = [
     "update_no_source", "update_bad_source", "update_release_lacks", "update_busy", "update_new_copy_failed",
     "HookDecision", "HookRepo", "classify_command",
     "hook_failure_decision", "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL",
-    "hook_command", "hook_main", "caller_cwd_signal",
+    "hook_command", "hook_main", "exit_flushed", "caller_cwd_signal",
 ]
 
 # =========================================================================== 1. rules over facts
@@ -4868,13 +4868,19 @@ def hook_command(args: Sequence[str], cli_ops: CliTable, exit: bool = False) -> 
         return None
     code = hook_main(cli_ops)
     if exit:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-        os._exit(code)
+        exit_flushed(code)
     return code
+
+
+def exit_flushed(code: int) -> NoReturn:
+    """End the process with *code* once stdout and stderr are flushed (a reader that went away is no error),
+    skipping the interpreter's teardown: for a short command it costs more than the work did."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 # Each harness names its shell tool differently; the event's own fields tell them apart.

@@ -7803,13 +7803,7 @@ def main(argv: list[str] | None = None) -> int:
     if args == ["--version"]:  # as the parser's own --version, without building the parser
         sys.stdout.write(f"madtea {__version__}\n")
         if argv is None:
-            # Run as a program, it ends here: tearing down the interpreter costs more than it did.
-            for stream in (sys.stdout, sys.stderr):
-                try:
-                    stream.flush()
-                except (OSError, ValueError):
-                    pass
-            os._exit(0)
+            guard.exit_flushed(0)  # run as a program, it ends here
         return 0
     # The server starts without the CLI's parser (argparse is loaded only for options given); its help and
     # options are still the parser's, where CLI_EXTRAS["mcp"] declares them.
