@@ -30,6 +30,7 @@ __all__ = [
     "NotACommit",
     "NoSuchBranch",
     "NoSuchPath",
+    "OutsideSparse",
     "LocalChanges",
     "GitResult",
     "git",
@@ -417,6 +418,16 @@ class NoSuchPath(GitError):
         self.paths = tuple(m.group(1) for m in _NO_PATH.finditer(stderr))
 
 
+class OutsideSparse(GitError):
+    """Declared paths lie outside the sparse checkout's rules; git staged none of the declared files."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(argv, returncode, stderr)
+        found = _OUTSIDE_SPARSE.search(stderr)
+        listed = found.group(1).splitlines() if found else []
+        self.paths = tuple(p.strip() for p in listed if p.strip() and not p.startswith("hint:"))
+
+
 class NoSuchBranch(NotACommit):
     """A call that needs a local branch named one that is not there."""
 
@@ -430,6 +441,8 @@ class LocalChanges(GitError):
 
 
 _CHECKED_OUT = regex(r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'")
+_OUTSIDE_SPARSE = regex(r"outside of your sparse-checkout definition, so will not be\s+updated in the index:\n"
+                        r"((?:(?!hint:)[^\n]*\n?)*)")
 _NO_PATH = regex(r"pathspec '([^'\n]*)' did not match any files?")
 _NO_COMMIT = regex(r"invalid reference|not a valid object name|bad revision|unknown revision|"
                         r"couldn't find remote ref|is not a commit|needed a single revision")
@@ -440,6 +453,8 @@ def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | No
     """The typed error for a failure git explains in a way madtea foresees; a plain GitError otherwise."""
     if "would be overwritten by" in stderr:
         return LocalChanges(argv, returncode, stderr)
+    if _OUTSIDE_SPARSE.search(stderr):
+        return OutsideSparse(argv, returncode, stderr)
     if _NO_PATH.search(stderr):
         return NoSuchPath(argv, returncode, stderr)
     checked_out = _CHECKED_OUT.search(stderr)

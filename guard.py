@@ -46,7 +46,7 @@ __all__ = [
     "check_not_option", "check_dir", "not_a_repo", "no_work_tree", "unpinnable", "names_origin",
     "no_signal", "launch_problem", "distinct_children", "check_local", "check_signals",
     "check_workspace", "check_foreign", "declared_files", "contribution_flow", "continue_rail", "slug",
-    "check_push_url",
+    "check_push_url", "check_worktree_home", "check_files_from_top", "outside_sparse",
     "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
     "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
@@ -626,6 +626,7 @@ class Target(_Guarded):
     signals: tuple[Signal, ...] = ()
     remote: bool = False
     state: RepoState | None = None
+    subdir: str | None = None           # dir= named this folder inside the target's top (posix, relative)
 
     @property
     def foreign(self) -> bool:
@@ -1106,6 +1107,8 @@ def git_failure(t: Target, exc: gitops.GitError) -> Refusal | None:
         return Refusal("BRANCH_CHECKED_OUT", f"{exc.branch} is checked out at {exc.worktree}; nothing was changed.",
                        target=where, user_action=f"Leave {exc.branch} to the checkout at {exc.worktree}, or ask "
                                                  f"its owner to switch that checkout away from it.")
+    if isinstance(exc, gitops.OutsideSparse):
+        return outside_sparse(t, exc.paths)
     if isinstance(exc, gitops.NoSuchPath):
         return _no_such_path(t, exc)
     if isinstance(exc, gitops.NoSuchBranch):
@@ -1250,6 +1253,7 @@ def check_local(t: Target) -> None:
     check_mid_operation(t)
     check_title(t)
     check_ref_names(t)
+    check_files_from_top(t)
     if t.tool in ("madt_add", "madt_commit") or (t.tool == "madt_finish" and t.args.get("files")
                                                  and not t.args.get("branch")):
         declared_files(t)  # a blanket is refused as such before any branch rule forwards it
@@ -1584,6 +1588,60 @@ def check_worktree_path_given(t: Target, raw: str | None) -> str:
         raise Refusal("BAD_ARGUMENT", f"{t.where} needs path: the worktree's absolute path.",
                       target=t.target.describe(), next=(t.retry(path=path),))
     return raw
+
+
+def check_worktree_home(t: Target, path: str, holder: RepoFacts | None, why: gitops.GitError | None) -> None:
+    """A new worktree never goes inside another repository's working tree (that repository would hold it as
+    an untracked folder, and a nested-repository scan would count it) nor inside a git directory."""
+    if why is None and (holder is None or same_repo(holder, t.target)):
+        return
+    if holder is not None:
+        inside = f"the working tree of {holder.describe()}"
+    elif isinstance(why, gitops.NoWorkTree):
+        inside = f"the bare repository {why.git_dir}" if why.bare else f"the git directory {why.git_dir}"
+    else:
+        inside = f"a folder git cannot resolve safely ({why})"
+    name = _arg_ref(t, "b") or _arg_ref(t, "commit_ish") or "worktree"
+    free = fresh_path(worktree_home(t.target.top) / f"{t.target.top.name}-{slug(name)}")
+    raise Refusal("BAD_ARGUMENT", f"{t.where}: {path} is inside {inside}, so no worktree of "
+                  f"{t.target.describe()} goes there; nothing was added.", target=t.target.describe(),
+                  next=(t.retry(path=free),))
+
+
+def check_files_from_top(t: Target) -> None:
+    """Declared files are relative to the repository's top: when dir= names a folder inside it, a relative
+    file could mean either, so the call is asked again with dir= the top and one reading of the files."""
+    files = [f for f in t.args.get("files") or [] if isinstance(f, str)]
+    if not t.subdir or not any(not os.path.isabs(f) for f in files):
+        return
+    top = str(t.target.top)
+    under = [f if os.path.isabs(f) else f"{t.subdir}/{f}" for f in files]
+    raise Refusal("BAD_ARGUMENT",
+                  f"{t.where}: dir= names {t.subdir}, a folder inside {t.target.describe()}, and files are paths "
+                  f"from the repository's top, so {files[0]!r} could mean {under[0]} or {files[0]}; nothing was "
+                  f"staged.", target=t.target.describe(),
+                  choices=((t.retry(dir=top, files=under),), (t.retry(dir=top, files=files),)))
+
+
+def outside_sparse(t: Target, paths: Sequence[str]) -> Refusal:
+    """Declared files outside the sparse checkout: git stages none of them until its rules include them."""
+    where, top = t.target.describe(), str(t.target.top)
+    shown = ", ".join(paths[:5]) + (" …" if len(paths) > 5 else "")
+    folders = sorted({os.path.dirname(p) or p for p in paths})
+    widen = ({"shell": f"git -C {shell_quote(top)} sparse-checkout add -- "
+                       + " ".join(shell_quote(f) for f in folders)}, t.retry())
+    declared = [f for f in t.args.get("files") or [] if isinstance(f, str)]
+    rest = [f for f in declared if os.path.normpath(f) not in paths]
+    it = "it" if len(paths) == 1 else "them"
+    why = (f"{t.where}: {shown} {'is' if len(paths) == 1 else 'are'} outside the sparse checkout of {where} (its "
+           f"sparse-checkout rules leave {it} out of the working tree), so git did not stage {it}"
+           + ("; the other declared files are staged" if rest else "")
+           + ("; nothing was committed" if t.tool in ("madt_commit", "madt_finish") else "")
+           + f". Widen the sparse checkout to {'that folder' if len(folders) == 1 else 'those folders'} first, or "
+             f"leave {it} out.")
+    if rest:
+        return Refusal("OUTSIDE_SPARSE_CHECKOUT", why, target=where, choices=(widen, (t.retry(files=rest),)))
+    return Refusal("OUTSIDE_SPARSE_CHECKOUT", why, target=where, next=widen)
 
 
 def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.Status | None, unsaved: int) -> None:

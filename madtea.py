@@ -873,6 +873,8 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
     if "dir" in args:
         path = guard.check_dir(args["dir"], op.tool, args, op.action)
         target = _dir_target(op, args, path)
+        inside = os.path.relpath(os.path.realpath(path), target.top)
+        subdir = None if inside == "." or inside.startswith("..") else inside.replace(os.sep, "/")
         # A read named by dir= is compared with nothing: no git call resolves the launch repo for it.
         launch = _launch_repo(ctx) if op.mutating else None
         explicit = True
@@ -884,7 +886,7 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
             raise guard.no_launch_repo(guard.Asked(op.tool, op.action, args), str(ctx.launch_dir), why)
         if ctx.scope.repos:  # git's own view of the launch repo, after the files' view was checked
             guard.check_repo_scope(ctx.scope, op.where, _forge_repo(launch.origin), "the launch repo's origin")
-        target, explicit = launch, False
+        target, explicit, subdir = launch, False, None
     if args.get("files"):
         # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
         args["files"] = [os.path.join(os.path.realpath(os.path.dirname(f)), os.path.basename(f))
@@ -893,7 +895,7 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
     state = _state(op, target, ctx) if op.mutating else None
     return guard.Target(op.tool, op.action, args, op.mutating, ctx.surface, launch, target, explicit,
                         nested=_nested(target) if needs_nested else (), signals=_signals(op, args, ctx),
-                        state=state)
+                        state=state, subdir=subdir)
 
 
 # --- the call pipeline: remote targets ---
@@ -1854,11 +1856,25 @@ def _worktree_path(inv: Invocation) -> str:
     return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
 
 
+def _check_worktree_home(inv: Invocation, path: str) -> None:
+    """The repository, if any, whose working tree would hold a new worktree at *path*, as git resolves it."""
+    folder = os.path.realpath(path)
+    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
+        folder = os.path.dirname(folder)
+    try:
+        holder = gitops.discover(folder)
+    except gitops.GitError as exc:
+        guard.check_worktree_home(inv.local, path, None, exc)
+        return
+    guard.check_worktree_home(inv.local, path, repo_facts(holder) if holder else None, None)
+
+
 @operation("madt_worktrees", "add", cli=("worktree", "add"), kind="local", mutating=True,
            summary="Add a linked worktree at path, checking out commit_ish, or a new branch b.",
            params=_WT_PARAMS + (CARRY,))
 def worktree_add_op(inv: Invocation) -> Result:
     path = _worktree_path(inv)
+    _check_worktree_home(inv, path)
     commit_ish = _ref_arg(inv, "commit_ish")
     new_branch = _ref_arg(inv, "b")
     repo = _grepo(inv)

@@ -272,3 +272,55 @@ def test_a_push_to_where_origin_names_says_so(tmp_path: Path, hermetic_seal: Pat
     assert run_git(origin, "rev-parse", "refs/heads/feat") == sha and sha[:9] in result.text
     assert_only_changed(before, snapshot([repo, origin]), {repo, origin})
     assert call("madt_status", repo).data["branch"] == "feat"
+
+
+# --------------------------------------------------------------------------- paths a call names inside a repository
+
+def test_dir_naming_a_folder_inside_the_repository_asks_which_files_are_meant(tmp_path: Path,
+                                                                              hermetic_seal: Path) -> None:
+    repo = make_repo(tmp_path / "r", files={"setup.py": "top\n", "pkg/setup.py": "pkg\n"})
+    run_git(repo, "switch", "-q", "-c", "feat")
+    write_files(repo, {"setup.py": "top changed\n", "pkg/setup.py": "pkg changed\n"})
+    before = snapshot([repo])
+    result = refused("BAD_ARGUMENT", "madt_commit", repo, dir=str(repo / "pkg"), files=["setup.py"], title="Bump")
+    under, top = result.error["choices"]
+    assert [under[0]["args"]["files"], top[0]["args"]["files"]] == [["pkg/setup.py"], ["setup.py"]]
+    assert {under[0]["args"]["dir"], top[0]["args"]["dir"]} == {str(repo)}
+    assert_only_changed(before, snapshot([repo]), set())
+    done = run_steps(under, repo)
+    assert run_git(repo, "show", "--name-only", "--format=", done.data["sha"]) == "pkg/setup.py"
+    assert run_git(repo, "status", "--porcelain") == "M setup.py"
+
+
+def test_a_worktree_inside_another_repositorys_working_tree_is_refused(tmp_path: Path, hermetic_seal: Path) -> None:
+    repo, origin = _pushed(tmp_path, "r")
+    other = make_repo(tmp_path / "other")
+    before = snapshot([repo, other, origin])
+    for path in (other / "wt", other / ".git" / "wt"):
+        result = refused("BAD_ARGUMENT", "madt_worktrees", repo, action="add", path=str(path), b="feat")
+        assert str(other) in result.text and not path.exists()
+    assert_only_changed(before, snapshot([repo, other, origin]), set())
+    [step] = result.error["next"]
+    assert not step["args"]["path"].startswith(str(other) + "/")
+    done = ok(step["tool"], repo, **step["args"])
+    assert Path(done.data["path"]).is_dir() and run_git(Path(done.data["path"]), "branch", "--show-current") == "feat"
+    assert_only_changed(before, snapshot([repo, other, origin]), {repo})
+
+
+def test_a_file_outside_the_sparse_checkout_gets_a_way_on_an_agent_can_run(tmp_path: Path,
+                                                                           hermetic_seal: Path) -> None:
+    import subprocess
+
+    repo = make_repo(tmp_path / "r", files={"a/x.txt": "x\n", "b/y.txt": "y\n"})
+    run_git(repo, "switch", "-q", "-c", "feat")
+    run_git(repo, "sparse-checkout", "set", "a")
+    write_files(repo, {"a/x.txt": "x changed\n", "b/new.txt": "new\n"})
+    result = refused("OUTSIDE_SPARSE_CHECKOUT", "madt_commit", repo, files=["a/x.txt", "b/new.txt"], title="Add")
+    assert "b/new.txt" in result.text and "nothing was committed" in result.text
+    widen, without = result.error["choices"]
+    assert without == [{"tool": "madt_commit", "args": {"files": ["a/x.txt"], "title": "Add"}}]
+    shell, again = widen
+    assert shell["shell"].endswith("sparse-checkout add -- b")
+    subprocess.run(["bash", "-c", shell["shell"]], check=True, capture_output=True)
+    done = ok(again["tool"], repo, **again["args"])
+    assert run_git(repo, "show", "--name-only", "--format=", done.data["sha"]).split() == ["a/x.txt", "b/new.txt"]
