@@ -86,6 +86,46 @@ def _filler(p: madtea.Param):
             "enum": p.choices[0] if p.choices else "x"}.get(p.type, "x")
 
 
+def identity_refusals() -> Iterator[tuple[str, guard.Refusal]]:
+    """Refusals about which repository git would act on: a git dir, a bare or unpinnable repository, a push
+    address rewritten elsewhere, a default branch that cannot be learnt, paths inside other repositories."""
+    bare = gitops.NoWorkTree(["git"], Path("/x/store.git"), bare=True)
+    git_dir = gitops.NoWorkTree(["git"], Path("/w/web/.git"), bare=False)
+    odd = gitops.Unpinnable(["git"], Path("/x/c/.git"), Path("/x/d"), Path("/x/d"))
+    asked = guard.Asked("madt_commit", None, {"files": ["a.py"], "title": "t"})
+    yield "dir= bare", guard.not_a_repo("madt_status", "/x/store.git", {}, None, bare)
+    yield "launched in a git dir", guard.no_launch_repo(asked, "/w/web/.git", git_dir)
+    yield "launched unpinnable", guard.no_launch_repo(asked, "/x/c", odd)
+    yield "hint in a git dir", guard.no_signal(asked, "MADTEA_CALLER_REPO", "/w/web/.git", git_dir, remote=False)
+    yield "hint no repo", guard.no_signal(guard.Asked("madt_issues", "list", {}), "MADTEA_CALLER_REPO", "/p", None,
+                                          remote=True)
+    for tool, args in (("madt_commit", {"files": ["a.py", "b/n.py"], "title": "t"}), ("madt_add", {"files": ["b/n.py"]}),
+                       ("madt_push", {"branch": "feat/x"}), ("madt_worktrees", {"path": "/x/lib/wt", "b": "t"})):
+        for target, explicit in TARGETS.values():
+            action = "add" if tool == "madt_worktrees" else None
+            t = guard.Target(tool, action, args | ({"dir": str(target.top)} if explicit else {}), True, "mcp", HOME,
+                             target, explicit, state=guard.RepoState("feat/x", "feat/x", default_known=False),
+                             subdir="pkg" if explicit else None,
+                             signals=(guard.Signal("MADTEA_CALLER_REPO", name="acme/api",
+                                                   checkouts=(Path("/w/web/api"),)),))
+            checks = {"madt_push": [lambda: guard.check_push_url(t, "https://forge.example.test/acme/web.git",
+                                                                 "https://forge.example.test/acme/other.git")],
+                      "madt_worktrees": [lambda: guard.check_worktree_home(t, "/x/lib/wt", repo_facts("/x/lib"),
+                                                                           None),
+                                         lambda: guard.check_worktree_home(t, "/x/lib/.git/wt", None, git_dir)],
+                      }.get(tool, [lambda: guard.check_files_from_top(t),
+                                   lambda: _raise(guard.outside_sparse(t, ("b/n.py",)))])
+            for check in [lambda: guard.check_local(t), *checks]:
+                try:
+                    check()
+                except guard.Refusal as refusal:
+                    yield f"{tool} {target.top}", refusal
+
+
+def _raise(refusal: guard.Refusal) -> None:
+    raise refusal
+
+
 def argument_refusals() -> Iterator[tuple[str, guard.Refusal]]:
     for op in madtea.REGISTRY:
         if op.cli_only:
@@ -192,7 +232,7 @@ def madtea_codes() -> set[str]:
             "OUT_OF_SCOPE", "NOT_FOUND_OR_NO_ACCESS", "AUTH_MISSING", "SCOPE_MISSING", "FORGE_UNAVAILABLE",
             "NOT_SUPPORTED", "USER_ACTION_REQUIRED", "GIT_ERROR", "INTERNAL_ERROR", "CONFLICT",
             "NOTHING_TO_COMMIT", "BRANCH_EXISTS", "PATH_EXISTS", "NOT_A_COMMIT", "DIVERGED", "REF_MOVED",
-            "BRANCH_CHECKED_OUT", "DETACHED_HEAD", "READ_ONLY"}
+            "BRANCH_CHECKED_OUT", "DETACHED_HEAD", "READ_ONLY", "OUTSIDE_SPARSE_CHECKOUT"}
 
 
 # --------------------------------------------------------------------------- the tests
@@ -200,7 +240,8 @@ def madtea_codes() -> set[str]:
 def test_every_rule_refusal_continues_the_chain(classify) -> None:
     seen: set[str] = set()
     count = 0
-    for label, refusal in itertools.chain(local_refusals(), remote_refusals(), argument_refusals()):
+    for label, refusal in itertools.chain(local_refusals(), remote_refusals(), argument_refusals(),
+                                          identity_refusals()):
         count += 1
         seen.add(refusal.code)
         try:
@@ -303,7 +344,8 @@ def test_no_refusal_in_a_scoped_server_points_outside_its_scope(classify, tmp_pa
     ctx = madtea.Context("mcp", launch, scope=SCOPES[name])
     narrowed = 0
     seen: set[tuple[str, str]] = set()
-    for label, refusal in itertools.chain(local_refusals(), remote_refusals(), argument_refusals()):
+    for label, refusal in itertools.chain(local_refusals(), remote_refusals(), argument_refusals(),
+                                          identity_refusals()):
         if (refusal.code, refusal.message) in seen:
             continue  # the same refusal from another grid point: same way on
         seen.add((refusal.code, refusal.message))
