@@ -3095,13 +3095,14 @@ class _HookSeg:
 
 class _HookState:
     __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped",
-                 "script", "redirect", "writes")
+                 "script", "redirect", "writes", "cases")
 
     def __init__(self) -> None:
         self.heredoc: list[str | None] = [None, None]
         self.script: str | None = None  # the current word's process substitution output, when known
         self.redirect = ""  # the operator whose target the next word is
         self.writes: list[str] = []
+        self.cases = 0  # case statements open in this list, whose patterns end in ")"
         self.words: list[_HookWord] = []
         self.cur: list[str] | None = None
         self.dyn = False
@@ -3199,7 +3200,9 @@ class _HookParser:
                 self._end_seg(st, scope, depth, "||" if src.startswith("||", self.pos) else "|")
                 self.pos += 2 if two else 1
             elif c == "(":
-                if st.cur is None and (not st.words or st.words[-1].text.endswith("()")):
+                last = st.words[-1] if st.words else None
+                if st.cur is None and (last is None or last.text.endswith("()") or
+                                       (last.text in _HOOK_RESERVED and not last.quoted)):
                     self.pos += 1  # a subshell, or a function body in one: its cd stays inside
                     inner = {"dir": scope["dir"], "env": dict(scope["env"]), "alias": scope.get("alias")}
                     self._list(inner, depth, ")")
@@ -3209,7 +3212,11 @@ class _HookParser:
                     self._balanced_literal(st)  # f() or a=(1 2): not a command, but $( ) in it runs
                     self._expansions_in(self.src[start + 1:self.pos - 1], scope, depth)
             elif c == ")":
-                if stop == ")":
+                self._end_word(st)
+                head = st.words[0] if st.words else None
+                if head is not None and head.text == "case" and not head.quoted:
+                    st.cases += 1  # the first pattern of a case: its ")" closes nothing
+                elif stop == ")" and not st.cases:
                     self._end_seg(st, scope, depth, None)
                     self.pos += 1
                     return
@@ -3269,6 +3276,8 @@ class _HookParser:
                 st.writes.append(word.text)
             st.skip_next = st.herestring = False
         else:
+            if not st.words and word.text == "esac" and not word.quoted and st.cases:
+                st.cases -= 1
             st.words.append(word)
 
     def _end_seg(self, st: _HookState, scope: dict[str, Any], depth: int, sep: str | None) -> None:
@@ -3526,9 +3535,9 @@ def _hook_scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
 def _hook_pipe_text(seg: _HookSeg) -> list[str | None] | None:
     """What ``echo``/``printf``/``cat <<EOF`` writes into a pipe, when the line shows it (a box:
     a here-document body is read after the line that opens it)."""
-    words = list(seg.words)
-    while len(words) > 1 and not words[0].quoted and words[0].text in _HOOK_RESERVED:
-        words.pop(0)
+    words = _hook_strip(seg)[0]
+    if not words:
+        return None
     name, args = words[0].text, [w.text for w in words[1:]]
     dynamic = any(w.dynamic for w in words)
     if name == "cat" and not args:

@@ -478,6 +478,10 @@ COMPOUND: list[Case] = [
     ("$(which git) push", "deny", "madt_push"),
     ('bash -c "$CMD"', "allow", None),  # built at run time: out of reach
     ("npm run build -- --verbose", "allow", None),
+    ("f() { ( git clean --force ); }; f", "deny", "git clean -f deletes"),
+    ("function f { printf '%s\\n' 'git push -f origin feat' | sh; }; f", "deny", "A force push without a lease"),
+    ('echo "$(case x in x) gh pr merge 3;; esac)"', "deny", "madt_pr action=merge number=3"),
+    ('echo "$(case x in x) echo a;; y) echo b;; esac)"; git status', "note", "madt_status"),
 ]
 
 OWN: list[Case] = READS + NO_TWIN + CONTROLS + TWINS + FOREIGN + DESTROYS + CREDENTIALS + CLI + NOT_GIT + COMPOUND

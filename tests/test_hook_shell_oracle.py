@@ -186,9 +186,12 @@ def _command(rng: random.Random, denied: bool) -> tuple[str, tuple[str, ...]]:
     return program + "".join(" " + shlex.quote(a) for a in form), (program, *form)
 
 
-def _wrapped(rng: random.Random, text: str) -> str:
+def _wrapped(rng: random.Random, text: str, denied: bool) -> str:
     if rng.random() < 0.45:
-        return rng.choice(WRAPPERS) + text
+        wrapper = rng.choice(WRAPPERS)
+        if wrapper.startswith("xargs") and not denied:
+            wrapper = ""  # xargs appends its input, which the hook cannot see: a read given paths may destroy
+        return wrapper + text
     if rng.random() < 0.5:
         return rng.choice(STRING_WRAPPERS).format(q=shlex.quote(text))
     return text
@@ -215,7 +218,7 @@ def generate(n: int, seed: int) -> list[Line]:
             word, _, args = text.partition(" ")
             line_text = ALIAS.format(word=word, args=args)
         else:
-            line_text = _constructed(rng, _wrapped(rng, text))
+            line_text = _constructed(rng, _wrapped(rng, text, denied))
             if rng.random() < 0.15:
                 line_text = _constructed(rng, line_text)
         labels = {record: "deny" if denied else "read"}
