@@ -7150,8 +7150,7 @@ RELEASE_NAMESPACE = "madtea-release"  # the ssh-keygen -Y namespace releases are
 _MODULES = ("madtea.py", "guard.py", "forge.py", "gitops.py")
 _MAX_RELEASE = 64 << 20  # bytes read from a release file or downloaded
 _MAX_INFLATED = 16 << 20  # bytes a release's entries inflate to, all together (a release holds about 2 MiB)
-_MAX_ENTRIES = 16
-_ZIPAPP_ENTRIES = frozenset(name + tail for name in ("__main__.py", *_MODULES) for tail in ("", "c"))
+_MAX_ENTRIES = 64
 
 
 def release_key_file() -> Path:
@@ -7272,8 +7271,9 @@ def _release_files(path: Path, data: bytes, labels: tuple[str, str]) -> tuple[st
                     "files that are no madtea release")
             wanted = "the single-file .pyz" if kind == "zipapp" else "the archive of the four modules"
             top = "" if kind == "zipapp" else next(iter(tops)) + "/"
-            allowed = _ZIPAPP_ENTRIES if kind == "zipapp" else {top + n for n in (*_MODULES, "README.md")}
-            if held != wanted or not set(names) <= allowed or len(set(names)) != len(names):
+            # Flat: the .pyz's files at its top, the archive's in its one folder (later releases may add some).
+            flat = all(n.count("/") == top.count("/") and n.startswith(top) for n in names)
+            if held != wanted or not flat or len(set(names)) != len(names):
                 raise guard.update_bad_signature(shown, shown_sig, f"it holds {held}, not {wanted} its name says"
                                                  if held != wanted else f"it holds entries {wanted} never has")
             missing = [m for m in _MODULES if top + m not in names]
@@ -7440,7 +7440,10 @@ def update_from_file(path: Path, *, allow_downgrade: bool = False, ask: Callable
     kind, where = installed_copy()
     _check_install(kind, where)
     folder = where.parent if kind == "zipapp" else where
-    lock = _update_lock(str(folder))
+    try:
+        lock = _update_lock(str(folder))
+    except OSError as exc:
+        raise guard.update_replace_failed(str(where), f"{type(exc).__name__}: {exc.strerror or exc}") from None
     if lock is None:
         raise guard.update_busy(str(where))
     try:
