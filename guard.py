@@ -2037,12 +2037,15 @@ def check_checklist_item(item: str, found: int, view: Call) -> None:
 
 
 def check_whole_body(seen: str | None, versions: Sequence[Any], view: Call, updated_at: Any,
-                     shown: Callable[[], str]) -> None:
+                     shown: Callable[[], str], again: Call | None = None) -> None:
     """A whole-body replacement names the version it replaces (*seen*: its updated_at or body sha), and
-    that version is one of the current *versions*; otherwise the current body (*shown*) comes back."""
+    that version is one of the current *versions*; otherwise the current body (*shown*) comes back. The way on
+    reads the current version, then sends the edit *again* naming it."""
     if not seen:
+        follow = (call(again["tool"], **again["args"] | {"updated_at": placeholder("the updated_at the view shows")}),
+                  ) if again else ()
         raise Refusal("BAD_ARGUMENT", "Replacing the whole body needs updated_at from the version you read, so an "
-                      "edit you have not seen is never overwritten.", next=(view,))
+                      "edit you have not seen is never overwritten.", next=(view, *follow))
     if seen not in versions:
         raise Refusal("STALE_BODY", f"The body changed since you read it (it is now at updated_at {updated_at}); "
                       f"nothing was written. Current version:\n" + shown(), next=(view,))
@@ -2304,7 +2307,9 @@ def check_file_sha(w: FileWrite, path: str, current: str | None, view: Call) -> 
         raise Refusal("BAD_ARGUMENT", f"{w.where} needs sha: the blob sha of the version of {path} you read, so "
                       f"a change you have not seen is never overwritten.", target=path,
                       next=(view, w.again(sha=current)))
-    if given != current:
+    # A sha as git and the forge's pages abbreviate it (seven digits or more) names the version it starts.
+    if given != current and not (len(given) >= 7 and is_short_sha(given.lower()) and
+                                 current.startswith(given.lower())):
         whole = next((k for k in ("content", "content_base64") if w.file.get(k) is not None), None)
         if whole is None:  # a targeted edit is checked again on the current version: sending it again is safe
             raise Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, "

@@ -2257,7 +2257,7 @@ def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, A
     if "body" in a:
         guard.check_whole_body(a.get("updated_at"), (current.get("updated_at"), _body_sha(body)), view_call,
                                current.get("updated_at"),
-                               lambda: fence(body, _login(current.get("user")), "current body"))
+                               lambda: fence(body, _login(current.get("user")), "current body"), inv.again())
         return str(a["body"])
     edited = body
     if a.get("replace_old") is not None:
@@ -2530,12 +2530,24 @@ def _view(inv: Invocation, kind: str) -> Result:
     body, end, more = window(text, offset, _continue(tool, "view", api(inv).target, number=number), "body")
     lines = [issue_line(row), f"{row['url']}",
              f"updated_at {item.get('updated_at')} body_sha {_body_sha(item.get('body'))}"]
+    del row["updated"]  # a view names it once, as updated_at (the name an edit takes it by)
+    assignees = [_login(u) for u in item.get("assignees") or []]
+    milestone = clean_line((item.get("milestone") or {}).get("title")) or None
+    if assignees or milestone:
+        lines.append("; ".join(([f"assignees: {', '.join('@' + a for a in assignees)}"] if assignees else [])
+                               + ([f"milestone: {milestone}"] if milestone else [])))
+    row |= {"assignees": assignees, "milestone": milestone}
     if kind == "pr":
         head, base = item.get("head") or {}, item.get("base") or {}
+        merged = row["state"] == "merged"
+        # The forge answers mergeable false once a pull request is merged: there is nothing left to merge.
+        mergeable = None if merged else item.get("mergeable")
+        shown = (f"merged at {str(item.get('merge_commit_sha'))[:9]}" if merged else
+                 f"mergeable: {'yes' if mergeable is True else 'no' if mergeable is False else 'not known yet'}")
         lines.append(f"{head.get('label') or head.get('ref')} ({str(head.get('sha'))[:9]}) → {base.get('ref')}; "
-                     f"mergeable: {item.get('mergeable')}")
+                     f"{shown}")
         row |= {"head": head.get("ref"), "head_sha": head.get("sha"), "base": base.get("ref"),
-                "mergeable": item.get("mergeable"), "merge_commit_sha": item.get("merge_commit_sha")}
+                "mergeable": mergeable, "merge_commit_sha": item.get("merge_commit_sha")}
     lines.append(fence(body, author, _relation(inv, author, cache)))
     row |= {"body": body, "updated_at": item.get("updated_at"), "body_sha": _body_sha(item.get("body"))}
     if more:
@@ -3826,8 +3838,16 @@ def _release_by_tag(inv: Invocation) -> dict[str, Any]:
            summary="List releases.", params=(LIMIT,))
 def release_list_op(inv: Invocation) -> Result:
     rows = [_release_row(r) for r in api(inv).list_items("releases", limit=_limit(inv))]
-    return Result("\n".join(f"{r['tag']} {r['title']}" + (" (draft)" if r["draft"] else "") +
-                            (" (pre-release)" if r["prerelease"] else "") for r in rows) or "no releases", rows)
+    return Result("\n".join(_release_line(r) for r in rows) or "no releases", rows)
+
+
+def _release_line(r: Mapping[str, Any]) -> str:
+    """``v1.2.0  Spring release  published 2026-04-01  2 assets`` (as gh release list shows a release)."""
+    state = "draft" if r["draft"] else "pre-release" if r["prerelease"] else "published"
+    when = f" {str(r.get('published') or '')[:10]}" if r.get("published") and not r["draft"] else ""
+    assets = len(r.get("assets") or [])
+    return (f"{r['tag']}  {r['title'] or r['tag']}  {state}{when}"
+            + (f"  {assets} asset{'s' if assets != 1 else ''}" if assets else ""))
 
 
 @operation("madt_releases", "view", cli=("release", "view"), kind="remote", mutating=False, idempotent=True,
@@ -3842,7 +3862,10 @@ def release_view_op(inv: Invocation) -> Result:
     notes, _end, more = window(clean(r.get("body")), int(inv.args.get("offset") or 0),
                                _continue("madt_releases", "view", api(inv).target, tag=r.get("tag_name")), "notes")
     row = _release_row(r) | {"notes": notes}
-    return Result(f"{row['tag']} {row['title']}\n{row['url']}\n"
+    row["downloads"] = [{"name": clean_line(a.get("name")), "size": a.get("size"),
+                         "url": a.get("browser_download_url")} for a in r.get("assets") or []]
+    assets = "".join(f"\nasset {a['name']} ({a['size']} bytes) {a['url']}" for a in row["downloads"])
+    return Result(f"{_release_line(row)}\n{row['url']}{assets}\n"
                   + fence(notes, _login(r.get("author")), "release author", "notes") + (f"\n{more}" if more else ""),
                   row)
 
@@ -3858,7 +3881,8 @@ def _release_payload(inv: Invocation) -> dict[str, Any]:
            summary="Create a release for a tag (creating the tag at target if needed).", params=(TAG, *RELEASE_FIELDS))
 def release_create_op(inv: Invocation) -> Result:
     tag = inv.args["tag"]
-    made = create_once(inv, "releases", {"tag_name": tag} | _release_payload(inv), "release",
+    # The title defaults to the tag, as the parameter says (the forge would leave it empty).
+    made = create_once(inv, "releases", {"tag_name": tag, "name": tag} | _release_payload(inv), "release",
                        made_since(lambda: api(inv).list_items("releases", limit=100),
                                   lambda r: r.get("tag_name") == tag),
                        guard.call("madt_releases", action="view", owner_repo=api(inv).target.full, tag=tag))
@@ -4701,6 +4725,7 @@ class _FileChange:
     new: bytes | None
     landed: bool = False
     sha: str | None = None
+    replaces: str | None = None    # the full blob sha of the version replaced (the caller may abbreviate it)
 
     def operation(self) -> dict[str, Any]:
         """The change as the forge's change-files endpoint takes it (a move is an update with from_path)."""
@@ -4708,7 +4733,7 @@ class _FileChange:
         op = self.w.op
         change: dict[str, Any] = {"operation": _FILE_OPERATIONS[op], "path": self.path}
         if op != "create":
-            change["sha"] = self.w.file["sha"]
+            change["sha"] = self.replaces or self.w.file["sha"]
         if op == "rename":
             change["from_path"] = self.source
         if self.new is not None:
@@ -4754,7 +4779,7 @@ def _file_change(inv: Invocation, w: guard.FileWrite) -> _FileChange:
         old_text, new_text = _as_text(old), _as_text(new)
         guard.check_file_content(w, path, old_text is None, len(old_text) if old_text is not None else None,
                                  len(new_text) if new_text is not None else len(new), MAX_TEXT)
-    return _FileChange(w, path, source, old, new)
+    return _FileChange(w, path, source, old, new, replaces=current if op != "create" else None)
 
 
 def _file_landed(inv: Invocation, branch: str, change: _FileChange) -> tuple[bool, str | None]:
@@ -6009,6 +6034,8 @@ def _for_people(text: str) -> str:
         value = match.group(2)
         return flags[name] if value in ("", "true") else f"{flags[name]} {value}"
     text = re.sub(r"(?<![\w-])([a-z][a-z_]*)=([^\s,;)]*?)(?=[\s,;)]|\.(?:\s|$)|$)", flag, text)
+    # A parameter named in prose: only the two-word names, which are no English word ("needs updated_at").
+    text = re.sub(r"(?<![\w\-/.=])([a-z]+_[a-z_0-9]+)\b(?![=/.(]\w)", lambda m: flags.get(m.group(1), m.group(0)), text)
     for pattern, words in _PEOPLE_WORDS:
         text = re.sub(pattern, words, text)
     return text
@@ -6932,9 +6959,13 @@ def doctor_report(cwd: Path) -> list[tuple[str, str, str]]:
     version = gitops.git_version() if git else None
     rows.append(("ok" if version else "fail", "git", version or "git is not on PATH"))
     has_mcp = importlib.util.find_spec("mcp") is not None
+    packaged = _packaged()
     rows.append(("ok" if has_mcp else "warn", "mcp",
-                 "importable: `madtea mcp` can serve" if has_mcp else "not installed: pip install 'madtea[mcp]'"))
-    rows.append(_doctor_on_path())
+                 "importable: `madtea mcp` can serve" if has_mcp else
+                 "not installed: pip install 'madtea[mcp]'" if packaged else
+                 f"not importable by {sys.executable}: install the mcp package for it "
+                 f"({sys.executable} -m pip install 'mcp>=2.3,<3')"))
+    rows.append(_doctor_on_path(packaged))
     repo = gitops.fs_find_repo(cwd)
     if repo is None:
         rows.append(("warn", "repository", f"{cwd} is not inside a git repository; MCP tools will need dir= "
@@ -6983,7 +7014,13 @@ def _doctor_forge(origin: gitops.RemoteId) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _doctor_on_path() -> tuple[str, str, str]:
+def _packaged() -> bool:
+    """Whether a package manager (pip, pipx, uv) installed this madtea, rather than copied files or one file."""
+    kind, where = installed_copy()
+    return kind == "modules" and _package_record(where)[1] is not None
+
+
+def _doctor_on_path(packaged: bool = True) -> tuple[str, str, str]:
     """Whether the harnesses, which start ``madtea`` by name, will find this install."""
     import shutil
     from pathlib import Path
@@ -6993,8 +7030,9 @@ def _doctor_on_path() -> tuple[str, str, str]:
         return "ok", "PATH", f"madtea is {found}"
     here = Path(sys.argv[0]).resolve().parent if sys.argv and sys.argv[0] else None
     where = f" (this one is in {here})" if here and (here / "madtea").exists() else ""
-    return ("warn", "PATH", f"madtea is not on PATH{where}; harnesses start it by name: run `pipx ensurepath` "
-            "and open a new shell, or add its folder to PATH")
+    way = ("run `pipx ensurepath` and open a new shell, or add its folder to PATH" if packaged else
+           "add the folder of its madtea launcher to PATH, or link that launcher into a folder on PATH")
+    return ("warn", "PATH", f"madtea is not on PATH{where}; harnesses start it by name: {way}")
 
 
 def _doctor_integrations() -> list[tuple[str, str, str]]:

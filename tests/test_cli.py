@@ -360,3 +360,53 @@ def test_every_readme_command_line_parses_and_runs_against_the_fake_forge(env: E
     assert ran >= 8
     # Past the committing-on-main refusal (the README's lines are examples, not one script), the work lands.
     assert codes["finish"] == 0 and codes["issue"] == 0 and codes["pr"] == 0, codes
+
+
+# --------------------------------------------------------------------------- the smaller things a person meets
+
+def test_views_name_assignees_milestone_mergeability_and_release_assets(env: Env, monkeypatch, capsys) -> None:
+    import json
+    from fakeforge import open_pull
+    milestone = env.forge.create_milestone("acme", "web", "v1")["id"]
+    issue = env.forge.create_issue("acme", "web", "Owned", "", assignees=["bob"], milestone=milestone)["number"]
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(issue))
+    assert code == 0 and "assignees: @bob; milestone: v1" in out, out
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(issue), "--json")
+    data = json.loads(out)
+    assert "updated" not in data and data["updated_at"] and data["assignees"] == ["bob"]
+    number = open_pull(env.forge, "feat/merge-me")
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", str(number))
+    assert "mergeable: yes" in out and "True" not in out
+    assert _cli(env, monkeypatch, capsys, "pr", "merge", str(number), "--squash")[0] == 0
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", str(number), "--json")
+    assert json.loads(out)["mergeable"] is None and json.loads(out)["state"] == "merged"
+    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", str(number))
+    assert "merged at " in out and "mergeable" not in out
+    code, out, err = _cli(env, monkeypatch, capsys, "release", "create", "v2.0.0")
+    assert code == 0, err
+    asset = env.clone / "app.tar.gz"
+    asset.write_bytes(b"x" * 120)
+    assert _cli(env, monkeypatch, capsys, "release", "upload", "v2.0.0", "app.tar.gz")[0] == 0
+    code, out, err = _cli(env, monkeypatch, capsys, "release", "list")
+    assert re.search(r"v2\.0\.0  v2\.0\.0  published \d{4}-\d\d-\d\d  1 asset", out), out  # the title is the tag
+    code, out, err = _cli(env, monkeypatch, capsys, "release", "view", "v2.0.0")
+    assert "asset app.tar.gz (120 bytes) http" in out, out
+
+
+def test_an_abbreviated_sha_names_the_version_a_file_edit_replaces(env: Env, monkeypatch, capsys) -> None:
+    env.forge.commit("acme", "web", "dev", {"src/app.py": "print('dev')\n"}, "Dev work", start="main")
+    sha = env.forge.git("acme", "web", "rev-parse", "dev:src/app.py")
+    code, out, err = _cli(env, monkeypatch, capsys, "files", "edit", "src/app.py", "--sha", sha[:12], "--branch",
+                          "dev", "--replace-old", "dev", "--replace-new", "cli")
+    assert code == 0, err
+    assert env.forge.git("acme", "web", "show", "dev:src/app.py") == "print('cli')"
+    code, out, err = _cli(env, monkeypatch, capsys, "files", "edit", "src/app.py", "--sha", sha[:12], "--branch",
+                          "dev", "--replace-old", "cli", "--replace-new", "again")
+    assert code == 1 and "STALE_BODY" in err  # that prefix names the old version now
+
+
+def test_a_whole_body_edit_without_updated_at_shows_the_follow_up_command(env: Env, monkeypatch, capsys) -> None:
+    number = env.forge.create_issue("acme", "web", "Edit me", "old body")["number"]
+    code, out, err = _cli(env, monkeypatch, capsys, "issue", "edit", str(number), "-b", "new body")
+    assert code == 1 and "--updated-at" in err and "updated_at" not in err.replace("--updated-at", "")
+    assert f"Then: madtea issue edit {number} --body 'new body'" in err and "--updated-at '<" in err

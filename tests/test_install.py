@@ -166,7 +166,10 @@ def _doctor_rows(cwd: Path, **env: str) -> dict[str, str]:
 
 def test_doctor_says_when_madtea_is_not_on_path(tmp_path: Path) -> None:
     rows = _doctor_rows(tmp_path, PATH="/usr/bin:/bin")
-    assert rows["PATH"].startswith("warn madtea is not on PATH") and "pipx ensurepath" in rows["PATH"]
+    assert rows["PATH"].startswith("warn madtea is not on PATH")
+    # Run from files (this checkout), not a package: no pipx or pip advice that does not apply to it.
+    assert "pipx" not in rows["PATH"] and "launcher to PATH" in rows["PATH"]
+    assert "madtea[mcp]" not in rows["mcp"]
     shim = tmp_path / "bin"
     shim.mkdir()
     (shim / "madtea").write_text("#!/bin/sh\n")

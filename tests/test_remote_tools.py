@@ -394,7 +394,7 @@ def test_pr_view_and_comment(prs: Env) -> None:
     e = prs
     view = e.ok("madt_pr", action="view", number=1)
     head = e.forge.branch_sha("acme", "web", "feat-a")
-    assert f"feat-a ({head[:9]}) → main; mergeable: True" in view.text
+    assert f"feat-a ({head[:9]}) → main; mergeable: yes" in view.text
     assert "<<< body by @alice (" in view.text and "PR body for a" in view.text
     assert view.data["head_sha"] == head and view.data["base"] == "main"
     made = e.ok("madt_pr", action="comment", number=1, body="Looks good")
@@ -625,7 +625,8 @@ def test_releases(env: Env, tmp_path: Path) -> None:
     draft = e.ok("madt_releases", action="create", tag="v1.1.0", draft=True, prerelease=True)
     assert "Created draft release v1.1.0" in draft.text and CLOSING not in draft.text
     listed = e.ok("madt_releases", action="list")
-    assert [r["tag"] for r in listed.data] == ["v1.1.0", "v1.0.0"] and "(draft)" in listed.text
+    assert [r["tag"] for r in listed.data] == ["v1.1.0", "v1.0.0"] and "v1.1.0  v1.1.0  draft" in listed.text
+    assert re.search(r"v1\.0\.0  First  published \d{4}-\d\d-\d\d", listed.text), listed.text
     view = e.ok("madt_releases", action="view", tag="v1.0.0")
     assert "<<< notes by @alice (release author)" in view.text and "Notes one" in view.text
     e.ok("madt_releases", action="edit", tag="v1.0.0", title="First!", notes="New notes")
