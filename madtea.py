@@ -438,8 +438,8 @@ def _nearest_tools(tool: Any, scope: guard.Scope | None) -> list[dict[str, Any]]
 
 # --- shared parameters ---
 
-NUMBER = Param("number", "number", "The issue or pull request number, e.g. 12.", required=True, positional=True)
-NUMBERS = Param("numbers", "numbers", "One or more issue or pull request numbers, e.g. [12, 14].", required=True,
+NUMBER = Param("number", "number", "The issue or PR number, e.g. 12.", required=True, positional=True)
+NUMBERS = Param("numbers", "numbers", "One or more numbers, e.g. [12, 14].", required=True,
                 positional=True)
 STATE = Param("state", "enum", "open (default), closed or all.", choices=("open", "closed", "all"),
               short="s")
@@ -461,10 +461,9 @@ FIELDS = Param("fields", "strs", "More of the forge's fields, by API name (e.g. 
 BODY_EDIT = (
     Param("body", description="Replace the whole body; needs updated_at from your view, so an unseen edit is "
           "never overwritten. Prefer append, replace_old/new, check or uncheck.", short="b"),
-    Param("updated_at", description="The updated_at (or body_sha) of the version you read with view; "
-          "required with body."),
-    Param("append", description="Add this text at the end of the current body."),
-    Param("replace_old", description="Exact text in the current body to replace (must occur once)."),
+    Param("updated_at", description="updated_at (or body_sha) from your view; required with body."),
+    Param("append", description="Add this text at the end of the body."),
+    Param("replace_old", description="Exact text to replace (must occur once)."),
     Param("replace_new", description="The text that replaces replace_old."),
     Param("check", description="Tick the checklist item whose text is exactly this."),
     Param("uncheck", description="Untick the checklist item whose text is exactly this."),
