@@ -2047,8 +2047,12 @@ def check_whole_body(seen: str | None, versions: Sequence[Any], view: Call, upda
         raise Refusal("BAD_ARGUMENT", "Replacing the whole body needs updated_at from the version you read, so an "
                       "edit you have not seen is never overwritten.", next=(view, *follow))
     if seen not in versions:
+        # The caller's body was built on the old version: the way on rebuilds it, never sends it again.
+        rebuilt = (call(again["tool"], **again["args"] | {
+            "updated_at": updated_at, "body": placeholder("the whole body, rebuilt from the current version")}),
+        ) if again and updated_at else ()
         raise Refusal("STALE_BODY", f"The body changed since you read it (it is now at updated_at {updated_at}); "
-                      f"nothing was written. Current version:\n" + shown(), next=(view,))
+                      f"nothing was written. Current version:\n" + shown(), next=(view, *rebuilt))
 
 
 def check_replace_once(count: int, view: Call, again: Call | None = None) -> None:

@@ -263,6 +263,9 @@ def test_issue_body_full_replacement_and_stale(seeded: Env) -> None:
                       updated_at=seen["updated_at"])
     assert "nothing was written" in stale.text and "Edited by someone else" in stale.text
     assert stale.error["next"][0]["args"]["action"] == "view"
+    rebuilt = stale.error["next"][1]["args"]  # the edit again on the current version, never the stale body
+    assert rebuilt["updated_at"] != seen["updated_at"]
+    assert guard.is_placeholder(rebuilt["body"]) and rebuilt["action"] == "edit"
     assert e.issue(1).body == before
     fresh = e.ok("madt_issues", action="view", number=1).data
     done = e.ok("madt_issues", action="edit", number=1, body="mine", updated_at=fresh["updated_at"])
