@@ -3633,11 +3633,14 @@ def _hook_strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], s
             env[word.text.split("=", 1)[0]] = word
         if not words:
             break
-        known = env.get(words[0].text[1:]) if words[0].dynamic and words[0].text[:1] == "$" else None
+        known = env.get(words[0].text[1:].strip("{}")) if words[0].dynamic and words[0].text[:1] == "$" else None
         if known is not None and not known.dynamic:  # cmd=git; $cmd push
             words = [_HookWord(t, False, False) for t in known.text.split("=", 1)[1].split()] + words[1:]
             if not words:
                 break
+        first = words[0]
+        if first.text[:1] == "{" and first.text[-1:] == "}" and "," in first.text and not first.quoted:
+            words = [_HookWord(t, False, False) for t in first.text[1:-1].split(",")] + words[1:]  # {git,push}
         name = _hook_basename(words[0].text)
         rest = words[1:]
         if name == "command" and rest and rest[0].text in ("-v", "-V"):
@@ -3667,7 +3670,7 @@ _HOOK_LAUNCHERS: dict[str, tuple[str, frozenset[str], int, frozenset[str]]] = {
         ("stdbuf", "ioe", "--input --output --error", 0, ""), ("nice", "n", "--adjustment", 0, ""),
         ("ionice", "cnp", "--class --classdata --pid", 0, ""),
         ("chrt", "TPD", "--sched-runtime --sched-period --sched-deadline", 1, ""), ("taskset", "", "", 1, ""),
-        ("timeout", "sk", "--signal --kill-after", 1, ""), ("watch", "nd", "--interval", 0, ""),
+        ("timeout", "sk", "--signal --kill-after", 1, ""), ("watch", "n", "--interval", 0, ""),
         ("sudo", "ugCDhprtTU", ("--user --group --close-from --chdir --host --prompt --role --type "
                                 "--command-timeout --other-user"), 0, ""),
         ("su", "sgGw", "--shell --group --supp-group --whitelist-environment", 9, "-c --command --session-command"),
@@ -3755,6 +3758,9 @@ def _hook_unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
         return command + [_HookWord("<input>", True, False)]
     if name == "xargs":
         rest = rest + [_HookWord("<input>", True, False)]
+    if name == "watch" and rest:  # watch joins its words into a command line for sh -c
+        return [_HookWord("sh", False, False), _HookWord("-c", False, False),
+                _HookWord(" ".join(w.text for w in rest), False, True)]
     return rest or None
 
 
@@ -3819,6 +3825,14 @@ def _hook_verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, s
         name = "git"
     if name == "git":
         git = _HookGit(words[1:], env, cdir, ctx, seg.heredoc[0])
+        alias = next((v.text.partition("=")[2] for n, v in git.gopts if n == "-c" and v is not None and
+                      v.text.partition("=")[0].lower() == f"alias.{(git.sub or '').lower()}"), None)
+        if alias is not None and git.sub is not None:  # git -c alias.p=push p: an alias the line defines
+            if alias.startswith("!"):
+                return found + _hook_script_verdicts(alias[1:], cdir, seg.depth + 1, env, ctx, nest)
+            expanded = [_HookWord(t, False, False) for t in alias.split()] + git.args
+            git = _HookGit([w for w in words[1:len(words) - len(git.args) - 1]] + expanded, env, cdir, ctx,
+                           seg.heredoc[0])
         if git.sub == "submodule" and git.args[:1] and git.args[0].text == "foreach":
             script = " ".join(w.text for w in git.args[1:] if w.text not in ("--recursive", "-q", "--quiet"))
             return found + _hook_script_verdicts(script, None, seg.depth + 1, env, ctx, nest)
@@ -3882,6 +3896,8 @@ def _hook_inner_script(name: str, words: list[_HookWord], stdin: str | None = No
     if name == "eval":
         return " ".join(w.text for w in words[1:])
     if name in ("source", "."):
+        if len(words) > 1 and words[1].text in ("/dev/stdin", "/proc/self/fd/0"):
+            return stdin
         return words[1].script if len(words) > 1 else None
     if name == "trap":
         return words[1].text if len(words) > 2 and not words[1].text.startswith("-") else None
@@ -3897,6 +3913,8 @@ def _hook_inner_script(name: str, words: list[_HookWord], stdin: str | None = No
         if text[:1] in "-+" and len(text) > 1 and not text.startswith("--"):
             command = command or "c" in text[1:]
         elif not text.startswith("--"):
+            if not command and text in ("/dev/stdin", "/proc/self/fd/0", "-"):
+                return stdin
             return text if command else words[i].script  # a script file is out of reach
         i += 1
     return stdin
@@ -4688,6 +4706,13 @@ class _HookGit:
         return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
                          _hook_call("madt_branch_create", self.d(), ("name", name),
                                   ("start_point", pos[1].text if len(pos) > 1 else None)))
+
+    def g_credential(self) -> tuple[str, str]:
+        if self.args[:1] and self.args[0].text == "fill":
+            return "deny", ("git credential fill prints a stored password or token into the transcript, and the "
+                            "madt_* tools authenticate on their own. Use madt_whoami to see which account and "
+                            "credential source a call would use.\n" + _hook_retry("credential"))
+        return ("allow", "")
 
     def g_checkout_index(self) -> tuple[str, str]:
         opts, _pos, _dd = _hook_getopt(self.args, self.sub)

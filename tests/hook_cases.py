@@ -105,7 +105,7 @@ NO_TWIN: list[Case] = [
     ("git worktree lock ../wt", "allow", None),
     ("git lg", "allow", None),  # an alias: not expanded
     ("git co feat", "allow", None),  # an alias: not expanded
-    ("git -c alias.x=add x .", "allow", None),  # an alias defined on the line: not expanded either
+    ("git -c alias.x=add x .", "deny", "blanket forms"),  # an alias the line itself defines is expanded
     ("git update-ref refs/heads/made-here HEAD", "deny", 'madt_branch_create name="made-here" start_point="HEAD"'),
     ("git update-ref refs/remotes/origin/x HEAD", "allow", None),
     ("git reset --keep HEAD~1", "allow", None),  # refuses to lose local changes
@@ -482,6 +482,15 @@ COMPOUND: list[Case] = [
     ("function f { printf '%s\\n' 'git push -f origin feat' | sh; }; f", "deny", "A force push without a lease"),
     ('echo "$(case x in x) gh pr merge 3;; esac)"', "deny", "madt_pr action=merge number=3"),
     ('echo "$(case x in x) echo a;; y) echo b;; esac)"; git status', "note", "madt_status"),
+    ("git -c alias.p=push p", "deny", "madt_push"),
+    ("git -c alias.y='!git push' y", "deny", "madt_push"),
+    ("G=git; ${G} push", "deny", "madt_push"),
+    ("{git,push}", "deny", "madt_push"),
+    (". /dev/stdin <<< 'git push'", "deny", "madt_push"),
+    ("bash /dev/stdin <<< 'git push'", "deny", "madt_push"),
+    ("watch -n 5 'git push'", "deny", "madt_push"),
+    ("watch -n 5 git status", "note", "madt_status"),
+    ("printf 'protocol=https\\nhost=h.example\\n' | git credential fill", "deny", "git credential fill prints"),
 ]
 
 OWN: list[Case] = READS + NO_TWIN + CONTROLS + TWINS + FOREIGN + DESTROYS + CREDENTIALS + CLI + NOT_GIT + COMPOUND
