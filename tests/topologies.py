@@ -20,6 +20,7 @@ __all__ = [
     "SHADOW_MODULES",
     "https_origin",
     "run_git",
+    "git_bytes",
     "local_branches",
     "write_files",
     "commit_files",
@@ -30,6 +31,12 @@ __all__ = [
     "make_dirty",
     "make_mid_operation",
     "make_shadowing_repo",
+    "make_clone",
+    "make_separate_git_dir",
+    "make_submodule",
+    "make_core_worktree",
+    "make_bare_clone",
+    "make_unfetched_default",
     "RepoState",
     "snapshot",
     "assert_only_changed",
@@ -97,6 +104,12 @@ def run_git(cwd: Path, *args: str, check: bool = True) -> str:
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed in {cwd}: {proc.stderr.decode(errors='replace')}")
     return proc.stdout.decode(errors="replace").strip()
+
+
+def git_bytes(cwd: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[bytes]:
+    """Run git in *cwd* with the sealed test environment (plus *extra_env*); the raw result, never raising."""
+    return subprocess.run(["git", *args], cwd=cwd, env=_env(**extra_env), stdin=subprocess.DEVNULL,
+                          capture_output=True, check=False)
 
 
 def local_branches(repo: Path) -> set[str]:
@@ -212,6 +225,54 @@ def make_shadowing_repo(path: Path, origin: str | None = None) -> Path:
     """A repo whose own guard.py, forge.py and gitops.py crash (and print) when imported."""
     files = {name: _SHADOW_SOURCE.format(name=name) for name in SHADOW_MODULES}
     return make_repo(path, origin=origin, files={"README.md": "# shadow\n", **files})
+
+
+def make_clone(url: str, path: Path, branch: str | None = None) -> Path:
+    """A clone of *url* at *path*, on a new *branch* from the remote's HEAD when one is named."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run_git(path.parent, "clone", "-q", url, str(path))
+    if branch:
+        run_git(path, "switch", "-q", "-c", branch)
+    return Path(os.path.realpath(path))
+
+
+def make_separate_git_dir(url: str, path: Path, git_dir: Path) -> Path:
+    """A clone of *url* whose work tree at *path* holds only a ``.git`` file naming *git_dir*."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    git_dir.parent.mkdir(parents=True, exist_ok=True)
+    run_git(path.parent, "clone", "-q", f"--separate-git-dir={git_dir}", url, str(path))
+    return Path(os.path.realpath(path))
+
+
+def make_submodule(parent: Path, url: str, rel: str) -> Path:
+    """*url* added to *parent* as the submodule *rel* and committed there (its git dir in the parent's)."""
+    run_git(parent, "-c", "protocol.file.allow=always", "submodule", "add", "-q", url, rel)
+    run_git(parent, "commit", "-q", "-m", f"add submodule {rel}")
+    return Path(os.path.realpath(parent / rel))
+
+
+def make_core_worktree(url: str, path: Path, worktree: Path) -> Path:
+    """A clone of *url* at *path* whose ``core.worktree`` is *worktree*: git finds the repository in *path*
+    and works on the files of *worktree*."""
+    make_clone(url, path)
+    worktree.mkdir(parents=True, exist_ok=True)
+    run_git(path, "config", "core.worktree", str(Path(os.path.realpath(worktree))))
+    return Path(os.path.realpath(path))
+
+
+def make_bare_clone(url: str, path: Path) -> Path:
+    """A bare clone of *url* at *path* (which may lie inside another repository's work tree)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    run_git(path.parent, "clone", "-q", "--bare", url, str(path))
+    return Path(os.path.realpath(path))
+
+
+def make_unfetched_default(url: str, path: Path, branch: str) -> Path:
+    """A repo on *branch* pushed with ``push -u`` to the empty remote *url*: no ``origin/HEAD`` exists locally,
+    so only the remote can say which branch is its default."""
+    repo = make_repo(path, origin=url, branch=branch)
+    run_git(repo, "push", "-q", "-u", "origin", branch)
+    return repo
 
 
 def https_origin(owner: str, repo: str) -> str:
