@@ -517,6 +517,9 @@ def check(w: World, step: Step, tool: str, args: dict[str, Any], intended: Ident
         if way:
             problems.append(f"the refusal's way on: {way}")
     shared, trees = changes(before, after)
+    if not answer.ok and intended is not None and tool in ("madt_pull", "madt_push", "madt_finish") \
+            and _fetched_only(before.shared.get(intended.common, ()), after.shared.get(intended.common, ())):
+        shared.discard(intended.common)  # a fetch before the refusal moved origin's tracking refs, nothing else
     writes = step.kind in WRITES and (answer.ok or tool == "madt_finish")
     allowed_shared: set[Path] = set()
     allowed_trees: set[Path] = set()
@@ -540,6 +543,11 @@ def check(w: World, step: Step, tool: str, args: dict[str, Any], intended: Ident
     if not answer.ok and answer.code == "WRONG_REPO" and w.hint and "/" in w.hint and not os.path.isabs(w.hint):
         problems += _hint_way_on(w, answer, intended)
     return problems
+
+
+def _fetched_only(old: tuple[str, ...], new: tuple[str, ...]) -> bool:
+    changed = set(old) ^ set(new)
+    return all(line.startswith("refs/remotes/") for line in changed)
 
 
 def _says_what_git_did(w: World, tool: str, args: dict[str, Any], i: Ident, answer: Answer, before: Account,
@@ -598,9 +606,17 @@ def _hint_way_on(w: World, answer: Answer, launch: Ident | None) -> list[str]:
     steps = list(answer.error.get("next") or []) + [s for c in answer.error.get("choices") or [] for s in c]
     dirs = {s.get("args", {}).get("dir") for s in steps if isinstance(s, dict)}
     targets = {ident(Path(d)).common if d and os.path.isabs(d) and ident(Path(d)) else None for d in dirs}
-    if launch is not None and targets == {launch.common}:
+    names = {_name_of(run_git(launch.top or launch.git_dir, "config", "--get", "remote.origin.url", check=False)),
+             _name_of(run_git(launch.top or launch.git_dir, "remote", "get-url", "origin", check=False))} \
+        if launch is not None else set()
+    if launch is not None and targets == {launch.common} and (w.hint or "").casefold() not in names:
         return [f"the hint {w.hint} disagrees with {launch.top}, yet every way on leads back into it"]
     return []
+
+
+def _name_of(url: str) -> str:
+    """acme/<name> of a fake forge URL or bare repository path."""
+    return "acme/" + url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git").casefold() if url else ""
 
 
 # --------------------------------------------------------------------------- the lane
