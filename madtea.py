@@ -1681,9 +1681,17 @@ def add_op(inv: Invocation) -> Result:
                          "Commit even though the checkout is on its default branch (this call only).")))
 def commit_op(inv: Invocation) -> Result:
     files = guard.declared_files(inv.local)
-    sha = gitops.commit(_grepo(inv), files, inv.args["title"], inv.args.get("body"))
-    return Result(f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({_files_list(files)}) "
-                  f"in {inv.identity()}.", {"sha": sha, "files": files, "branch": inv.state.branch})
+    repo = _grepo(inv)
+    sha = gitops.commit(repo, files, inv.args["title"], inv.args.get("body"))
+    # What the commit holds, as git recorded it: a declared file without a change is not in it.
+    after = gitops.blob_ids(repo, sha, files)
+    before = {} if inv.state.unborn else gitops.blob_ids(repo, f"{sha}~1", files)
+    held = sorted(p for p in after.keys() | before.keys() if after.get(p) != before.get(p))
+    same = [f for f in files if not any(p == f or p.startswith(f.rstrip("/") + "/") for p in held)]
+    text = f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({_files_list(held)}) in {inv.identity()}."
+    if same:
+        text += f" Unchanged, so not in the commit: {', '.join(same)}."
+    return Result(text, {"sha": sha, "files": held, "unchanged": same, "branch": inv.state.branch})
 
 
 # --- madt_push ---

@@ -115,6 +115,17 @@ def test_a_file_named_like_an_option_is_committed_literally(single_repo: SingleR
     refused("UNDECLARED_FILES", "madt_add", repo, files=["--all"])  # no such file: a blanket word
 
 
+def test_a_commit_reports_the_files_git_committed(single_repo: SingleRepo) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    write_files(repo, {"a.py": "a\n", "src/b.py": "b\n"})
+    result = ok("madt_commit", repo, files=["a.py", "README.md", "src"], title="Add a and b")
+    held = run_git(repo, "show", "--name-only", "--format=", result.data["sha"]).splitlines()
+    assert result.data["files"] == held == ["a.py", "src/b.py"]
+    assert result.data["unchanged"] == ["README.md"]
+    assert "(2 files: a.py, src/b.py)" in result.text and "Unchanged, so not in the commit: README.md." in result.text
+
+
 def test_a_title_is_one_line(single_repo: SingleRepo) -> None:
     repo = single_repo.repo
     run_git(repo, "switch", "-q", "-c", "feat")
