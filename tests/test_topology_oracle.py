@@ -208,7 +208,9 @@ def _separate(w: World, n: int, host: Path, other: Path) -> None:
 
 
 def _core_worktree_repo(w: World, n: int, host: Path, other: Path) -> None:
-    w.places.append(make_core_worktree(w.remote("cw"), w.base / f"cw{n}", host))
+    repo = make_core_worktree(w.remote("cw"), w.base / f"cw{n}", host)
+    run_git(repo, "switch", "-q", "-c", "feat")  # the branch only: the other repository's files stay as they are
+    w.places.append(repo)
 
 
 def _core_worktree_plain(w: World, n: int, host: Path, other: Path) -> None:
@@ -251,8 +253,9 @@ def _instead_of(w: World, n: int, host: Path, other: Path) -> None:
 def _include_if(w: World, n: int, host: Path, other: Path) -> None:
     included = w.base / f"included{n}.config"
     included.write_text(f'[remote "origin"]\n\tpushurl = {w.remote("elsewhere")}\n', encoding="utf-8")
-    git_dir = run_git(host, "rev-parse", "--path-format=absolute", "--git-common-dir")
-    run_git(host, "config", f"includeIf.gitdir:{git_dir}/.path", str(included))
+    # "gitdir:<folder>/" matches every git dir under that folder (git 2.39 does not match "<git dir>/" itself).
+    folder = os.path.dirname(run_git(host, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    run_git(host, "config", f"includeIf.gitdir:{folder}/.path", str(included))
 
 
 def _fork(w: World, n: int, host: Path, other: Path) -> None:
@@ -692,3 +695,59 @@ def test_every_call_lands_only_where_git_says_it_was_meant(gitea_forge: FakeForg
     finally:
         print(f"\ntopology oracle: {dict(sorted(COUNTS.items()))}")
     assert COUNTS["calls"] >= EXAMPLES
+
+
+# --------------------------------------------------------------------------- the issue's cases, always run
+
+# Each case: the primitives (the home repository is trees[0] and places[0]; places[1:4] are home/src, a
+# plain folder and home/.git; each primitive's place follows), the launch place, and the calls.
+KNOWN: dict[str, Plan] = {
+    "core.worktree into another repo: branch_create dir=": Plan(
+        (("core_worktree_repo", 0, 0),), "feat", 0, (Step("madt_branch_create", -1, {"name": "zz"}),)),
+    "core.worktree into another repo: push dir=": Plan(
+        (("core_worktree_repo", 0, 0),), "feat", 0, (Step("madt_push", -1, {"branch": "feat"}),)),
+    "core.worktree into another repo: worktrees add dir=": Plan(
+        (("core_worktree_repo", 0, 0),), "feat", 0, (Step("worktrees_add", -1, {"path": ("new", 0)}),)),
+    "core.worktree into another repo: launched there, commit and switch": Plan(
+        (("core_worktree_repo", 0, 0),), "feat", -1,
+        (Step("edit", 0, {"readme": True}), Step("madt_commit", None, {"files": ["README.md"]}),
+         Step("madt_switch", None, {"branch": "main"}))),
+    "core.worktree into a plain folder: commit, push, worktrees add": Plan(
+        (("core_worktree_plain", 0, 0),), "feat", -2,
+        (Step("madt_commit", None, {"files": ["work.txt"]}), Step("madt_push", None, {}),
+         Step("worktrees_add", -2, {"path": ("new", 1), "b": "wt-a"}))),
+    "name hint of a nested child: the way on": Plan(
+        (("nested", 0, 0), ("hint_name", 0, 1)), "feat", 0, (Step("madt_commit", None, {"files": ["work.txt"]}),)),
+    "launched in a bare repository inside a work tree: commit": Plan(
+        (("bare_inside", 0, 0),), "feat", -1,
+        (Step("edit", 0, {}), Step("madt_commit", None, {"files": ["work.txt"]}))),
+    "default branch trunk without origin/HEAD: commit": Plan(
+        (("trunk", 0, 0),), "feat", -1, (Step("madt_commit", None, {"files": ["work.txt"]}),)),
+    "remote.origin.pushurl: push": Plan((("pushurl", 0, 0),), "feat", 0, (Step("madt_push", None, {}),)),
+    "url.pushInsteadOf: push": Plan((("push_instead_of", 0, 0),), "feat", 0, (Step("madt_push", None, {}),)),
+    "url.insteadOf: push": Plan((("instead_of", 0, 0),), "feat", 0, (Step("madt_push", None, {}),)),
+    "pushurl behind includeIf: push": Plan((("include_if", 0, 0),), "feat", 0, (Step("madt_push", None, {}),)),
+    "GIT_DIR, GIT_INDEX_FILE and GIT_WORK_TREE of another repo in the server's environment": Plan(
+        (("nested", 0, 0), ("env_git_dir", 0, 1), ("env_index_file", 0, 1), ("env_work_tree", 0, 1)), "feat", 0,
+        (Step("madt_add", None, {"files": ["work.txt"]}), Step("madt_commit", -1, {"files": ["work.txt"]}),
+         Step("madt_branch_create", 0, {"name": "topic", "checkout": True}))),
+    "GIT_COMMON_DIR of a linked worktree's repo: commit in the worktree": Plan(
+        (("worktree", 0, 0), ("env_common_dir", 0, 0)), "feat", -1,
+        (Step("madt_commit", None, {"files": ["work.txt"]}), Step("madt_push", None, {}))),
+    "separate git dir and submodule by dir=": Plan(
+        (("separate", 0, 0), ("submodule", 0, 0)), "feat", 0,
+        (Step("madt_commit", -2, {"files": ["work.txt"]}), Step("madt_commit", -1, {"files": ["work.txt"]}),
+         Step("madt_push", -1, {}))),
+    "symlinked dir= and fork remotes": Plan(
+        (("fork", 0, 0), ("symlink", 1, 0)), "feat", 0,
+        (Step("madt_commit", -1, {"files": ["work.txt"]}), Step("madt_push", -1, {"set_upstream": True}),
+         Step("madt_pull", -1, {}))),
+    "worktrees add into another repository's work tree": Plan(
+        (("nested", 0, 0),), "feat", 0, (Step("worktrees_add", 0, {"path": ("inside", 1), "b": "wt-a"}),)),
+}
+
+
+@pytest.mark.parametrize("case", list(KNOWN))
+def test_each_topology_the_issue_names(gitea_forge: FakeForge, tmp_path: Path, case: str) -> None:
+    found = run_plan(gitea_forge, tmp_path, KNOWN[case])
+    assert not found, "\n\n".join(found)
