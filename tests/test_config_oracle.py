@@ -29,6 +29,7 @@ import gitops
 import guard
 from topologies import HOST, git_bytes, run_git
 
+pytestmark = pytest.mark.slow  # property-based, a git process per example: not in the fast lane
 EXAMPLES = int(os.environ.get("MADTEA_CONFIG_EXAMPLES", "300"))  # read before the seal clears MADTEA_*
 ORACLE = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                   suppress_health_check=list(HealthCheck))

@@ -41,18 +41,20 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402
-from anyio.from_thread import start_blocking_portal  # noqa: E402
-from hypothesis import HealthCheck, Phase, given, settings, strategies as st  # noqa: E402
-from mcp.client import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+import anyio
+from anyio.from_thread import start_blocking_portal
+from hypothesis import HealthCheck, Phase, given, settings, strategies as st
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
 
-import guard  # noqa: E402
-from fakeforge import DEFAULT_TOKEN, FakeForge  # noqa: E402
-from remote_env import child_env  # noqa: E402
-from test_fuzz import CALL_BOUND, WORKER  # noqa: E402
-from topologies import (git_bytes, make_bare_clone, make_clone, make_core_worktree, make_separate_git_dir,  # noqa: E402
+import guard
+from fakeforge import DEFAULT_TOKEN, FakeForge
+from remote_env import child_env
+from test_fuzz import CALL_BOUND, WORKER
+from topologies import (git_bytes, make_bare_clone, make_clone, make_core_worktree, make_separate_git_dir,
                         make_submodule, make_unfetched_default, make_worktree, run_git, write_files)
+
+pytestmark = pytest.mark.slow  # a workspace and a server per example: not in the fast lane
 
 # Read before the seal clears MADTEA_*.
 EXAMPLES = int(os.environ.get("MADTEA_TOPOLOGY_EXAMPLES", "20"))
