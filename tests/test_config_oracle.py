@@ -12,7 +12,8 @@ and by ``git config`` / ``git remote get-url``:
 - where git rejects a file, madtea names no origin;
 - an origin madtea reads is the one git uses (after includes and ``insteadOf``), or none: a
   disagreement may only ever make a child look distinct (DESIGN §3.0), never the same repository;
-- an ssh or scp origin's host, port and path are the ones git hands to ssh.
+- an ssh or scp origin's host, port and path are the ones git hands to ssh;
+- the hook's reading of a name as a branch, tag or remote-tracking ref (loose or packed) is git's.
 
 Seeded and bounded (``MADTEA_CONFIG_EXAMPLES`` for longer runs).
 """
@@ -253,3 +254,57 @@ def test_an_ssh_origin_names_the_host_and_path_git_hands_to_ssh(dial_recorder: t
     assert (int(port) if port else None) in (parsed.port, None if parsed.port in (None, 22) else -1), (url, argv)
     path = command.split(" ", 1)[1].strip("'").strip("/").removesuffix("/").removesuffix(".git").removesuffix("/")
     assert path.casefold() == f"{parsed.owner}/{parsed.repo}".casefold(), (url, command, parsed)
+
+
+# --------------------------------------------------------------------------- the hook's refs, read from files
+
+NAMES = ("main", "feat", "a/b", "v1", "origin/main", "upstream/feat", "x")
+
+
+@st.composite
+def ref_histories(draw: st.DrawFn) -> list[tuple[str, str]]:
+    ops = ("branch", "tag", "origin", "upstream", "delete-branch", "delete-tag", "pack")
+    return draw(st.lists(st.tuples(st.sampled_from(ops), st.sampled_from(NAMES[:4] + ("x",))), max_size=8))
+
+
+def _git_ref_kind(repo: Path, name: str) -> str | None:
+    def has(ref: str) -> bool:
+        return git_bytes(repo, "rev-parse", "-q", "--verify", ref).returncode == 0
+    for kind, ref in (("branch", f"refs/heads/{name}"), ("tag", f"refs/tags/{name}"),
+                      ("tracking", f"refs/remotes/{name}")):
+        if has(ref):
+            return kind
+    remotes = [r for r in ("origin", "upstream") if has(f"refs/remotes/{r}/{name}")]
+    return f"remote:{remotes[0]}" if remotes else None
+
+
+@pytest.fixture
+def refs_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "refs"
+    repo.mkdir()
+    run_git(repo, "init", "-q", "-b", "main")
+    run_git(repo, "commit", "-q", "--allow-empty", "-m", "root")
+    return repo
+
+
+@settings(ORACLE, max_examples=max(1, EXAMPLES // 5))  # a dozen git processes per example
+@given(history=ref_histories())
+def test_the_hook_reads_each_ref_as_git_resolves_it(refs_repo: Path, history: list[tuple[str, str]]) -> None:
+    repo = refs_repo
+    for ref in run_git(repo, "for-each-ref", "--format=%(refname)").splitlines():
+        if ref != "refs/heads/main":
+            run_git(repo, "update-ref", "-d", ref)
+    for op, name in history:
+        ref = {"branch": f"refs/heads/{name}", "tag": f"refs/tags/{name}", "origin": f"refs/remotes/origin/{name}",
+               "upstream": f"refs/remotes/upstream/{name}", "delete-branch": f"refs/heads/{name}",
+               "delete-tag": f"refs/tags/{name}"}.get(op)
+        if op == "pack":
+            run_git(repo, "pack-refs", "--all")
+        elif op.startswith("delete"):
+            if name != "main":
+                run_git(repo, "update-ref", "-d", ref or "", check=False)
+        else:
+            run_git(repo, "update-ref", ref or "", "HEAD", check=False)  # a/b beside a: git refuses, as here
+    common = str(repo / ".git")
+    for name in NAMES:
+        assert guard._hook_ref_kind(common, name) == _git_ref_kind(repo, name), (name, history)
