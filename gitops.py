@@ -1409,10 +1409,19 @@ def default_branch(repo: Repo) -> str:
 
 
 def origin_head(repo: Repo) -> str | None:
-    """The branch ``refs/remotes/origin/HEAD`` names: origin's default as git last learnt it (clone, set-head)."""
-    result = git("symbolic-ref", "-q", "refs/remotes/origin/HEAD", repo=repo, check=False)
+    """The branch ``refs/remotes/origin/HEAD`` names: origin's default as git last learnt it (clone, set-head).
+
+    In the files ref store a symbolic ref is always its own file (git never packs one), so the file is
+    git's own record and no process is started; another ref store is asked through git.
+    """
     prefix = "refs/remotes/origin/"
-    return result.text[len(prefix):] or None if result.ok and result.text.startswith(prefix) else None
+    if os.path.isdir(os.path.join(repo.common_dir, "reftable")):
+        result = git("symbolic-ref", "-q", "refs/remotes/origin/HEAD", repo=repo, check=False)
+        text = result.text if result.ok else ""
+    else:
+        text = (_read_text(os.path.join(repo.common_dir, "refs", "remotes", "origin", "HEAD")) or "").strip()
+        text = text[len("ref: "):] if text.startswith("ref: ") else ""
+    return text[len(prefix):] or None if text.startswith(prefix) else None
 
 
 def remote_head(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = None,

@@ -1296,3 +1296,18 @@ def test_packed_refs_and_commondir_are_read_alike_by_the_rules_and_the_hook(tmp_
     (linked / "refs").mkdir()
     (linked / "commondir").write_text("../..\r\n")
     assert guard._hook_git_dir_itself(str(linked)) == (str(linked), str(linked), str(common))
+
+
+def test_origin_head_is_what_git_recorded_and_remote_head_what_the_remote_says(tmp_path, hermetic_seal):
+    bare = make_bare(tmp_path / "origin.git")
+    run_git(bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+    repo_path = make_repo(tmp_path / "r", origin=str(bare), branch="trunk")
+    run_git(repo_path, "push", "-q", "-u", "origin", "trunk")
+    repo = gitops.discover(repo_path)
+    assert gitops.origin_head(repo) is None  # push -u records none
+    assert gitops.remote_head(repo) == "trunk"
+    run_git(repo_path, "remote", "set-head", "origin", "trunk")
+    assert gitops.origin_head(repo) == "trunk" == run_git(repo_path, "symbolic-ref", "--short",
+                                                          "refs/remotes/origin/HEAD").removeprefix("origin/")
+    run_git(repo_path, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    assert gitops.remote_head(repo) is None
