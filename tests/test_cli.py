@@ -339,6 +339,7 @@ def test_every_readme_command_line_parses_and_runs_against_the_fake_forge(env: E
     (env.clone / "tests").mkdir()
     (env.clone / "src" / "login.py").write_text("redirect = '/home'\n")
     (env.clone / "tests" / "test_login.py").write_text("def test_login(): pass\n")
+    (env.clone / "notes.md").write_text("Seen on every login since the upgrade.\n")
     host = env.forge.url.removeprefix("http://")
     ran, codes = 0, {}
     for line in lines:
@@ -359,7 +360,9 @@ def test_every_readme_command_line_parses_and_runs_against_the_fake_forge(env: E
         ran += 1
     assert ran >= 8
     # Past the committing-on-main refusal (the README's lines are examples, not one script), the work lands.
-    assert codes["finish"] == 0 and codes["issue"] == 0 and codes["pr"] == 0, codes
+    assert codes["finish"] == 0 and codes["issue"] == 0 and codes["issues"] == 0 and codes["pr"] == 0, codes
+    assert run_git(env.clone, "branch", "--show-current") == "feat/readme"  # pr checkout 12 switched to it
+    assert [r.state for r in env.repo.issues[12].pull.reviews] == ["COMMENT"]
 
 
 # --------------------------------------------------------------------------- the smaller things a person meets
