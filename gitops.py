@@ -491,6 +491,8 @@ class Call:
         self._stops: dict[int, Callable[[], None]] = {}
         self._next = 0
         self.said: tuple[int, str] = (0, "")  # (how many messages so far, the latest)
+        # The client's person, when it can ask one: (message, form schema) -> (action, content).
+        self.ask: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any] | None]] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -2096,9 +2098,11 @@ def _files_under(top: str | os.PathLike[str], rel: str) -> list[str]:
     return out
 
 
-def worktree_remove(repo: Repo, path: str | os.PathLike[str]) -> None:
-    """Remove a clean worktree; git refuses one with changes or untracked files (no force)."""
-    git("worktree", "remove", "--", os.path.join(repo.top, os.fspath(path)), repo=repo)
+def worktree_remove(repo: Repo, path: str | os.PathLike[str], discard: bool = False) -> None:
+    """Remove a worktree; git refuses one with changes or untracked files unless *discard* (a person's
+    confirmed choice to lose them)."""
+    force = ["--force"] if discard else []
+    git("worktree", "remove", *force, "--", os.path.join(repo.top, os.fspath(path)), repo=repo)
 
 
 # --------------------------------------------------------------------------- containment

@@ -55,6 +55,7 @@ __all__ = [
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement", "file_too_large",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
+    "LOST", "confirmation_form", "check_confirmation",
     "check_no_action", "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo",
     "check_owner_repo_host",
     "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha",
@@ -2005,6 +2006,49 @@ def check_typed_name(what: str, name: str, typed: str) -> None:
     if typed != name:
         raise Refusal("USER_ACTION_REQUIRED", f"What was typed does not match {name}; nothing was deleted.",
                       target=what, user_action=f"Run the command again and type {name} exactly.")
+
+
+# What deleting each forge object loses, said in the form a person confirms it with.
+LOST = {
+    "issue": "the issue, its comments and its history",
+    "comment": "the comment's text",
+    "attached file": "the file and every link to it",
+    "label": "the label, and it comes off every issue and pull request that has it",
+    "milestone": "the milestone; its issues and pull requests lose it",
+    "release": "the release's notes and uploaded files (its tag stays)",
+    "tag": "the tag; a release made from it loses its tag",
+    "wiki page": "the page and its history",
+    "secret": "the secret's value; workflows that use it fail until it is set again",
+    "variable": "the variable's value; workflows that use it change",
+}
+
+
+def confirmation_form(act: str, name: str, web: str | None, lost: str) -> tuple[str, dict[str, Any]]:
+    """The form a person confirms one of their own acts with, through the client: what, where, what is lost,
+    and a field where they type the object's exact name (an agent never fills it in)."""
+    where = f" ({web})" if web else ""
+    message = (f"An agent asks to {act}{where}. This cannot be undone: it loses {lost}. To go ahead, type "
+               f"{_shown(name, 200)} exactly; to keep it, decline.")
+    schema = {"type": "object", "required": ["name"],
+              "properties": {"name": {"type": "string", "title": "Type the exact name to confirm",
+                                      "description": f"Exactly {_shown(name, 200)}"}}}
+    return message, schema
+
+
+def check_confirmation(act: str, name: str, answer: str, typed: Any) -> None:
+    """A person's answer to a confirmation form: only an accept carrying the exact name lets the act go on."""
+    if answer == "accept" and typed == name:
+        return
+    if answer == "accept":
+        why = f"The person typed {_shown(typed)}, not {_shown(name)}, so nothing was done ({act} was not confirmed)."
+        ask = f"Ask the user whether they meant to {act}; confirming needs its exact name."
+    elif answer == "decline":
+        why = f"The person declined to {act}; nothing was done."
+        ask = f"Ask the user before trying again: they chose to keep it ({act} was declined)."
+    else:
+        why = f"The person closed the confirmation to {act} without answering; nothing was done."
+        ask = f"Ask the user whether they want to {act} before trying again."
+    raise Refusal("USER_ACTION_REQUIRED", why, target=act, user_action=ask)
 
 
 def delete_is_a_persons_act(noun: str, what: str, web: str) -> Refusal:

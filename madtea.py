@@ -708,11 +708,14 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
 def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     guard.check_arguments_object(tool, raw)
     action = raw.get("action")
+    surface = ctx.surface
     if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
             any(op.tool == tool and op.cli_only for op in REGISTRY) and \
             not any(op.tool == tool and op.action == action and not op.cli_only for op in REGISTRY):
-        raise delete_refusal(tool, raw, ctx)
-    op = find_op(tool, action, ctx.surface, raw, ctx.scope)
+        if not person_can_confirm():
+            raise delete_refusal(tool, raw, ctx)
+        surface = "cli"  # a person's own act: found among theirs, scoped as a write, confirmed in the client
+    op = find_op(tool, action, surface, raw, ctx.scope)
     if ctx.scope.active:
         check_op_scope(op, raw, ctx.scope)
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
@@ -1817,12 +1820,32 @@ def branch_delete_op(inv: Invocation) -> Result:
     checked_out = [w.path for w in gitops.worktree_list(repo) if w.branch == name] if sha else []
     proof = _contained(inv, sha) if sha and not checked_out else None
     default = inv.state.default_branch
-    guard.check_branch_delete(inv.local, name, exists=sha is not None, default=default, proven=proof is not None,
-                              checked_out_at=str(checked_out[0]) if checked_out else None)
+    try:
+        guard.check_branch_delete(inv.local, name, exists=sha is not None, default=default,
+                                  proven=proof is not None, checked_out_at=str(checked_out[0]) if checked_out else None)
+    except guard.Refusal as refusal:
+        if refusal.code != "NOT_CONTAINED" or not person_can_confirm():
+            raise
+        assert sha is not None
+        lost = _unmerged(repo, sha, default)
+        confirm(inv, f"delete the branch {name} in {inv.repo.describe()}", name, web=None, lost=lost)
+        gitops.branch_delete(repo, name, sha)  # still a compare-and-swap on the sha the person was shown
+        return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}, with work not in "
+                              f"{default}, as the person confirmed through the client"),
+                      {"branch": name, "sha": sha, "proof": None})
     assert sha is not None and proof is not None
     gitops.branch_delete(repo, name, sha)
     return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}; "
                           f"{_PROOFS[proof].format(t=default)}"), {"branch": name, "sha": sha, "proof": proof})
+
+
+def _unmerged(repo: gitops.Repo, sha: str, default: str) -> str:
+    """The commits a branch ending at *sha* holds that *default* does not, as a person reads them."""
+    base = f"refs/heads/{default}" if gitops.ref_exists(repo, f"refs/heads/{default}") else None
+    commits = gitops.log(repo, f"{base}..{sha}" if base else sha, 6)
+    shown = "; ".join(f"{c.sha[:9]} {c.subject[:60]}" for c in commits[:5])
+    more = " and more" if len(commits) > 5 else ""
+    return f"commits not in {default}: {shown}{more}" if commits else f"its tip {sha[:9]}"
 
 
 # --- madt_switch ---
@@ -1917,10 +1940,22 @@ def worktree_remove_op(inv: Invocation) -> Result:
     # A detached HEAD's own commits are held by no branch: removing the worktree strands them.
     unsaved = 0 if wt is None or st is None else gitops.unpushed(wt, st.branch) if st.branch else \
         gitops.unreferenced(wt)
-    guard.check_worktree_remove(inv.local, path, linked=linked, status=st, unsaved=unsaved)
+    confirmed = ""
+    try:
+        guard.check_worktree_remove(inv.local, path, linked=linked, status=st, unsaved=unsaved)
+    except guard.Refusal as refusal:
+        if refusal.code != "UNSAVED_WORK" or not person_can_confirm() or st is None:
+            raise
+        changed = [*st.conflicted, *st.staged, *st.modified, *st.untracked]
+        lost = ", ".join(filter(None, [
+            f"uncommitted changes to {_files_list(changed)}" if changed else "",
+            f"{unsaved} commit(s) no branch, tag or remote holds" if unsaved and not st.branch else ""]))
+        kept = f" (its branch {st.branch} and its commits stay)" if st.branch else ""
+        confirm(inv, f"remove the worktree {path}", path, web=None, lost=(lost or "its files") + kept)
+        confirmed = ", discarding its unsaved work as the person confirmed through the client"
     assert tree is not None
-    gitops.worktree_remove(_grepo(inv), path)
-    return Result(closing(f"Removed worktree {path} of {inv.identity()}; its branch "
+    gitops.worktree_remove(_grepo(inv), path, discard=bool(confirmed))
+    return Result(closing(f"Removed worktree {path} of {inv.identity()}{confirmed}; its branch "
                           f"{tree.branch or '(detached)'} is kept"), {"path": path})
 
 
@@ -5340,6 +5375,24 @@ def api_call_op(inv: Invocation) -> Result:
 
 # --- deletions: a person's act, on the CLI only ---
 
+def person_can_confirm() -> bool:
+    """Whether the running call's client can put a confirmation form in front of its person."""
+    call = gitops.CALL.get()
+    return call is not None and call.ask is not None
+
+
+def confirm(inv: Invocation, act: str, name: str, *, web: str | None, lost: str) -> None:
+    """A person's act goes on only once that person typed *name*: at a terminal on the CLI, in a form the
+    MCP client shows them otherwise. Anything else raises, and nothing was done."""
+    call = gitops.CALL.get()
+    if inv.ctx.surface == "cli" or call is None or call.ask is None:
+        _confirm_at_terminal(act, name)
+        return
+    message, schema = guard.confirmation_form(act, name, web, lost)
+    answer, content = call.ask(message, schema)
+    guard.check_confirmation(act, name, answer, (content or {}).get("name"))
+
+
 def _confirm_at_terminal(what: str, name: str) -> None:
     """A person confirms a deletion by typing the object's name; with no terminal there is no deletion."""
     if not sys.stdin.isatty():
@@ -5350,13 +5403,19 @@ def _confirm_at_terminal(what: str, name: str) -> None:
 
 
 def _delete(inv: Invocation, what: str, param: Param, path: Callable[[], tuple[Any, ...]]) -> Result:
-    """Delete one forge object once a person has typed its name at a terminal."""
+    """Delete one forge object once a person has typed its name (at a terminal, or in the client's form)."""
     remote = api(inv)
     name = str(inv.args[param.name])
     label = f"{what} {name} in {remote.target.slug}"
-    _confirm_at_terminal(label, name)
-    remote.delete(*path())
-    return Result(closing(f"Deleted {label}"), {"deleted": name})
+    target = path()  # an object that is not there is said before anyone is asked
+    web = _DELETABLE[inv.op.tool][1](inv) if inv.op.tool in _DELETABLE and inv.op.action == "delete" else None
+    confirm(inv, f"delete the {label}", name, web=web, lost=guard.LOST[what])
+    remote.delete(*target)
+    return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": name})
+
+
+def _confirmed_by(inv: Invocation) -> str:
+    return ", as the person confirmed through the client" if inv.ctx.surface == "mcp" else ""
 
 
 def _delete_summary(what: str) -> str:
@@ -5416,9 +5475,9 @@ _DELETABLE: dict[str, tuple[str, Callable[[Invocation], str]]] = {
            params=(Param("tag", description="The tag to delete.", required=True, positional=True),))
 def tag_delete_op(inv: Invocation) -> Result:
     label = f"tag {inv.args['tag']} in {api(inv).target.slug}"
-    _confirm_at_terminal(label, inv.args["tag"])
+    confirm(inv, f"delete the {label}", inv.args["tag"], web=_untabled_web(inv), lost=guard.LOST["tag"])
     api(inv).delete("tags", inv.args["tag"])
-    return Result(closing(f"Deleted {label}"), {"deleted": inv.args["tag"]})
+    return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": inv.args["tag"]})
 
 
 @operation("madt_issues", "delete_comment", cli=("issue", "delete-comment"), kind="remote", mutating=True,
@@ -5427,9 +5486,10 @@ def tag_delete_op(inv: Invocation) -> Result:
            params=(Param("comment_id", "int", "The comment to delete.", required=True, positional=True, minimum=1),))
 def comment_delete_op(inv: Invocation) -> Result:
     label = f"comment {inv.args['comment_id']} in {api(inv).target.slug}"
-    _confirm_at_terminal(label, str(inv.args["comment_id"]))
+    confirm(inv, f"delete the {label}", str(inv.args["comment_id"]), web=_untabled_web(inv),
+            lost=guard.LOST["comment"])
     api(inv).delete("issues", "comments", inv.args["comment_id"])
-    return Result(closing(f"Deleted {label}"), {"deleted": inv.args["comment_id"]})
+    return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": inv.args["comment_id"]})
 
 
 @operation("madt_issues", "delete_attachment", cli=("issue", "delete-attachment"), kind="remote", mutating=True,
@@ -5440,9 +5500,10 @@ def attachment_delete_op(inv: Invocation) -> Result:
     what, path, asset = _attachment(inv)
     label = f"{what} in {api(inv).target.slug}"
     name = str(asset.get("name"))
-    _confirm_at_terminal(f"{clean_line(name)} ({label})", name)
+    confirm(inv, f"delete {clean_line(name)} ({label})", name, web=str(asset.get("browser_download_url") or "")
+            or None, lost=guard.LOST["attached file"])
     api(inv).delete(*path)
-    return Result(closing(f"Deleted {clean_line(name)} ({label})"), {"deleted": asset.get("id")})
+    return Result(closing(f"Deleted {clean_line(name)} ({label})" + _confirmed_by(inv)), {"deleted": asset.get("id")})
 
 
 ACTIONS_NAME = replace(NAME, description="The secret's or variable's name.")
@@ -6427,6 +6488,43 @@ async def _report_progress(ctx: Any, call: gitops.Call) -> None:
         await ctx.session.report_progress(sent, None, said if fresh else f"{said} ({now - start:.0f} s so far)")
 
 
+def _can_elicit(ctx: Any) -> bool:
+    """Whether the client declared form elicitation and this request can carry a request back to it."""
+    session = getattr(ctx, "session", None)
+    if session is None or not session.can_send_request:
+        return False
+    form = getattr(session.client_capabilities, "elicitation", None)
+    if form is None:
+        return False
+    return getattr(form, "form", None) is not None or getattr(form, "url", None) is None
+
+
+def _person(ctx: Any, call: gitops.Call, backstop: Any) -> Callable[[str, dict[str, Any]],
+                                                                   tuple[str, dict[str, Any] | None]]:
+    """The call's way to its client's person: a form sent with ``elicitation/create``, answered as
+    (action, content). The time a person takes is not the call's: its deadlines move by as much."""
+    import time
+
+    import anyio
+
+    async def elicit(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        start = time.monotonic()
+        try:
+            answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
+        except Exception:  # a client that cannot show the form: a person who did not confirm
+            return "cancel", None
+        finally:
+            spent = time.monotonic() - start
+            backstop.deadline += spent
+            if call.deadline is not None:
+                call.deadline += spent
+        return str(answer.action), answer.content
+
+    def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        return anyio.from_thread.run(elicit, message, schema)
+    return ask
+
+
 class _InFlight:
     """How many tool calls are running in worker threads, so a shutdown can wait for them, bounded."""
 
@@ -6506,12 +6604,16 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
         reporting = _progress_token(ctx) is not None
         call = gitops.Call(None if reporting else time.monotonic() + call_deadline(), reporting)
         result: Result | None = None
+        # Past the deadline the call's own limits have answered already; this is the backstop.
+        backstop = anyio.CancelScope(deadline=anyio.current_time() + call_deadline() + BACKSTOP
+                                     if not reporting else float("inf"))
+        if _can_elicit(ctx):
+            call.ask = _person(ctx, call, backstop)
         try:
             async with anyio.create_task_group() as group:
                 if reporting:
                     group.start_soon(_report_progress, ctx, call)
-                # Past the deadline the call's own limits have answered already; this is the backstop.
-                with anyio.move_on_after(None if reporting else call_deadline() + BACKSTOP):
+                with backstop:
                     # abandon_on_cancel: a cancel or a hang-up does not wait for the thread; the
                     # call's git children and forge connections are ended instead, so it returns soon.
                     result = await anyio.to_thread.run_sync(work, name, raw, roots, call, abandon_on_cancel=True,

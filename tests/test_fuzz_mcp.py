@@ -38,6 +38,7 @@ from topologies import assert_only_changed, snapshot
 pytestmark = pytest.mark.slow  # fuzzing through the SDK's client: not in the fast lane
 
 COUNTS: collections.Counter[str] = collections.Counter()
+REFUSAL_BOUND = 32_000  # characters of text and structured content together: values of 1 MB come in
 EXAMPLES = int(os.environ.get("MADTEA_FUZZ_MCP_EXAMPLES", "120"))  # read before the seal clears MADTEA_*
 
 
@@ -63,6 +64,8 @@ def _answer(result: Any) -> dict[str, Any]:
     way = {k: structured[k] for k in ("next", "choices", "user_action") if k in structured}
     if result.is_error:
         assert structured.get("target"), f"a refusal names its target: {text[:500]}"
+        size = len(text) + len(json.dumps(structured))
+        assert size <= REFUSAL_BOUND, f"a refusal of {size} characters, whatever the call sent: {text[:300]}"
     return {"text": text, "code": structured.get("code"), "next": structured.get("next") or [],
             "choices": structured.get("choices") or [], "user_action": structured.get("user_action"),
             "structured": way}
