@@ -323,18 +323,18 @@ REGISTRY: list[Op] = []
 # What a tool with several actions is for, above their list (tools/list, the CLI's noun help).
 TOOL_SUMMARIES: dict[str, str] = {
     "madt_worktrees": "Linked worktrees of a repository.",
-    "madt_issues": "Issues on the forge (Gitea or Forgejo). Deletion is a person's act.",
+    "madt_issues": "Issues on the forge (Gitea or Forgejo).",
     "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
-    "madt_labels": "Repository labels. Deletion is a person's act.",
-    "madt_milestones": "Repository milestones. Deletion is a person's act.",
-    "madt_releases": "Releases. Deleting a release or tag is a person's act.",
+    "madt_labels": "Repository labels.",
+    "madt_milestones": "Repository milestones.",
+    "madt_releases": "Releases.",
     "madt_repo": "Repositories on the forge, their commits, branches and tags.",
     "madt_search": "Search issues and pull requests, or repositories.",
     "madt_notifications": "Your notifications on the forge.",
     "madt_people": "People, organisations and packages on the forge.",
-    "madt_wiki": "The repository's wiki pages. Deletion is a person's act.",
+    "madt_wiki": "The repository's wiki pages.",
     "madt_files": "Repository files: read, and commit changes without a checkout.",
-    "madt_actions": "Actions (CI), where the forge has them. Deleting a secret or variable is a person's act.",
+    "madt_actions": "Actions (CI), where the forge has them.",
 }
 
 
@@ -371,14 +371,16 @@ def operation(tool: str, action: str | None = None, *, cli: tuple[str, ...], sum
     return register
 
 
-def tool_ops(tool: str, surface: str = "mcp") -> list[Op]:
-    """A tool's operations on a surface; people-only operations are not on the agent's."""
-    return [op for op in REGISTRY if op.tool == tool and (surface == "cli" or not op.cli_only)]
+def tool_ops(tool: str, surface: str = "mcp", person: bool = False) -> list[Op]:
+    """A tool's operations on a surface; people-only operations are not on the agent's, except the
+    deletions a *person* confirms through a client that can ask them."""
+    return [op for op in REGISTRY if op.tool == tool and (surface == "cli" or not op.cli_only
+                                                          or person and str(op.action).startswith("delete"))]
 
 
-def scoped_ops(tool: str, scope: guard.Scope | None = None) -> list[Op]:
+def scoped_ops(tool: str, scope: guard.Scope | None = None, person: bool = False) -> list[Op]:
     """A tool's operations on the agent surface that a server *scope* offers (all of them without one)."""
-    ops = tool_ops(tool)
+    ops = tool_ops(tool, person=person)
     if scope is None or not scope.active:
         return ops
     return [op for op in ops if guard.listed(scope, op.tool, op.action, writes=op.mutating,
@@ -6302,21 +6304,29 @@ _SCHEMA_TYPES: dict[str, dict[str, Any]] = {
     "bool": {"type": "boolean"}, "strs": {"type": "array", "items": {"type": "string"}},
     "number": {"type": ["integer", "string", "array"], "items": {"type": ["integer", "string"]}},
     "numbers": {"type": ["integer", "string", "array"], "items": {"type": ["integer", "string"]}},
-    "json": {"type": ["object", "array", "string", "number", "boolean", "null"], "items": {}},
+    "json": {"type": ["object", "array", "string"], "items": {}},
     "object": {"type": "object"}, "objects": {"type": "array", "items": {"type": "object"}},
 }
 
 
-def tool_description(tool: str, scope: guard.Scope | None = None) -> str:
-    """The description an agent reads: the tool's summary, then one line per action (those a *scope* offers)."""
-    ops = scoped_ops(tool, scope)
+def tool_description(tool: str, scope: guard.Scope | None = None, person: bool = False) -> str:
+    """The description an agent reads: the tool's summary, then one line per action (those a *scope* offers;
+    with a client that can ask its *person*, the deletions they confirm)."""
+    ops = scoped_ops(tool, scope, person)
     narrowed = _read_form_narrowed(ops, scope)
     if len(ops) == 1 and ops[0].action is None:
         return ops[0].summary + (f" This server is read-only: {narrowed}." if narrowed else "")
-    lines = [TOOL_SUMMARIES.get(tool, "")] + [f"- {op.action}: {op.summary}" for op in ops]
-    if len(ops) < len(tool_ops(tool)):
+    lines = [TOOL_SUMMARIES.get(tool, "")] + [f"- {op.action}: {_agent_summary(op)}" for op in ops]
+    if len(ops) < len(tool_ops(tool, person=person)):
         lines.append("This server's scope offers only the actions above.")
     return "\n".join(line for line in lines if line)
+
+
+def _agent_summary(op: Op) -> str:
+    """An action's summary for an agent: a person's deletion says who confirms it there."""
+    if not op.cli_only:
+        return op.summary
+    return op.summary.split(" (people only")[0] + " (the user confirms it by typing its name)."
 
 
 def _read_form_narrowed(ops: Sequence[Op], scope: guard.Scope | None) -> str | None:
@@ -6327,9 +6337,9 @@ def _read_form_narrowed(ops: Sequence[Op], scope: guard.Scope | None) -> str | N
     return f"{forms[0][0]} {' or '.join(forms[0][1])} only" if forms else None
 
 
-def tool_schema(tool: str, scope: guard.Scope | None = None) -> dict[str, Any]:
+def tool_schema(tool: str, scope: guard.Scope | None = None, person: bool = False) -> dict[str, Any]:
     """One input schema per tool: the action enum plus every action's parameters (those a *scope* offers)."""
-    ops = scoped_ops(tool, scope)
+    ops = scoped_ops(tool, scope, person)
     props: dict[str, Any] = {}
     required: list[str] = []
     if ops[0].action is not None:
@@ -6338,6 +6348,8 @@ def tool_schema(tool: str, scope: guard.Scope | None = None) -> dict[str, Any]:
     described: dict[str, dict[str, list[str]]] = {}
     for op in ops:
         for p in op.specs.values():
+            if op.cli_only and p.name in props:
+                continue  # a person's deletion names its object as the tool's other actions do
             described.setdefault(p.name, {}).setdefault(p.description, []).append(str(op.action))
             if p.name in props:
                 continue
@@ -6377,13 +6389,13 @@ if TYPE_CHECKING:
         idempotent_hint: bool
 
 
-def tool_annotations(tool: str, scope: guard.Scope | None = None) -> ToolHints:
+def tool_annotations(tool: str, scope: guard.Scope | None = None, person: bool = False) -> ToolHints:
     """Truthful hints: read-only only if every action reads; destructive if any can overwrite or remove.
 
     Under a *scope*, the hints describe the actions it offers; on a read-only
     server an operation kept for its reads (the passthrough's GET) reads.
     """
-    ops = scoped_ops(tool, scope)
+    ops = scoped_ops(tool, scope, person)
     reads_only = scope is not None and scope.read_only
     read_only = not any(op.mutating and not (reads_only and op.read_form) for op in ops)
     hints: ToolHints = {"read_only_hint": read_only, "open_world_hint": any(op.reaches for op in ops)}
@@ -6567,15 +6579,21 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
 
     launch = Path(launch_dir or os.getcwd())
     scope = scope or guard.Scope()
-    tools = [types.Tool(name=name, title=TOOL_TITLES[name], description=tool_description(name, scope),
-                        input_schema=tool_schema(name, scope),
-                        annotations=types.ToolAnnotations(**tool_annotations(name, scope)))
-             for name in tool_names(scope)]
+    def listing(person: bool) -> list[Any]:
+        return [types.Tool(name=name, title=TOOL_TITLES[name], description=tool_description(name, scope, person),
+                           input_schema=tool_schema(name, scope, person),
+                           annotations=types.ToolAnnotations(**tool_annotations(name, scope, person)))
+                for name in tool_names(scope)]
+    # A client that can ask its person is also offered the deletions that person confirms (built when first asked).
+    listings: dict[bool, list[Any]] = {False: listing(False)}
     lanes = {"network": anyio.CapacityLimiter(NETWORK_WORKERS), "local": anyio.CapacityLimiter(LOCAL_WORKERS)}
     IN_FLIGHT.start()
 
     async def list_tools(ctx: Any, params: Any) -> Any:
-        return types.ListToolsResult(tools=tools)
+        person = _can_elicit(ctx)
+        if person not in listings:
+            listings[person] = listing(person)
+        return types.ListToolsResult(tools=listings[person])
 
     def work(name: str, raw: Mapping[str, Any], roots: list[str] | None, call: gitops.Call) -> Result:
         with IN_FLIGHT:

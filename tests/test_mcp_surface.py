@@ -35,8 +35,8 @@ def _params(cwd: Path, *args: str, **extra_env: str) -> StdioServerParameters:
 
 def _declared(tool: str, actions: list[str] | None, read_only: bool) -> dict[str, bool]:
     """The hints a tool's offered actions imply, folded from each action's own declaration."""
-    ops = [op for op in madtea.REGISTRY if op.tool == tool and not op.cli_only
-           and (actions is None or op.action in actions)]
+    ops = [op for op in madtea.REGISTRY if op.tool == tool
+           and (op.action in actions if actions is not None else not op.cli_only)]
     writes = [op for op in ops if op.mutating and not (read_only and op.read_form)]
     hints = {"read_only_hint": not writes, "open_world_hint": any(op.kind == "remote" or op.remote_git for op in ops)}
     if writes:
@@ -45,10 +45,20 @@ def _declared(tool: str, actions: list[str] | None, read_only: bool) -> dict[str
     return hints
 
 
+async def _person(context: Any, params: Any) -> Any:
+    raise AssertionError("listing tools asks no one")
+
+
+@pytest.mark.parametrize("person", [False, True])
 @pytest.mark.parametrize("scope", list(SCOPES))
-async def test_each_tools_hints_are_its_offered_actions_declarations(single_repo, scope: str) -> None:
-    async with Client(_params(single_repo.repo, *SCOPES[scope]), mode="legacy") as client:
+async def test_each_tools_hints_are_its_offered_actions_declarations(single_repo, scope: str, person: bool) -> None:
+    options = {"elicitation_callback": _person} if person else {}
+    async with Client(_params(single_repo.repo, *SCOPES[scope]), mode="legacy", **options) as client:
         tools = (await client.list_tools()).tools
+    deletes = {t.name: [a for a in t.input_schema["properties"].get("action", {}).get("enum", [])
+                        if a.startswith("delete")] for t in tools}
+    # a client that can ask its person is offered the deletions that person confirms, where the scope lists them
+    assert any(deletes.values()) is (person and scope == "full"), deletes
     assert tools
     for tool in tools:
         action = tool.input_schema["properties"].get("action")
@@ -158,3 +168,26 @@ async def test_whoami_on_a_reachable_forge_says_so(env: Env) -> None:
 
 def test_every_tool_has_a_title() -> None:
     assert set(madtea.TOOL_TITLES) == set(madtea.tool_names())
+
+
+@pytest.mark.parametrize("capabilities", [{}, {"elicitation": {}}])
+def test_tools_list_on_the_wire_is_within_budget(single_repo, capabilities: dict[str, Any]) -> None:
+    """The bytes a client reads for tools/list, the deletions a person confirms included: at most 38,000."""
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "madtea", "mcp"], cwd=single_repo.repo, env=child_env(),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                     "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                                "clientInfo": {"name": "test", "version": "0"}}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}):
+        proc.stdin.write((json.dumps(message) + "\n").encode())
+        proc.stdin.flush()
+    proc.stdout.readline()
+    listing = proc.stdout.readline()
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    assert len(json.loads(listing)["result"]["tools"]) == len(madtea.tool_names())
+    assert len(listing) <= 38_000, len(listing)
