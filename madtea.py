@@ -6268,6 +6268,8 @@ _INSTRUCTION_PARTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("madt_finish",), "Finish a unit of work with madt_finish, which commits, pushes, opens and merges the pull "
                        "request, and returns to the default branch."),
     ((), "When a call is refused, its result names the call to make next."),
+    (("remote",), "A delete action, where a tool lists one, asks the user to confirm it in their client by "
+                  "typing the object's name."),
 )
 
 
@@ -6316,17 +6318,11 @@ def tool_description(tool: str, scope: guard.Scope | None = None, person: bool =
     narrowed = _read_form_narrowed(ops, scope)
     if len(ops) == 1 and ops[0].action is None:
         return ops[0].summary + (f" This server is read-only: {narrowed}." if narrowed else "")
-    lines = [TOOL_SUMMARIES.get(tool, "")] + [f"- {op.action}: {_agent_summary(op)}" for op in ops]
+    # A person's deletions are in the action list alone: the instructions say once how they go.
+    lines = [TOOL_SUMMARIES.get(tool, "")] + [f"- {op.action}: {op.summary}" for op in ops if not op.cli_only]
     if len(ops) < len(tool_ops(tool, person=person)):
         lines.append("This server's scope offers only the actions above.")
     return "\n".join(line for line in lines if line)
-
-
-def _agent_summary(op: Op) -> str:
-    """An action's summary for an agent: a person's deletion says who confirms it there."""
-    if not op.cli_only:
-        return op.summary
-    return op.summary.split(" (people only")[0] + " (the user confirms it by typing its name)."
 
 
 def _read_form_narrowed(ops: Sequence[Op], scope: guard.Scope | None) -> str | None:

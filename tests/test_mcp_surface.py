@@ -55,8 +55,9 @@ async def test_each_tools_hints_are_its_offered_actions_declarations(single_repo
     options = {"elicitation_callback": _person} if person else {}
     async with Client(_params(single_repo.repo, *SCOPES[scope]), mode="legacy", **options) as client:
         tools = (await client.list_tools()).tools
+    persons = {(op.tool, op.action) for op in madtea.REGISTRY if op.cli_only}
     deletes = {t.name: [a for a in t.input_schema["properties"].get("action", {}).get("enum", [])
-                        if a.startswith("delete")] for t in tools}
+                        if (t.name, a) in persons] for t in tools}
     # a client that can ask its person is offered the deletions that person confirms, where the scope lists them
     assert any(deletes.values()) is (person and scope == "full"), deletes
     assert tools
