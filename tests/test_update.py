@@ -782,3 +782,21 @@ def test_a_switch_that_fails_midway_is_rolled_back_and_leaves_nothing_behind(tmp
                      "old madtea.py"]
     assert {path: path.read_bytes() for path in old} == old
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
+
+
+def test_the_update_lock_on_windows_is_a_locked_file_in_the_folder(tmp_path, monkeypatch) -> None:
+    import types
+
+    held: set[str] = set()
+
+    def locking(fd: int, mode: int, size: int) -> None:  # msvcrt.locking: one byte, refused while held
+        key = os.readlink(f"/proc/self/fd/{fd}")
+        if key in held:
+            raise PermissionError(13, "Permission denied")
+        held.add(key)
+    monkeypatch.setitem(sys.modules, "msvcrt", types.SimpleNamespace(LK_NBLCK=2, locking=locking))
+    monkeypatch.setattr(sys, "platform", "win32")
+    first = madtea._update_lock(str(tmp_path))
+    assert first is not None and madtea._update_lock(str(tmp_path)) is None
+    os.close(first)
+    assert [p.name for p in tmp_path.iterdir()] == [".madtea-update.lock"]
