@@ -17,7 +17,7 @@ import pytest
 import guard
 import madtea
 from fakeforge import FakeForge
-from remote_env import Env, env, fast_client  # noqa: F401 - fixtures
+from remote_env import Env, child_env, env, fast_client  # noqa: F401 - fixtures
 
 
 def _write(action: str = "edit", branches: tuple[str, ...] = ("main", "dev"), **args: Any) -> guard.FileWrite:
@@ -628,6 +628,10 @@ def test_a_protected_branch_is_refused_before_any_write_with_a_new_branch_and_a_
     main = e.refused("PROTECTED_BRANCH", "madt_files", action="edit", path="README.md", sha=_sha(e, "README.md"),
                      content="# Web\n", allow_default_branch=True)
     assert "allow_default_branch" not in json.dumps(main.error["next"])
+    out = e.cli("files", "edit", "README.md", "--sha", _sha(e, "README.md"), "--content", "# Web\n",
+                env=child_env(MADTEA_TOKEN="bob-token"))
+    assert out.returncode != 0 and "is protected" in out.stderr and "madtea files edit" in out.stderr
+    assert "--new-branch" in out.stderr and "madtea pr create" in out.stderr and "madt_" not in out.stderr
 
 
 def test_a_403_the_forge_gives_on_a_write_says_not_allowed_with_its_reason(files: Env, monkeypatch: Any) -> None:
