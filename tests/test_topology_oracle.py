@@ -17,8 +17,9 @@ content of what status names, the local config, the worktree list) and compared 
   besides a worktree the call adds or removes; a push or a finish may also change the remote git
   itself pushes to (``git remote get-url --push``). A refusal changes nothing.
 - the result says what git did: a reported commit is that work tree's HEAD and holds exactly the
-  declared files, a reported push is on the remote git pushed to and the result names that remote, a
-  created, deleted or switched-to branch is so in git, every write names the work tree it landed in.
+  files it reports, a reported push is on the remote git pushed to and the result names that remote, a
+  created, deleted or switched-to branch is so in git, a finished work tree is at origin's default
+  branch, every write names the work tree it landed in.
 - a commit never lands on the branch the remote calls its default (``ls-remote --symref``) without
   the call's own ``allow_default_branch``.
 
@@ -601,6 +602,11 @@ def _says_what_git_did(w: World, tool: str, args: dict[str, Any], i: Ident, answ
         if listed != (args["action"] == "add"):
             problems.append(f"worktree {args['path']} is {'not ' if not listed else ''}listed by git after "
                             f"{args['action']}")
+    elif tool == "madt_finish":
+        default = remote_default(i)
+        landed = _remote_sha(remote, default) if remote and default else None
+        if not landed or landed not in tree:
+            problems.append(f"after the finish, {i.top} is not at origin's {default} ({landed})")
     elif tool == "madt_pull" and data.get("to") and data["to"] not in tree:
         problems.append(f"the reported pull to {data['to']} is not HEAD of {i.top}")
     return problems
@@ -744,6 +750,12 @@ KNOWN: dict[str, Plan] = {
         (("fork", 0, 0), ("symlink", 1, 0)), "feat", 0,
         (Step("madt_commit", -1, {"files": ["work.txt"]}), Step("madt_push", -1, {"set_upstream": True}),
          Step("madt_pull", -1, {}))),
+    "finish from the launch repository": Plan((), "feat", 0, (Step("madt_finish", None, {"files": ["work.txt"]}),)),
+    "finish by dir= in a linked worktree, then prune": Plan(
+        (("worktree", 0, 0),), "main", 0,
+        (Step("madt_finish", -1, {"files": ["work.txt"]}), Step("madt_prune", 0, {}))),
+    "finish where pushurl names another repository": Plan(
+        (("pushurl", 0, 0),), "feat", 0, (Step("madt_finish", None, {"files": ["work.txt"]}),)),
     "worktrees add into another repository's work tree": Plan(
         (("nested", 0, 0),), "feat", 0, (Step("worktrees_add", 0, {"path": ("inside", 1), "b": "wt-a"}),)),
 }
