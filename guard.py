@@ -2216,6 +2216,7 @@ class FileWrite(_Guarded):
     title: str                           # the commit subject the write will carry
     index: int | None = None             # which of several changes (action=change) a file rule is about
     unpushable: frozenset[str] = frozenset()  # branches the forge says this token's user may not push to
+    unmergeable: frozenset[str] = frozenset()  # branches it may not merge a pull request into either
     writer: bool = True                  # the user may push to some branch without a protection rule
 
     @property
@@ -2280,9 +2281,11 @@ def check_file_branch(w: FileWrite) -> None:
                       f"may push to; nothing was written.", target=w.repo,
                       user_action=f"Ask the user for write access to {w.repo}, or to make this change themselves.")
     if w.lands_on in w.unpushable:
+        merge = f" Merging it then needs a person the rule allows to merge into {w.base}." \
+            if w.base in w.unmergeable else ""
         raise Refusal("PROTECTED_BRANCH", f"{w.base} in {w.repo} is protected, and this token's user may not push "
-                      f"to it; nothing was written. Commit on a new branch and open a pull request into {w.base}.",
-                      target=f"{w.repo} branch {w.base}", next=steps)
+                      f"to it; nothing was written. Commit on a new branch and open a pull request into {w.base}."
+                      f"{merge}", target=f"{w.repo} branch {w.base}", next=steps)
     if w.lands_on != w.default_branch or w.args.get("allow_default_branch"):
         return
     raise Refusal("DEFAULT_BRANCH", f"This write would commit onto {w.default_branch}, the default branch of "

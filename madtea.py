@@ -4849,12 +4849,13 @@ def _write_file(inv: Invocation) -> Result:
     # The forge's own word on each branch: a protection rule this user may not push past is refused here,
     # before any write is sent.
     unpushable = frozenset(str(b.get("name")) for b in listed if b.get("user_can_push") is False)
+    unmergeable = frozenset(str(b.get("name")) for b in listed if b.get("user_can_merge") is False)
     writer = not listed or all(b.get("protected") for b in listed) or \
         any(b.get("user_can_push") is not False for b in listed if not b.get("protected"))
     if inv.op.action == "change":
         a = dict(a) | {"changes": items}  # as checked: the steps of a refusal name them so
     first = guard.FileWrite(inv.op.tool, inv.op.action, a, remote.target.full, default, branches, "",
-                            None if inv.op.action != "change" else 0, unpushable, writer)
+                            None if inv.op.action != "change" else 0, unpushable, unmergeable, writer)
     if len(items) == 1:
         f = items[0]
         title = f"Move {f.get('from_path')} to {f['path']}" if first.op == "rename" else \

@@ -744,3 +744,19 @@ def test_the_path_segments_the_registry_declares() -> None:
         ("madt_releases", "tag"), ("madt_people", "owner"), ("madt_people", "org"), ("madt_people", "name"),
         ("madt_people", "version"), ("madt_labels", "org"), ("madt_wiki", "page_name"),
         ("madt_actions", "workflow")}
+
+
+def test_a_protected_branch_is_a_new_branch_and_a_pr_and_says_who_merges() -> None:
+    base = madtea.replace(_write(path="a.txt", sha="1", branch="dev"), unpushable=frozenset({"dev"}))
+    with pytest.raises(guard.Refusal) as pushed:
+        guard.check_file_branch(base)
+    assert pushed.value.code == "PROTECTED_BRANCH" and "Merging it" not in pushed.value.message
+    made, pr = pushed.value.next
+    assert made["args"]["new_branch"] == "work/update-a-txt" and pr["args"]["base"] == "dev"
+    with pytest.raises(guard.Refusal) as merged:
+        guard.check_file_branch(madtea.replace(base, unmergeable=frozenset({"dev"})))
+    assert "needs a person the rule allows to merge into dev" in merged.value.message
+    with pytest.raises(guard.Refusal) as reader:
+        guard.check_file_branch(madtea.replace(base, writer=False))
+    assert reader.value.code == "NOT_ALLOWED" and reader.value.user_action and not reader.value.next
+    guard.check_file_branch(madtea.replace(base, unpushable=frozenset({"main"})))  # another branch's rule
