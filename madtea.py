@@ -462,7 +462,9 @@ FIELDS = Param("fields", "strs", "More of the forge's fields, by API name (e.g. 
 
 BODY_EDIT = (
     Param("body", description="Replace the whole body; needs updated_at from your view, so an unseen edit is "
-          "never overwritten. Prefer append, replace_old/new, check or uncheck.", short="b"),
+          "never overwritten. Prefer append, replace_old/new, check or uncheck.", short="b",
+          cli_help="Replace the whole body; needs --updated-at from your view, so an edit you have not seen is "
+          "never overwritten. Prefer --append, --replace-old with --replace-new, --check or --uncheck."),
     Param("updated_at", description="updated_at (or body_sha) from your view; required with body."),
     Param("append", description="Add this text at the end of the body."),
     Param("replace_old", description="Exact text to replace (must occur once)."),
@@ -6052,7 +6054,9 @@ def cli_render(step: Mapping[str, Any]) -> str:
 _CALL_TEXT = r"\b(madt_[a-z_]+)((?: [a-z_]+=(?:\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|[^\s,;]+(?<![.)])))*)"
 # Agent phrasings and what a person reads instead (the rules address an agent; the CLI, a person).
 _PEOPLE_WORDS = (
-    (r"\s*Deleting [^.]* is a person's act(?: and is not offered)?\.", ""),
+    (r"\s*Delet(?:ing|ion)\b[^.]* is a person's act(?: and is not offered)?\.", ""),
+    (r" \(fenced\)|; [a-z ]+ fenced(?=\.)|fenced; ", ""),   # a person's view is plain
+    (r"\b(continues?) with offset\b", r"\1 with --offset"),
     (r"Only a person can continue: Tell the user what failed; ", ""),
     (r"Only a person can continue: ", "To continue: "),
     (r"\b[Aa]sk the user (whether|which|how|what|if) ", r"Decide \1 "),
@@ -6063,6 +6067,7 @@ _PEOPLE_WORDS = (
     (r"\b([Tt])he server's launch repo(?:sitory)?\b", r"\1he current directory's repository"),
     (r"\b[Tt]he launch repo(?:sitory)?'s\b", "the current directory's repository's"),
     (r"\b([Tt])he launch repo(?:sitory)?\b", r"\1he current directory's repository"),
+    (r"\b([Tt])he launch checkout\b", r"\1he current checkout"),
     (r"; nothing left to verify for this step\.", "."),
     (r"\bCall (madtea )", r"Run \1"),
 )

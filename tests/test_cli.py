@@ -116,7 +116,7 @@ def test_teas_plural_nouns_are_aliases(env: Env, monkeypatch, capsys) -> None:
 # --------------------------------------------------------------------------- words for people
 
 # What only an agent reads: tool names, key=value arguments, the agent's view of who acts and where it runs.
-AGENT_DIALECT = re.compile(r"madt_|\baction=|(?<![A-Z_])\b[a-z_]+=(?!\S*`)|\bthe user\b|\blaunch repo|"
+AGENT_DIALECT = re.compile(r"madt_|\baction=|(?<![A-Z_])\b[a-z_]+=(?!\S*`)|\bthe user\b|\blaunch (?:repo|checkout)|"
                            r"nothing left to verify|Only a person can continue")
 
 
@@ -158,7 +158,8 @@ def test_help_texts_speak_to_a_person(capsys) -> None:
         parser = stack.pop()
         text = parser.format_help()
         assert not _dialect(text), (parser.prog, _dialect(text))
-        assert not re.search(r"Deleting[^.]*not offered", text), parser.prog
+        assert not re.search(r"Delet(?:ing|ion)[^.]*(?:not offered|person's act)", text), parser.prog
+        assert "fenced" not in text, parser.prog  # a person's views are plain
         seen += 1
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
