@@ -55,7 +55,7 @@ __all__ = [
     "default_branch",
     "origin_head",
     "remote_head",
-    "push_url",
+    "remote_urls",
     "fs_branches",
     "packed_refs",
     "common_dir_of",
@@ -1441,10 +1441,20 @@ def remote_head(repo: Repo, remote: str = "origin", env: Mapping[str, str] | Non
     return None
 
 
-def push_url(repo: Repo, remote: str = "origin") -> str | None:
-    """The URL git will push *remote* to, after ``pushurl``, ``pushInsteadOf`` and ``insteadOf``; None without one."""
-    result = git("remote", "get-url", "--push", "--", reject_option(remote, "remote"), repo=repo, check=False)
-    return result.text.splitlines()[0] if result.ok and result.text else None
+def remote_urls(repo: Repo, remote: str = "origin") -> tuple[str | None, list[str], list[str]]:
+    """*remote*'s address as its config writes it, and the addresses git will fetch from and push to (after
+    ``insteadOf``, ``pushInsteadOf`` and ``pushurl``): two git calls. (None, [], []) without such a remote."""
+    reject_option(remote, "remote")
+    written = git("config", "--get", f"remote.{remote}.url", repo=repo, check=False)
+    listed = git("remote", "-v", repo=repo, check=False)
+    fetch: list[str] = []
+    push: list[str] = []
+    for line in listed.text.splitlines() if listed.ok else ():
+        name, _, rest = line.partition("\t")
+        url, _, kind = rest.rpartition(" ")
+        if name == remote and kind in ("(fetch)", "(push)"):
+            (fetch if kind == "(fetch)" else push).append(url)
+    return (written.text.splitlines()[-1] if written.ok and written.text else None), fetch, push
 
 
 def _configured_default_branch(common: Path) -> str | None:

@@ -46,7 +46,7 @@ __all__ = [
     "check_not_option", "check_dir", "not_a_repo", "no_work_tree", "unpinnable", "names_origin",
     "no_signal", "launch_problem", "distinct_children", "check_local", "check_signals",
     "check_workspace", "check_foreign", "declared_files", "contribution_flow", "continue_rail", "slug",
-    "check_push_url", "check_worktree_home", "check_files_from_top", "outside_sparse",
+    "check_remote_urls", "check_worktree_home", "check_files_from_top", "outside_sparse",
     "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
     "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
@@ -1493,24 +1493,25 @@ def push_rejected(t: Target, branch: str, kind: str, reason: str, *, lease: bool
                    f"madtea will not choose for them.")
 
 
-def check_push_url(t: Target, written: str | None, url: str | None) -> None:
-    """A push goes only to the repository origin names: the URL git will really use (after ``pushurl``,
-    ``pushInsteadOf`` and ``insteadOf``) must name the same repository as origin's own address."""
-    if url is None:
-        return  # no origin: git's own error says so
-    named, used = gitops.parse_remote_url(written) if written else None, gitops.parse_remote_url(url)
-    if written == url or (named.key == used.key if named and used else _same_tail(url, written, named)):
-        return
-    shown = used.full if used else "an address that is not a forge repository"
-    meant = named.full if named else "an address that is not a forge repository" if written else \
-        "no address in its own config"
-    raise Refusal("USER_ACTION_REQUIRED",
-                  f"git would push {t.target.describe()} to {shown}, not to {meant}, the repository origin names "
-                  f"(the repository's git config rewrites the push address: pushurl, pushInsteadOf or insteadOf); "
-                  f"nothing was pushed.", target=t.target.describe(),
-                  user_action=f"Ask the user whether pushes from {t.target.top} are meant to go to {shown}; madtea "
-                              f"pushes only to the repository origin names, so the rewrite must be removed (or origin "
-                              f"set to that repository) before it pushes.")
+def check_remote_urls(t: Target, written: str | None, urls: Sequence[str], *, push: bool) -> None:
+    """A push goes only to, and a pull comes only from, the repository origin names: each URL git will really
+    use (after ``pushurl``, ``pushInsteadOf`` and ``insteadOf``) must name the same repository as origin's own
+    address in the config."""
+    for url in urls:
+        named, used = gitops.parse_remote_url(written) if written else None, gitops.parse_remote_url(url)
+        if written == url or (named.key == used.key if named and used else _same_tail(url, written, named)):
+            continue
+        shown = used.full if used else "an address that is not a forge repository"
+        meant = named.full if named else "an address that is not a forge repository" if written else \
+            "no address in its config"
+        verb, keys = ("push", "pushurl, pushInsteadOf or insteadOf") if push else ("pull", "insteadOf")
+        raise Refusal("USER_ACTION_REQUIRED",
+                      f"git would {verb} {t.target.describe()} {'to' if push else 'from'} {shown}, not "
+                      f"{'to' if push else 'from'} {meant}, the repository origin names (the repository's git "
+                      f"config rewrites the address: {keys}); nothing was {verb}ed.", target=t.target.describe(),
+                      user_action=f"Ask the user whether {t.target.top} is meant to {verb} {'to' if push else 'from'} "
+                                  f"{shown}; madtea {verb}s only {'to' if push else 'from'} the repository origin "
+                                  f"names, so the rewrite must be removed (or origin set to that repository) first.")
 
 
 def _same_tail(url: str, written: str | None, named: gitops.RemoteId | None) -> bool:

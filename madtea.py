@@ -1723,7 +1723,7 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
 def push_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     lease = _lease_arg(inv, branch)
-    _check_push_url(inv)
+    _check_remote_urls(inv, _grepo(inv), push=True)
     progress(f"pushing {branch} to origin")
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
@@ -1739,9 +1739,10 @@ def push_op(inv: Invocation) -> Result:
                   {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha})
 
 
-def _check_push_url(inv: Invocation) -> None:
-    """Refuse a push that git would send to another repository than the one origin names."""
-    guard.check_push_url(inv.local, gitops.read_origin(inv.repo.common_dir), gitops.push_url(_grepo(inv)))
+def _check_remote_urls(inv: Invocation, repo: gitops.Repo, *, push: bool) -> None:
+    """Refuse a push git would send to, or a pull it would take from, another repository than origin names."""
+    written, fetch, pushes = gitops.remote_urls(repo)
+    guard.check_remote_urls(inv.local, written, pushes if push else fetch[:1], push=push)
 
 
 # --- madt_pull ---
@@ -1752,6 +1753,7 @@ def _check_push_url(inv: Invocation) -> None:
                          positional=True),))
 def pull_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
+    _check_remote_urls(inv, _grepo(inv), push=False)
     progress(f"pulling origin/{branch}")
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
         pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
@@ -5753,7 +5755,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         newest = gitops.log(repo, f"refs/heads/{branch}", 1)
         raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
-        _check_push_url(inv)
+        _check_remote_urls(inv, repo, push=True)
         progress(f"pushing {branch} to origin")
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
@@ -5811,6 +5813,7 @@ def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: 
     if branch_form:
         closing_line = closing(f"PR #{number} is merged on the forge at {merge_sha[:9]}; no working tree was touched")
     else:
+        _check_remote_urls(inv, repo, push=False)
         progress(f"switching to {default} and pulling it")
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             if not gitops.ref_exists(repo, f"refs/heads/{default}"):

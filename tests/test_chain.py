@@ -108,8 +108,9 @@ def identity_refusals() -> Iterator[tuple[str, guard.Refusal]]:
                              subdir="pkg" if explicit else None,
                              signals=(guard.Signal("MADTEA_CALLER_REPO", name="acme/api",
                                                    checkouts=(Path("/w/web/api"),)),))
-            checks = {"madt_push": [lambda: guard.check_push_url(t, "https://forge.example.test/acme/web.git",
-                                                                 "https://forge.example.test/acme/other.git")],
+            checks = {"madt_push": [lambda: guard.check_remote_urls(t, "https://forge.example.test/acme/web.git",
+                                                                    ["https://forge.example.test/acme/other.git"],
+                                                                    push=push) for push in (True, False)],
                       "madt_worktrees": [lambda: guard.check_worktree_home(t, "/x/lib/wt", repo_facts("/x/lib"),
                                                                            None),
                                          lambda: guard.check_worktree_home(t, "/x/lib/.git/wt", None, git_dir)],

@@ -249,6 +249,11 @@ def test_a_push_that_git_would_send_to_another_repository_is_refused(tmp_path: P
     before = snapshot([repo, origin, other])
     result = refused("USER_ACTION_REQUIRED", "madt_push", repo, branch="feat")
     assert "nothing was pushed" in result.text
+    if rewrite == "insteadOf":  # the fetch address is rewritten too: a pull would bring in the other's commits
+        run_git(repo, "switch", "-q", "main")
+        result = refused("USER_ACTION_REQUIRED", "madt_pull", repo, branch="main")
+        assert "nothing was pulled" in result.text
+        run_git(repo, "switch", "-q", "feat")
     assert_only_changed(before, snapshot([repo, origin, other]), set())
 
 
