@@ -357,6 +357,7 @@ def test_every_readme_command_line_parses_and_runs_against_the_fake_forge(env: E
         assert proc.returncode != 2 and "usage:" not in proc.stderr, shown  # argparse's own refusal
         assert not proc.stderr.startswith(("BAD_ARGUMENT", "UNKNOWN_PARAMETER")), shown
         assert "Traceback" not in proc.stderr, shown
+        assert not _dialect(proc.stdout + proc.stderr), shown  # words for a person, refusals included
         codes[words[1]] = proc.returncode
         ran += 1
     assert ran >= 8
