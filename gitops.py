@@ -91,6 +91,7 @@ __all__ = [
     "local_branches",
     "git_version",
     "record",
+    "field",
     "replace",
     "regex",
     "to_json",

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     import forge  # imported where it is used (see _forge), never by the module body
+    from forge import ForgeTarget
 
 # python -m puts the caller's cwd first on sys.path, and a user's repository
 # may hold its own guard.py or forge.py: load our siblings from our own folder.
@@ -910,7 +911,7 @@ def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
 class RemoteTarget:
     """The forge repository a remote call acts on, and how it was chosen."""
 
-    forge: Any                # forge.ForgeTarget: the credential key (host) and the API base
+    forge: ForgeTarget        # the credential key (host) and the API base
     owner: str
     repo: str
     explicit: bool            # owner_repo (or dir) was given
@@ -932,13 +933,13 @@ class RemoteTarget:
 
 
 
-def forge_target(origin: gitops.RemoteId) -> Any:
+def forge_target(origin: gitops.RemoteId) -> ForgeTarget:
     """Where an origin's forge API lives (origin-first resolution)."""
     import forge
     return forge.resolve_target(origin.host, origin.port, origin.scheme, origin.path_prefix)
 
 
-def _explicit_forge(host: str, launch: Any) -> Any:
+def _explicit_forge(host: str, launch: ForgeTarget | None) -> ForgeTarget:
     """The forge for a host named in owner_repo: the launch repo's when it is the same host, else where a person
     logged in to it (an http:// forge keeps its scheme and port), else https."""
     import forge
@@ -946,12 +947,12 @@ def _explicit_forge(host: str, launch: Any) -> Any:
         return launch
     recorded = forge.known_logins().get(forge.host_key(host)) or {}
     if isinstance(recorded.get("api"), str):
-        return _recorded_target(forge, forge.host_key(host), recorded["api"])
+        return _recorded_target(forge.host_key(host), recorded["api"])
     name, _, port = host.rpartition(":") if host.count(":") == 1 else (host, "", "")
     return forge.resolve_target(name or host, int(port) if port.isdigit() else None, "https")
 
 
-def default_login() -> Any:
+def default_login() -> ForgeTarget | None:
     """The forge a person means outside a checkout: their one login, as gh's default host or tea's default login
     (None with none, or with several)."""
     import forge
@@ -960,7 +961,7 @@ def default_login() -> Any:
         return None
     host, recorded = next(iter(logins.items()))
     api = recorded.get("api")
-    return _recorded_target(forge, host, api) if isinstance(api, str) else forge.target_for_url(host)
+    return _recorded_target(host, api) if isinstance(api, str) else forge.target_for_url(host)
 
 
 def _remote_target(inv: Invocation) -> RemoteTarget:
@@ -989,6 +990,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         fallback = launch_forge or (default_login() if inv.ctx.surface == "cli" and not host else None)
         guard.check_owner_repo_host(inv.asked, owner_repo, host, fallback is not None)
         target = _explicit_forge(host, launch_forge) if host else fallback
+        assert target is not None  # check_owner_repo_host refuses a bare owner/repo with no forge to put it on
         return RemoteTarget(target, owner, repo, explicit, launch, launch_host)
     if launch is None or launch.origin is None or launch_forge is None:
         where = f"{launch.top} {origin_problem(launch)}" if launch \
@@ -1016,8 +1018,8 @@ def _guard_remote(inv: Invocation, target: RemoteTarget) -> None:
 
 # --- the call pipeline: the server's repository list ---
 
-def _forge_of(origin: gitops.RemoteId | None) -> Any:
-    """An origin's forge (forge.ForgeTarget), or None when there is no origin or it maps to no forge."""
+def _forge_of(origin: gitops.RemoteId | None) -> ForgeTarget | None:
+    """An origin's forge, or None when there is no origin or it maps to no forge."""
     if origin is None:
         return None
     import forge
@@ -1027,7 +1029,7 @@ def _forge_of(origin: gitops.RemoteId | None) -> Any:
         return None
 
 
-def _launch_forge(ctx: Context) -> Any:
+def _launch_forge(ctx: Context) -> ForgeTarget | None:
     """The launch repo's forge from its files alone: the scope's checks run before any git process. Git's own
     view is checked again once a call resolves it (where the two differ, git finds no launch repo at all)."""
     repo = gitops.fs_find_repo(ctx.launch_dir)
@@ -1047,7 +1049,7 @@ def _dir_repo(path: str) -> str | None:
     return _forge_repo(gitops.parse_remote_url(url) if url else None)
 
 
-def named_repo(host: str | None, owner: str, repo: str, launch_forge: Any) -> str | None:
+def named_repo(host: str | None, owner: str, repo: str, launch_forge: ForgeTarget | None) -> str | None:
     """``host/owner/repo`` as a call names it; a bare owner/repo is on the launch repo's forge."""
     if host:
         return f"{_explicit_forge(host, launch_forge).host}/{owner}/{repo}"
@@ -1176,8 +1178,8 @@ class Api:
         if page > 1 and limit <= _forge().PAGE_SIZE:
             return list(client.get(where, params=params | {"page": page, "limit": limit}) or [])
         skip = (page - 1) * limit if page > 1 else 0
-        items, total = client.paginate(where, params=params, limit=skip + limit)
-        items = items[skip:]
+        listed, total = client.paginate(where, params=params, limit=skip + limit)
+        items: list[Any] = listed[skip:]
         if total is not None and total > skip + len(items) and len(items) >= limit:
             notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
         return items
@@ -3238,10 +3240,10 @@ def find_open_pr(a: Api, head: str, base: str) -> dict[str, Any] | None:
     except Exception:  # older forges lack this lookup; fall back to listing
         item = None
     if item and item.get("state") == "open":
-        return item
+        return dict(item)
     for pr in a.list_items("pulls", params={"state": "open"}, limit=1000):
         if (pr.get("head") or {}).get("ref") == head and (pr.get("base") or {}).get("ref") == base:
-            return pr
+            return dict(pr)
     return None
 
 
@@ -3382,8 +3384,8 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_br
                    f"{str(after.get('merge_commit_sha'))[:9]}, once.")
         else:
             warn(f"the forge merged PR #{number} but answered the merge with an error: {exc}")
-        return after
-    return a.get("pulls", number)
+        return dict(after)
+    return dict(a.get("pulls", number))
 
 
 def wait_mergeable(a: Api, number: int, attempts: int = 10, delay: float = 0.5) -> tuple[dict[str, Any], int]:
@@ -3879,7 +3881,7 @@ def _release_row(r: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _release_by_tag(inv: Invocation) -> dict[str, Any]:
-    return api(inv).get("releases", "tags", inv.args["tag"])
+    return dict(api(inv).get("releases", "tags", inv.args["tag"]))
 
 
 @operation("madt_releases", "list", cli=("release", "list"), kind="remote", mutating=False, idempotent=True,
@@ -5613,7 +5615,7 @@ def _finish_api(inv: Invocation) -> Api:
 def _merged_pr_for(a: Api, branch: str) -> dict[str, Any] | None:
     for pr in a.list_items("pulls", params={"state": "closed"}, limit=200):
         if (pr.get("head") or {}).get("ref") == branch and pr.get("merged"):
-            return pr
+            return dict(pr)
     return None
 
 
@@ -6106,7 +6108,7 @@ def _for_people(text: str) -> str:
     text = re.sub(_CALL_TEXT, command, text)
     flags = _flag_names()
 
-    def flag(match: Any) -> str:
+    def flag(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in flags:
             return match.group(0)
@@ -6146,7 +6148,7 @@ def _cli_main(args: list[str]) -> int:
     op: Op | None = getattr(ns, "_op", None)
     if op is None:
         if getattr(ns, "_run", None):
-            return ns._run(ns)
+            return int(ns._run(ns))
         getattr(ns, "_parser", parser).print_help()
         return 0
     raw = {p.name: getattr(ns, p.name) for p in op.params if not p.cli_only}
@@ -6835,11 +6837,12 @@ def _auth_target(hostname: str | None) -> Any:
         return here
     record = forge.known_logins().get(forge.host_key(text)) or {}
     if "://" not in text and isinstance(record.get("api"), str):
-        return _recorded_target(forge, forge.host_key(text), record["api"])
+        return _recorded_target(forge.host_key(text), record["api"])
     return forge.target_for_url(text)
 
 
-def _recorded_target(forge: Any, host: str, api: str) -> Any:
+def _recorded_target(host: str, api: str) -> ForgeTarget:
+    import forge
     again = forge.target_for_url(api.removesuffix("/api/v1"))
     return again if again.host == host else forge.ForgeTarget(host, api)
 
@@ -6945,7 +6948,7 @@ def _auth_status(ns: Any) -> int:
             continue
         record = logins.get(host) or {}
         target = here if here is not None and here.host == host else (
-            _recorded_target(forge, host, record["api"]) if isinstance(record.get("api"), str)
+            _recorded_target(host, record["api"]) if isinstance(record.get("api"), str)
             else forge.target_for_url(host))
         try:
             row["user"] = _verify(forge, target, token)
@@ -7325,7 +7328,8 @@ _MAX_ENTRIES = 64
 
 def release_key_file() -> Path:
     """The pinned release key, as an ssh allowed-signers file beside madtea's config."""
-    return _forge().config_path().parent / "release-signers"
+    folder: Path = _forge().config_path().parent
+    return folder / "release-signers"
 
 
 def _ssh_signer(sig: bytes) -> str:
