@@ -349,6 +349,9 @@ CLI: list[Case] = [
     ("tea pulls merge 3", "deny", "madt_pr action=merge number=3"),
     ("gh repo delete o/r --yes", "deny", "a person's act"),
     ("gh pr list", "allow", None),
+    ("madtea pulls merge 3", "deny", "madt_pr action=merge number=3"),  # tea's plural nouns
+    ("madtea issues list", "deny", "madt_issues action=list"),
+    ("madtea labels delete bug", "deny", "Deleting cannot be undone"),
 ]
 
 NOT_GIT: list[Case] = [

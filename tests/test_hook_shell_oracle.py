@@ -101,7 +101,7 @@ GIT_GLOBALS: list[list[str]] = [
 ]
 # madtea's argv after the program, and its launchers (a prefix of shell text)
 MADTEA_DENY: list[list[str]] = [["pr", "merge", "3"], ["update"], ["update", "--from", "x.pyz"], ["auth", "token"],
-                                ["issue", "list"], ["auth", "login"]]
+                                ["issue", "list"], ["auth", "login"], ["pulls", "merge", "3"]]
 MADTEA_READ: list[list[str]] = [["--version"], ["--help"], ["pr", "merge", "--help"], ["issue", "list", "-h"]]
 MADTEA_LAUNCHERS = ["madtea", "python3 bin/madtea", 'python3 "$PLUGIN_ROOT/bin/madtea"', "uv run madtea",
                     "uv run --with rich madtea", "uv tool run madtea", "uvx madtea", "poetry run madtea",
@@ -151,6 +151,8 @@ CONSTRUCTS = [
     "bash <<'EOF'\n{c}\nEOF", "bash -s <<< {q}", "! {c}", "{c} &\nwait", "{{ {c}; }} 2>/dev/null",
     "{c} 2>&1 | head -1", "(exec {c})", "trap {q} EXIT", "echo start\n{c}", "sh -c {q}",
     "bash -c {qq}", "eval {q}", "printf '%s\\n' {q} | sh", "cat <<'EOF' | bash\n{c}\nEOF",
+    ". /dev/stdin <<< {q}", "bash /dev/stdin <<< {q}", "echo \"$(case x in x) {c};; esac)\"",
+    "f() {{ ( {c} ); }}; f",
 ]
 ALIAS = "shopt -s expand_aliases\nalias g={word}\ng {args}"
 
