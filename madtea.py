@@ -7943,7 +7943,7 @@ def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
         table[tuple(op.cli)] = {"tool": op.tool, "action": op.action, "params": params}
     for key in list(table):  # tea's plural nouns name the same commands
         for alias in CLI_ALIASES.get(key[0], ()):
-            table[(alias, *key[1:])] = table[key]
+            table[(alias,) + key[1:]] = table[key]
     return table
 
 
