@@ -100,7 +100,8 @@ def identity_refusals() -> Iterator[tuple[str, guard.Refusal]]:
     yield "hint no repo", guard.no_signal(guard.Asked("madt_issues", "list", {}), "MADTEA_CALLER_REPO", "/p", None,
                                           remote=True)
     for tool, args in (("madt_commit", {"files": ["a.py", "b/n.py"], "title": "t"}),
-                       ("madt_add", {"files": ["b/n.py"]}), ("madt_push", {"branch": "feat/x"}), ("madt_worktrees", {"path": "/x/lib/wt", "b": "t"})):
+                       ("madt_add", {"files": ["b/n.py"]}), ("madt_push", {"branch": "feat/x"}),
+                       ("madt_worktrees", {"path": "/x/lib/wt", "b": "t"})):
         for target, explicit in TARGETS.values():
             action = "add" if tool == "madt_worktrees" else None
             t = guard.Target(tool, action, args | ({"dir": str(target.top)} if explicit else {}), True, "mcp", HOME,
