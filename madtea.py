@@ -3143,6 +3143,16 @@ def issue_attach_op(inv: Invocation) -> Result:
     return Result(f"Attached {', '.join(done)} to {what} in {api(inv).target.slug}.", {"attached": done})
 
 
+def _save_new(c: guard.ForgeCall, path: Path, data: bytes) -> None:
+    """Write a download to *path*, a file that must not exist yet (checked by guard.saved_file)."""
+    try:
+        with open(path, "xb") as out:  # never over a file that appeared meanwhile
+            out.write(data)
+    except FileExistsError:
+        guard.saved_file(c, str(path))  # refuses: the file is there now
+        raise
+
+
 def _attachment(inv: Invocation) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
     """What a call names (#N's or a comment's file), its API path, and the file as the forge describes it."""
     what, path = _attached(inv)
@@ -3163,12 +3173,7 @@ def issue_download_op(inv: Invocation) -> Result:
     if size > limit:
         raise guard.file_too_large(remote.target.slug, name, size, limit, url)
     data = remote.client.download(url, max_bytes=limit)
-    try:
-        with open(out, "xb") as saved:  # never over a file that appeared meanwhile
-            saved.write(data)
-    except FileExistsError:
-        guard.saved_file(c, str(out))  # refuses: the file is there now
-        raise
+    _save_new(c, out, data)
     return Result(f"Saved {name} ({what} in {remote.target.slug}) to {out} ({len(data)} bytes).",
                   {"id": asset.get("id"), "name": name, "path": str(out), "size": len(data)})
 
@@ -5093,12 +5098,7 @@ def actions_download_op(inv: Invocation) -> Result:
     data = remote.client.download(remote.client.api_base + _forge().repo_path(
         remote.target.owner, remote.target.repo, "actions", "artifacts", inv.args["artifact_id"], "zip"),
         max_bytes=limit)
-    try:
-        with open(path, "xb") as out:  # never over a file that appeared meanwhile
-            out.write(data)
-    except FileExistsError:
-        guard.saved_file(c, str(path))  # refuses: the file is there now
-        raise
+    _save_new(c, path, data)
     return Result(f"Saved the artifact {name} of {remote.target.slug} to {path} ({len(data)} bytes).",
                   {"id": inv.args["artifact_id"], "name": name, "path": str(path), "size": len(data)})
 
