@@ -347,7 +347,7 @@ def test_a_read_only_or_pinned_server_keeps_these_in_their_place(env: Env) -> No
     assert [r["name"] for r in shown.data] == ["linked"]
     assert madtea.run("madt_people", {"action": "users", "q": "a"}, pinned).error["code"] == "OUT_OF_SCOPE"
     offered = madtea.tool_schema("madt_people", pinned.scope)["properties"]["action"]["enum"]
-    assert offered == ["packages", "package_versions"]
+    assert offered == ["packages", "package_versions", "package"]
 
 
 @pytest.mark.anyio
