@@ -213,3 +213,14 @@ async def test_dir_null_is_no_dir_and_still_meets_the_roots_signal(tmp_path: Pat
         result = await client.call_tool("madt_commit", {"title": "t", "files": ["b.txt"], "dir": None})
     assert result.structured_content["code"] == "WRONG_REPO", result.content[0].text
     assert run_git(web, "status", "--porcelain") == "?? b.txt"
+
+
+async def test_tools_list_fits_the_shared_budget(tmp_path: Path) -> None:
+    """The whole surface's tools/list, as the SDK serialises it (a little more than the wire's bytes), stays
+    within 38,000 bytes: an addition pays for itself with shorter shared wording (bench/tools_list_size.py)."""
+    repo = make_repo(tmp_path / "web", origin="https://forge.example.test/acme/web.git")
+    async with Client(madtea.build_server(repo, None), mode="legacy") as client:
+        listed = await client.list_tools()
+    answer = {"jsonrpc": "2.0", "id": 2, "result": listed.model_dump(by_alias=True, exclude_none=True, mode="json")}
+    size = len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    assert size <= 38_000, f"tools/list is {size} bytes"
