@@ -552,7 +552,7 @@ class _Call(Protocol):
     @property
     def cancelled(self) -> bool: ...
 
-    def progress(self, text: str) -> None: ...
+    def detail(self, text: str) -> None: ...
 
     def hold(self, stop: Callable[[], None]) -> int: ...
 
@@ -906,7 +906,7 @@ def request(
     while True:
         attempt += 1
         if call is not None:
-            call.progress(f"forge: {method} {path} on {host}" + (f" (attempt {attempt})" if attempt > 1 else ""))
+            call.detail(f"forge: {method} {path} on {host}" + (f" (attempt {attempt})" if attempt > 1 else ""))
         try:
             resp = _exchange(method, url, body, send_headers, secret, timeout, deadline, ca_file, scope,
                              on_send, max_bytes, host, path)
@@ -936,7 +936,7 @@ def _pause(call: _Call | None, sleep: Callable[[float], None], delay: float, why
     if call is None:
         sleep(delay)
         return True
-    call.progress(f"forge: {why}; trying again in {delay:.0f} s")
+    call.detail(f"forge: {why}; trying again in {delay:.0f} s")
     if sleep is not time.sleep:
         sleep(delay)  # a test's stand-in records the pause
         return not call.cancelled

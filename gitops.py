@@ -492,6 +492,7 @@ class Call:
         self._stops: dict[int, Callable[[], None]] = {}
         self._next = 0
         self.said: tuple[int, str] = (0, "")  # (how many messages so far, the latest)
+        self._step = ""
         # The client's person, when it can ask one: (message, form schema) -> (action, content).
         self.ask: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any] | None]] | None = None
 
@@ -503,10 +504,17 @@ class Call:
         return None if self.deadline is None else self.deadline - _time.monotonic()
 
     def progress(self, text: str) -> None:
-        """Tell the client what the call is doing now (kept only when it asked for progress)."""
+        """Tell the client which step the call is on now (kept only when it asked for progress)."""
         if self.reporting and text:
             with self._lock:
-                self.said = (self.said[0] + 1, text[:300])
+                self._step = text[:200]
+                self.said = (self.said[0] + 1, self._step)
+
+    def detail(self, text: str) -> None:
+        """Tell the client what the current step is doing (git's counters, a forge request or its retry)."""
+        if self.reporting and text:
+            with self._lock:
+                self.said = (self.said[0] + 1, f"{self._step} — {text[:200]}" if self._step else text[:200])
 
     def hold(self, stop: Callable[[], None]) -> int:
         """Run *stop* if the call is cancelled while it is held (at once, if it already was)."""
@@ -705,7 +713,7 @@ def _progress_line(raw: bytes, call: Call, kept: list[bytes]) -> None:
     if not text:
         return
     counting = raw.endswith(b"\r") or bool(_PROGRESS_LINE.match(text))
-    call.progress(f"git: {text}")
+    call.detail(f"git: {text}")
     if not counting:
         kept.append(raw.rstrip(b"\r"))
 

@@ -79,7 +79,7 @@ async def test_a_push_to_a_slow_remote_reports_gits_progress_and_keeps_counting(
     counts = [p for p, _ in seen]
     assert counts == sorted(set(counts)) and len(counts) >= 2, seen
     messages = [m or "" for _, m in seen]
-    assert any(m.startswith("git: remote: checking the push") for m in messages), messages
+    assert any(m.startswith("pushing feat/x to origin — git: remote: checking the push") for m in messages), messages
     assert any("so far)" in m for m in messages), messages  # the quiet stretch of the hook still says something
     assert answered == len(seen)  # nothing after the answer
     assert "remote: checking" not in result.content[0].text
@@ -211,3 +211,24 @@ def test_sigterm_exits_with_the_signals_status(env: Env) -> None:
     server = Server(env.clone)
     code, stderr = server.finish("SIGTERM")
     assert code == 128 + signal.SIGTERM and "Traceback" not in stderr, stderr
+
+
+async def test_finish_says_each_of_its_steps(env: Env) -> None:
+    run_git(env.clone, "switch", "-q", "-c", "feat/steps")
+    (env.clone / "steps.txt").write_text("steps\n")
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    # a slow mergeability answer keeps the call long enough for several messages to be sent
+    env.forge.inject("slow", 2, method="GET", path_contains="/pulls/", seconds=1)
+    async with Client(_params(env.clone), mode="legacy") as client:
+        result = await client.call_tool("madt_finish", {"title": "Steps", "files": ["steps.txt"]},
+                                        progress_callback=on_progress)
+    assert not result.is_error, result.content[0].text
+    steps = {m.split(" — ")[0] for m in seen}
+    finish_steps = ("done: Committed", "pushing feat/steps", "opening the pull request", "merging PR",
+                    "waiting for the forge", "switching to main", "done: ")
+    assert len([s for s in steps if s.startswith(finish_steps)]) >= 2, seen
+    assert "Merged PR" in result.content[0].text
