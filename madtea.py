@@ -5890,7 +5890,18 @@ def build_parser() -> Any:
     """The CLI, generated from the registry: ``madtea <noun> [<verb>] ...``."""
     import argparse  # the hook path never builds the CLI
 
-    parser = argparse.ArgumentParser(prog="madtea", description=__doc__.split("\n\n")[0])
+    class Parser(argparse.ArgumentParser):
+        """argparse's parser, whose usage errors are JSON when the command line asks for --json."""
+
+        def error(self, message: str) -> Any:
+            if getattr(self, "_json_errors", False):
+                import json
+                print(json.dumps({"error": {"code": "BAD_ARGUMENT", "message": f"{self.prog}: {message}",
+                                            "usage": " ".join(self.format_usage().split())}}, indent=2))
+                sys.exit(2)
+            return super().error(message)
+
+    parser = Parser(prog="madtea", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"madtea {__version__}")
     nouns = parser.add_subparsers(dest="noun", metavar="<command>")
     groups: dict[str, Any] = {}
@@ -5964,6 +5975,15 @@ def _cli_help(parser: Any, words: Sequence[str]) -> int:
 
 def _cli_parse(parser: Any, args: Sequence[str]) -> Any:
     """Parse a command line; a misspelt or unknown word exits 2 with its usage and a did-you-mean."""
+    if "--json" in args:  # each parser is argparse's: mark them all for JSON errors
+        import argparse
+        stack = [parser]
+        while stack:
+            current = stack.pop()
+            current._json_errors = True
+            for action in current._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    stack.extend(action.choices.values())
     misspelt = _cli_misspelt(parser, args)
     if misspelt:
         misspelt[0].error(misspelt[1])
@@ -6089,13 +6109,25 @@ def _flag_names(names: dict[str, str] = {}) -> dict[str, str]:  # a cache: the r
     return names
 
 
-def _for_people(text: str) -> str:
+def _for_people(text: str, _seen: dict[str, str] = {}) -> str:  # noqa: B006 - a memo: help repeats its texts
     """Text for a person: calls as madtea commands, ``limit=`` as ``--limit``, and no agent phrasing.
 
     Only madtea's own words go through here (refusals, notices, help), never a forge object's content.
     """
+    found = _seen.get(text)
+    if found is None:
+        found = _people_words(text)
+        if len(_seen) < 4096:
+            _seen[text] = found
+    return found
+
+
+def _people_words(text: str) -> str:
     import json
     import re
+
+    if not re.search(r"[=_]|user|launch|Delet|fenced|offset|Only a|nothing left|Call |\bthe[ym]\b", text):
+        return text  # most help texts: nothing to rewrite (the CLI builds its help on every run)
 
     def command(match: Any) -> str:
         args: dict[str, Any] = {}

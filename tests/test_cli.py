@@ -415,3 +415,17 @@ def test_a_whole_body_edit_without_updated_at_shows_the_follow_up_command(env: E
     code, out, err = _cli(env, monkeypatch, capsys, "issue", "edit", str(number), "-b", "new body")
     assert code == 1 and "--updated-at" in err and "updated_at" not in err.replace("--updated-at", "")
     assert f"Then: madtea issue edit {number} --body 'new body'" in err and "--updated-at '<" in err
+
+
+def test_a_usage_error_under_json_is_json(capsys) -> None:
+    import json
+    with pytest.raises(SystemExit) as exited:
+        madtea.main(["issue", "view", "--json"])
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert exited.value.code == 2 and error["code"] == "BAD_ARGUMENT" and "NUMBER" in error["message"]
+    with pytest.raises(SystemExit):
+        madtea.main(["issue", "viwe", "3", "--json"])
+    assert "did you mean 'view'" in json.loads(capsys.readouterr().out)["error"]["message"]
+    with pytest.raises(SystemExit):
+        madtea.main(["issue", "view"])
+    assert "usage:" in capsys.readouterr().err  # without --json, argparse's own words
