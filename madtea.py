@@ -6085,7 +6085,8 @@ _PEOPLE_WORDS = (
     (r"Only a person can continue: Tell the user what failed; ", ""),
     (r"Only a person can continue: ", "To continue: "),
     (r"\b[Aa]sk the user (whether|which|how|what|if) ", r"Decide \1 "),
-    (r"\b[Aa]sk the user(?: to|:) (\w)", lambda m: m.group(1).upper()),
+    (r"(^|[.:!?]\s+)[Aa]sk the user(?: to|:) (\w)", lambda m: m.group(1) + m.group(2).upper()),
+    (r"\b[Aa]sk the user(?: to|:) ", ""),
     (r"\bthe user's\b", "your"), (r"\bthe user\b", "you"),
     (r"\b(they|them)(selves| meant| want(?:ed)?| mean)\b", lambda m: {"themselves": "yourself"}.get(
         m.group(0), "you" + m.group(2))),

@@ -429,3 +429,24 @@ def test_a_usage_error_under_json_is_json(capsys) -> None:
     with pytest.raises(SystemExit):
         madtea.main(["issue", "view"])
     assert "usage:" in capsys.readouterr().err  # without --json, argparse's own words
+
+
+def _notices() -> list[str]:
+    """Every notice and warning madtea emits, as written in its source (values shown as X)."""
+    import ast
+    tree = ast.parse(Path(madtea.__file__).read_text(encoding="utf-8"))
+    texts = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("notice", "warn") \
+                and node.args:
+            parts = node.args[0].values if isinstance(node.args[0], ast.JoinedStr) else [node.args[0]]
+            texts.append("".join(p.value if isinstance(p, ast.Constant) and isinstance(p.value, str) else "X"
+                                 for p in parts))
+    return texts
+
+
+def test_every_notice_reads_as_words_for_a_person() -> None:
+    notices = _notices()
+    assert len(notices) > 25 and any("pass limit= or page=" in n for n in notices)
+    for text in notices:
+        assert not _dialect(madtea._for_people(text)), (text, madtea._for_people(text))
