@@ -175,11 +175,10 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
     rec = Recorder()
     real_git = gitops.git
 
-    def recording_git(*args: Any, cwd: Any, check: bool = True, input: bytes | None = None,
-                      env: Any = None, timeout: float = 120) -> gitops.GitResult:
+    def recording_git(*args: Any, **kwargs: Any) -> gitops.GitResult:
         rec.argv.append(["git", *(os.fspath(a) for a in args)])
-        rec.git_envs.append(gitops._child_env(env))
-        return real_git(*args, cwd=cwd, check=check, input=input, env=env, timeout=timeout)
+        rec.git_envs.append(gitops._child_env(kwargs.get("env")))
+        return real_git(*args, **kwargs)
 
     monkeypatch.setattr(gitops, "git", recording_git)
     real_popen = subprocess.Popen
