@@ -6110,7 +6110,7 @@ def _flag_names(names: dict[str, str] = {}) -> dict[str, str]:  # a cache: the r
     return names
 
 
-def _for_people(text: str, _seen: dict[str, str] = {}) -> str:  # a memo: help repeats its texts
+def _for_people(text: str, _seen: dict[str, str] = {}) -> str:  # noqa: B006 - a memo: help repeats its texts
     """Text for a person: calls as madtea commands, ``limit=`` as ``--limit``, and no agent phrasing.
 
     Only madtea's own words go through here (refusals, notices, help), never a forge object's content.
@@ -6608,52 +6608,12 @@ class _InFlight:
 IN_FLIGHT = _InFlight()
 
 
-def _import_sdk_lean() -> None:
-    """Make the SDK's ``mcp`` and ``mcp.server`` packages importable without running their ``__init__``.
-
-    Those two files load the SDK's client, its high-level ``MCPServer``, an HTTP client and more: about
-    a fifth of the SDK's import time, and none of it is used by a low-level stdio server. Each package
-    is put in place empty, with its real path, so its modules import as usual; the first lookup of a
-    name it does not hold yet runs its real ``__init__``, so ``from mcp import X`` still works anywhere.
-    A package already imported (or not installed) is left alone.
-    """
-    import importlib.util
-    import threading
-
-    for name in ("mcp", "mcp.server"):
-        if name in sys.modules:
-            continue
-        try:
-            spec = importlib.util.find_spec(name)
-        except (ImportError, ValueError):
-            return
-        if spec is None or spec.loader is None or not spec.submodule_search_locations:
-            return
-        package = importlib.util.module_from_spec(spec)
-        setattr(package, "__getattr__", _full_init(package, spec, threading.Lock()))
-        sys.modules[name] = package
-        if "." in name:
-            setattr(sys.modules[name.rpartition(".")[0]], name.rpartition(".")[2], package)
-
-
-def _full_init(package: Any, spec: Any, lock: Any) -> Any:
-    """A package's ``__getattr__`` that runs its real ``__init__`` once, then answers the lookup."""
-    def lookup(attr: str) -> Any:
-        with lock:
-            if package.__dict__.get("__getattr__") is lookup:
-                del package.__dict__["__getattr__"]
-                spec.loader.exec_module(package)
-        return getattr(package, attr)
-    return lookup
-
-
 def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = None) -> Any:
     """The MCP server: tools generated from the registry (as far as *scope* offers them), raw arguments
     seen by the dispatcher."""
     import time
     from pathlib import Path
     import anyio
-    _import_sdk_lean()
     import mcp.types as types
     from mcp.server.lowlevel import Server
 
@@ -6829,7 +6789,6 @@ def serve_mcp(args: Sequence[str] = ()) -> int:
         return 2
     try:
         import anyio
-        _import_sdk_lean()
         from mcp.server.stdio import stdio_server
     except ImportError:
         sys.stderr.write("madtea mcp needs the mcp package: pip install 'madtea[mcp]' "

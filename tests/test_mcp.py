@@ -181,24 +181,22 @@ async def test_stdio_error_result_reaches_the_client(single_repo) -> None:
     assert json.dumps(result.structured_content)
 
 
-def test_server_start_skips_the_sdk_package_inits_yet_every_sdk_name_still_imports(tmp_path: Path) -> None:
-    """The server imports the SDK's low-level modules only; a later ``from mcp import X`` still works."""
+def test_the_server_is_the_sdks_own_low_level_server_imported_as_the_sdk_publishes_it(tmp_path: Path) -> None:
+    """No stand-ins in sys.modules: the SDK's packages are the SDK's, each name where the SDK puts it."""
     probe = """
 import sys
 import madtea
-madtea.build_server()
-from mcp.server.stdio import stdio_server
-skipped = [m for m in ("mcp.client.client", "mcp.server.mcpserver", "httpx2") if m in sys.modules]
-from mcp import ClientSession, types
-from mcp.server import MCPServer, Server
-import mcp
-print(skipped, mcp.Client.__name__, MCPServer.__name__, Server is madtea.build_server().__class__, types.Tool.__name__)
+server = madtea.build_server()
+import mcp, mcp.server
+from mcp.server.lowlevel import Server
+print(type(server) is Server, all(getattr(sys.modules[m], "__getattr__", None) is None for m in ("mcp", "mcp.server")),
+      mcp.Client.__name__, mcp.server.MCPServer.__name__)
 """
     env = {"PYTHONPATH": str(ROOT), "HOME": os.environ["HOME"], "PATH": os.environ.get("PATH", "")}
     out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=120, stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["[]", "Client", "MCPServer", "True", "Tool"]
+    assert out.stdout.split() == ["True", "True", "Client", "MCPServer"]
 
 
 @pytest.mark.anyio
