@@ -6110,7 +6110,7 @@ def _flag_names(names: dict[str, str] = {}) -> dict[str, str]:  # a cache: the r
     return names
 
 
-def _for_people(text: str, _seen: dict[str, str] = {}) -> str:  # noqa: B006 - a memo: help repeats its texts
+def _for_people(text: str, _seen: dict[str, str] = {}) -> str:  # a memo: help repeats its texts
     """Text for a person: calls as madtea commands, ``limit=`` as ``--limit``, and no agent phrasing.
 
     Only madtea's own words go through here (refusals, notices, help), never a forge object's content.
