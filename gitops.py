@@ -74,6 +74,7 @@ __all__ = [
     "pushes_running",
     "remote_branch_sha",
     "fetch",
+    "fetch_pull_head",
     "pull_ff",
     "branch_create",
     "switch",
@@ -1900,7 +1901,7 @@ def fetch_pull_head(repo: Repo, number: int, branch: str, remote: str = "origin"
     git refuses a branch that would lose commits, and the checked-out one)."""
     refspec = f"refs/pull/{int(number)}/head:refs/heads/{reject_option(branch, 'branch')}"
     argv = ["fetch", "--", reject_option(remote, "remote"), refspec]
-    result = git(*argv, cwd=repo.top, check=False, env=env)
+    result = git(*argv, repo=repo, check=False, env=env)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
 
