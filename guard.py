@@ -545,10 +545,6 @@ def same_repo(a: RepoFacts, b: RepoFacts) -> bool:
     return a.common_dir == b.common_dir
 
 
-def _name_matches(name: str, repo: RepoFacts) -> bool:
-    return names_origin(name, repo.origin)
-
-
 def names_origin(name: str, origin: gitops.RemoteId | None) -> bool:
     """Whether ``owner/repo`` or ``host/owner/repo`` *name* is the repository *origin* points at."""
     if origin is None:
@@ -564,7 +560,7 @@ def signal_agrees(signal: Signal, repo: RepoFacts, *, work_tree: bool = True) ->
     somewhere else to land); with *work_tree* false, with any working tree of the same repository."""
     if signal.repo is not None:
         return signal.repo.top == repo.top if work_tree else same_repo(signal.repo, repo)
-    return signal.name is not None and _name_matches(signal.name, repo)
+    return signal.name is not None and names_origin(signal.name, repo.origin)
 
 
 def distinct_children(launch: RepoFacts, children: Iterable[tuple[Path, gitops.RemoteId | None]]) -> list[Path]:
