@@ -5074,11 +5074,7 @@ def call(forge: FakeForge, method: str, path: str, *, token: str | None = DEFAUL
 
 def get(forge: FakeForge, where: str, **query: Any) -> tuple[int, dict[str, str], Any]:
     """A GET of *where* with *query*; returns (status, headers, parsed JSON or raw bytes)."""
-    status, headers, raw = forge.call("GET", where, query=query or None)
-    try:
-        return status, headers, json.loads(raw)
-    except ValueError:
-        return status, headers, raw
+    return call(forge, "GET", where, query=query or None)
 
 
 def open_pull(forge: FakeForge, branch: str = "feature", files: dict[str, str] | None = None) -> int:
