@@ -475,7 +475,7 @@ class _Watch:
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
-        self.reason: str | None = None  # "deadline" or "shutdown" once cut
+        self.reason: str | None = None  # "deadline", "shutdown" or "cancelled" once cut
         self.done = False
         self._sock: socket.socket | None = None
         self._lock = threading.Lock()
