@@ -1493,8 +1493,9 @@ def check_remote_urls(t: Target, written: str | None, urls: Sequence[str], *, pu
     """A push goes only to, and a pull comes only from, the repository origin names: each URL git will really
     use (after ``pushurl``, ``pushInsteadOf`` and ``insteadOf``) must name the same repository as origin's own
     address in the config."""
+    named = gitops.parse_remote_url(written) if written else None
     for url in urls:
-        named, used = gitops.parse_remote_url(written) if written else None, gitops.parse_remote_url(url)
+        used = gitops.parse_remote_url(url)
         if written == url or (named.key == used.key if named and used else _same_tail(url, written, named)):
             continue
         shown = used.full if used else "an address that is not a forge repository"
