@@ -704,9 +704,9 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
 
     result.text, result.data, result.error = scrubbed(result.text), scrubbed(result.data), scrubbed(result.error)
     result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
-    if result.content is not None:
-        for secret in forge.known_tokens():
-            result.content = result.content.replace(secret.encode("utf-8", "replace"), b"***")
+    if result.content is not None:  # the call's own secret values (the tokens are _redacted's)
+        for form in ordered:
+            result.content = result.content.replace(form.encode("utf-8", "replace"), b"***")
     return result
 
 
