@@ -4488,7 +4488,7 @@ def wiki_history_op(inv: Invocation) -> Result:
              "message": clean_line(str(c.get("message") or "").split("\n")[0])} for c in got.get("commits") or []]
     more = int(got.get("count") or 0) - len(rows) - 10 * (int(inv.args.get("page") or 1) - 1)
     return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {r['author']}: {r['message']}" for r in rows)
-                  + (f"\n[{more} older revisions; continue with " + guard.render_call(inv.again(
+                  + (f"\n[{more} older revisions; continue with " + shown_call(inv.again(
                       page=int(inv.args.get("page") or 1) + 1)) + "]" if more > 0 and rows else "")
                   or f"wiki page {name} has no revisions", {"count": got.get("count"), "revisions": rows})
 
