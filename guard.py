@@ -5033,8 +5033,8 @@ def exit_flushed(code: int) -> NoReturn:
 _HOOK_SHELL_TOOLS = {"PreToolUse": ("Bash",), "BeforeTool": ("run_shell_command",)}
 # Processes between the hook and the agent that are not the agent itself: the
 # shell the harness runs the hook command with, and common launch wrappers.
-_HOOK_WRAPPERS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox", "env",
-                            "timeout", "nice", "nohup", "stdbuf", "time", "sudo", "doas", "setsid"})
+_HOOK_WRAPPERS = _HOOK_SHELLS | frozenset({"env", "timeout", "nice", "nohup", "stdbuf", "time", "sudo", "doas",
+                                          "setsid"})
 _HOOK_DEPTH = 6
 
 
