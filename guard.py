@@ -3096,7 +3096,6 @@ def classify_command(command: str, cwd: str, repo_facts: Any,
     ctx = _HookCtx(cwd, repo_facts)
     ctx.cli_ops = cli_ops
     segs = _HookParser(command, run_dir or cwd).parse()
-    top_level = [s for s in segs if s.depth == 0 and _hook_label(s)]
     denied: list[tuple[_HookSeg, str]] = []
     notes: list[str] = []
     for seg in segs:
@@ -3105,8 +3104,9 @@ def classify_command(command: str, cwd: str, repo_facts: Any,
                 denied.append((seg, text))
             elif kind == "note" and text not in notes:
                 notes.append(text)
-    if denied:
-        lines = [NONE_RAN.format(first=_hook_label(top_level[0]))] if len(top_level) > 1 else []
+    if denied:  # only a denial names the line's commands
+        top_level = [label for s in segs if s.depth == 0 and (label := _hook_label(s))]
+        lines = [NONE_RAN.format(first=top_level[0])] if len(top_level) > 1 else []
         for _seg, text in denied:
             lines.extend(line for line in text.split("\n") if line not in lines)
         return HookDecision("deny", "\n".join(lines), denied[0][0].raw)
