@@ -3745,13 +3745,13 @@ for _name in ("uv", "poetry", "pipenv", "pdm", "hatch", "rye", "pixi", "pipx", "
 _HOOK_LAUNCHERS["fdfind"] = _HOOK_LAUNCHERS["fd"]
 for _name in ("mamba", "micromamba"):
     _HOOK_LAUNCHERS[_name], _HOOK_LAUNCHERS[_name + ":run"] = _HOOK_LAUNCHERS["conda"], _HOOK_LAUNCHERS["conda:run"]
+_HOOK_VERB_LAUNCHERS = frozenset(n.partition(":")[0] for n in _HOOK_LAUNCHERS if ":" in n)  # uv run, nix develop
 
 
 def _hook_unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
     """The command a wrapper runs, as words (a command line given as one string becomes ``sh -c``
     with it); None when it runs none the line shows."""
-    if f"{name}:run" in _HOOK_LAUNCHERS or f"{name}:exec" in _HOOK_LAUNCHERS or f"{name}:develop" in _HOOK_LAUNCHERS \
-            or f"{name}:tool" in _HOOK_LAUNCHERS:
+    if name in _HOOK_VERB_LAUNCHERS:
         verb = rest[0].text if rest else ""
         if name == "uv" and verb == "tool":
             rest, verb = rest[1:], "tool"  # uv tool run
