@@ -3987,7 +3987,7 @@ def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
     ``python -m madtea ...``, ``py madtea.pyz ...``), or None. Launchers such as ``uv run`` and
     ``pipx run`` are wrappers, removed before this."""
     name = _hook_basename(words[0].text)
-    if name in ("madtea", "madtea.py") or _hook_madtea_pyz(name):
+    if _hook_madtea_name(name):
         return words[1:]
     if _hook_python(name) or name == "py":
         i = 1
@@ -3997,8 +3997,7 @@ def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
             if words[i].text.startswith("-c"):
                 return None
             i += 2 if words[i].text in ("-W", "-X") else 1
-        if i < len(words) and (_hook_basename(words[i].text) in ("madtea", "madtea.py")
-                               or _hook_madtea_pyz(_hook_basename(words[i].text))):
+        if i < len(words) and _hook_madtea_name(_hook_basename(words[i].text)):
             return words[i + 1:]
     return None
 
@@ -4006,8 +4005,10 @@ def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
 _HOOK_MADTEA_PYZ = regex(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
 
 
-def _hook_madtea_pyz(name: str) -> bool:
-    return name.startswith("madtea") and name.endswith(".pyz") and bool(_HOOK_MADTEA_PYZ.fullmatch(name))
+def _hook_madtea_name(name: str) -> bool:
+    """``madtea``, ``madtea.py`` or the single-file release ``madtea-1.2.pyz``: a program that is madtea's CLI."""
+    return name in ("madtea", "madtea.py") or (name.startswith("madtea") and name.endswith(".pyz")
+                                               and bool(_HOOK_MADTEA_PYZ.fullmatch(name)))
 
 
 # --------------------------------------------------------------------------- rendering
