@@ -20,9 +20,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
     from pathlib import Path
-    from typing import Any
+    from typing import Any, TypeAlias
 
     import forge  # imported where it is used (see _forge), never by the module body
+
+    # JSON as it arrives: a forge's answers and a tool call's arguments. The one Any this module names.
+    Json: TypeAlias = Any
     from forge import ForgeTarget
 
 # python -m puts the caller's cwd first on sys.path, and a user's repository
