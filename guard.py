@@ -73,7 +73,7 @@ __all__ = [
     "update_no_source", "update_bad_source", "update_release_lacks", "update_busy", "update_new_copy_failed",
     "HookDecision", "HookRepo", "classify_command",
     "hook_failure_decision", "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL",
-    "hook_command", "hook_main", "exit_flushed", "caller_cwd_signal",
+    "hook_command", "hook_main", "exit_flushed", "caller_cwd_signal", "runtime_dir",
 ]
 
 # =========================================================================== 1. rules over facts
@@ -5188,7 +5188,7 @@ def caller_cwd_signal(max_age: float = 600) -> str | None:
     """
     if not os.path.isdir("/proc/self"):
         return None
-    folder = _hook_runtime_dir(create=False)
+    folder = runtime_dir(create=False)
     agent = _hook_agent(os.getpid())
     if folder is None or agent is None:
         return None
@@ -5278,7 +5278,7 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
     if not os.path.isdir("/proc/self"):
         return  # no process ancestry to key on, so no signal
     agent = _hook_agent(os.getpid())
-    folder = _hook_runtime_dir(create=True)
+    folder = runtime_dir(create=True)
     if agent is None or folder is None:
         return
     repo = gitops.fs_find(cwd) if os.path.isdir(cwd) else None
@@ -5312,7 +5312,7 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
         raise
 
 
-def _hook_runtime_dir(create: bool) -> str | None:
+def runtime_dir(create: bool) -> str | None:
     """``~/.cache/madtea/cwd-<machine>``: a 0700 folder found from the home folder alone.
 
     The hook and the server read no other variable to find it, because harnesses

@@ -438,7 +438,7 @@ def _nearest_tools(tool: Any, scope: guard.Scope | None) -> list[dict[str, Any]]
         ops = scoped_ops(name, scope)
         op = next((o for o in ops if not o.mutating), ops[0])
         required = {n: guard.placeholder(n) for n, spec in op.specs.items() if spec.required}
-        steps.append(guard.call(name, **guard._with_action(op.action, required)))
+        steps.append(guard.Asked(name, op.action, required).retry())
     return steps
 
 
@@ -543,7 +543,7 @@ class Invocation:
 
     def again(self, **changes: Any) -> dict[str, Any]:
         """This call as a step, with *changes* (a None value leaves that argument out)."""
-        return guard.call(self.op.tool, **guard._with_action(self.op.action, self.args | changes))
+        return self.asked.retry(**changes)
 
     def identity(self) -> str:
         """``owner/repo @ /abs/path (branch)``: every mutation says where it landed."""
@@ -2417,7 +2417,7 @@ def _unlock(fd: int, path: str, kind: str) -> None:
 
 def _lock_folder() -> str | None:
     try:
-        return guard._hook_runtime_dir(create=True)
+        return guard.runtime_dir(create=True)
     except Exception:  # no private runtime folder: this process's lock still holds
         return None
 
@@ -7951,7 +7951,7 @@ CLI_EXTRAS["update"] = ("Verify a signed release and replace this copy-installed
 # It never wedges the agent: anything it cannot read lets the command run,
 # unless the command has a git or madtea word in it.
 
-__all__ += ["hook_main", "caller_cwd_signal"]
+__all__ += ["hook_main", "cli_table", "caller_cwd_signal"]
 
 # The entry itself is guard's (see there): a hook run loads guard and gitops alone.
 from guard import caller_cwd_signal  # noqa: E402
@@ -7959,10 +7959,10 @@ from guard import caller_cwd_signal  # noqa: E402
 
 def hook_main() -> int:
     """``madtea hook`` with this module's CLI table for a line that runs madtea."""
-    return guard.hook_main(_hook_cli_ops)
+    return guard.hook_main(cli_table)
 
 
-def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
+def cli_table() -> dict[tuple[str, ...], Any]:
     """The CLI's (noun, verb) → MCP twin table, as plain data from the registry (one declaration, two surfaces)."""
     table: dict[tuple[str, ...], Any] = {}
     for op in REGISTRY:
@@ -7988,7 +7988,7 @@ def _hook_cli_ops() -> dict[tuple[str, ...], Any]:
 def main(argv: list[str] | None = None) -> int:
     """The one entry point: ``madtea hook``, ``madtea mcp`` or a CLI command."""
     args = sys.argv[1:] if argv is None else list(argv)
-    code = guard.hook_command(args, _hook_cli_ops, exit=argv is None)
+    code = guard.hook_command(args, cli_table, exit=argv is None)
     if code is not None:
         return code
     if args == ["--version"]:  # as the parser's own --version, without building the parser

@@ -83,7 +83,7 @@ import guard  # noqa: E402
 def _cli_table():
     _load("madtea")
     import madtea
-    return madtea._hook_cli_ops()
+    return madtea.cli_table()
 
 
 code = guard.hook_command(sys.argv[1:], _cli_table, exit=True)

@@ -191,7 +191,7 @@ def runtime_refusals(tmp: Path, scope: guard.Scope | None = None) -> Iterator[tu
 @pytest.fixture
 def classify(tmp_path: Path):
     cwd = make_repo(tmp_path / "agent-cwd", origin="https://forge.example.test/acme/web.git")
-    cli_ops = madtea._hook_cli_ops()
+    cli_ops = madtea.cli_table()
 
     def decide(command: str) -> guard.HookDecision:
         return guard.classify_command(command, str(cwd), guard._hook_repo_facts, lambda: cli_ops)

@@ -95,7 +95,7 @@ def fill(text: str, paths: dict[str, str]) -> str:
 
 
 def classify(command: str, cwd: str) -> guard.HookDecision:
-    return guard.classify_command(command, cwd, guard._hook_repo_facts, madtea._hook_cli_ops)
+    return guard.classify_command(command, cwd, guard._hook_repo_facts, madtea.cli_table)
 
 
 def _table_params() -> list:
@@ -416,8 +416,8 @@ sys.addaudithook(lambda event, args: seen.append(event) if event.startswith(_WAT
 import re
 import madtea
 built = []
-table = madtea._hook_cli_ops
-madtea._hook_cli_ops = lambda: built.append(1) or table()
+table = madtea.cli_table
+madtea.cli_table = lambda: built.append(1) or table()
 code = madtea.main(["hook"])
 with open(sys.argv[1], "w") as fh:
     json.dump({"events": seen, "modules": sorted(sys.modules), "table": bool(built)}, fh)
@@ -580,7 +580,7 @@ def _fake_agent(monkeypatch: pytest.MonkeyPatch) -> Path:
     """One pretend agent process above this one, and the record folder it would use."""
     monkeypatch.setattr(os.path, "isdir", lambda p, _real=os.path.isdir: True if p == "/proc/self" else _real(p))
     monkeypatch.setattr(guard, "_hook_ancestors", lambda _pid: [(4242, 777, "claude")])
-    folder = guard._hook_runtime_dir(create=True)
+    folder = guard.runtime_dir(create=True)
     assert folder is not None
     return Path(folder)
 

@@ -285,7 +285,7 @@ def test_copied_files_untracked_inside_another_repository_are_a_copy_install(rel
                                      "python3 madtea-0.2.0.pyz update", "./madtea.pyz update --allow-downgrade",
                                      "python3 -m madtea update", "python.exe C:/tools/madtea-0.2.0.pyz update"])
 def test_the_hook_steers_an_agents_update_to_the_user(tmp_path, command) -> None:
-    decision = guard.classify_command(command, str(tmp_path), lambda path: None, madtea._hook_cli_ops)
+    decision = guard.classify_command(command, str(tmp_path), lambda path: None, madtea.cli_table)
     assert decision.kind == "deny"
     assert "ask the user to run madtea update themselves" in decision.text
 
