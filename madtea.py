@@ -17,10 +17,12 @@ import sys
 # gitops.record and gitops.to_json): a function that needs one imports it.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
     from pathlib import Path
-    from typing import Any, TypeAlias
+    from types import SimpleNamespace
+    from typing import Any, NoReturn, TypeAlias
 
     import forge  # imported where it is used (see _forge), never by the module body
 
@@ -5859,7 +5861,7 @@ def _optional_on_cli(op: Op, p: Param) -> bool:
     return p.name == "number" and op.tool == "madt_pr"
 
 
-def _add_cli_param(parser: Any, p: Param, op: Op | None = None) -> None:
+def _add_cli_param(parser: argparse.ArgumentParser, p: Param, op: Op | None = None) -> None:
     many = p.type in ("strs", "numbers")
     if p.enum_flags:
         group = parser.add_mutually_exclusive_group()
@@ -5874,40 +5876,38 @@ def _add_cli_param(parser: Any, p: Param, op: Op | None = None) -> None:
         parser.add_argument(p.name, nargs=nargs, help=_for_people(p.cli_help or p.description),
                             metavar=p.name.upper())
         return
-    kwargs: dict[str, Any] = {"dest": p.name, "help": _for_people(p.cli_help or p.description)}
+    flags, about = _cli_flag(p), _for_people(p.cli_help or p.description)
     if p.type == "bool":
         import argparse
-        kwargs["action"] = argparse.BooleanOptionalAction if p.default_true else "store_true"
-        kwargs["default"] = None
+        parser.add_argument(*flags, dest=p.name, help=about, default=None,
+                            action=argparse.BooleanOptionalAction if p.default_true else "store_true")
     elif many:
         # Repeatable, one value each (a flag never swallows the positionals after it); names also take commas.
-        kwargs["action"] = "extend"
-        kwargs["type"] = (lambda v: [v]) if p.name in _PATH_LISTS else _cli_values
-        kwargs["metavar"] = p.name.upper()
-    if p.choices:
-        kwargs["choices"] = p.choices
-    parser.add_argument(*_cli_flag(p), **kwargs)
+        parser.add_argument(*flags, dest=p.name, help=about, action="extend", metavar=p.name.upper(),
+                            type=(lambda v: [v]) if p.name in _PATH_LISTS else _cli_values, choices=p.choices or None)
+    else:
+        parser.add_argument(*flags, dest=p.name, help=about, choices=p.choices or None)
 
 
-def build_parser() -> Any:
+def build_parser() -> argparse.ArgumentParser:
     """The CLI, generated from the registry: ``madtea <noun> [<verb>] ...``."""
     import argparse  # the hook path never builds the CLI
 
     class Parser(argparse.ArgumentParser):
         """argparse's parser, whose usage errors are JSON when the command line asks for --json."""
 
-        def error(self, message: str) -> Any:
-            if getattr(self, "_json_errors", False):
+        def error(self, message: str) -> NoReturn:
+            if self.get_default("_json_errors"):
                 import json
                 print(json.dumps({"error": {"code": "BAD_ARGUMENT", "message": f"{self.prog}: {message}",
                                             "usage": " ".join(self.format_usage().split())}}, indent=2))
                 sys.exit(2)
-            return super().error(message)
+            super().error(message)
 
     parser = Parser(prog="madtea", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"madtea {__version__}")
     nouns = parser.add_subparsers(dest="noun", metavar="<command>")
-    groups: dict[str, Any] = {}
+    groups: dict[str, argparse._SubParsersAction[Parser]] = {}
     for op in REGISTRY:
         head, *rest = op.cli
         summary = _for_people(op.summary)
@@ -5939,7 +5939,7 @@ def build_parser() -> Any:
 _LONG_TEXTS = ("body", "notes", "content")
 
 
-def _add_cli_conveniences(sub: Any, op: Op) -> None:
+def _add_cli_conveniences(sub: argparse.ArgumentParser, op: Op) -> None:
     """What every command of a kind takes on the CLI, beside its declared parameters: -F for its long text, and
     -w/--web on a view."""
     names = {p.name for p in op.params}
@@ -5960,7 +5960,7 @@ CLI_ALIASES = {"issue": ("issues",), "pr": ("pulls", "pull-request"), "release":
                "label": ("labels",), "milestone": ("milestones",), "notification": ("notifications",)}
 
 
-def _cli_help(parser: Any, words: Sequence[str]) -> int:
+def _cli_help(parser: argparse.ArgumentParser, words: Sequence[str]) -> int:
     """``madtea help issue create``: the help of that command, as ``madtea issue create --help`` prints it."""
     misspelt = _cli_misspelt(parser, list(words))
     if misspelt:
@@ -5976,14 +5976,14 @@ def _cli_help(parser: Any, words: Sequence[str]) -> int:
     return 0
 
 
-def _cli_parse(parser: Any, args: Sequence[str]) -> Any:
+def _cli_parse(parser: argparse.ArgumentParser, args: Sequence[str]) -> argparse.Namespace:
     """Parse a command line; a misspelt or unknown word exits 2 with its usage and a did-you-mean."""
     if "--json" in args:  # each parser is argparse's: mark them all for JSON errors
         import argparse
         stack = [parser]
         while stack:
             current = stack.pop()
-            current._json_errors = True
+            current.set_defaults(_json_errors=True)
             for action in current._actions:
                 if isinstance(action, argparse._SubParsersAction):
                     stack.extend(action.choices.values())
@@ -5997,7 +5997,7 @@ def _cli_parse(parser: Any, args: Sequence[str]) -> Any:
     return ns
 
 
-def _cli_misspelt(parser: Any, args: Sequence[str]) -> tuple[Any, str] | None:
+def _cli_misspelt(parser: argparse.ArgumentParser, args: Sequence[str]) -> tuple[argparse.ArgumentParser, str] | None:
     """(the parser to show, the error) for a command, verb or flag that does not exist, with a did-you-mean.
 
     argparse alone answers a mistyped flag with the top-level usage and no hint;
@@ -6020,7 +6020,7 @@ def _cli_misspelt(parser: Any, args: Sequence[str]) -> tuple[Any, str] | None:
     return None
 
 
-def _cli_unknown_flags(sub: Any, extras: Sequence[str]) -> str:
+def _cli_unknown_flags(sub: argparse.ArgumentParser, extras: Sequence[str]) -> str:
     """The error for arguments a subcommand does not take, naming the closest flag it does.
 
     A command that takes a secret repeats only the flags, never a value (one may be the secret typed in the
@@ -6044,7 +6044,7 @@ def _cli_unknown_flags(sub: Any, extras: Sequence[str]) -> str:
 
 
 # CLI-only commands with no MCP twin (serving, hooks, diagnostics): name -> (summary, configure).
-CLI_EXTRAS: dict[str, tuple[str, Callable[[Any], None]]] = {}
+CLI_EXTRAS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {}
 
 
 def cli_render(step: Mapping[str, Any]) -> str:
@@ -6271,7 +6271,7 @@ def json_error(result: Result) -> dict[str, Any]:
     return {"error": shown}
 
 
-def _apply_cli_extras(op: Op, ns: Any, raw: dict[str, Any]) -> None:
+def _apply_cli_extras(op: Op, ns: argparse.Namespace, raw: dict[str, Json]) -> None:
     """CLI conveniences: --body-file reads the body from a file or stdin; a person's relative
     --dir or worktree path is taken from their shell's directory, as git -C and git worktree do."""
     from pathlib import Path
@@ -6705,7 +6705,7 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 
 
-def scope_options(parser: Any) -> None:
+def scope_options(parser: argparse.ArgumentParser) -> None:
     """The options that narrow a server, shared by ``madtea mcp`` and ``madtea doctor``."""
     parser.add_argument("--read-only", action="store_true", default=None,
                         help="Offer and allow only reads (also MADTEA_READ_ONLY=1).")
@@ -6722,7 +6722,8 @@ def _entries(values: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(e.strip() for v in values for e in v.split(",") if e.strip()))
 
 
-def scope_from(ns: Any, environ: Mapping[str, str], launch_dir: Path) -> tuple[guard.Scope, list[str]]:
+def scope_from(ns: argparse.Namespace | SimpleNamespace, environ: Mapping[str, str],
+               launch_dir: Path) -> tuple[guard.Scope, list[str]]:
     """The scope a server starts with, from its options and then the environment (options win),
     and the problems that must stop it from starting."""
     problems: list[str] = []
@@ -6775,7 +6776,8 @@ def serve_mcp(args: Sequence[str] = ()) -> int:
     from types import SimpleNamespace
 
     # argparse (with gettext) costs more than the scope itself: it is loaded only for options given.
-    ns: Any = SimpleNamespace(read_only=None, tools=None, exclude_tools=None, repo=None)
+    ns: argparse.Namespace | SimpleNamespace
+    ns = SimpleNamespace(read_only=None, tools=None, exclude_tools=None, repo=None)
     if args:  # the CLI's own parser: a misspelt option gets the same usage and did-you-mean as any command
         ns = _cli_parse(build_parser(), ["mcp", *args])
     scope, problems = scope_from(ns, os.environ, Path(os.getcwd()))
@@ -7288,7 +7290,7 @@ def _read_small(path: Path) -> str:
         return ""
 
 
-def _doctor_scope(ns: Any, cwd: Path) -> list[tuple[str, str, str]]:
+def _doctor_scope(ns: argparse.Namespace, cwd: Path) -> list[tuple[str, str, str]]:
     """The scope ``madtea mcp`` would start with here, given the same options and this environment."""
     scope, problems = scope_from(ns, os.environ, cwd)
     if problems:
@@ -7296,12 +7298,12 @@ def _doctor_scope(ns: Any, cwd: Path) -> list[tuple[str, str, str]]:
     return [("ok" if scope.active else "info", "mcp scope", scope.describe())]
 
 
-def _doctor_cli(parser: Any) -> None:
+def _doctor_cli(parser: argparse.ArgumentParser) -> None:
     scope_options(parser)
 
     parser.add_argument("--json", action="store_true", help="Print the checks as JSON.")
 
-    def run_doctor(ns: Any) -> int:
+    def run_doctor(ns: argparse.Namespace) -> int:
         import json
         from pathlib import Path
         rows = doctor_report(Path(os.getcwd())) + _doctor_scope(ns, Path(os.getcwd()))
@@ -7322,8 +7324,8 @@ CLI_EXTRAS["doctor"] = ("Check Python, git, the mcp package, this repository, it
 
 # --- the mcp and hook commands ---
 
-def _serving_cli(epilog: str, run: Callable[[], int]) -> Callable[[Any], None]:
-    def configure(parser: Any) -> None:
+def _serving_cli(epilog: str, run: Callable[[], int]) -> Callable[[argparse.ArgumentParser], None]:
+    def configure(parser: argparse.ArgumentParser) -> None:
         parser.epilog = epilog
         parser.set_defaults(_run=lambda ns: run())
     return configure
@@ -7336,7 +7338,7 @@ _MCP_HELP = _serving_cli(
     "variable.", lambda: serve_mcp())
 
 
-def _mcp_cli(parser: Any) -> None:
+def _mcp_cli(parser: argparse.ArgumentParser) -> None:
     scope_options(parser)
     _MCP_HELP(parser)
 
@@ -7909,7 +7911,7 @@ def _replace_files(files: Mapping[Path, bytes], platform: str = sys.platform) ->
         _sync_dir(folder, platform)
 
 
-def _update_cli(parser: Any) -> None:
+def _update_cli(parser: argparse.ArgumentParser) -> None:
     from pathlib import Path
 
     parser.add_argument("--from", dest="source", metavar="FILE", type=Path,
@@ -7921,7 +7923,7 @@ def _update_cli(parser: Any) -> None:
     parser.add_argument("--allow-downgrade", action="store_true",
                         help="Install the release even when it is older than the installed madtea.")
 
-    def run_update(ns: Any) -> int:
+    def run_update(ns: argparse.Namespace) -> int:
         try:
             if ns.source is not None:
                 print(update_from_file(ns.source.absolute(), allow_downgrade=ns.allow_downgrade))
