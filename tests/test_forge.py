@@ -411,6 +411,70 @@ def test_a_retry_that_would_pass_the_deadline_is_not_waited_for(serve: Callable[
     assert "429" in caught.value.message and "wait 20 s" in caught.value.message
 
 
+class FakeCall:
+    """A running tool call's controls as forge sees them: its pauses and details recorded, cancelled on demand."""
+
+    deadline: float | None = None
+
+    def __init__(self, cancel_at_pause: int | None = None) -> None:
+        self.waits: list[float] = []
+        self.details: list[str] = []
+        self.cancel_at_pause = cancel_at_pause
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_at_pause is not None and len(self.waits) >= self.cancel_at_pause
+
+    def detail(self, text: str) -> None:
+        self.details.append(text)
+
+    def hold(self, stop: Callable[[], None]) -> int:
+        return 0
+
+    def release(self, key: int) -> None:
+        pass
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(seconds)
+        return self.cancelled
+
+
+def _in_call(call: FakeCall, run: Callable[[], Any]) -> Any:
+    token = forge.CALL.set(call)
+    try:
+        return run()
+    finally:
+        forge.CALL.reset(token)
+
+
+def test_a_retry_inside_a_call_waits_on_the_call_and_says_so(serve: Callable[..., Server]) -> None:
+    server = serve([Reply(503, {"message": ""}), Reply(action="drop"), Reply(200, {"ok": True})])
+    call, sleeps = FakeCall(), Sleeps()
+    assert _in_call(call, lambda: client(server, sleep=sleeps).get("/repos/acme/web")) == {"ok": True}
+    assert len(call.waits) == 2 and sleeps == [] and len(server.seen) == 3
+    pauses = [d for d in call.details if "trying again in" in d]
+    assert len(pauses) == 2 and "answered 503" in pauses[0], call.details
+
+
+@pytest.mark.parametrize("first", [Reply(503, {"message": ""}), Reply(action="drop")], ids=["status", "dropped"])
+def test_a_call_cancelled_during_a_retry_pause_sends_nothing_more(serve: Callable[..., Server], first: Reply) -> None:
+    server = serve([first, Reply(200, {"ok": True})])
+    call = FakeCall(cancel_at_pause=1)
+    with pytest.raises(forge.ForgeError) as caught:
+        _in_call(call, lambda: client(server).get("/repos/acme/web"))
+    assert len(server.seen) == 1 and len(call.waits) == 1
+    assert caught.value.code == "FORGE_UNAVAILABLE"
+    assert caught.value.message == f"madtea stopped GET /repos/acme/web to {server.host} because the call " \
+                                   "was cancelled.", caught.value.message
+
+
+def test_a_cancelled_call_sends_no_request(serve: Callable[..., Server]) -> None:
+    server = serve([Reply(200, {"ok": True})])
+    with pytest.raises(forge.ForgeError) as caught:
+        _in_call(FakeCall(cancel_at_pause=0), lambda: client(server).get("/repos/acme/web"))
+    assert server.seen == [] and "because the call was cancelled." in caught.value.message
+
+
 @pytest.mark.parametrize("method", ["POST", "PATCH"])
 def test_writes_are_never_retried(serve: Callable[..., Server], method: str) -> None:
     server = serve([Reply(503, {"message": ""}), Reply(200, {"ok": True})])
