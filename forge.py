@@ -376,6 +376,14 @@ class _Transport(Exception):
         self.sent = sent
 
 
+# Why madtea itself stopped a request, by the kind of _Transport that says so.
+_STOPPED_BECAUSE = {"shutdown": "it is shutting down", "cancelled": "the call was cancelled"}
+
+
+def _stopped(kind: str, sent: bool) -> _Transport:
+    return _Transport(kind, _STOPPED_BECAUSE[kind], sent)
+
+
 def _split_checked(url: str) -> urllib.parse.SplitResult:
     parts = urllib.parse.urlsplit(url)
     shown = _display_url(url)
@@ -678,10 +686,10 @@ def _open_once(req: urllib.request.Request, scheme: str, ca_file: str | None, ti
                deadline: float, max_bytes: int, host: str,
                on_send: Callable[[str, str], None] | None) -> tuple[int, dict[str, str], bytes]:
     if _CLOSING.is_set():
-        raise _Transport("shutdown", "madtea is shutting down", False)
+        raise _stopped("shutdown", False)
     call = CALL.get()
     if call is not None and call.cancelled:
-        raise _Transport("cancelled", "the call was cancelled", False)
+        raise _stopped("cancelled", False)
     watch = _watch_until(deadline)
     held = call.hold(lambda: watch.expire("cancelled")) if call is not None else 0
     try:
@@ -741,9 +749,8 @@ def _transport_error(failure: _Transport, method: str, host: str, path: str, tim
                      attempts: int, out_of_time: bool, limit: float) -> ForgeError:
     label = f"{method} {path}"
     tries = f" after {attempts} attempts" if attempts > 1 else ""
-    if failure.kind in ("shutdown", "cancelled"):
-        why = "it is shutting down" if failure.kind == "shutdown" else "the call was cancelled"
-        text = f"madtea stopped {label} to {host} because {why}."
+    if failure.kind in _STOPPED_BECAUSE:
+        text = f"madtea stopped {label} to {host} because {_STOPPED_BECAUSE[failure.kind]}."
         if method not in _IDEMPOTENT and failure.sent:
             text += " The forge may or may not have applied it."
         return ForgeError("FORGE_UNAVAILABLE", text, None, method, path, transient=True)
@@ -917,7 +924,7 @@ def request(
                 if time.monotonic() + delay < deadline:
                     if _pause(call, sleep, delay, f"{method} {path} on {host}: {failure.reason}"):
                         continue
-                    failure = _Transport("cancelled", "the call was cancelled", failure.sent)
+                    failure = _stopped("cancelled", failure.sent)
             out_of_time = time.monotonic() >= deadline  # the socket timeout was the remaining budget
             raise _transport_error(failure, method, host, path, timeout, attempt, out_of_time, limit) from None
         if idempotent and resp.status in _RETRY_STATUSES and attempt <= retries:
@@ -926,8 +933,8 @@ def request(
             if time.monotonic() + delay < deadline:
                 if _pause(call, sleep, delay, f"{method} {path} on {host} answered {resp.status}"):
                     continue
-                raise _transport_error(_Transport("cancelled", "the call was cancelled", True), method, host, path,
-                                       timeout, attempt, False, limit) from None
+                raise _transport_error(_stopped("cancelled", True), method, host, path, timeout, attempt, False,
+                                       limit) from None
         return Response(resp.status, resp.headers, resp.body, resp.url, method, path, host, attempt)
 
 

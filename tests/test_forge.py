@@ -475,6 +475,18 @@ def test_a_cancelled_call_sends_no_request(serve: Callable[..., Server]) -> None
     assert server.seen == [] and "because the call was cancelled." in caught.value.message
 
 
+def test_no_request_starts_while_madtea_shuts_down(serve: Callable[..., Server],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    server = serve([Reply(200, {"ok": True})])
+    closing = threading.Event()
+    closing.set()
+    monkeypatch.setattr(forge, "_CLOSING", closing)  # forge.end_requests() sets the process's own, for good
+    with pytest.raises(forge.ForgeError) as caught:
+        client(server).get("/repos/acme/web")
+    assert server.seen == [] and caught.value.transient
+    assert caught.value.message == f"madtea stopped GET /repos/acme/web to {server.host} because it is shutting down."
+
+
 @pytest.mark.parametrize("method", ["POST", "PATCH"])
 def test_writes_are_never_retried(serve: Callable[..., Server], method: str) -> None:
     server = serve([Reply(503, {"message": ""}), Reply(200, {"ok": True})])
