@@ -619,25 +619,28 @@ def _redacted(result: Result) -> Result:
     if "forge" not in sys.modules and not any(k.upper().startswith("MADTEA_TOKEN") for k in os.environ):
         return result  # no token is known to this process
     forge = _forge()
-    if not forge.known_tokens():
-        return result
+    tokens = forge.known_tokens()
+    return _hidden(result, forge.redact, tokens) if tokens else result
 
-    def scrubbed(value: Any) -> Any:
+
+def _hidden(result: Result, hide: Callable[[str], str], forms: Sequence[str]) -> Result:
+    """*result* with *hide* applied to every string of its text, data, error and notes (keys too), and each of
+    *forms* replaced by ``***`` in the raw bytes a view shows."""
+
+    def walk(value: Any) -> Any:
         if isinstance(value, str):
-            return forge.redact(value)
+            return hide(value)
         if isinstance(value, (list, tuple)):
-            return type(value)(scrubbed(v) for v in value)
+            return type(value)(walk(v) for v in value)
         if isinstance(value, dict):
-            return {scrubbed(k): scrubbed(v) for k, v in value.items()}
+            return {walk(k): walk(v) for k, v in value.items()}
         return value
 
-    result.text = scrubbed(result.text)
-    result.data = scrubbed(result.data)
-    result.error = scrubbed(result.error)
-    result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
+    result.text, result.data, result.error = walk(result.text), walk(result.data), walk(result.error)
+    result.notes = [(severity, walk(text)) for severity, text in result.notes]
     if result.content is not None:
-        for secret in forge.known_tokens():
-            result.content = result.content.replace(secret.encode("utf-8", "replace"), b"***")
+        for form in forms:
+            result.content = result.content.replace(form.encode("utf-8", "replace"), b"***")
     return result
 
 
@@ -692,27 +695,16 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
             start = at + low
         return "".join(pieces) + text[start:] if pieces else text
 
-    def scrubbed(value: Any) -> Any:
-        if isinstance(value, str):
-            if value in secrets:
-                return hidden
-            for form in ordered:
-                value = cut(value, form)
-            for form in quoted:
-                value = value.replace(form, hidden) if form in value else value
-            return value
-        if isinstance(value, (list, tuple)):
-            return type(value)(scrubbed(v) for v in value)
-        if isinstance(value, dict):
-            return {k: scrubbed(v) for k, v in value.items()}
+    def scrubbed(value: str) -> str:
+        if value in secrets:
+            return hidden
+        for form in ordered:
+            value = cut(value, form)
+        for form in quoted:
+            value = value.replace(form, hidden) if form in value else value
         return value
 
-    result.text, result.data, result.error = scrubbed(result.text), scrubbed(result.data), scrubbed(result.error)
-    result.notes = [(severity, scrubbed(text)) for severity, text in result.notes]
-    if result.content is not None:  # the call's own secret values (the tokens are _redacted's)
-        for form in ordered:
-            result.content = result.content.replace(form.encode("utf-8", "replace"), b"***")
-    return result
+    return _hidden(result, scrubbed, ordered)
 
 
 def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:

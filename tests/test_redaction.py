@@ -65,6 +65,38 @@ def test_a_token_a_store_gave_is_redacted(env: Env) -> None:
     assert stored not in result.text + json.dumps(result.data) and "copy of ***" in result.text
 
 
+def _carrying(value: str) -> madtea.Result:
+    """A result holding *value* in every part a surface shows: text, data (nested, as a key too), a refusal,
+    a note and the raw bytes of a view."""
+    result = madtea.Result(f"text {value}.", {"items": [f"in a list {value}", (value,)], value: {"v": value}},
+                           error={"code": "X", "target": value, "next": [{"tool": "t", "args": {"v": value}}]},
+                           content=f"raw {value}\n".encode())
+    result.notes = [("warning", f"a note {value}")]
+    return result
+
+
+def _shown(result: madtea.Result) -> str:
+    return repr((result.text, result.data, result.error, result.notes)) + (result.content or b"").decode()
+
+
+def test_a_known_token_is_hidden_in_every_part_of_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    token = "zq-env-token-0123456789abcdef"
+    monkeypatch.setenv("MADTEA_TOKEN", token)
+    done = madtea._redacted(_carrying(token))
+    assert token not in _shown(done), _shown(done)
+    assert done.text == "text ***." and done.content == b"raw ***\n" and done.notes == [("warning", "a note ***")]
+    assert done.data == {"items": ["in a list ***", ("***",)], "***": {"v": "***"}}
+
+
+def test_a_secret_a_call_gave_is_hidden_in_every_part_of_a_result() -> None:
+    secret = "zq-secret-value-0123456789"
+    done = madtea._without_secrets(_carrying(secret), [secret])
+    assert secret not in _shown(done), _shown(done)
+    hidden = "<the secret value>"
+    assert done.text == f"text {hidden}." and done.content == b"raw ***\n" and done.error["target"] == hidden
+    assert done.data == {"items": [f"in a list {hidden}", (hidden,)], hidden: {"v": hidden}}
+
+
 def test_a_401_from_a_redirect_target_names_that_host(serve: Callable[..., Server]) -> None:
     other = serve([Reply(401, {"message": "token is required"})])
     home = serve([Reply(302, headers={"Location": f"{other.url}/download/1"})])
