@@ -18,11 +18,16 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    import threading
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
     from pathlib import Path
-    from types import SimpleNamespace
+    from types import FrameType, SimpleNamespace
     from typing import Any, NoReturn, TypeAlias
+
+    import anyio
+    from mcp.server import Server, ServerRequestContext
+    from mcp.server.context import CallNext, HandlerResult
 
     import forge  # imported where it is used (see _forge), never by the module body
 
@@ -6449,7 +6454,7 @@ def tool_names(scope: guard.Scope | None = None) -> list[str]:
 INSTRUCTIONS = _instructions(tool_names())
 
 
-def _needs_roots(tool: str, raw: Mapping[str, Any]) -> bool:
+def _needs_roots(tool: str, raw: Mapping[str, Json]) -> bool:
     from collections.abc import Mapping
     ops = tool_ops(tool)
     action = raw.get("action") if isinstance(raw, Mapping) else None
@@ -6458,7 +6463,7 @@ def _needs_roots(tool: str, raw: Mapping[str, Any]) -> bool:
     return bool(op and op.kind == "local" and op.mutating and isinstance(raw, Mapping) and raw.get("dir") is None)
 
 
-async def _client_roots(ctx: Any) -> list[str] | None:
+async def _client_roots(ctx: ServerRequestContext) -> list[str] | None:
     """The client's roots, when it declared the capability; any failure is simply no signal."""
     import warnings
 
@@ -6505,16 +6510,16 @@ def call_deadline() -> float:
     return seconds if 0 < seconds <= CALL_DEADLINE else CALL_DEADLINE
 
 
-def _progress_token(ctx: Any) -> Any:
+def _progress_token(ctx: ServerRequestContext | None) -> str | int | None:
     """The progress token a tools/call carries in its ``_meta``, if any."""
-    meta = getattr(ctx, "meta", None) if ctx is not None else None
+    meta = ctx.meta if ctx is not None else None
     if not isinstance(meta, dict):
         return None
     token = meta.get("progress_token", meta.get("progressToken"))
     return token if isinstance(token, (str, int)) and not isinstance(token, bool) else None
 
 
-async def _report_progress(ctx: Any, call: gitops.Call) -> None:
+async def _report_progress(ctx: ServerRequestContext, call: gitops.Call) -> None:
     """Send what the call is doing: each new message as it comes (at most a few a second), and at least
     every HEARTBEAT seconds the latest one with the time so far. Progress counts up by one each time."""
     import time
@@ -6535,26 +6540,26 @@ async def _report_progress(ctx: Any, call: gitops.Call) -> None:
         await ctx.session.report_progress(sent, None, said if fresh else f"{said} ({now - start:.0f} s so far)")
 
 
-def _can_elicit(ctx: Any) -> bool:
+def _can_elicit(ctx: ServerRequestContext) -> bool:
     """Whether the client declared form elicitation and this request can carry a request back to it."""
-    session = getattr(ctx, "session", None)
-    if session is None or not session.can_send_request:
+    if not ctx.session.can_send_request:
         return False
-    form = getattr(session.client_capabilities, "elicitation", None)
+    caps = ctx.session.client_capabilities
+    form = caps.elicitation if caps is not None else None
     if form is None:
         return False
-    return getattr(form, "form", None) is not None or getattr(form, "url", None) is None
+    return form.form is not None or form.url is None
 
 
-def _person(ctx: Any, call: gitops.Call, backstop: Any) -> Callable[[str, dict[str, Any]],
-                                                                   tuple[str, dict[str, Any] | None]]:
+def _person(ctx: ServerRequestContext, call: gitops.Call,
+            backstop: anyio.CancelScope) -> Callable[[str, dict[str, Json]], tuple[str, dict[str, Json] | None]]:
     """The call's way to its client's person: a form sent with ``elicitation/create``, answered as
     (action, content). The time a person takes is not the call's: its deadlines move by as much."""
     import time
 
     import anyio
 
-    async def elicit(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    async def elicit(message: str, schema: dict[str, Json]) -> tuple[str, dict[str, Json] | None]:
         start = time.monotonic()
         try:
             answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
@@ -6567,7 +6572,7 @@ def _person(ctx: Any, call: gitops.Call, backstop: Any) -> Callable[[str, dict[s
                 call.deadline += spent
         return str(answer.action), answer.content
 
-    def ask(message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    def ask(message: str, schema: dict[str, Json]) -> tuple[str, dict[str, Json] | None]:
         return anyio.from_thread.run(elicit, message, schema)
     return ask
 
@@ -6577,21 +6582,27 @@ class _InFlight:
 
     def __init__(self) -> None:
         self._count = 0
-        self._cv: Any = None  # made by the server before any call: the hook must not import threading
+        # made by the server before any call: the hook must not import threading
+        self._cv: threading.Condition | None = None
 
     def start(self) -> None:
         import threading
 
         self._cv = self._cv or threading.Condition()
 
+    def _started(self) -> threading.Condition:
+        assert self._cv is not None, "start() comes before the first call"
+        return self._cv
+
     def __enter__(self) -> None:
-        with self._cv:
+        with self._started():
             self._count += 1
 
-    def __exit__(self, *_exc: Any) -> None:
-        with self._cv:
+    def __exit__(self, *_exc: object) -> None:
+        cv = self._started()
+        with cv:
             self._count -= 1
-            self._cv.notify_all()
+            cv.notify_all()
 
     def wait_idle(self, seconds: float) -> bool:
         if self._cv is None:
@@ -6603,7 +6614,7 @@ class _InFlight:
 IN_FLIGHT = _InFlight()
 
 
-def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = None) -> Any:
+def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = None) -> Server:
     """The MCP server: tools generated from the registry (as far as *scope* offers them), raw arguments
     seen by the dispatcher."""
     import time
@@ -6614,23 +6625,24 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
 
     launch = Path(launch_dir or os.getcwd())
     scope = scope or guard.Scope()
-    def listing(person: bool) -> list[Any]:
+    def listing(person: bool) -> list[types.Tool]:
         return [types.Tool(name=name, title=TOOL_TITLES[name], description=tool_description(name, scope, person),
                            input_schema=tool_schema(name, scope, person),
                            annotations=types.ToolAnnotations(**tool_annotations(name, scope, person)))
                 for name in tool_names(scope)]
     # A client that can ask its person is also offered the deletions that person confirms (built when first asked).
-    listings: dict[bool, list[Any]] = {False: listing(False)}
+    listings: dict[bool, list[types.Tool]] = {False: listing(False)}
     lanes = {"network": anyio.CapacityLimiter(NETWORK_WORKERS), "local": anyio.CapacityLimiter(LOCAL_WORKERS)}
     IN_FLIGHT.start()
 
-    async def list_tools(ctx: Any, params: Any) -> Any:
+    async def list_tools(ctx: ServerRequestContext,
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         person = _can_elicit(ctx)
         if person not in listings:
             listings[person] = listing(person)
         return types.ListToolsResult(tools=listings[person])
 
-    def work(name: str, raw: Mapping[str, Any], roots: list[str] | None, call: gitops.Call) -> Result:
+    def work(name: str, raw: Json, roots: list[str] | None, call: gitops.Call) -> Result:
         with IN_FLIGHT:
             token = gitops.CALL.set(call)
             try:
@@ -6638,12 +6650,12 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
             finally:
                 gitops.CALL.reset(token)
 
-    async def call_tool(ctx: Any, params: Any) -> Any:
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         raw = params.arguments or {}
         roots = await _client_roots(ctx) if _needs_roots(params.name, raw) else None
         return await answer(params.name, raw, roots, ctx)
 
-    async def malformed_calls(ctx: Any, call_next: Any) -> Any:
+    async def malformed_calls(ctx: ServerRequestContext, call_next: CallNext) -> HandlerResult:
         """A tools/call the SDK would turn away with a bare JSON-RPC error (a name that is not a string,
         arguments that are not an object) is answered as madtea's refusal: the tool, why, one way on."""
         params = ctx.params if ctx.method == "tools/call" else {"name": ""}
@@ -6653,18 +6665,19 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
             return await call_next(ctx)
         return await answer(name if isinstance(name, str) else str(name)[:200], arguments, None, None)
 
-    async def answer(name: str, raw: Any, roots: list[str] | None, ctx: Any) -> Any:
+    async def answer(name: str, raw: Json, roots: list[str] | None,
+                     ctx: ServerRequestContext | None) -> types.CallToolResult:
         reporting = _progress_token(ctx) is not None
         call = gitops.Call(None if reporting else time.monotonic() + call_deadline(), reporting)
         result: Result | None = None
         # Past the deadline the call's own limits have answered already; this is the backstop.
         backstop = anyio.CancelScope(deadline=anyio.current_time() + call_deadline() + BACKSTOP
                                      if not reporting else float("inf"))
-        if _can_elicit(ctx):
+        if ctx is not None and _can_elicit(ctx):
             call.ask = _person(ctx, call, backstop)
         try:
             async with anyio.create_task_group() as group:
-                if reporting:
+                if reporting and ctx is not None:
                     group.start_soon(_report_progress, ctx, call)
                 with backstop:
                     # abandon_on_cancel: a cancel or a hang-up does not wait for the thread; the
@@ -6678,7 +6691,7 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
         if result is None:
             call.cancel()
             result = refusal_result(guard.call_ran_out(name, call_deadline()))
-        structured: dict[str, Any] = {"ok": not result.is_error}
+        structured: dict[str, object] = {"ok": not result.is_error}
         if result.error:
             structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
         elif result.data is not None:
@@ -6813,7 +6826,7 @@ SHUTDOWN_GRACE = 3.0  # seconds a hung-up client's calls may finish in; a signal
 def _on_shutdown_signals() -> None:
     import signal
 
-    def stop(signo: int, _frame: Any) -> None:
+    def stop(signo: int, _frame: FrameType | None) -> None:
         _shut_down(0.0, 128 + signo)  # the shell's status for a process ended by a signal
 
     for name in ("SIGTERM", "SIGINT", "SIGHUP"):
