@@ -1533,9 +1533,22 @@ def check_local_branch(t: Target, name: str, exists: bool) -> None:
                       target=t.target.describe(), next=(call("madt_status", dir=str(t.target.top)),))
 
 
+@record(frozen=True)
+class Confirmation:
+    """An act a rule leaves to a person who can be asked through the client: what it does, the exact name
+    they type to confirm it, and what it loses."""
+
+    act: str
+    name: str
+    lost: str
+
+
 def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: str | None, proven: bool,
-                        default: str) -> None:
-    """A branch is deleted only when it exists, is checked out nowhere, and its work is proven in *default*."""
+                        default: str, person: bool = False, tip: str = "",
+                        unmerged: Sequence[gitops.Commit] = ()) -> Confirmation | None:
+    """A branch is deleted only when it exists, is checked out nowhere, and its work is proven in *default*;
+    unproven work is a *person*'s to discard, when the client can ask one: the confirmation names the
+    commits at *tip* that *default* does not hold (*unmerged*, newest first, at most six read)."""
     check_local_branch(t, name, exists)
     where = t.target.describe()
     if checked_out_at is not None:
@@ -1543,13 +1556,19 @@ def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: s
                       f"deleted.", target=where,
                       next=(call("madt_switch", dir=checked_out_at, branch=placeholder("another branch")),
                             t.retry()))
-    if not proven:
-        raise Refusal("NOT_CONTAINED",
-                      f"{name} in {where} has work that is not in {default}: its tip is not an ancestor, its "
-                      f"patches are not there, and it does not match a squash merge. Deleting it would lose that "
-                      f"work.", target=where,
-                      user_action=f"Ask the user whether the unmerged work on {name} may be discarded; only a "
-                                  f"person deletes it.")
+    if proven:
+        return None
+    if person:
+        shown = "; ".join(f"{c.sha[:9]} {c.subject[:60]}" for c in unmerged[:5])
+        more = " and more" if len(unmerged) > 5 else ""
+        lost = f"commits not in {default}: {shown}{more}" if unmerged else f"its tip {tip[:9]}"
+        return Confirmation(f"delete the branch {name} in {where}", name, lost)
+    raise Refusal("NOT_CONTAINED",
+                  f"{name} in {where} has work that is not in {default}: its tip is not an ancestor, its "
+                  f"patches are not there, and it does not match a squash merge. Deleting it would lose that "
+                  f"work.", target=where,
+                  user_action=f"Ask the user whether the unmerged work on {name} may be discarded; only a "
+                              f"person deletes it.")
 
 
 def check_origin_has_base(t: Target, branch: str, default: str, *, origin_has: bool, local_has: bool) -> None:
@@ -1643,8 +1662,10 @@ def outside_sparse(t: Target, paths: Sequence[str]) -> Refusal:
     return Refusal("OUTSIDE_SPARSE_CHECKOUT", why, target=where, next=widen)
 
 
-def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.Status | None, unsaved: int) -> None:
-    """A linked worktree is removed only when it holds nothing that would be lost.
+def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.Status | None, unsaved: int,
+                          person: bool = False) -> Confirmation | None:
+    """A linked worktree is removed only when it holds nothing that would be lost, or when a *person* the
+    client can ask confirms losing it.
 
     *status* is the worktree's own (None when it cannot be read as a checkout); *unsaved* counts its
     branch's unpushed commits, or on a detached HEAD the commits no branch, tag or remote holds.
@@ -1653,10 +1674,16 @@ def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.
         raise Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {t.target.describe()}.",
                       target=t.target.describe(), next=(call("madt_worktrees", action="list", dir=str(t.target.top)),))
     if status is None:
-        return
-    changed = bool(status.staged or status.modified or status.untracked or status.conflicted)
+        return None
+    changed = [*status.conflicted, *status.staged, *status.modified, *status.untracked]
     if not changed and not unsaved:
-        return
+        return None
+    if person:
+        lost = ", ".join(filter(None, [
+            f"uncommitted changes to {files_list(changed)}" if changed else "",
+            f"{unsaved} commit(s) no branch, tag or remote holds" if unsaved and not status.branch else ""]))
+        kept = f" (its branch {status.branch} and its commits stay)" if status.branch else ""
+        return Confirmation(f"remove the worktree {path}", path, (lost or "its files") + kept)
     plural = "s" if unsaved != 1 else ""
     what = "uncommitted changes" if changed else f"{unsaved} unpushed commit{plural}" if status.branch else \
         f"{unsaved} commit{plural} on a detached HEAD that no branch, tag or remote holds"
@@ -1669,6 +1696,12 @@ def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.
     save.append(call("madt_push", dir=path, branch=branch))
     raise Refusal("UNSAVED_WORK", f"The worktree {path} holds {what}; removing it would lose them, so save it first "
                   "(only a person may decide to discard it).", target=path, next=(*save, t.retry()))
+
+
+def files_list(files: Sequence[str]) -> str:
+    """``2 files: a.py, b.py`` (the first ten named)."""
+    shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
+    return f"{len(files)} file{'s' if len(files) != 1 else ''}: {shown}"
 
 
 def check_finish_branch_form(t: Target, branch: str, exists: bool) -> None:

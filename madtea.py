@@ -309,6 +309,12 @@ class Op:
     def specs(self) -> dict[str, Param]:
         return {p.name: p for p in self.params if not p.cli_only}
 
+    @property
+    def persons(self) -> bool:
+        """A person's act: it destroys and is off the agent's surface, so a person confirms it by typing
+        its name, at a terminal or in the form of a client that can ask them."""
+        return self.cli_only and self.destructive
+
     def writes(self, args: Mapping[str, Any]) -> bool:
         """Whether this call would change anything: the operation's kind, unless its arguments make it a read."""
         if not self.mutating or self.read_form is None:
@@ -386,7 +392,7 @@ def tool_ops(tool: str, surface: str = "mcp", person: bool = False) -> list[Op]:
     """A tool's operations on a surface; people-only operations are not on the agent's, except the
     deletions a *person* confirms through a client that can ask them."""
     return [op for op in REGISTRY if op.tool == tool and (surface == "cli" or not op.cli_only
-                                                          or person and str(op.action).startswith("delete"))]
+                                                          or person and op.persons)]
 
 
 def scoped_ops(tool: str, scope: guard.Scope | None = None, person: bool = False) -> list[Op]:
@@ -405,12 +411,13 @@ def check_op_scope(op: Op, raw: Mapping[str, Any], scope: guard.Scope) -> None:
 
 
 def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any] | None = None,
-            scope: guard.Scope | None = None) -> Op:
+            scope: guard.Scope | None = None, person: bool = False) -> Op:
     """The operation a call names; a misspelt action is refused with the corrected call.
 
-    With a server *scope*, the actions offered in a refusal are only those the scope lists.
+    With a server *scope*, the actions offered in a refusal are only those the scope lists; with a *person*
+    the client can ask, a person's acts are among them.
     """
-    ops = tool_ops(tool, surface)
+    ops = tool_ops(tool, surface, person)
     if not ops:
         raise guard.no_such_tool(tool, _nearest_tools(tool, scope))
     others = {k: v for k, v in (raw or {}).items() if k != "action"}
@@ -421,7 +428,7 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
     if isinstance(action, str) and action in by_action:
         return by_action[action]
     if scope is not None and scope.active:
-        ops = scoped_ops(tool, scope)
+        ops = scoped_ops(tool, scope, person)
         if not ops:
             check_op_scope(by_action[next(iter(by_action))], {}, scope)  # the whole tool is out of scope
         by_action = {op.action: op for op in ops}
@@ -715,14 +722,12 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
 def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
     guard.check_arguments_object(tool, raw)
     action = raw.get("action")
-    surface = ctx.surface
-    if ctx.surface == "mcp" and isinstance(action, str) and action.startswith("delete") and \
-            any(op.tool == tool and op.cli_only for op in REGISTRY) and \
+    person = ctx.surface == "mcp" and person_can_confirm()
+    if ctx.surface == "mcp" and not person and isinstance(action, str) and action.startswith("delete") and \
+            any(op.tool == tool and op.persons for op in REGISTRY) and \
             not any(op.tool == tool and op.action == action and not op.cli_only for op in REGISTRY):
-        if not person_can_confirm():
-            raise delete_refusal(tool, raw, ctx)
-        surface = "cli"  # a person's own act: found among theirs, scoped as a write, confirmed in the client
-    op = find_op(tool, action, surface, raw, ctx.scope)
+        raise delete_refusal(tool, raw, ctx)
+    op = find_op(tool, action, ctx.surface, raw, ctx.scope, person)  # a person's act: confirmed in the client
     if ctx.scope.active:
         check_op_scope(op, raw, ctx.scope)
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
@@ -1593,11 +1598,6 @@ def _grepo(inv: Invocation) -> gitops.Repo:
     return gitops.Repo(r.top, r.git_dir, r.common_dir)
 
 
-def _files_list(files: Sequence[str]) -> str:
-    shown = ", ".join(files[:10]) + (f" and {len(files) - 10} more" if len(files) > 10 else "")
-    return f"{len(files)} file{'s' if len(files) != 1 else ''}: {shown}"
-
-
 def _ref_arg(inv: Invocation, name: str) -> str | None:
     value = inv.args.get(name)
     return guard.check_not_option(value, name, inv.op.where, inv.args) if value else None
@@ -1678,7 +1678,7 @@ def log_op(inv: Invocation) -> Result:
 def add_op(inv: Invocation) -> Result:
     files = guard.declared_files(inv.local)
     gitops.add(_grepo(inv), files)
-    return Result(f"Staged {_files_list(files)} in {inv.identity()}.", {"staged": files})
+    return Result(f"Staged {guard.files_list(files)} in {inv.identity()}.", {"staged": files})
 
 
 # --- madt_commit ---
@@ -1699,7 +1699,8 @@ def commit_op(inv: Invocation) -> Result:
     before = {} if inv.state.unborn else gitops.blob_ids(repo, f"{sha}~1", files)
     held = sorted(p for p in after.keys() | before.keys() if after.get(p) != before.get(p))
     same = [f for f in files if not any(p == f or p.startswith(f.rstrip("/") + "/") for p in held)]
-    text = f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({_files_list(held)}) in {inv.identity()}."
+    text = (f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({guard.files_list(held)}) in "
+            f"{inv.identity()}.")
     if same:
         text += f" Unchanged, so not in the commit: {', '.join(same)}."
     return Result(text, {"sha": sha, "files": held, "unchanged": same, "branch": inv.state.branch})
@@ -1830,32 +1831,28 @@ def branch_delete_op(inv: Invocation) -> Result:
     checked_out = [w.path for w in gitops.worktree_list(repo) if w.branch == name] if sha else []
     proof = _contained(inv, sha) if sha and not checked_out else None
     default = inv.state.default_branch
-    try:
-        guard.check_branch_delete(inv.local, name, exists=sha is not None, default=default,
-                                  proven=proof is not None, checked_out_at=str(checked_out[0]) if checked_out else None)
-    except guard.Refusal as refusal:
-        if refusal.code != "NOT_CONTAINED" or not person_can_confirm():
-            raise
-        assert sha is not None
-        lost = _unmerged(repo, sha, default)
-        confirm(inv, f"delete the branch {name} in {inv.repo.describe()}", name, web=None, lost=lost)
+    person = person_can_confirm()
+    unmerged = _unmerged(repo, sha, default) if person and sha and proof is None and not checked_out else []
+    ask = guard.check_branch_delete(inv.local, name, exists=sha is not None, default=default, proven=proof is not None,
+                                    checked_out_at=str(checked_out[0]) if checked_out else None, person=person,
+                                    tip=sha or "", unmerged=unmerged)
+    assert sha is not None
+    if ask is not None:
+        confirm(inv, ask.act, ask.name, web=None, lost=ask.lost)
         gitops.branch_delete(repo, name, sha)  # still a compare-and-swap on the sha the person was shown
         return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}, with work not in "
                               f"{default}, as the person confirmed through the client"),
                       {"branch": name, "sha": sha, "proof": None})
-    assert sha is not None and proof is not None
+    assert proof is not None
     gitops.branch_delete(repo, name, sha)
     return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}; "
                           f"{_PROOFS[proof].format(t=default)}"), {"branch": name, "sha": sha, "proof": proof})
 
 
-def _unmerged(repo: gitops.Repo, sha: str, default: str) -> str:
-    """The commits a branch ending at *sha* holds that *default* does not, as a person reads them."""
+def _unmerged(repo: gitops.Repo, sha: str, default: str) -> list[gitops.Commit]:
+    """The newest commits (up to six) a branch ending at *sha* holds that *default* does not."""
     base = f"refs/heads/{default}" if gitops.ref_exists(repo, f"refs/heads/{default}") else None
-    commits = gitops.log(repo, f"{base}..{sha}" if base else sha, 6)
-    shown = "; ".join(f"{c.sha[:9]} {c.subject[:60]}" for c in commits[:5])
-    more = " and more" if len(commits) > 5 else ""
-    return f"commits not in {default}: {shown}{more}" if commits else f"its tip {sha[:9]}"
+    return gitops.log(repo, f"{base}..{sha}" if base else sha, 6)
 
 
 # --- madt_switch ---
@@ -1932,7 +1929,7 @@ def worktree_add_op(inv: Invocation) -> Result:
     text += f" for {inv.identity()}."
     carried = gitops.carry_files(repo, path, carry) if carry else []
     if carry:
-        text += f" Copied the current content of {_files_list(carried)} from {inv.repo.top} into it." if carried \
+        text += f" Copied the current content of {guard.files_list(carried)} from {inv.repo.top} into it." if carried \
             else f" The carried paths have no content in {inv.repo.top}; nothing was copied."
     return Result(text, {"path": path, "branch": new_branch or commit_ish, "carried": carried})
 
@@ -1950,19 +1947,11 @@ def worktree_remove_op(inv: Invocation) -> Result:
     # A detached HEAD's own commits are held by no branch: removing the worktree strands them.
     unsaved = 0 if wt is None or st is None else gitops.unpushed(wt, st.branch) if st.branch else \
         gitops.unreferenced(wt)
-    confirmed = ""
-    try:
-        guard.check_worktree_remove(inv.local, path, linked=linked, status=st, unsaved=unsaved)
-    except guard.Refusal as refusal:
-        if refusal.code != "UNSAVED_WORK" or not person_can_confirm() or st is None:
-            raise
-        changed = [*st.conflicted, *st.staged, *st.modified, *st.untracked]
-        lost = ", ".join(filter(None, [
-            f"uncommitted changes to {_files_list(changed)}" if changed else "",
-            f"{unsaved} commit(s) no branch, tag or remote holds" if unsaved and not st.branch else ""]))
-        kept = f" (its branch {st.branch} and its commits stay)" if st.branch else ""
-        confirm(inv, f"remove the worktree {path}", path, web=None, lost=(lost or "its files") + kept)
-        confirmed = ", discarding its unsaved work as the person confirmed through the client"
+    ask = guard.check_worktree_remove(inv.local, path, linked=linked, status=st, unsaved=unsaved,
+                                      person=person_can_confirm())
+    if ask is not None:
+        confirm(inv, ask.act, ask.name, web=None, lost=ask.lost)
+    confirmed = ", discarding its unsaved work as the person confirmed through the client" if ask else ""
     assert tree is not None
     gitops.worktree_remove(_grepo(inv), path, discard=bool(confirmed))
     return Result(closing(f"Removed worktree {path} of {inv.identity()}{confirmed}; its branch "
@@ -5536,7 +5525,7 @@ def variable_delete_op(inv: Invocation) -> Result:
 
 def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Refusal:
     """An agent asked to delete a forge object: a person's act, named with its web address."""
-    ops = [op for op in REGISTRY if op.tool == tool and op.cli_only and op.action and op.action.startswith("delete")]
+    ops = [op for op in REGISTRY if op.tool == tool and op.persons]
     op = next((o for o in ops if o.action == raw.get("action")), ops[0])
     args = {k: v for k, v in raw.items() if k in op.specs or k == "owner_repo"}
     inv = Invocation(op, args, ctx)
@@ -5729,7 +5718,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             title = a["title"]
             body = strip_closing(a.get("body")) if no_close else a.get("body")
             sha = gitops.commit(repo, files, title, body)
-            steps.add(f"Committed {sha[:9]} on {branch} ({_files_list(files)})", commit=sha)
+            steps.add(f"Committed {sha[:9]} on {branch} ({guard.files_list(files)})", commit=sha)
         else:
             notice("the declared files have no changes to commit; finishing what is already committed.")
     remote = _finish_api(inv)

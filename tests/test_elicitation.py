@@ -17,7 +17,7 @@ pytest.importorskip("mcp")
 
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
-from mcp.types import ElicitResult
+from mcp.types import ElicitResult, ErrorData
 
 from remote_env import Env, child_env, env  # noqa: F401 - fixtures
 from topologies import make_repo, run_git
@@ -156,3 +156,26 @@ async def test_a_worktree_with_unsaved_work_is_removed_only_on_the_persons_word(
         assert run_git(repo, "branch", "--list", "side")  # the branch is kept
     else:
         assert (tree / "a.txt").read_text() == "unsaved\n"
+
+
+async def _failing_client(context: Any, params: Any) -> ErrorData:
+    return ErrorData(code=-32603, message="the client could not show the form")
+
+
+async def test_a_client_that_cannot_show_the_form_deletes_nothing(tmp_path: Path) -> None:
+    repo = _unmerged_branch(tmp_path)
+    async with Client(_params(repo), mode="legacy", elicitation_callback=_failing_client) as client:
+        result = await client.call_tool("madt_branch_delete", {"name": "spike"})
+    assert result.structured_content["code"] == "USER_ACTION_REQUIRED", result.content[0].text
+    assert "closed the confirmation" in result.content[0].text and run_git(repo, "branch", "--list", "spike")
+
+
+async def test_a_worktree_is_not_asked_about_without_the_capability(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "web", origin="https://forge.example.test/acme/web.git", files={"a.txt": "a\n"})
+    tree = tmp_path / "wt"
+    run_git(repo, "worktree", "add", "-q", "--detach", str(tree))
+    run_git(tree, "commit", "-q", "--allow-empty", "-m", "Stranded")
+    async with Client(_params(repo), mode="legacy") as client:
+        result = await client.call_tool("madt_worktrees", {"action": "remove", "path": str(tree)})
+    assert result.structured_content["code"] == "UNSAVED_WORK", result.content[0].text
+    assert "1 commit on a detached HEAD" in result.content[0].text and tree.exists()

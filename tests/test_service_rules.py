@@ -108,6 +108,28 @@ def test_a_branch_is_deleted_only_when_its_work_is_proven(facts: dict[str, Any],
     assert (code == "NOT_CONTAINED") == bool(r.user_action)
 
 
+def _commit(n: int, subject: str) -> gitops.Commit:
+    return gitops.Commit(str(n) * 40, (), "A", "a@example.test", "2026-01-01T00:00:00+00:00", subject, "")
+
+
+@pytest.mark.parametrize("unmerged,lost", [
+    ([_commit(1, "Spike work")], "commits not in main: 111111111 Spike work"),
+    ([_commit(n, "x" * 70) for n in range(1, 7)], "commits not in main: " + "; ".join(
+        f"{str(n) * 9} {'x' * 60}" for n in range(1, 6)) + " and more"),
+    ([], "its tip 111111111"),
+])
+def test_unproven_work_is_put_to_a_person_who_can_be_asked(unmerged: list[gitops.Commit], lost: str) -> None:
+    t = local("madt_branch_delete", {"name": "old"})
+    ask = guard.check_branch_delete(t, "old", exists=True, checked_out_at=None, proven=False, default="main",
+                                    person=True, tip="1" * 40, unmerged=unmerged)
+    assert ask == guard.Confirmation("delete the branch old in acme/web @ /w/web", "old", lost)
+    assert guard.check_branch_delete(t, "old", exists=True, checked_out_at=None, proven=True, default="main",
+                                     person=True) is None
+    r = refusal(guard.check_branch_delete, t, "old", exists=True, checked_out_at="/w/x", proven=False,
+                default="main", person=True)  # a checked-out branch is never deleted, whoever asks
+    assert r.code == "BAD_ARGUMENT"
+
+
 def test_a_worktree_path_is_required() -> None:
     t = local("madt_worktrees", action="remove")
     assert guard.check_worktree_path_given(t, "/w/wt") == "/w/wt"
@@ -135,6 +157,21 @@ def test_a_worktree_with_unsaved_work_is_kept(st: gitops.Status, unsaved: int, w
     assert r.code == "UNSAVED_WORK" and r.message.startswith(f"The worktree /w/wt holds {what};")
     shown = [s.replace(" dir=/w/wt", "") for s in way(r)]
     assert shown == steps + ["madt_worktrees action=remove path=/w/wt"]
+
+
+@pytest.mark.parametrize("st,unsaved,lost", [
+    (_status(modified=["a.py"], untracked=["n.txt"]), 0,
+     "uncommitted changes to 2 files: a.py, n.txt (its branch feat/y and its commits stay)"),
+    (_status(), 2, "its files (its branch feat/y and its commits stay)"),
+    (_status(None), 1, "1 commit(s) no branch, tag or remote holds"),
+])
+def test_unsaved_work_is_put_to_a_person_who_can_be_asked(st: gitops.Status, unsaved: int, lost: str) -> None:
+    t = local("madt_worktrees", {"path": "/w/wt"}, action="remove")
+    ask = guard.check_worktree_remove(t, "/w/wt", linked=True, status=st, unsaved=unsaved, person=True)
+    assert ask == guard.Confirmation("remove the worktree /w/wt", "/w/wt", lost)
+    assert guard.check_worktree_remove(t, "/w/wt", linked=True, status=_status(), unsaved=0, person=True) is None
+    r = refusal(guard.check_worktree_remove, t, "/w/web", linked=False, status=st, unsaved=unsaved, person=True)
+    assert r.code == "BAD_ARGUMENT"
 
 
 def test_only_a_linked_worktree_is_removed() -> None:
