@@ -1212,36 +1212,7 @@ def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
     the file is malformed, and when it includes other files or rewrites URLs
     (``insteadOf``), since git's origin may then differ from what the file says.
     """
-    path = os.path.join(common_dir, "config")
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    # A long-running server checks the same nested repos before every mutating call: a config
-    # file whose identity, size and times are unchanged is not parsed again. As git does for its
-    # index, a file changed in the last seconds is not remembered: a rewrite within one tick of
-    # the file system's clock could keep every one of those.
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    known = _ORIGINS.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
-    origin = _file_origin(path)
-    if _time.time() - max(st.st_mtime, st.st_ctime) > 2:
-        if len(_ORIGINS) >= 4096:
-            _ORIGINS.clear()
-        _ORIGINS[path] = (key, origin)
-    return origin
-
-
-_ORIGINS: dict[str, tuple[tuple[int, ...], str | None]] = {}
-
-
-def _file_origin(path: str) -> str | None:
-    text = _read_text(path)
-    try:
-        entries = list(_parse_config(text)) if text is not None else []
-    except ValueError:
-        return None  # git would refuse this file too
+    entries = _config_entries(os.path.join(common_dir, "config")) or []
     # An include may set the URL before this file does, and insteadOf rewrites it: then the file
     # alone cannot say which origin git uses, and an unknown origin fails closed.
     if any(s in ("include", "includeif") or (s, k) == ("url", "insteadof") for s, _, k, _ in entries):
@@ -1251,15 +1222,41 @@ def _file_origin(path: str) -> str | None:
     return next((v for s, sub, k, v in entries if (s, sub, k) == ("remote", "origin", "url")), None)
 
 
-def _config_values(path: str | os.PathLike[str], section: str, subsection: str | None, key: str) -> list[str]:
-    text = _read_text(path)
-    if text is None:
-        return []
+_ConfigEntries = list[tuple[str, str | None, str, str | None]]
+_CONFIGS: dict[str, tuple[tuple[int, ...], _ConfigEntries | None]] = {}
+
+
+def _config_entries(path: str | os.PathLike[str]) -> _ConfigEntries | None:
+    """The entries of the config file *path* in order; None when it is missing, unreadable or malformed (git
+    would refuse it too)."""
+    path = os.fspath(path)
     try:
-        entries = list(_parse_config(text))
+        st = os.stat(path)
+    except OSError:
+        return None
+    # A long-running server checks the same nested repos before every mutating call: a config
+    # file whose identity, size and times are unchanged is not parsed again. As git does for its
+    # index, a file changed in the last seconds is not remembered: a rewrite within one tick of
+    # the file system's clock could keep every one of those.
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = _CONFIGS.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    text = _read_text(path)
+    try:
+        entries = list(_parse_config(text)) if text is not None else None
     except ValueError:
-        return []  # git would refuse this file too
-    return [v for s, sub, k, v in entries if (s, sub, k) == (section, subsection, key) and v is not None]
+        entries = None
+    if _time.time() - max(st.st_mtime, st.st_ctime) > 2:
+        if len(_CONFIGS) >= 4096:
+            _CONFIGS.clear()
+        _CONFIGS[path] = (key, entries)
+    return entries
+
+
+def _config_values(path: str | os.PathLike[str], section: str, subsection: str | None, key: str) -> list[str]:
+    return [v for s, sub, k, v in _config_entries(path) or []
+            if (s, sub, k) == (section, subsection, key) and v is not None]
 
 
 def _parse_config(text: str) -> Iterator[tuple[str, str | None, str, str | None]]:

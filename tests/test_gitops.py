@@ -488,7 +488,7 @@ def test_read_origin_remembers_an_unchanged_config_and_sees_every_change(tmp_pat
     config.write_text(f'[remote "origin"]\n\turl = {other}\n')  # same size, same moment: read again
     assert gitops.read_origin(tmp_path) == other
     parsed: list[object] = []
-    monkeypatch.setattr(gitops, "_file_origin", lambda *a, _real=gitops._file_origin: parsed.append(a) or _real(*a))
+    monkeypatch.setattr(gitops, "_parse_config", lambda *a, _real=gitops._parse_config: parsed.append(a) or _real(*a))
     later = time.time() + 60
     monkeypatch.setattr(gitops, "_time", type("Clock", (), {"time": staticmethod(lambda: later)}))
     assert gitops.read_origin(tmp_path) == other and len(parsed) == 1  # settled a minute ago: parsed once more
@@ -672,6 +672,20 @@ def test_default_branch_from_global_config(single_repo, tmp_path, monkeypatch):
     config.write_text("[init]\n\tdefaultBranch = trunk\n", encoding="utf-8")
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
     assert gitops.default_branch(_repo(single_repo.repo)) == "trunk"
+
+
+def test_origin_and_default_branch_of_a_settled_config_are_one_parse(single_repo, monkeypatch):
+    run_git(single_repo.repo, "branch", "develop")
+    run_git(single_repo.repo, "config", "init.defaultBranch", "develop")
+    repo = _repo(single_repo.repo)
+    parsed: list[object] = []
+    monkeypatch.setattr(gitops, "_parse_config", lambda *a, _real=gitops._parse_config: parsed.append(a) or _real(*a))
+    later = time.time() + 60
+    monkeypatch.setattr(gitops, "_time", type("Clock", (), {"time": staticmethod(lambda: later)}))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    origin = gitops.read_origin(repo.common_dir)
+    assert gitops.default_branch(repo) == "develop" and len(parsed) == 1, parsed
+    assert gitops.read_origin(repo.common_dir) == origin and len(parsed) == 1
 
 
 def test_default_branch_falls_back_to_an_existing_master(tmp_path):
