@@ -6033,7 +6033,7 @@ def _cli_unknown_flags(sub: argparse.ArgumentParser, extras: Sequence[str]) -> s
 CLI_EXTRAS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {}
 
 
-def cli_render(step: Mapping[str, Any]) -> str:
+def cli_render(step: Mapping[str, Json]) -> str:
     """A next step in the syntax of the surface that shows it: the CLI shows CLI commands."""
     if "shell" in step:
         return str(step["shell"])
@@ -6119,8 +6119,8 @@ def _people_words(text: str) -> str:
     if not re.search(r"[=_]|user|launch|Delet|fenced|offset|Only a|nothing left|Call |\bthe[ym]\b", text):
         return text  # most help texts: nothing to rewrite (the CLI builds its help on every run)
 
-    def command(match: Any) -> str:
-        args: dict[str, Any] = {}
+    def command(match: re.Match[str]) -> str:
+        args: dict[str, Json] = {}
         for pair in re.finditer(r" ([a-z_]+)=(\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|\S+)", match.group(2)):
             try:
                 args[pair.group(1)] = json.loads(pair.group(2))
@@ -6207,7 +6207,7 @@ def _cli_main(args: list[str]) -> int:
     return 0
 
 
-def _current_pull_request(op: Op, raw: dict[str, Any], ctx: Context) -> Result | None:
+def _current_pull_request(op: Op, raw: dict[str, Json], ctx: Context) -> Result | None:
     """gh's ``pr view`` without a number: the current branch's pull request (open first, else the latest), put in
     *raw*; a refusal when there is none. None when the command names its pull request."""
     if op.tool != "madt_pr" or "number" not in op.specs or raw.get("number") is not None:
@@ -6244,7 +6244,7 @@ def _open_web(result: Result) -> int:
     return 0
 
 
-def json_error(result: Result) -> dict[str, Any]:
+def json_error(result: Result) -> dict[str, object]:
     """A refusal as ``--json`` prints it: its code, words for a person, and the way on as madtea commands."""
     error = result.error or {}
     shown = {"code": error.get("code"), "message": _for_people(result.text), "target": error.get("target")}
@@ -6334,7 +6334,7 @@ def server_instructions(scope: guard.Scope | None = None) -> str:
             f"who started the server can widen it.")
 
 
-_SCHEMA_TYPES: dict[str, dict[str, Any]] = {
+_SCHEMA_TYPES: dict[str, dict[str, object]] = {
     "str": {"type": "string"}, "enum": {"type": "string"}, "int": {"type": "integer"},
     "bool": {"type": "boolean"}, "strs": {"type": "array", "items": {"type": "string"}},
     "number": {"type": ["integer", "string", "array"], "items": {"type": ["integer", "string"]}},
@@ -6366,10 +6366,10 @@ def _read_form_narrowed(ops: Sequence[Op], scope: guard.Scope | None) -> str | N
     return f"{forms[0][0]} {' or '.join(forms[0][1])} only" if forms else None
 
 
-def tool_schema(tool: str, scope: guard.Scope | None = None, person: bool = False) -> dict[str, Any]:
+def tool_schema(tool: str, scope: guard.Scope | None = None, person: bool = False) -> dict[str, object]:
     """One input schema per tool: the action enum plus every action's parameters (those a *scope* offers)."""
     ops = scoped_ops(tool, scope, person)
-    props: dict[str, Any] = {}
+    props: dict[str, dict[str, object]] = {}
     required: list[str] = []
     if ops[0].action is not None:
         props["action"] = {"type": "string", "enum": [op.action for op in ops]}
@@ -6721,28 +6721,31 @@ def scope_from(ns: argparse.Namespace | SimpleNamespace, environ: Mapping[str, s
     """The scope a server starts with, from its options and then the environment (options win),
     and the problems that must stop it from starting."""
     problems: list[str] = []
-    fields: dict[str, Any] = {}
-    for key, attr, option, env in (("tools", "tools", "--tools", "MADTEA_TOOLS"),
-                                   ("exclude", "exclude_tools", "--exclude-tools", "MADTEA_EXCLUDE_TOOLS"),
-                                   ("repos", "repo", "--repo", "MADTEA_REPOS")):
+    lists: list[tuple[tuple[str, ...], str]] = []  # tools, exclude, repos: (entries, the option that gave them)
+    for attr, option, env in (("tools", "--tools", "MADTEA_TOOLS"),
+                              ("exclude_tools", "--exclude-tools", "MADTEA_EXCLUDE_TOOLS"),
+                              ("repo", "--repo", "MADTEA_REPOS")):
         given = getattr(ns, attr, None)
         if given:
-            fields[key], fields[f"{key}_by"] = _entries(given), option
+            lists.append((_entries(given), option))
         elif environ.get(env, "").strip():
-            fields[key], fields[f"{key}_by"] = _entries([environ[env]]), env
+            lists.append((_entries([environ[env]]), env))
+        else:
+            lists.append(((), option))
+    (tools, tools_by), (exclude, exclude_by), (repos, repos_by) = lists
     flag = environ.get("MADTEA_READ_ONLY", "").strip().lower()
-    if ns.read_only:
-        fields["read_only"] = True
-    elif flag in _TRUE:
-        fields["read_only"], fields["read_only_by"] = True, "MADTEA_READ_ONLY=1"
-    elif flag not in _FALSE:
+    read_only, read_only_by = bool(ns.read_only), "--read-only"
+    if not read_only and flag in _TRUE:
+        read_only, read_only_by = True, "MADTEA_READ_ONLY=1"
+    elif not read_only and flag not in _FALSE:
         problems.append(f"MADTEA_READ_ONLY: {environ['MADTEA_READ_ONLY']!r} is neither 1 nor 0.")
     actions = {name: [op.action for op in tool_ops(name)] for name in tool_names()}
-    for key in ("tools", "exclude"):
-        problems += guard.scope_entry_problems(fields.get(key, ()), fields.get(f"{key}_by", ""), actions)
-    if fields.get("repos"):
-        fields["repos"] = _scope_repos(fields["repos"], fields["repos_by"], launch_dir, problems)
-    return guard.Scope(**fields), problems
+    problems += guard.scope_entry_problems(tools, tools_by, actions)
+    problems += guard.scope_entry_problems(exclude, exclude_by, actions)
+    if repos:
+        repos = _scope_repos(repos, repos_by, launch_dir, problems)
+    return guard.Scope(read_only=read_only, tools=tools, exclude=exclude, repos=repos, read_only_by=read_only_by,
+                       tools_by=tools_by, exclude_by=exclude_by, repos_by=repos_by), problems
 
 
 def _scope_repos(entries: Sequence[str], option: str, launch_dir: Path, problems: list[str]) -> tuple[str, ...]:
@@ -7958,9 +7961,9 @@ def hook_main() -> int:
     return guard.hook_main(cli_table)
 
 
-def cli_table() -> dict[tuple[str, ...], Any]:
+def cli_table() -> dict[tuple[str, ...], dict[str, object]]:
     """The CLI's (noun, verb) → MCP twin table, as plain data from the registry (one declaration, two surfaces)."""
-    table: dict[tuple[str, ...], Any] = {}
+    table: dict[tuple[str, ...], dict[str, object]] = {}
     for op in REGISTRY:
         params = []
         for p in op.params:
