@@ -94,7 +94,6 @@ __all__ = [
     "record",
     "field",
     "replace",
-    "regex",
     "to_json",
     "from_json",
 ]
@@ -107,14 +106,14 @@ import time as _time
 # The hook imports this module before every shell command an agent runs:
 # pathlib (which imports urllib), dataclasses (which imports inspect), re and
 # json (which import enum and functools) and collections cost more than the
-# hook's whole decision, so Path and re are imported where they are used, the
-# value types below are declared with ``record``, patterns with ``regex`` and
-# JSON goes through ``to_json`` and ``from_json``.
+# hook's whole decision, so Path and re are imported where they are used (a
+# pattern is a string, compiled by re on first use and kept in re's cache), the
+# value types below are declared with ``record`` and JSON goes through
+# ``to_json`` and ``from_json``.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
-    from re import Pattern
     from typing import Any
 
 # --------------------------------------------------------------------------- value types
@@ -205,22 +204,6 @@ def _record_frozen(self: Any, name: str, *value: Any) -> None:
     raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
 
 
-class _Regex:
-    """A regular expression compiled on first use (``re`` keeps it): the hook compiles only what it matches."""
-
-    __slots__ = ("pattern", "flags", "_compiled")
-    _compiled: Pattern[str] | None
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern, self.flags, self._compiled = pattern, flags, None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._compiled is None:
-            import re
-            self._compiled = re.compile(self.pattern, self.flags)
-        return getattr(self._compiled, name)
-
-
 def _replace(obj: Any, /, **changes: Any) -> Any:
     """A copy of a record with some fields changed, as ``dataclasses.replace``."""
     return type(obj)(**{n: obj.__dict__[n] for n in obj._record_fields} | changes)
@@ -228,9 +211,8 @@ def _replace(obj: Any, /, **changes: Any) -> Any:
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as record, field, replace
-    from re import compile as regex
 else:
-    record, field, replace, regex = _record, _field, _replace, _Regex
+    record, field, replace = _record, _field, _replace
 
 
 # The json package imports re, enum and functools, a third of the hook's time; its own C accelerator
@@ -297,7 +279,7 @@ _FIXED_ENV = {
     "LC_ALL": "C",  # stderr is matched against git's English messages
 }
 _SSH_BATCH = "ssh -o BatchMode=yes"
-_HEX_SHA = regex(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_HEX_SHA = r"[0-9a-f]{40}(?:[0-9a-f]{24})?"
 
 DEFAULT_TIMEOUT = 120.0  # seconds of wall clock for one git child, its own children included
 TIMEOUT_ENV = "MADTEA_GIT_TIMEOUT"  # seconds, overriding DEFAULT_TIMEOUT
@@ -417,7 +399,8 @@ class NoSuchPath(GitError):
 
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
         super().__init__(argv, returncode, stderr)
-        self.paths = tuple(m.group(1) for m in _NO_PATH.finditer(stderr))
+        import re
+        self.paths = tuple(m.group(1) for m in re.finditer(_NO_PATH, stderr))
 
 
 class OutsideSparse(GitError):
@@ -425,7 +408,8 @@ class OutsideSparse(GitError):
 
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
         super().__init__(argv, returncode, stderr)
-        found = _OUTSIDE_SPARSE.search(stderr)
+        import re
+        found = re.search(_OUTSIDE_SPARSE, stderr)
         listed = found.group(1).splitlines() if found else []
         self.paths = tuple(p.strip() for p in listed if p.strip() and not p.startswith("hint:"))
 
@@ -442,24 +426,25 @@ class LocalChanges(GitError):
         self.paths = tuple(line.strip() for line in stderr.splitlines() if line.startswith("\t") and line.strip())
 
 
-_CHECKED_OUT = regex(r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'")
-_OUTSIDE_SPARSE = regex(r"outside of your sparse-checkout definition, so will not be\s+updated in the index:\n"
-                        r"((?:(?!hint:)[^\n]*\n?)*)")
-_NO_PATH = regex(r"pathspec '([^'\n]*)' did not match any files?")
-_NO_COMMIT = regex(r"invalid reference|not a valid object name|bad revision|unknown revision|"
-                        r"couldn't find remote ref|is not a commit|needed a single revision")
+_CHECKED_OUT = r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'"
+_OUTSIDE_SPARSE = (r"outside of your sparse-checkout definition, so will not be\s+updated in the index:\n"
+                   r"((?:(?!hint:)[^\n]*\n?)*)")
+_NO_PATH = r"pathspec '([^'\n]*)' did not match any files?"
+_NO_COMMIT = (r"invalid reference|not a valid object name|bad revision|unknown revision|"
+              r"couldn't find remote ref|is not a commit|needed a single revision")
 
 
 def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | None = None,
              branch: str | None = None, path: str | None = None) -> GitError:
     """The typed error for a failure git explains in a way madtea foresees; a plain GitError otherwise."""
+    import re
     if "would be overwritten by" in stderr:
         return LocalChanges(argv, returncode, stderr)
-    if _OUTSIDE_SPARSE.search(stderr):
+    if re.search(_OUTSIDE_SPARSE, stderr):
         return OutsideSparse(argv, returncode, stderr)
-    if _NO_PATH.search(stderr):
+    if re.search(_NO_PATH, stderr):
         return NoSuchPath(argv, returncode, stderr)
-    checked_out = _CHECKED_OUT.search(stderr)
+    checked_out = re.search(_CHECKED_OUT, stderr)
     if checked_out:
         from pathlib import Path
         return BranchCheckedOut(argv, checked_out.group(1), Path(checked_out.group(2)))
@@ -467,7 +452,7 @@ def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | No
         return BranchExists(argv, returncode, stderr, branch=branch)
     if path is not None and "already exists" in stderr:
         return PathExists(argv, returncode, stderr, path=path)
-    if _NO_COMMIT.search(stderr):
+    if re.search(_NO_COMMIT, stderr):
         return NotACommit(argv, returncode, stderr, ref=ref)
     return GitError(argv, returncode, stderr)
 
@@ -550,8 +535,8 @@ CALL: contextvars.ContextVar[Call | None] = contextvars.ContextVar("madtea_call"
 
 # Lines git rewrites in place while it counts (objects, deltas), on its own side or the remote's:
 # reported as progress, left out of the stderr kept for messages.
-_PROGRESS_LINE = regex(r"(?:remote: )?(?:(?:Enumerating|Counting|Compressing|Writing|Receiving|Resolving|"
-                       r"Unpacking|Finding) (?:objects|deltas|sources)|Total \d+|Delta compression)")
+_PROGRESS_LINE = (r"(?:remote: )?(?:(?:Enumerating|Counting|Compressing|Writing|Receiving|Resolving|"
+                  r"Unpacking|Finding) (?:objects|deltas|sources)|Total \d+|Delta compression)")
 
 
 # --------------------------------------------------------------------------- the funnel
@@ -710,10 +695,11 @@ def _progress_reader(fd: int, write_end: int, call: Call) -> Callable[[], bytes]
 
 def _progress_line(raw: bytes, call: Call, kept: list[bytes]) -> None:
     """One stderr line: progress (rewritten in place, or a counter's last state) is said, not kept."""
+    import re
     text = _decode(raw).strip("\r").strip()
     if not text:
         return
-    counting = raw.endswith(b"\r") or bool(_PROGRESS_LINE.match(text))
+    counting = raw.endswith(b"\r") or bool(re.match(_PROGRESS_LINE, text))
     call.detail(f"git: {text}")
     if not counting:
         kept.append(raw.rstrip(b"\r"))
@@ -819,12 +805,13 @@ def _decode(data: bytes) -> str:
 
 # Anchored at "://" and stopped at the next "/", so the match is linear in the text
 # (a scheme pattern in front was tried at every letter: quadratic in a long value).
-_USERINFO = regex(r"://[^/@\s]+@")
+_USERINFO = r"://[^/@\s]+@"
 
 
 def _scrub(text: str) -> str:
     """Remove user:password@ from any URL; a token must never reach an error text."""
-    return _USERINFO.sub("://***@", text)
+    import re
+    return re.sub(_USERINFO, "://***@", text)
 
 
 def _subcommand(argv: Sequence[str]) -> str:
@@ -881,15 +868,15 @@ class RemoteId:
 
 
 _SCHEMES = {"https": "https", "http": "http", "ssh": "ssh", "git+ssh": "ssh", "ssh+git": "ssh"}
-_HOSTNAME = regex(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_IPV6 = regex(r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[A-Za-z0-9._-]+)?")
-_PORT = regex(r"[0-9]{1,5}")
-_NAME = regex(r"[A-Za-z0-9._-]+")
+_HOSTNAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
+_IPV6 = r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%[A-Za-z0-9._-]+)?"
+_PORT = r"[0-9]{1,5}"
+_NAME = r"[A-Za-z0-9._-]+"
 # scp-style is git's rule: a colon before the first slash; brackets allow IPv6.
-_SCP = regex(r"(?s)(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)")
+_SCP = r"(?s)(?:[^@/:\[\]]+@)?(\[[^\]/]+\]|[^:/\[\]@]+):(.*)"
 
 
-_SPACE_OR_CONTROL = regex(r"[\s\x00-\x1f]")  # \s is str.isspace's set
+_SPACE_OR_CONTROL = r"[\s\x00-\x1f]"  # \s is str.isspace's set
 
 
 def parse_remote_url(url: str) -> RemoteId | None:
@@ -911,7 +898,8 @@ _PARSED_URLS: dict[str, RemoteId | None] = {}
 
 
 def _parse_remote_url(url: str) -> RemoteId | None:
-    if not url or _SPACE_OR_CONTROL.search(url):
+    import re
+    if not url or re.search(_SPACE_OR_CONTROL, url):
         return None
     scheme, sep, rest = url.partition("://")
     if sep:
@@ -934,7 +922,8 @@ def _parse_scheme_url(scheme: str, rest: str) -> RemoteId | None:
 def _parse_scp(url: str) -> RemoteId | None:
     if url.startswith(("/", ".", "~")) or "\\" in url:
         return None
-    match = _SCP.fullmatch(url)
+    import re
+    match = re.fullmatch(_SCP, url)
     if match is None:
         return None
     host, path = match.group(1), match.group(2)
@@ -944,26 +933,27 @@ def _parse_scp(url: str) -> RemoteId | None:
         return None  # "C:/work/repo" is a Windows drive, not a host called C
     if host.startswith("["):
         host = host[1:-1]
-        if not _IPV6.fullmatch(host):
+        if not re.fullmatch(_IPV6, host):
             return None
-    elif not _HOSTNAME.fullmatch(host):
+    elif not re.fullmatch(_HOSTNAME, host):
         return None
     return _build_remote("ssh", host.lower(), None, path)
 
 
 def _split_host_port(text: str) -> tuple[str, int | None] | None:
+    import re
     if text.startswith("["):
         host, bracket, tail = text[1:].partition("]")
-        if not bracket or not _IPV6.fullmatch(host):
+        if not bracket or not re.fullmatch(_IPV6, host):
             return None
     else:
         host, colon, port = text.partition(":")
         tail = colon + port
-        if not _HOSTNAME.fullmatch(host):
+        if not re.fullmatch(_HOSTNAME, host):
             return None
     if tail in ("", ":"):
         return host.lower(), None
-    if not tail.startswith(":") or not _PORT.fullmatch(tail[1:]) or not 0 < int(tail[1:]) < 65536:
+    if not tail.startswith(":") or not re.fullmatch(_PORT, tail[1:]) or not 0 < int(tail[1:]) < 65536:
         return None
     return host.lower(), int(tail[1:])
 
@@ -975,7 +965,8 @@ def _build_remote(kind: str, host: str, port: int | None, path: str) -> RemoteId
     *prefix, owner, repo = segments
     if repo.endswith(".git"):
         repo = repo[: -len(".git")]
-    if not (_NAME.fullmatch(owner) and _NAME.fullmatch(repo)):
+    import re
+    if not (re.fullmatch(_NAME, owner) and re.fullmatch(_NAME, repo)):
         return None
     return RemoteId(host, port, owner, repo, "/".join(prefix), kind)
 
@@ -1282,7 +1273,7 @@ def _parse_config(text: str) -> Iterator[tuple[str, str | None, str, str | None]
             raise ValueError(f"bad config line {parser.line}")
 
 
-_SPACE = regex(r"\s")
+_SPACE = r"\s"
 
 
 class _ConfigParser:
@@ -1362,8 +1353,9 @@ class _ConfigParser:
         end = self.text.find("\n", self.pos)
         rest = self.text[self.pos:] if end < 0 else self.text[self.pos:end]
         if not any(c in rest for c in '\\"#;'):  # the common line: nothing to unquote or unescape
+            import re
             self.skip_line()
-            return _SPACE.sub(" ", rest.strip())  # as below: each inner white-space character is one space
+            return re.sub(_SPACE, " ", rest.strip())  # as below: each inner white-space character is one space
         buf = ""
         quote = comment = False
         spaces = 0
@@ -1751,6 +1743,7 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
     raises :class:`LeaseRejected`. Without it, only fast-forwards happen.
     *env* reaches the git child only (the transport's credential helper).
     """
+    import re
     reject_option(branch, "branch")
     reject_option(remote, "remote")
     ref = f"refs/heads/{branch}"
@@ -1759,7 +1752,7 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
         raise NoSuchBranch(["git", "push", remote, ref], -1, f"there is no local branch {branch!r}", ref=branch)
     options = ["--porcelain"] + (["--set-upstream"] if set_upstream else []) + _progress_option()
     if lease_sha is not None:
-        if lease_sha and not _HEX_SHA.fullmatch(lease_sha):
+        if lease_sha and not re.fullmatch(_HEX_SHA, lease_sha):
             raise ValueError(f"a lease needs a full commit sha, not {lease_sha!r}")
         options.append(f"--force-with-lease={ref}:{lease_sha}")
     # core.abbrev=no: the porcelain summary then carries full old..new shas.
@@ -1811,6 +1804,7 @@ def pushes_running(repo: Repo) -> list[tuple[str, str]]:
 
 
 def _push_marks(repo: Repo) -> list[tuple[str, str, bool]]:
+    import re
     found = []
     try:
         names = sorted(n for n in os.listdir(os.fspath(repo.git_dir)) if n.startswith("madtea-push-"))
@@ -1819,7 +1813,7 @@ def _push_marks(repo: Repo) -> list[tuple[str, str, bool]]:
     for name in names:
         path = os.path.join(os.fspath(repo.git_dir), name)
         lines = (_read_text(path) or "").splitlines()
-        if len(lines) >= 2 and _HEX_SHA.fullmatch(lines[1]):
+        if len(lines) >= 2 and re.fullmatch(_HEX_SHA, lines[1]):
             pid = int(lines[2]) if len(lines) >= 3 and lines[2].isdigit() else 0
             with _calls_lock:
                 ours = path in _pushing
@@ -1968,7 +1962,8 @@ def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
     containment proof: callers prove the work is safe first (:func:`containment`).
     """
     reject_option(name, "branch name")
-    if not _HEX_SHA.fullmatch(expected_sha):
+    import re
+    if not re.fullmatch(_HEX_SHA, expected_sha):
         raise ValueError(f"expected_sha must be a full commit sha, not {expected_sha!r}")
     ref = f"refs/heads/{name}"
     argv = ["update-ref", "-d", ref, expected_sha]

@@ -25,11 +25,12 @@ import sys
 import time
 
 import gitops
-from gitops import record, regex, to_json
+from gitops import record, to_json
 
 # The hook imports this module before every shell command: pathlib, typing and
 # collections are for type checkers here, Path and re are imported where a rule
-# uses them, and JSON is gitops.to_json (see there).
+# uses them (a pattern is a string; re compiles and caches it), and JSON is
+# gitops.to_json (see there).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -115,7 +116,7 @@ class Refusal(Exception):
 
 
 # An agent step disguised as words for a person: "Call madt_x again ...".
-_AGENT_STEP = regex(r"\bmadt_[a-z_]+|^(?:Or )?[Cc]all\b")
+_AGENT_STEP = r"\bmadt_[a-z_]+|^(?:Or )?[Cc]all\b"
 
 
 def way_on_problem(next: Sequence[Call], choices: Sequence[Sequence[Call]], user_action: str | None) -> str | None:
@@ -129,7 +130,8 @@ def way_on_problem(next: Sequence[Call], choices: Sequence[Sequence[Call]], user
         return "a single choice is a next"
     if any(is_override(step) for step in next):
         return "an override is only ever a choice, never a step of next"
-    if user_action and _AGENT_STEP.search(user_action):
+    import re
+    if user_action and re.search(_AGENT_STEP, user_action):
         return f"user_action is for a person, not an agent step: {user_action!r}"
     return None
 
@@ -208,7 +210,7 @@ if TYPE_CHECKING:
 
 # The largest identifier or count either surface takes: the forge's own integers are 64-bit.
 MAX_NUMBER = 2**63 - 1
-_DIGITS = regex(r"#?([0-9]{1,19})")
+_DIGITS = r"#?([0-9]{1,19})"
 
 
 def _whole(value: Any) -> int | None:
@@ -218,9 +220,10 @@ def _whole(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, str):
+        import re
         text = value.strip()
         negative = text.startswith("-")
-        match = _DIGITS.fullmatch(text[1:] if negative else text)
+        match = re.fullmatch(_DIGITS, text[1:] if negative else text)
         return None if match is None else (-1 if negative else 1) * int(match.group(1))
     return None
 
@@ -976,9 +979,9 @@ def check_title(t: Target) -> None:
 
 
 # git's rules for a ref name (git check-ref-format --branch), each a linear scan.
-_REF_BAD_CHARS = regex(r"[\x00-\x20\x7f~^:?*\[\\]")
-_REF_BAD = {"'..'": regex(r"\.\."), "'@{'": regex(r"@\{"), "'//'": regex(r"//"),
-            "a part that starts with '.'": regex(r"(?:^|/)\."), "a part that ends in '.lock'": regex(r"\.lock(?:/|$)")}
+_REF_BAD_CHARS = r"[\x00-\x20\x7f~^:?*\[\\]"
+_REF_BAD = {"'..'": r"\.\.", "'@{'": r"@\{", "'//'": r"//",
+            "a part that starts with '.'": r"(?:^|/)\.", "a part that ends in '.lock'": r"\.lock(?:/|$)"}
 _NEW_BRANCH_KEYS = {("madt_branch_create", None): "name", ("madt_worktrees", "add"): "b"}
 _BRANCH_KEYS = {"madt_switch": "branch", "madt_push": "branch", "madt_pull": "branch", "madt_finish": "branch",
                 "madt_branch_delete": "name"}
@@ -986,11 +989,12 @@ _BRANCH_KEYS = {"madt_switch": "branch", "madt_push": "branch", "madt_pull": "br
 
 def ref_name_problem(name: str) -> str | None:
     """Why git would not take *name* as a branch name; None when it would."""
-    bad = _REF_BAD_CHARS.search(name)
+    import re
+    bad = re.search(_REF_BAD_CHARS, name)
     if bad:
         return f"has {bad.group()!r}, and spaces, control characters and ~ ^ : ? * [ \\ are not allowed"
     for what, pattern in _REF_BAD.items():
-        if pattern.search(name):
+        if re.search(pattern, name):
             return f"has {what}"
     if name.startswith("/") or name.endswith(("/", ".")):
         return "starts with '/' or ends with '/' or '.'"
@@ -1002,7 +1006,7 @@ def ref_name_problem(name: str) -> str | None:
 def valid_branch_name(name: str) -> str:
     """*name* made into a branch name git takes: each offending character or sequence becomes '-' or one '.'."""
     import re
-    text = _REF_BAD_CHARS.sub("-", name).replace("@{", "@-")
+    text = re.sub(_REF_BAD_CHARS, "-", name).replace("@{", "@-")
     text = re.sub(r"\.{2,}", ".", re.sub(r"/{2,}", "/", text))
     parts = [p.lstrip(".").removesuffix(".lock").rstrip(".") for p in text.split("/")]
     text = "/".join(p for p in parts if p).strip("-")
@@ -1863,12 +1867,12 @@ def check_due_date(c: _Guarded, due: str, exact: bool) -> None:
 MAX_UPLOAD = 50 * 1024 * 1024  # bytes of one uploaded file, read whole into memory before it is sent
 # File names and directories that hold credentials; an upload of one is refused (fail closed: a false
 # positive leaves the upload to a person, a miss would publish a key).
-_CREDENTIAL_NAME = regex(r"(?i)id_(rsa|dsa|ecdsa|ed25519)(_sk)?|.*\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk)|"
-                         r"\.env(\..*)?|[._]netrc|\.git-credentials|\.pgpass|\.npmrc|\.pypirc|\.htpasswd|"
-                         r"credentials(\.\w+)?|secrets?(\.\w+)?|.*tokens?(\.\w+)?")
+_CREDENTIAL_NAME = (r"(?i)id_(rsa|dsa|ecdsa|ed25519)(_sk)?|.*\.(pem|key|p12|pfx|jks|keystore|kdbx|ppk)|"
+                    r"\.env(\..*)?|[._]netrc|\.git-credentials|\.pgpass|\.npmrc|\.pypirc|\.htpasswd|"
+                    r"credentials(\.\w+)?|secrets?(\.\w+)?|.*tokens?(\.\w+)?")
 _CREDENTIAL_DIR = frozenset({".git", ".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config"})
-_CREDENTIAL_TEXT = regex(rb"PRIVATE KEY( BLOCK)?-----|aws_secret_access_key|\b(ghp|gho|ghs|github_pat|glpat|xox[bp])"
-                         rb"[_-][A-Za-z0-9_]{16,}")
+_CREDENTIAL_TEXT = (rb"PRIVATE KEY( BLOCK)?-----|aws_secret_access_key|\b(ghp|gho|ghs|github_pat|glpat|xox[bp])"
+                    rb"[_-][A-Za-z0-9_]{16,}")
 
 
 def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: str | None) -> None:
@@ -1888,7 +1892,8 @@ def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: 
     if size is None:
         raise Refusal("BAD_ARGUMENT", f"{raw!r} is not a file.", target=raw, next=(again,))
     parts = PurePath(real[len(tree):] if tree else real).parts
-    if any(p.lower() in _CREDENTIAL_DIR for p in parts[:-1]) or _CREDENTIAL_NAME.fullmatch(parts[-1]):
+    import re
+    if any(p.lower() in _CREDENTIAL_DIR for p in parts[:-1]) or re.fullmatch(_CREDENTIAL_NAME, parts[-1]):
         raise Refusal("USER_ACTION_REQUIRED", f"{raw!r} may hold credentials (by its name or folder), so madtea "
                       f"does not upload it.", target=raw,
                       user_action="Ask the user to upload it themselves if it holds no secret.")
@@ -1899,7 +1904,8 @@ def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: 
 
 def check_upload_content(raw: str, data: bytes) -> None:
     """A file to upload whose content holds a private key or a token is never sent."""
-    if _CREDENTIAL_TEXT.search(data):
+    import re
+    if re.search(_CREDENTIAL_TEXT, data):
         raise Refusal("USER_ACTION_REQUIRED", f"{raw!r} holds what looks like a private key or token, so madtea "
                       f"does not upload it.", target=raw,
                       user_action="Ask the user to upload it themselves if it holds no secret.")
@@ -2165,7 +2171,7 @@ def body_kept_changing(tries: int, edit: str, updated_at: Any, carried: str, sho
 
 # --------------------------------------------------------------------------- repository files through the forge
 
-_DRIVE = regex(r"[A-Za-z]:")
+_DRIVE = r"[A-Za-z]:"
 
 
 # The package types both forges' specs list; another is refused before it is sent.
@@ -2210,13 +2216,14 @@ def check_file_path(path: str, where: str, again: Callable[[str], Call], name: s
 
     *again* is the refused call with *name* set to a given value.
     """
+    import re
     import unicodedata  # only file writes need it; the hook never loads it
 
     why = None
     segments = path.split("/")
     if not path.strip():
         why = "is empty"
-    elif path.startswith(("/", "\\")) or _DRIVE.match(path):
+    elif path.startswith(("/", "\\")) or re.match(_DRIVE, path):
         why = "is absolute; paths are relative to the repository's root"
     elif "\\" in path:
         why = "has a backslash; separate folders with /"
@@ -2751,13 +2758,14 @@ class ForgeCall(_Guarded):
         return call(self.tool, **_with_action(self.action, kept | changes))
 
 
-_DURATION = regex(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_DURATION = r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?"
 
 
 def duration_seconds(c: ForgeCall, value: str) -> int:
     """A tracked time as the forge stores it, in whole seconds: "1h30m", "45m", "90s", or a number of seconds."""
+    import re
     text = value.strip().lower().replace(" ", "")
-    found = _DURATION.fullmatch(text) if text and not text.isdigit() else None
+    found = re.fullmatch(_DURATION, text) if text and not text.isdigit() else None
     seconds = int(text) if text.isdigit() else (
         int(found[1] or 0) * 3600 + int(found[2] or 0) * 60 + int(found[3] or 0) if found else 0)
     if not 0 < seconds <= 10_000 * 3600:
@@ -2767,14 +2775,15 @@ def duration_seconds(c: ForgeCall, value: str) -> int:
     return seconds
 
 
-_ACTIONS_NAME = regex(r"[A-Za-z_][A-Za-z0-9_]*")
+_ACTIONS_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 def actions_name(c: ForgeCall, name: str, what: str) -> str:
     """A secret's or variable's name as Gitea and Forgejo keep it: upper-cased; letters, digits and _, not
     starting with a digit, and not with GITEA_ or GITHUB_ (theirs)."""
+    import re
     upper = name.strip().upper()
-    if not _ACTIONS_NAME.fullmatch(upper) or upper.startswith(("GITEA_", "GITHUB_")):
+    if not re.fullmatch(_ACTIONS_NAME, upper) or upper.startswith(("GITEA_", "GITHUB_")):
         raise Refusal("BAD_ARGUMENT", f"{c.where}: {name[:60]!r} cannot name a {what}: use letters, digits and _, "
                       f"not starting with a digit, GITEA_ or GITHUB_.", target=c.where,
                       next=(c.retry(name=placeholder(f"a {what} name such as DEPLOY_KEY")),))
@@ -3091,10 +3100,11 @@ def mentions_git_or_madtea(command: str) -> bool:
     command = command or ""
     if "git" not in command and "madtea" not in command:
         return False  # most commands: no pattern to compile
-    return bool(_HOOK_GIT_OR_MADTEA.search(command))
+    import re
+    return bool(re.search(_HOOK_GIT_OR_MADTEA, command))
 
 
-_HOOK_GIT_OR_MADTEA = regex(r"\b(?:git|madtea)\b")
+_HOOK_GIT_OR_MADTEA = r"\b(?:git|madtea)\b"
 
 
 def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
@@ -4035,13 +4045,17 @@ def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
     return None
 
 
-_HOOK_MADTEA_PYZ = regex(r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz")  # the single-file release, any version
+_HOOK_MADTEA_PYZ = r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz"  # the single-file release, any version
 
 
 def _hook_madtea_name(name: str) -> bool:
     """``madtea``, ``madtea.py`` or the single-file release ``madtea-1.2.pyz``: a program that is madtea's CLI."""
-    return name in ("madtea", "madtea.py") or (name.startswith("madtea") and name.endswith(".pyz")
-                                               and bool(_HOOK_MADTEA_PYZ.fullmatch(name)))
+    if name in ("madtea", "madtea.py"):
+        return True
+    if not (name.startswith("madtea") and name.endswith(".pyz")):
+        return False  # most names: no pattern to compile
+    import re
+    return bool(re.fullmatch(_HOOK_MADTEA_PYZ, name))
 
 
 # --------------------------------------------------------------------------- rendering
@@ -4066,8 +4080,8 @@ _HOOK_GIT_GLOBAL_VALUE = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--n
 _HOOK_CONTROLS = frozenset({"--continue", "--abort", "--skip", "--quit", "--show-current-patch", "--edit-todo"})
 _HOOK_CONTROL_VERBS = frozenset({"merge", "rebase", "cherry-pick", "revert", "am"})
 # user:secret@, or a bare token as the user name (Gitea takes one there: 40 hex digits, or a known prefix)
-_HOOK_CRED_URL = regex(r"(?i)\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
-                              r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@")
+_HOOK_CRED_URL = (r"(?i)\b([a-z][a-z0-9+.-]*://)(?:[^/\s@:]+:[^/\s@]+|[0-9a-f]{32,}|"
+                  r"(?:gh[pousr]_|github_pat_|glpat-)[^/\s@:]+)@")
 _HOOK_HEX = "0123456789abcdef"
 _HOOK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 
@@ -4422,8 +4436,11 @@ class _HookGit:
                 + _hook_retry(self.sub or "config"))
         words = [v for _n, v in self.gopts if v is not None] + list(self.args)
         for w in words:
-            if "://" in w.text and "@" in w.text and _HOOK_CRED_URL.search(w.text):
-                clean = _HOOK_CRED_URL.sub(lambda mm: mm.group(1), w.text)
+            if "://" not in w.text or "@" not in w.text:
+                continue  # most words: no pattern to compile
+            import re
+            if re.search(_HOOK_CRED_URL, w.text):
+                clean = re.sub(_HOOK_CRED_URL, lambda mm: mm.group(1), w.text)
                 return "deny", (
                     "A token or password inside a remote URL is stored in .git/config and shows up in "
                     f"remote listings, logs and error messages. Use the plain URL ({clean}) and ask the user to "

@@ -1228,12 +1228,6 @@ def test_a_frozen_record_refuses_assignment_and_a_mutable_one_is_unhashable():
         hash(box)
 
 
-def test_a_lazy_regex_compiles_on_first_use_and_matches_as_re_does():
-    pattern = gitops.regex(r"[a-z]+(\d)", 0)
-    assert pattern.fullmatch("ab1").group(1) == "1" and pattern.search("x ab2").group(0) == "ab2"
-    assert pattern.sub("-", "a1 b2") == "- -" and pattern.pattern == r"[a-z]+(\d)"
-
-
 # --------------------------------------------------------------------------- JSON without the json package
 
 _JSON_VALUES = st.recursive(
