@@ -851,16 +851,25 @@ def _state(op: Op, repo: guard.RepoFacts, ctx: Context) -> guard.RepoState:
 
 # The calls whose rules turn on the default branch: these ask the remote when git has no record of it.
 _ASKS_DEFAULT = frozenset({"madt_commit", "madt_finish", "madt_branch_delete", "madt_prune"})
+# What the remote named, by repository and origin's address, for the life of the process: kept as long as
+# git keeps its own record (origin/HEAD, written once by a clone), and never written to the repository. A
+# remote that did not answer, or an address the config file does not plainly say, is asked each call.
+_REMOTE_HEADS: dict[tuple[Path, str], str] = {}
 
 
 def _default_branch(op: Op, repo: gitops.Repo, branch: str | None, ctx: Context) -> tuple[str, bool]:
-    """Origin's default branch as git recorded it (origin/HEAD), else as the remote says it now; and whether
-    it is known. Unknown, the current branch counts as possibly the default when it could be one: a name
-    repositories default to, or a branch origin has."""
+    """Origin's default branch as git recorded it (origin/HEAD), else as the remote says it (asked once per
+    process); and whether it is known. Unknown, the current branch counts as possibly the default when it
+    could be one: a name repositories default to, or a branch origin has."""
     named = gitops.origin_head(repo)
     if named is None and op.tool in _ASKS_DEFAULT:
-        with transport_env(repo, _launch_host(ctx)) as env:
-            named = gitops.remote_head(repo, env=env)
+        url = gitops.read_origin(repo.common_dir)
+        named = _REMOTE_HEADS.get((repo.common_dir, url)) if url else None
+        if named is None:
+            with transport_env(repo, _launch_host(ctx)) as env:
+                named = gitops.remote_head(repo, env=env)
+            if named is not None and url:
+                _REMOTE_HEADS[(repo.common_dir, url)] = named
     if named is not None:
         return named, True
     guess = gitops.default_branch(repo)  # no origin to ask: the repository's own convention

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+import gitops
 import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
@@ -52,6 +53,28 @@ def test_finish_without_a_local_default_branch_recreates_it_from_origin(clone: P
     assert run_git(clone, "branch", "--show-current") == "main"
     assert run_git(clone, "rev-parse", "HEAD") == fake_forge.branch_sha("acme", "web", "main")
     assert "main" in result.text
+
+
+def test_the_remote_names_its_default_branch_once_per_process_and_nothing_is_written(
+        tmp_path: Path, hermetic_seal: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = make_pushed_repo(tmp_path)  # pushed, never cloned: git has no record of origin's HEAD
+    run_git(repo, "switch", "-q", "-c", "feat")
+    asked: list[tuple[Any, ...]] = []
+    real_git = gitops.git
+
+    def recording_git(*args: Any, **kwargs: Any) -> gitops.GitResult:
+        asked.extend([args] if "ls-remote" in args else [])
+        return real_git(*args, **kwargs)
+
+    monkeypatch.setattr(gitops, "git", recording_git)
+    for n in range(2):
+        write_files(repo, {f"f{n}.txt": "x\n"})
+        ok("madt_commit", repo, files=[f"f{n}.txt"], title=f"Add f{n}")
+    run_git(repo, "switch", "-q", "main")
+    write_files(repo, {"m.txt": "x\n"})
+    refused("DEFAULT_BRANCH", "madt_commit", repo, files=["m.txt"], title="Add m")  # still origin's default
+    assert len(asked) == 1, asked
+    assert run_git(repo, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", check=False) == ""
 
 
 # --------------------------------------------------------------------------- containment proves a branch is merged
