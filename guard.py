@@ -64,6 +64,8 @@ __all__ = [
     "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "check_worktree_path_given",
     "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
+    "check_confined", "FORGE_NEXT", "NOTHING_FURTHER", "check_merge_head", "check_merged", "check_forgejo_offers",
+    "check_secret_listed", "no_such_variable", "stopped_time_unseen",
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
     "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
     "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
@@ -1812,7 +1814,38 @@ def check_remote(c: RemoteCall) -> None:
                       f"for this change.")
 
 
+def check_confined(full: str, confined: bool, path: str | None = None, names: str | None = None) -> None:
+    """A client confined to *full* (a repository on another forge host than the launch repo's) reads that
+    repository's own paths alone: *names* is the owner/repo an API *path* lies under, None for a path
+    outside any repository."""
+    own = full.split("/", 1)[-1]
+    if not confined or (names is not None and names.lower() == own.lower()):
+        return
+    what = f"{full} is" if names is None else f"{path} names another repository than {full}, which is"
+    raise Refusal("OUT_OF_SCOPE", f"{what} on another forge host than the launch repo; only its own repository "
+                  f"paths may be read from here.", target=full, user_action=FORGE_NEXT["OUT_OF_SCOPE"])
+
+
 # --------------------------------------------------------------------------- what forge services find
+
+# The way on for each code a forge answer carries (a person's words: only they can act on what the forge said).
+FORGE_NEXT = {
+    "AUTH_MISSING": "Ask the user to log in for this host with `madtea auth login`.",
+    "SCOPE_MISSING": "Ask the user for a token with the scope the forge names.",
+    "HEAD_MOVED": "Ask the user to look at the pull request's new commits before it is merged.",
+    "MERGE_CONFLICT": "Ask the user to bring the branch up to date with its base, or to resolve the conflict in a "
+                      "checkout of the branch; then it can be merged.",
+    "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
+                     "rule), ask them.",
+    "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
+    "NOT_ALLOWED": "Tell the user the forge's reason above; only a person it allows (an admin, the author) can do "
+                   "this, so ask them to do it or to grant the access.",
+    "FORGE_UNAVAILABLE": "Try the same call again later; if it was a write whose answer was lost, read the object "
+                         "first to see whether it landed.",
+    "OUT_OF_SCOPE": "Ask the user to run madtea from a checkout of that repository's forge.",
+}
+# A failure no later step can mend: said to a person.
+NOTHING_FURTHER = "Tell the user what failed; madtea changed nothing further."
 
 
 def check_fields(c: _Guarded, names: Sequence[str], items: Sequence[Mapping[str, Any]]) -> None:
@@ -1855,6 +1888,22 @@ def check_pr_head(c: _Guarded, repo: str, head: str | None) -> str:
         raise Refusal("BAD_ARGUMENT", "madt_pr action=create needs head: the branch with the changes.", target=repo,
                       next=(c.retry(head=placeholder("the branch name")),))
     return head
+
+
+def check_merge_head(repo: str, number: int, forge_head: str | None, pushed: str | None) -> None:
+    """A pull request is merged at the head madtea pushed: another head on the forge holds commits no one
+    here has seen."""
+    if forge_head and forge_head != pushed:
+        raise Refusal("HEAD_MOVED", f"PR #{number}'s head on the forge is {forge_head[:9]}, not the "
+                      f"{(pushed or '')[:9]} madtea pushed; nothing was merged.", target=f"{repo}#{number}",
+                      user_action=FORGE_NEXT["HEAD_MOVED"])
+
+
+def check_merged(repo: str, number: int, merged: bool) -> None:
+    """A merge the forge accepted is done only when the pull request reads back merged."""
+    if not merged:
+        raise Refusal("MERGE_BLOCKED", f"The forge accepted the merge of PR #{number} but does not show it "
+                      f"merged.", target=f"{repo}#{number}", user_action=FORGE_NEXT["MERGE_BLOCKED"])
 
 
 def check_due_date(c: _Guarded, due: str, exact: bool) -> None:
@@ -2790,6 +2839,25 @@ def actions_name(c: ForgeCall, name: str, what: str) -> str:
     return upper
 
 
+def check_forgejo_offers(c: ForgeCall, code: str, flavour: str, what: str) -> None:
+    """Forgejo answers "not found" for the Gitea Actions endpoints it lacks: *what* is missing, not the object."""
+    if code == "NOT_FOUND_OR_NO_ACCESS" and flavour == "forgejo":
+        raise Refusal("NOT_SUPPORTED", f"Forgejo does not offer {what} through its API.", target=c.repo,
+                      user_action=NOTHING_FURTHER)
+
+
+def check_secret_listed(c: ForgeCall, name: str, listed: bool) -> None:
+    """A secret is set only when the forge lists it afterwards (its name is all it ever shows of it)."""
+    if not listed:
+        raise Refusal("FORGE_UNAVAILABLE", f"The forge accepted the secret {name} but does not list it "
+                      f"afterwards.", target=c.repo, user_action=FORGE_NEXT["FORGE_UNAVAILABLE"])
+
+
+def no_such_variable(c: ForgeCall, name: str) -> Refusal:
+    return Refusal("NOT_FOUND_OR_NO_ACCESS", f"{c.repo} has no variable {name}.", target=c.repo,
+                   user_action=FORGE_NEXT["NOT_FOUND_OR_NO_ACCESS"])
+
+
 def saved_file(c: ForgeCall, raw: str) -> "Path":
     """Where a download is saved: a new file, by absolute path, in a folder that exists; nothing is overwritten."""
     from pathlib import Path
@@ -2891,6 +2959,15 @@ def no_stopwatch(c: ForgeCall, number: int) -> Refusal:
                    f"tracked.", target=f"{c.repo}#{number}",
                    next=(call(c.tool, action="add_time", owner_repo=c.args.get("owner_repo"), number=number,
                               duration=placeholder("the time spent, such as 1h30m")),))
+
+
+def stopped_time_unseen(c: ForgeCall, number: int, lost: str | None, look: Call) -> Refusal:
+    """A stop after which the forge lists no new tracked time: after a lost answer, look before stopping
+    again; after an answer, the forge contradicts itself."""
+    if lost is not None:
+        return lost_write(c, lost, "the stopwatch stopped", look)
+    return Refusal("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists no new tracked "
+                   f"time.", target=f"{c.repo}#{number}", user_action=FORGE_NEXT["FORGE_UNAVAILABLE"])
 
 
 # --------------------------------------------------------------------------- updating a copy install

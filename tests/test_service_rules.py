@@ -510,3 +510,93 @@ def test_a_batch_stopped_part_way_says_what_was_done_and_sends_only_the_rest() -
     assert (r.code, r.target) == ("FORGE_UNAVAILABLE", "acme/web")
     assert r.message == "Closed #3.\n#4 failed, and the rest were not tried: The forge did not answer."
     assert list(r.next) == [look, guard.call("madt_issues", action="close", owner_repo="acme/web", numbers=[4, 5])]
+
+
+# --------------------------------------------------------------------------- what a forge's answers settle
+
+def person(r: guard.Refusal) -> str | None:
+    """The one way on a person-only refusal: the words, with no steps beside them."""
+    assert guard.way_on_problem(r.next, r.choices, r.user_action) is None and not r.next and not r.choices
+    return r.user_action
+
+
+THERE = "other.test/acme/web"
+OUTSIDE = "on another forge host than the launch repo; only its own repository paths may be read from here."
+
+
+@pytest.mark.parametrize("path,names,text", [
+    (None, None, f"{THERE} is {OUTSIDE}"),                                # /user, /repos/search: outside any repo
+    ("/repos/acme/api/issues", "acme/api",
+     f"/repos/acme/api/issues names another repository than {THERE}, which is {OUTSIDE}"),
+])
+def test_a_confined_client_reads_its_own_repository_alone(path: str | None, names: str | None, text: str) -> None:
+    for own in ("acme/web", "ACME/Web"):
+        guard.check_confined(THERE, True, f"/repos/{own}/issues", own)
+    guard.check_confined(THERE, False, path, names)  # the launch host is not confined
+    r = refusal(guard.check_confined, THERE, True, path, names)
+    assert (r.code, r.message, r.target) == ("OUT_OF_SCOPE", text, THERE)
+    assert person(r) == "Ask the user to run madtea from a checkout of that repository's forge."
+
+
+PUSHED = "a" * 40
+
+
+@pytest.mark.parametrize("forge_head,merged,code,text", [
+    ("b" * 40, True, "HEAD_MOVED", "PR #7's head on the forge is bbbbbbbbb, not the aaaaaaaaa madtea pushed; "
+                                   "nothing was merged."),
+    (PUSHED, False, "MERGE_BLOCKED", "The forge accepted the merge of PR #7 but does not show it merged."),
+])
+def test_a_merge_is_at_the_pushed_head_and_reads_back_merged(forge_head: str, merged: bool, code: str,
+                                                             text: str) -> None:
+    for head in (PUSHED, None, ""):  # the forge showing no head is no other head
+        guard.check_merge_head("acme/web", 7, head, PUSHED)
+    guard.check_merged("acme/web", 7, True)
+    check = (guard.check_merge_head, "acme/web", 7, forge_head, PUSHED) if code == "HEAD_MOVED" else \
+        (guard.check_merged, "acme/web", 7, merged)
+    r = refusal(*check)
+    assert (r.code, r.message, r.target) == (code, text, "acme/web#7")
+    assert person(r) == guard.FORGE_NEXT[code]
+
+
+@pytest.mark.parametrize("code,flavour,refused", [
+    ("NOT_FOUND_OR_NO_ACCESS", "forgejo", True),
+    ("NOT_FOUND_OR_NO_ACCESS", "gitea", False),    # Gitea has the endpoint: the object is what is missing
+    ("FORGE_UNAVAILABLE", "forgejo", False),       # any other failure is the forge's own word
+])
+def test_forgejo_lacks_the_gitea_actions_endpoints(code: str, flavour: str, refused: bool) -> None:
+    c = forge("madt_actions", "logs", {"job_id": 3})
+    if not refused:
+        guard.check_forgejo_offers(c, code, flavour, "job logs")
+        return
+    for what in ("job logs", "the Gitea Actions endpoint actions/workflows"):
+        r = refusal(guard.check_forgejo_offers, c, code, flavour, what)
+        assert (r.code, r.message, r.target) == ("NOT_SUPPORTED", f"Forgejo does not offer {what} through its API.",
+                                                 "acme/web")
+        assert person(r) == "Tell the user what failed; madtea changed nothing further."
+
+
+def test_a_secret_is_set_when_the_forge_lists_it_and_a_variable_is_named_or_missing() -> None:
+    c = guard.ForgeCall("madt_actions", "set_secret", {"name": "DEPLOY_KEY", "body": "s3cret"}, "acme/web", "body")
+    guard.check_secret_listed(c, "DEPLOY_KEY", True)
+    r = refusal(guard.check_secret_listed, c, "DEPLOY_KEY", False)
+    assert (r.code, r.message, r.target) == (
+        "FORGE_UNAVAILABLE", "The forge accepted the secret DEPLOY_KEY but does not list it afterwards.", "acme/web")
+    assert person(r) == guard.FORGE_NEXT["FORGE_UNAVAILABLE"] and "s3cret" not in repr(vars(r))
+    r = guard.no_such_variable(forge("madt_actions", "variables", {"name": "level"}), "LEVEL")
+    assert (r.code, r.message, r.target) == ("NOT_FOUND_OR_NO_ACCESS", "acme/web has no variable LEVEL.", "acme/web")
+    assert person(r) == guard.FORGE_NEXT["NOT_FOUND_OR_NO_ACCESS"]
+
+
+@pytest.mark.parametrize("lost,code,text,steps", [
+    (None, "FORGE_UNAVAILABLE", "The forge stopped the stopwatch on #4 but lists no new tracked time.", []),
+    ("The forge did not answer.", "FORGE_UNAVAILABLE", "The forge did not answer. Whether the stopwatch stopped is "
+     "unknown; look before sending this again: madt_issues action=times number=4",
+     ["madt_issues action=times number=4"]),
+])
+def test_a_stopped_stopwatch_shows_its_time(lost: str | None, code: str, text: str, steps: list[str]) -> None:
+    look = guard.call("madt_issues", action="times", number=4)
+    r = guard.stopped_time_unseen(forge("madt_issues", "stop_stopwatch", {"number": 4}), 4, lost, look)
+    assert (r.code, r.message) == (code, text)
+    assert way(r) == steps
+    assert r.target == ("acme/web#4" if lost is None else "acme/web")
+    assert lost is not None or person(r) == guard.FORGE_NEXT["FORGE_UNAVAILABLE"]
