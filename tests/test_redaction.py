@@ -7,14 +7,19 @@ or 403 names the host that answered it, not the one that redirected there.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import forge
+import gitops
 import madtea
 from fakeforge import DEFAULT_TOKEN
-from remote_env import Env, env  # noqa: F401 - fixtures
+from remote_env import Env, child_env, env  # noqa: F401 - fixtures
 from test_forge import Reply, Server, Sleeps, serve  # noqa: F401 - the scripted-server fixture
 
 OTHER = "zq-other-host-token-0123456789"
@@ -120,3 +125,44 @@ def test_a_401_from_the_host_itself_still_advises_login_there(serve: Callable[..
     assert caught.value.host == home.host and caught.value.redirected_from is None
     result = madtea._forge_error(caught.value)
     assert result is not None and f"auth login --hostname {home.host}" in result.error["user_action"]
+
+
+# --------------------------------------------------------------------------- credentials in URLs
+
+# A hostile server's error body: a credential up front, then a dotted run as long as the
+# part of an error body madtea reads (64 KiB). A scrubber whose pattern starts with the
+# scheme retries at every letter of the run and reads to its end each time (quadratic).
+HOSTILE_BODY = "fetch https://bob:hunter2@x.test/a failed " + "a." * 32768
+
+
+def test_a_hostile_error_body_is_shown_without_its_credential(env: Env) -> None:
+    env.forge.inject(500, times=2, body=HOSTILE_BODY, path_contains="/issues/1")
+    result = env.call("madt_issues", action="view", number=1)
+    assert result.error and "hunter2" not in result.text, result.text
+    assert "fetch https://***@x.test/a failed a.a." in result.text
+    out = env.cli("issue", "view", "1")
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "hunter2" not in out.stdout + out.stderr and "https://***@x.test/a" in out.stderr
+
+
+def test_the_credential_scrubber_reads_a_hostile_text_in_linear_work() -> None:
+    # 4 MiB of the hostile run: a linear scrubber reads it in well under a second, a quadratic
+    # one for hours, so this generous limit judges the shape of the work, not its speed.
+    probe = "import forge, gitops; t = 'a.' * 2**21; forge.scrub(t); gitops.hide_userinfo(t)"
+    done = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+# The scheme-first pattern forge used before: the reference for what must stay hidden.
+_SCHEME_FIRST = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
+_URLISH = st.text(alphabet="aZ09+.-:/@ \t%_~!", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_URLISH, st.sampled_from(["https://", "ssh://", "git+ssh://", "u:p@", "@", "/"])),
+                max_size=12))
+def test_the_scrubber_hides_every_credential_the_scheme_first_pattern_hid(parts: list[str]) -> None:
+    text = "".join(parts)
+    for shown in (forge.scrub(text), gitops.hide_userinfo(text)):
+        assert _SCHEME_FIRST.sub(r"\1***@", shown) == shown, (text, shown)
