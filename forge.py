@@ -12,10 +12,11 @@ for the created object before they ever POST twice. :class:`RepoClient` is a
 client confined by construction to ``/repos/{owner}/{repo}/``.
 
 Host resolution (:func:`resolve_target`) and token lookup (:func:`token_for`)
-take plain values; this module imports nothing else from madtea. Tokens are
-keyed by host and kept in the OS credential store (or the ``keyring``
-package), in a 0600 plaintext file only with the user's consent; the
-credential tools run as time-limited subprocesses with the token on stdin.
+take plain values. Of madtea's modules this one imports only gitops, whose
+URL credential scrubber is the one both use. Tokens are keyed by host and
+kept in the OS credential store (or the ``keyring`` package), in a 0600
+plaintext file only with the user's consent; the credential tools run as
+time-limited subprocesses with the token on stdin.
 
 Limits, stated once: the forge has no idempotency keys, so a create's
 look-up is only as good as the caller's ``lookup``. A socket timeout bounds
@@ -108,6 +109,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import gitops
+
 _T = TypeVar("_T")
 
 # --------------------------------------------------------------------------- constants
@@ -176,7 +179,6 @@ class _Secret:
 _SECRETS: list[_Secret] = []
 _SECRETS_LOCK = threading.Lock()
 
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 _AUTH_HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*)(?:(?:token|bearer|basic)\s+)?[^\s,;]+")
 _AUTH_VALUE = re.compile(r"(?i)\b(token|bearer|basic)(\s+|=|:\s*)([A-Za-z0-9._~+/-]{16,}=*)")
 _QUERY_TOKEN = re.compile(r"(?i)([?&;](?:access_)?token=)[^&\s#]+")
@@ -210,7 +212,7 @@ def redact(text: str) -> str:
 def scrub(text: str) -> str:
     """Remove every known token, auth header value and ``user:pass@`` from *text*."""
     text = redact(text)
-    text = _URL_USERINFO.sub(r"\1***@", text)
+    text = gitops.hide_userinfo(text)
     text = _AUTH_HEADER.sub(r"\1***", text)
     text = _AUTH_VALUE.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
     return _QUERY_TOKEN.sub(r"\1***", text)

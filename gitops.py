@@ -39,6 +39,7 @@ __all__ = [
     "running_children",
     "call_count",
     "reject_option",
+    "hide_userinfo",
     "RemoteId",
     "parse_remote_url",
     "Repo",
@@ -298,9 +299,9 @@ class GitError(Exception):
     """A git command failed; carries its argv (no secrets), exit status and stderr."""
 
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
-        self.argv = [_scrub(str(a)) for a in argv]
+        self.argv = [hide_userinfo(str(a)) for a in argv]
         self.returncode = returncode
-        self.stderr = _scrub(stderr)
+        self.stderr = hide_userinfo(stderr)
         super().__init__(self.argv, returncode, self.stderr)
 
     @property
@@ -808,8 +809,8 @@ def _decode(data: bytes) -> str:
 _USERINFO = r"://[^/@\s]+@"
 
 
-def _scrub(text: str) -> str:
-    """Remove user:password@ from any URL; a token must never reach an error text."""
+def hide_userinfo(text: str) -> str:
+    """*text* with user:password@ of every URL as ``***@``: a token must never reach an error text."""
     import re
     return re.sub(_USERINFO, "://***@", text)
 

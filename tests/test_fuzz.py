@@ -342,5 +342,5 @@ def test_a_long_commit_message_goes_to_git_whole(single_repo: Any) -> None:
 
 def test_the_credential_scrubber_still_scrubs() -> None:
     import gitops
-    assert gitops._scrub("fatal: https://me:tok@h/x and ssh://u@h:22/y") == \
+    assert gitops.hide_userinfo("fatal: https://me:tok@h/x and ssh://u@h:22/y") == \
         "fatal: https://***@h/x and ssh://***@h:22/y"
