@@ -731,6 +731,28 @@ def test_helper_command_is_absolute_and_quoted() -> None:
     assert str(ROOT / "madtea.py") in command
 
 
+@pytest.mark.anyio
+async def test_a_store_failure_while_a_call_reads_its_token_is_in_the_result_on_both_surfaces(
+        gitea: FakeForge, tmp_path: Path, only_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """forge's warnings during a call are the call's notes: the MCP result's text, the CLI's stderr."""
+    from mcp.client import Client
+    repo = _clone(gitea, tmp_path / "web")
+    _tool(tmp_path / "bin", "secret-tool", BROKEN)
+    only_path(tmp_path / "bin")
+    monkeypatch.setenv("MADTEA_CREDENTIAL_STORES", "secret-tool,file")
+    forge.FileStore().set(gitea.host, TOKEN)
+    said = f"the credential store secret-tool failed for {gitea.host} (secret-tool lookup failed"
+    monkeypatch.setattr(forge, "_REPORTED", set())
+    async with Client(madtea.build_server(repo), mode="legacy") as client:
+        answer = await client.call_tool("madt_issues", {"action": "list"})
+    assert not answer.is_error and f"[warning] {said}" in answer.content[0].text
+    monkeypatch.setattr(forge, "_REPORTED", set())
+    result = madtea.run("madt_issues", {"action": "list"}, madtea.Context("cli", repo))
+    assert not result.is_error and [text for severity, text in result.notes if text.startswith(said)]
+    done = cli("issue", "list", cwd=repo)
+    assert done.returncode == 0 and f"warning: {said}" in done.stderr, done.stderr
+
+
 def gitops_discover(path: Path) -> Any:
     import gitops
     return gitops.discover(path)
