@@ -12,11 +12,12 @@ for the created object before they ever POST twice. :class:`RepoClient` is a
 client confined by construction to ``/repos/{owner}/{repo}/``.
 
 Host resolution (:func:`resolve_target`) and token lookup (:func:`token_for`)
-take plain values. Of madtea's modules this one imports only gitops, whose
-URL credential scrubber is the one both use. Tokens are keyed by host and
-kept in the OS credential store (or the ``keyring`` package), in a 0600
-plaintext file only with the user's consent; the credential tools run as
-time-limited subprocesses with the token on stdin.
+take plain values. Of madtea's modules this one imports only gitops: for the
+URL credential scrubber both use, and for the running call
+(:data:`gitops.CALL`), whose cancel, deadline and progress reach every
+request. Tokens are keyed by host and kept in the OS credential store (or the
+``keyring`` package), in a 0600 plaintext file only with the user's consent;
+the credential tools run as time-limited subprocesses with the token on stdin.
 
 Limits, stated once: the forge has no idempotency keys, so a create's
 look-up is only as good as the caller's ``lookup``. A socket timeout bounds
@@ -36,7 +37,6 @@ __all__ = [
     "request",
     "request_count",
     "end_requests",
-    "CALL",
     "deadline_seconds",
     "map_error",
     "scrub",
@@ -82,7 +82,6 @@ __all__ = [
     "target_for_url",
 ]
 
-import contextvars
 import datetime as _dt
 import email.utils
 import functools
@@ -554,27 +553,6 @@ def _watchdog() -> None:
         watch.expire("deadline")
 
 
-class _Call(Protocol):
-    """The running tool call's controls (gitops.Call): its deadline, its progress, its cancel."""
-
-    deadline: float | None
-
-    @property
-    def cancelled(self) -> bool: ...
-
-    def detail(self, text: str) -> None: ...
-
-    def hold(self, stop: Callable[[], None]) -> int: ...
-
-    def release(self, key: int) -> None: ...
-
-    def wait(self, seconds: float) -> bool: ...
-
-
-# Set by the server for the thread running a call: requests stop at its cancel and its deadline.
-CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("madtea_forge_call", default=None)
-
-
 def end_requests() -> None:
     """Cut every open forge connection and refuse new ones: the process is shutting down."""
     _CLOSING.set()
@@ -689,7 +667,7 @@ def _open_once(req: urllib.request.Request, scheme: str, ca_file: str | None, ti
                on_send: Callable[[str, str], None] | None) -> tuple[int, dict[str, str], bytes]:
     if _CLOSING.is_set():
         raise _stopped("shutdown", False)
-    call = CALL.get()
+    call = gitops.CALL.get()
     if call is not None and call.cancelled:
         raise _stopped("cancelled", False)
     watch = _watch_until(deadline)
@@ -906,7 +884,7 @@ def request(
     secret = _check_token(token, host) if token else None
     if deadline is None:
         deadline = time.monotonic() + deadline_seconds()
-    call = CALL.get()
+    call = gitops.CALL.get()
     if call is not None and call.deadline is not None:
         deadline = min(deadline, call.deadline)  # a call answers within its client's patience
     limit = max(0.0, deadline - time.monotonic())
@@ -940,7 +918,7 @@ def request(
         return Response(resp.status, resp.headers, resp.body, resp.url, method, path, host, attempt)
 
 
-def _pause(call: _Call | None, sleep: Callable[[float], None], delay: float, why: str) -> bool:
+def _pause(call: gitops.Call | None, sleep: Callable[[float], None], delay: float, why: str) -> bool:
     """Wait *delay* seconds before a retry, saying so; False when the call was cancelled meanwhile."""
     if call is None:
         sleep(delay)

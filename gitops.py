@@ -463,10 +463,10 @@ def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | No
 class Call:
     """One tool call's controls over the work it starts: a deadline, progress, and a cancel.
 
-    The server sets one in :data:`CALL` (and forge's twin) for the thread that runs a call. ``git()``
-    reads it: no child starts after a cancel or past the deadline, every child's process group is held
-    so :meth:`cancel` can end it, and transport commands stream git's ``--progress`` lines to it. The
-    forge funnel holds each request's connection and its retry waits the same way.
+    The server sets one in :data:`CALL` for the thread that runs a call. ``git()`` reads it: no child
+    starts after a cancel or past the deadline, every child's process group is held so :meth:`cancel`
+    can end it, and transport commands stream git's ``--progress`` lines to it. forge's funnel reads
+    the same one: it holds each request's connection and its retry waits the same way.
     """
 
     def __init__(self, deadline: float | None = None, reporting: bool = False) -> None:

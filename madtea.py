@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mcp.server import Server, ServerRequestContext
     from mcp.server.context import CallNext, HandlerResult
 
-    import forge  # imported where it is used (see _forge), never by the module body
+    import forge  # imported by each function that uses it, never by the module body (ssl, http.client)
 
     # JSON as it arrives: a forge's answers and a tool call's arguments. The one Any this module names.
     Json: TypeAlias = Any
@@ -630,7 +630,7 @@ def _redacted(result: Result) -> Result:
     """
     if "forge" not in sys.modules and not any(k.upper().startswith("MADTEA_TOKEN") for k in os.environ):
         return result  # no token is known to this process
-    forge = _forge()
+    import forge
     tokens = forge.known_tokens()
     return _hidden(result, forge.redact, tokens) if tokens else result
 
@@ -1144,11 +1144,11 @@ class Api:
 
     def __init__(self, target: RemoteTarget, confined: bool, read_only: bool,
                  scope: guard.Scope | None = None) -> None:
-        forge = _forge()
+        import forge
         self.scope = scope or guard.Scope()
 
         self.target = target
-        token, self.token_source = forge.token_for(target.host, target.launch_host)
+        token, self.token_source = _token_for(target.host, target.launch_host)
         self.client = forge.Client.from_target(target.forge, token)
         if token and self.client.api_base.startswith("http://") and not forge.is_loopback(target.host):
             warn(f"the token for {target.host} travels unencrypted: its API address is http://, not https://.")
@@ -1168,9 +1168,10 @@ class Api:
         return self.client.api_base.removesuffix("/api/v1")
 
     def _check_root(self) -> None:
+        import forge
         if self.confined:
-            raise _forge().ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
-                                      f"launch repo; only its own repository paths may be read from here.")
+            raise forge.ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
+                                   f"launch repo; only its own repository paths may be read from here.")
 
     def list_items(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
         """Up to *limit* items of the repository's list at *segments* (see :meth:`_listed`)."""
@@ -1189,9 +1190,10 @@ class Api:
     def _listed(client: Any, where: Any, params: Mapping[str, Any] | None, limit: int) -> list[Any]:
         """Up to *limit* items of a list endpoint, from page= on (pages of *limit* items, 1-based); a notice says
         when the forge holds more."""
+        import forge
         params = dict(params or {})
         page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
-        if page > 1 and limit <= _forge().PAGE_SIZE:
+        if page > 1 and limit <= forge.PAGE_SIZE:
             return list(client.get(where, params=params | {"page": page, "limit": limit}) or [])
         skip = (page - 1) * limit if page > 1 else 0
         listed, total = client.paginate(where, params=params, limit=skip + limit)
@@ -1213,9 +1215,10 @@ class Api:
 
     def flavour(self) -> str:
         """"gitea" or "forgejo"; on another host whose /version wants a token, "unknown" (none is sent there)."""
+        import forge
         try:
             return self._about.flavour()
-        except _forge().ForgeError:
+        except forge.ForgeError:
             if not self.confined:
                 raise
             return "unknown"
@@ -1342,14 +1345,12 @@ _AUTH_FAILED = ("could not read Username", "could not read Password", "Authentic
                 "returned error: 401")
 
 
-def _forge() -> Any:
-    """The forge module, its diagnostics routed through madtea's one emitter."""
+def _token_for(host: str, launch_host: str | None = None) -> tuple[str | None, str]:
+    """forge's token for *host* and where it was found. forge's warnings (a credential store that failed, the
+    plaintext file) go through madtea's one emitter: a call's notes on either surface, else stderr."""
     import forge
     forge.set_diagnostics(warn)
-    call = gitops.CALL.get()
-    if forge.CALL.get() is not call:  # the running call's cancel and deadline reach its requests too
-        forge.CALL.set(call)
-    return forge
+    return forge.token_for(host, launch_host)
 
 
 def helper_command() -> str:
@@ -1398,7 +1399,7 @@ class _Transport:
             warn_credentialed_origin(self.repo.common_dir, str(self.repo.top))
         origin = gitops.parse_remote_url(url) if url else None
         if origin is not None and origin.scheme in ("https", "http"):
-            forge = _forge()
+            import forge
             try:
                 self.host = forge_target(origin).host
             except forge.ForgeError:
@@ -1407,7 +1408,7 @@ class _Transport:
             notice(f"git transport to {self.host} carries no madtea credential: that host is outside the launch "
                    f"repo's forge ({self.launch_host}), which bounds what this server may use.")
         elif self.host:
-            token, source = _forge().token_for(self.host, self.launch_host)
+            token, source = _token_for(self.host, self.launch_host)
             if token and source.startswith("env:"):
                 self._file = _token_file(self.host, token)
                 env[_HELPER_FILE_ENV] = self._file
@@ -1422,13 +1423,14 @@ class _Transport:
         return env
 
     def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
+        import forge
         if self._file:
             _drop_token_file(self._file)
         if isinstance(exc, gitops.GitError) and not isinstance(exc, gitops.PushRejected):
             if any(sign in exc.stderr for sign in _AUTH_FAILED):
                 host = self.host or "the origin's host"
-                raise _forge().ForgeError("AUTH_MISSING", f"git could not authenticate to {host}: no working "
-                                          f"credential for it ({exc}).", host=self.host) from None
+                raise forge.ForgeError("AUTH_MISSING", f"git could not authenticate to {host}: no working "
+                                       f"credential for it ({exc}).", host=self.host) from None
 
 
 def transport_env(repo: Any, launch_host: str | None) -> _Transport:
@@ -1560,12 +1562,12 @@ def git_credential(action: str, stdin: Any, stdout: Any) -> int:
             fields[key] = value
     if action != "get" or fields.get("protocol", "").lower() not in ("https", "http") or not fields.get("host"):
         return 0
-    forge = _forge()
+    import forge
     host = forge.host_key(fields["host"])
     scope = os.environ.get(_HELPER_HOST_ENV, "")
     if scope and host != forge.host_key(scope):
         return 0
-    token = _helper_file_token(forge, host) or forge.token_for(host)[0]
+    token = _helper_file_token(host) or _token_for(host)[0]
     if not token or not re.fullmatch(r"[\x21-\x7e]+", token):
         return 0
     user = (forge.known_logins().get(host) or {}).get("user")
@@ -1575,8 +1577,10 @@ def git_credential(action: str, stdin: Any, stdout: Any) -> int:
     return 0
 
 
-def _helper_file_token(forge: Any, host: str) -> str | None:
+def _helper_file_token(host: str) -> str | None:
     from pathlib import Path
+
+    import forge
     path = os.environ.get(_HELPER_FILE_ENV, "")
     if not path:
         return None
@@ -2193,7 +2197,7 @@ def made_since(listing: Callable[[], Any], same: Callable[[dict[str, Any]], bool
     last week, or a second ``LGTM``) is at or below the mark and is never taken for this one.
     """
     def mark() -> Callable[[], list[dict[str, Any]]]:
-        forge = _forge()
+        import forge
         try:
             top = max((int(i.get(key) or 0) for i in listing() or []), default=0)
         except forge.ForgeError as exc:  # the create's own answer will say more; only a lost one needs the mark
@@ -2225,6 +2229,7 @@ def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what
     *since* runs before the POST (see :func:`made_since`). A look-up that finds two matches
     made while the answer was lost cannot say which is this call's, and says so.
     """
+    import forge
     remote = api(inv)
     lookup_since = since()
 
@@ -2232,12 +2237,12 @@ def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what
         found = lookup_since()
         if len(found) > 1:
             names = ", ".join(_ident(i) for i in found)
-            raise _forge().ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
-                                      f"the answer was lost ({names})")
+            raise forge.ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
+                                   f"the answer was lost ({names})")
         return found[0] if found else None
     try:
         made = remote.create(segments, dict(payload), lookup=lookup)
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         raise settle_lost(inv, exc, what, look) from None
     if made.recovered:
         recovered(what, made.value)
@@ -2258,9 +2263,10 @@ def recovered(what: str, item: Mapping[str, Any]) -> None:
 
 def _found(inv: Invocation, *segments: Any) -> dict[str, Any] | None:
     """An object the forge has at these segments, or None when it answers that there is none."""
+    import forge
     try:
         return dict(api(inv).get(*segments) or {})
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS" and exc.status == 404:
             return None
         raise
@@ -2518,6 +2524,7 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
     at all), sent to *via* when given (a pull request's base is set on its pulls path); the
     lock stays keyed on *segments*, the body's own path.
     """
+    import forge
     a = inv.args
     target = api(inv).target
     fields = dict(fields or {})
@@ -2535,13 +2542,13 @@ def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, 
                 return (api(inv).patch(*path, json=fields) if fields else current), ""
             try:
                 api(inv).patch(*path, json={"body": body} | fields)
-            except _forge().ForgeError as exc:
+            except forge.ForgeError as exc:
                 if exc.code != "FORGE_UNAVAILABLE":
                     raise
             try:
                 current = api(inv).get(*path)
-            except _forge().ForgeError as exc:
-                raise _forge().ForgeError(
+            except forge.ForgeError as exc:
+                raise forge.ForgeError(
                     exc.code, f"madtea sent the body edit{_with(fields)} but could not read the body back "
                     f"({exc.message}); "
                     "whether it landed is unknown. Read it with " + shown_call(view_call) + " before "
@@ -2644,6 +2651,7 @@ def _create_payload(inv: Invocation) -> dict[str, Any]:
 
 
 def _edit(inv: Invocation, kind: str) -> Result:
+    import forge
     number = _issue_number(inv)
     a = inv.args
     tool = "madt_issues" if kind == "issue" else "madt_pr"
@@ -2693,11 +2701,11 @@ def _edit(inv: Invocation, kind: str) -> Result:
         for label_id, name in zip(remove_ids, a.get("remove_label") or []):
             api(inv).delete("issues", number, "labels", label_id)
             done.append(f"removed label {name}")
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if not done:
             raise
         # A later request failed: say what already landed, so nothing is repeated blindly.
-        raise _forge().ForgeError(
+        raise forge.ForgeError(
             exc.code, f"#{number} was partly edited: " + "; ".join(done) + f"; then a request failed and the rest "
             f"was not done: {exc.message}", exc.status, exc.method, exc.path, transient=exc.transient,
             host=exc.host) from None
@@ -2709,6 +2717,7 @@ def _edit(inv: Invocation, kind: str) -> Result:
 
 def _set_reviewers(inv: Invocation, number: int) -> str:
     """Requested reviewers added and removed as sets; what the forge holds afterwards, read back."""
+    import forge
     remote = api(inv)
 
     def asked() -> set[str]:
@@ -2721,7 +2730,7 @@ def _set_reviewers(inv: Invocation, number: int) -> str:
         if names:
             try:
                 send("pulls", number, "requested_reviewers", json={"reviewers": names})
-            except _forge().ForgeError as exc:
+            except forge.ForgeError as exc:
                 if exc.code != "FORGE_UNAVAILABLE":
                     raise
                 lost = exc  # the answer was lost: the read-back below says whether it landed
@@ -2735,6 +2744,7 @@ def _set_reviewers(inv: Invocation, number: int) -> str:
 
 
 def _set_state(inv: Invocation, state: str, noun: str) -> Result:
+    import forge
     lines: list[str] = []
     rows: list[dict[str, Any]] = []
     for number in inv.args["numbers"]:
@@ -2750,11 +2760,11 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
             # Only the rest is sent again: the numbers before this one are done, comments included.
             rest = inv.args["numbers"][inv.args["numbers"].index(number):]
             raise guard.batch_stopped(lines, number, exc, this_call(inv), rest) from None
-        except _forge().ForgeError as exc:
+        except forge.ForgeError as exc:
             if not lines and not commented:
                 raise
             # A batch that fails part-way says what it already did, so no step is repeated blindly.
-            raise _forge().ForgeError(
+            raise forge.ForgeError(
                 exc.code, "\n".join(lines + [f"#{number} failed{' after its comment was posted' if commented else ''}"
                                              f", and the rest were not tried: {exc.message}"]),
                 exc.status, exc.method, exc.path, transient=exc.transient, host=exc.host) from None
@@ -2834,11 +2844,12 @@ def _issues_since(inv: Invocation, payload: Mapping[str, Any]) -> Since:
         top = max((int(i.get("number") or 0) for i in newest), default=0)
 
         def made() -> list[dict[str, Any]]:
+            import forge
             found: dict[int, dict[str, Any]] = {}
             seen: set[int] = set()
             for page in range(1, 6):  # newest first, down to the mark: a busy repo may need more than a page
                 items = remote.get("issues", params={"state": "all", "type": "issues", "page": page,
-                                                     "limit": _forge().PAGE_SIZE}) or []
+                                                     "limit": forge.PAGE_SIZE}) or []
                 numbers = {int(i.get("number") or 0) for i in items}
                 found |= {int(i["number"]): i for i in items if int(i.get("number") or 0) > top and same(i)}
                 if not numbers - seen or min(numbers) <= top:  # the end, the mark, or a forge that ignores page=
@@ -2999,13 +3010,14 @@ def issue_add_time_op(inv: Invocation) -> Result:
 @operation("madt_issues", "start_stopwatch", cli=("issue", "start-stopwatch"), kind="remote", mutating=True,
            idempotent=True, summary="Start your stopwatch on an issue.", params=(NUMBER,))
 def issue_start_stopwatch_op(inv: Invocation) -> Result:
+    import forge
     number, remote = _issue_number(inv), api(inv)
     running = False
     for attempt in (1, 2):  # a second start after a lost answer is safe: the forge says it is running
         try:
             remote.post("issues", number, "stopwatch", "start")
             break
-        except _forge().ForgeError as exc:
+        except forge.ForgeError as exc:
             if exc.status == 409:
                 running = attempt == 1
                 break
@@ -3020,12 +3032,13 @@ def issue_start_stopwatch_op(inv: Invocation) -> Result:
 @operation("madt_issues", "stop_stopwatch", cli=("issue", "stop-stopwatch"), kind="remote", mutating=True,
            summary="Stop your stopwatch, tracking the time.", params=(NUMBER,))
 def issue_stop_stopwatch_op(inv: Invocation) -> Result:
+    import forge
     number, remote = _issue_number(inv), api(inv)
     before = {t.get("id") for t in _tracked(remote, number)[0]}
     lost = None
     try:
         remote.post("issues", number, "stopwatch", "stop")
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.status == 409:
             raise guard.no_stopwatch(forge_call(inv), number) from None
         if exc.code != "FORGE_UNAVAILABLE":
@@ -3036,8 +3049,8 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
     if not new:
         if lost:
             raise guard.lost_write(forge_call(inv), str(lost), "the stopwatch stopped", _times_look(inv, number))
-        raise _forge().ForgeError("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists "
-                                  f"no new tracked time.")
+        raise forge.ForgeError("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists "
+                               f"no new tracked time.")
     spent = int(new[-1].get("time") or 0)
     return Result(f"Stopped your stopwatch on #{number} in {remote.target.slug}: tracked {_hms(spent)}; its total "
                   f"is now {_hms(total)}.", {"id": new[-1].get("id"), "seconds": spent, "total": total})
@@ -3046,10 +3059,11 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
 @operation("madt_issues", "cancel_stopwatch", cli=("issue", "cancel-stopwatch"), kind="remote", mutating=True,
            destructive=True, idempotent=True, summary="Cancel your stopwatch, tracking nothing.", params=(NUMBER,))
 def issue_cancel_stopwatch_op(inv: Invocation) -> Result:
+    import forge
     number, remote = _issue_number(inv), api(inv)
     try:
         remote.delete("issues", number, "stopwatch", "delete")
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.status != 409:
             raise
         return Result(f"No stopwatch of yours is running on #{number} in {remote.target.slug}; there was nothing to "
@@ -3116,12 +3130,13 @@ def _upload(inv: Invocation, path: tuple[Any, ...],
             params: Callable[[str], Mapping[str, Any]] = lambda name: {}) -> list[str]:
     """Upload each file once to *path*; an answer lost on the way is settled by the forge's list there,
     never by sending the file again."""
+    import forge
     remote, files, done = api(inv), _upload_files(inv), []
     for name, data in files:
         before = {a.get("id") for a in remote.get(*path) or []}
         try:
             asset = remote.upload(path, name, data, params=params(name))
-        except _forge().ForgeError as exc:
+        except forge.ForgeError as exc:
             asset = _settled(remote, exc, lambda: [a for a in remote.get(*path) or [] if a.get("id") not in before],
                              lambda new: any(a.get("size") == len(data) for a in new))[-1]
         done.append(f"{clean_line(asset.get('name'))} ({asset.get('size')} bytes)")
@@ -3131,12 +3146,13 @@ def _upload(inv: Invocation, path: tuple[Any, ...],
 @operation("madt_issues", "attach", cli=("issue", "attach"), kind="remote", mutating=True,
            summary="Upload files to an issue or comment.", params=(NUMBER, UPLOAD_FILES, ATTACHED_TO))
 def issue_attach_op(inv: Invocation) -> Result:
+    import forge
     what, path = _attached(inv)
     look = guard.call("madt_issues", action="attachments", owner_repo=api(inv).target.full,
                       number=_issue_number(inv), comment_id=inv.args.get("comment_id"))
     try:
         done = _upload(inv, path)
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         raise guard.lost_write(forge_call(inv), str(exc), "the file was attached", look) from None
@@ -3165,10 +3181,11 @@ def _attachment(inv: Invocation) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
            params=(NUMBER, ATTACHMENT_ID, ATTACHED_TO,
                    Param("output", description="Absolute path of a new file to save to.", required=True, short="O")))
 def issue_download_op(inv: Invocation) -> Result:
+    import forge
     remote, c = api(inv), forge_call(inv)
     out = guard.saved_file(c, inv.args["output"])
     what, _path, asset = _attachment(inv)
-    name, size, limit = clean_line(asset.get("name")), int(asset.get("size") or 0), _forge().MAX_BODY_BYTES
+    name, size, limit = clean_line(asset.get("name")), int(asset.get("size") or 0), forge.MAX_BODY_BYTES
     url = remote.client.asset_url(asset)
     if size > limit:
         raise guard.file_too_large(remote.target.slug, name, size, limit, url)
@@ -3258,6 +3275,7 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
 
     *looked* says the caller has just looked for it (and found *existing*, or nothing).
     """
+    import forge
     if not looked:
         existing = find_open_pr(a, payload["head"], payload["base"])
     if existing:
@@ -3267,7 +3285,7 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
         if created.recovered:
             recovered("pull request", created.value)
         made = created.value
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if getattr(exc, "status", None) == 409:
             again = find_open_pr(a, payload["head"], payload["base"])
             if again:
@@ -3286,6 +3304,7 @@ def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
                    Param("draft", "bool", "Open it as a draft (work in progress).", short="d"),
                    LABELS, ASSIGNEES, MILESTONE))
 def pr_create_op(inv: Invocation) -> Result:
+    import forge
     a = inv.args
     remote = api(inv)
     head = a.get("head")
@@ -3300,7 +3319,7 @@ def pr_create_op(inv: Invocation) -> Result:
         payload["title"] = "WIP: " + payload["title"]
     try:
         pr, created = open_pr(remote, payload)
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         raise settle_lost(inv, exc, "pull request", guard.call("madt_pr", action="list", owner_repo=remote.target.full,
                                                                state="all")) from None
     verb = "Opened" if created else "Reused the open"
@@ -3359,6 +3378,7 @@ def pr_reopen_op(inv: Invocation) -> Result:
 def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_branch: bool, subject: str | None = None,
              body: str | None = None) -> dict[str, Any]:
     """Merge with a head check and an explicit branch-delete choice, then re-read the PR."""
+    import forge
     payload: dict[str, Any] = {"Do": style, "head_commit_id": head_sha, "delete_branch_after_merge": delete_branch}
     if subject:
         payload["MergeTitleField"] = subject
@@ -3366,23 +3386,23 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_br
         payload["MergeMessageField"] = body
     try:
         a.post("pulls", number, "merge", json=payload)
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         # Forgejo answers 403 when the merge succeeded but the branch delete did not, and a lost
         # answer says nothing: the PR as the forge now shows it decides.
         try:
             after = a.get("pulls", number)
-        except _forge().ForgeError:
+        except forge.ForgeError:
             if exc.status is None:
-                raise _forge().ForgeError(exc.code, f"{exc.message} Reading PR #{number} back failed too, so whether "
-                                         "it was merged is unknown; read it before merging again.", exc.status,
-                                         exc.method, exc.path, transient=exc.transient, host=exc.host) from None
+                raise forge.ForgeError(exc.code, f"{exc.message} Reading PR #{number} back failed too, so whether "
+                                      "it was merged is unknown; read it before merging again.", exc.status,
+                                      exc.method, exc.path, transient=exc.transient, host=exc.host) from None
             raise exc from None
         if not after.get("merged"):
             if exc.status is None:
-                raise _forge().ForgeError(exc.code, f"{exc.message} A read right after shows PR #{number} not "
-                                         "merged; the forge never merges a pull request twice, so merging it "
-                                         "again is safe.", exc.status, exc.method, exc.path,
-                                         transient=exc.transient, host=exc.host) from None
+                raise forge.ForgeError(exc.code, f"{exc.message} A read right after shows PR #{number} not "
+                                      "merged; the forge never merges a pull request twice, so merging it "
+                                      "again is safe.", exc.status, exc.method, exc.path,
+                                      transient=exc.transient, host=exc.host) from None
             raise
         if exc.status is None:
             notice(f"the forge's answer to the merge was lost; a read-back shows PR #{number} merged at "
@@ -3435,11 +3455,12 @@ def pr_merge_op(inv: Invocation) -> Result:
 
 def _branch_gone(a: Api, branch: str | None) -> str:
     """Report the remote branch delete as the forge now shows it; a merge can succeed while it fails."""
+    import forge
     if not branch:
         return ""
     try:
         a.get("branches", branch)
-    except _forge().ForgeError:
+    except forge.ForgeError:
         return f" Deleted remote branch {branch}."
     warn(f"the merge succeeded but the remote branch {branch} still exists.")
     return f" The remote branch {branch} was not deleted."
@@ -3493,12 +3514,13 @@ def pr_review_op(inv: Invocation) -> Result:
 @operation("madt_pr", "submit_review", cli=("pr", "submit-review"), kind="remote", mutating=True, idempotent=True,
            summary="Submit a pending review.", params=(NUMBER, REVIEW_ID, EVENT, BODY_NEW, BODY_FILE))
 def pr_submit_review_op(inv: Invocation) -> Result:
+    import forge
     number, rid = _issue_number(inv), inv.args["review_id"]
     event, remote = _EVENTS[inv.args["event"]], api(inv)
     said = f"Submitted review {rid} on PR #{number} in {remote.target.slug}"
     try:
         review = remote.post("pulls", number, "reviews", rid, json={"event": event, "body": inv.args.get("body", "")})
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.status != 422:
             review = _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid),
                               lambda r: r.get("state") == event)
@@ -3516,10 +3538,11 @@ def pr_submit_review_op(inv: Invocation) -> Result:
            summary="Dismiss an approval or change request.",
            params=(NUMBER, REVIEW_ID, replace(BODY_NEW, required=True), BODY_FILE))
 def pr_dismiss_review_op(inv: Invocation) -> Result:
+    import forge
     number, rid, remote = _issue_number(inv), inv.args["review_id"], api(inv)
     try:
         remote.post("pulls", number, "reviews", rid, "dismissals", json={"message": inv.args["body"]})
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid), lambda r: bool(r.get("dismissed")))
     review = remote.get("pulls", number, "reviews", rid)
     return Result(f"Dismissed review {rid} ({review.get('state')} by @{_login(review.get('user'))}) on PR #{number} "
@@ -3961,11 +3984,12 @@ def release_edit_op(inv: Invocation) -> Result:
 @operation("madt_releases", "upload", cli=("release", "upload"), kind="remote", mutating=True,
            summary="Upload files as assets of a release.", params=(TAG, UPLOAD_FILES))
 def release_upload_op(inv: Invocation) -> Result:
+    import forge
     r = _release_by_tag(inv)
     look = guard.call("madt_releases", action="view", owner_repo=api(inv).target.full, tag=r.get("tag_name"))
     try:
         names = _upload(inv, ("releases", r["id"], "assets"), lambda name: {"name": name})
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         raise guard.lost_write(forge_call(inv), str(exc), "the asset was uploaded", look) from None
@@ -4157,6 +4181,7 @@ def _start_commit(inv: Invocation, facts: guard.RefWrite, ref: str, key: str) ->
 def _create_ref(inv: Invocation, kind: str, name: str,
                 payload: Callable[[str], dict[str, Any]]) -> tuple[dict[str, Any], str, str]:
     """Create a branch or tag at ref (default: the default branch) once: (the forge's answer, ref, its sha)."""
+    import forge
     facts, key = _ref_facts(inv), "tag" if kind == "tag" else "branch"
     start = inv.args.get("ref") or facts.default_branch
     sha = _start_commit(inv, facts, start, "ref")
@@ -4166,7 +4191,7 @@ def _create_ref(inv: Invocation, kind: str, name: str,
     try:
         made = create_once(inv, where, payload(sha), kind, _named_since(inv, where, name),
                            guard.call("madt_repo", action=where, owner_repo=api(inv).target.full))
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code == "CONFLICT":
             raise guard.ref_exists(facts, kind, name, key) from None
         raise
@@ -4191,6 +4216,7 @@ def repo_create_branch_op(inv: Invocation) -> Result:
                    Param("allow_default_branch", "bool",
                          "Needed to rename the default branch (it stays the default).")))
 def repo_rename_branch_op(inv: Invocation) -> Result:
+    import forge
     old, new = inv.args["branch"], inv.args["new_name"]
     facts = _ref_facts(inv)
     branch = _found(inv, "branches", old)
@@ -4203,7 +4229,7 @@ def repo_rename_branch_op(inv: Invocation) -> Result:
     remote = api(inv)
     try:
         remote.patch("branches", old, json={"name": new})
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.status == 403 and (facts.protected or (_found(inv, "branches", old) or {}).get("protected")):
             raise guard.protected_branch(facts, old) from None  # a rule made since the read, too
         if exc.code != "FORGE_UNAVAILABLE":
@@ -4339,7 +4365,8 @@ PACKAGE_TYPE = Param("type", description="The package type, e.g. npm or pypi.")
 
 def _people(inv: Invocation, path: str, q: str | None = None) -> list[Any]:
     """A search endpoint's page of results ({ok, data}): bounded by limit, continued with page."""
-    params = {"limit": min(_limit(inv), _forge().PAGE_SIZE)} | _page_params(inv) | ({"q": q} if q else {})
+    import forge
+    params = {"limit": min(_limit(inv), forge.PAGE_SIZE)} | _page_params(inv) | ({"q": q} if q else {})
     return list((api(inv).root_get(path, params=params) or {}).get("data") or [])
 
 
@@ -4404,6 +4431,7 @@ def people_packages_op(inv: Invocation) -> Result:
                    Param("name", description="The package's name.", required=True, positional=True,
                          segment="a package"), LIMIT))
 def people_package_versions_op(inv: Invocation) -> Result:
+    import forge
     owner, kind, name = inv.args["owner"], inv.args["type"], inv.args["name"]
     guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
     if api(inv).flavour() == "forgejo":
@@ -4413,7 +4441,7 @@ def people_package_versions_op(inv: Invocation) -> Result:
     else:
         try:
             found = api(inv).root_list(f"/packages/{_quote(owner)}/{_quote(kind)}/{_quote(name)}", limit=_limit(inv))
-        except _forge().ForgeError as exc:
+        except forge.ForgeError as exc:
             if exc.status != 404:  # no such package: the same answer as Forgejo's empty list
                 raise
             found = []
@@ -4549,10 +4577,11 @@ def _checked_path(inv: Invocation, name: str = "path") -> str:
 
 def _file_at(inv: Invocation, path: str, ref: str | None) -> Any:
     """The forge's entry for *path* at *ref*: a file's ContentsResponse, a directory's list, or None."""
+    import forge
     remote = api(inv)
     try:
         return remote.get("contents", *_file_segments(path), params={"ref": ref} if ref else None)
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS":
             return None
         raise
@@ -4582,10 +4611,11 @@ def _file_bytes(inv: Invocation, item: Mapping[str, Any], ref: str | None) -> by
 
     A file larger than an answer madtea reads is refused from its size before any download: reading it would
     fail the same way every time."""
+    import forge
     import base64
     if item.get("content") is not None:
         return base64.b64decode(str(item["content"]))
-    limit, size = _forge().MAX_BODY_BYTES, int(item.get("size") or 0)
+    limit, size = forge.MAX_BODY_BYTES, int(item.get("size") or 0)
     if size > limit:
         raise guard.file_too_large(api(inv).target.slug, str(item.get("path")), size, limit,
                                    str(item.get("html_url") or item.get("download_url") or api(inv).web_base))
@@ -4625,13 +4655,14 @@ def _fenced_listing(inv: Invocation, text: str, ref: str, what: str) -> str:
 
 def _commit_of(inv: Invocation, ref: str) -> str:
     """The commit a branch, tag or commit names; a name that is neither is refused."""
+    import forge
     import re
     remote = api(inv)
     if re.fullmatch(r"[0-9a-f]{7,64}", ref):
         return ref
     try:
         return str(remote.get("branches", ref)["commit"]["id"])
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code != "NOT_FOUND_OR_NO_ACCESS":
             raise
     for tag in remote.list_items("tags", limit=1000):
@@ -4850,6 +4881,7 @@ def _file_landed(inv: Invocation, branch: str, change: _FileChange) -> tuple[boo
 
 def _write_file(inv: Invocation) -> Result:
     """A change of one file, or of several in one commit, through the forge: checked, written once, read back."""
+    import forge
     remote = api(inv)
     a = inv.args
     items = guard.check_changes(inv.op.tool, str(inv.op.action), CHANGE_SPECS, a) if inv.op.action == "change" \
@@ -4904,7 +4936,7 @@ def _write_file(inv: Invocation) -> Result:
         try:
             made = remote.create("contents", payload, lookup=shows)
             value, recovered = made.value, made.recovered
-        except _forge().ForgeError as exc:
+        except forge.ForgeError as exc:
             # A refusal after a lost answer may be the forge meeting this very change a second time.
             value = shows() if exc.code in ("BAD_ARGUMENT", "CONFLICT") and exc.status in (409, 422) else None
             if value is None:
@@ -4996,15 +5028,16 @@ def _forgejo_lacks(remote: Api, endpoint: str) -> None:
 def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None = None,
              listing: str | None = None) -> Any:
     """Actions endpoints, with Forgejo's gaps reported as NOT_SUPPORTED rather than a bare 404."""
+    import forge
     remote = api(inv)
     if not (segments[:1] == ("runs",) and len(segments) <= 2):
         _forgejo_lacks(remote, "actions/" + "/".join(map(str, segments)))
     try:
         found = remote.get("actions", *segments, params=params)
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
-            raise _forge().ForgeError("NOT_SUPPORTED", f"Forgejo does not offer the Gitea Actions endpoint "
-                                      f"actions/{'/'.join(map(str, segments))} through its API.") from None
+            raise forge.ForgeError("NOT_SUPPORTED", f"Forgejo does not offer the Gitea Actions endpoint "
+                                   f"actions/{'/'.join(map(str, segments))} through its API.") from None
         raise
     return found.get(listing) if listing and isinstance(found, dict) else found
 
@@ -5058,13 +5091,14 @@ def actions_workflows_op(inv: Invocation) -> Result:
            params=(Param("job_id", "int", "The job whose log to show.", required=True, positional=True, minimum=1),
                    OFFSET))
 def actions_logs_op(inv: Invocation) -> Result:
+    import forge
     remote = api(inv)
     _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
     try:
         text = remote.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
-            raise _forge().ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None
+            raise forge.ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None
         raise
     offset = int(inv.args.get("offset") or 0)
     shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.args["job_id"]))
@@ -5088,14 +5122,15 @@ def actions_artifacts_op(inv: Invocation) -> Result:
                    Param("output", description="Absolute path of a new file to save to.",
                          required=True, short="O")))
 def actions_download_op(inv: Invocation) -> Result:
+    import forge
     remote, c = api(inv), forge_call(inv)
     path = guard.saved_file(c, inv.args["output"])
     artifact = _actions(inv, "artifacts", inv.args["artifact_id"])
     name, size, limit = clean_line(artifact.get("name")), int(artifact.get("size_in_bytes") or 0), \
-        _forge().MAX_BODY_BYTES
+        forge.MAX_BODY_BYTES
     if size > limit:
         raise guard.artifact_too_large(c, name, size, limit, _web(inv, "actions"))
-    data = remote.client.download(remote.client.api_base + _forge().repo_path(
+    data = remote.client.download(remote.client.api_base + forge.repo_path(
         remote.target.owner, remote.target.repo, "actions", "artifacts", inv.args["artifact_id"], "zip"),
         max_bytes=limit)
     _save_new(c, path, data)
@@ -5123,6 +5158,7 @@ def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Any]]]:
                    Param("ref", description="The branch or tag (default: the default branch)."),
                    Param("inputs", "json", 'Its inputs, e.g. {"level": "3"}.', shape="object")))
 def actions_dispatch_op(inv: Invocation) -> Result:
+    import forge
     import json
     remote, c = api(inv), forge_call(inv)
     inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
@@ -5135,12 +5171,12 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     since = _dispatched_since(inv)
     try:
         started = remote.post("actions", "workflows", inv.args["workflow"], "dispatches", json=payload)
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
         try:
             found = since()
-        except _forge().ForgeError:
+        except forge.ForgeError:
             found = []
         if len(found) != 1:
             raise guard.lost_write(c, str(exc), "a run started", runs) from None
@@ -5170,6 +5206,7 @@ VALUE = Param("body", description="The value (a secret's is never shown back).",
            destructive=True, idempotent=True, summary="Set a secret (write-only).",
            params=(NAME, replace(VALUE, secret=True), BODY_FILE))
 def actions_set_secret_op(inv: Invocation) -> Result:
+    import forge
     remote = api(inv)
     name = guard.actions_name(forge_call(inv, "body"), inv.args["name"], "secret")
 
@@ -5178,16 +5215,17 @@ def actions_set_secret_op(inv: Invocation) -> Result:
     had = name in names()
     remote.put("actions", "secrets", name, json={"data": inv.args["body"]})
     if name not in names():
-        raise _forge().ForgeError("FORGE_UNAVAILABLE", f"The forge accepted the secret {name} but does not list "
-                                  f"it afterwards.")
+        raise forge.ForgeError("FORGE_UNAVAILABLE", f"The forge accepted the secret {name} but does not list "
+                               f"it afterwards.")
     return Result(f"{'Updated' if had else 'Created'} the secret {name} in {remote.target.slug}; its value is not "
                   f"shown and cannot be read back.", {"name": name, "created": not had})
 
 
 def _variable(remote: Api, name: str) -> dict[str, Any] | None:
+    import forge
     try:
         return dict(remote.get("actions", "variables", name))
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.status == 404:
             return None
         raise
@@ -5212,13 +5250,14 @@ def actions_secrets_op(inv: Invocation) -> Result:
            idempotent=True, summary="List variables, or show one by name.",
            params=(replace(NAME, required=False),))
 def actions_variables_op(inv: Invocation) -> Result:
+    import forge
     remote = api(inv)
     if inv.args.get("name"):
         name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
         found = _variable(remote, name)
         if found is None:
-            raise _forge().ForgeError("NOT_FOUND_OR_NO_ACCESS", f"{remote.target.slug} has no variable {name}.",
-                                      404, "GET", f"actions/variables/{name}", host=remote.target.host)
+            raise forge.ForgeError("NOT_FOUND_OR_NO_ACCESS", f"{remote.target.slug} has no variable {name}.",
+                                   404, "GET", f"actions/variables/{name}", host=remote.target.host)
         items = [found]
     else:
         items = remote.list_items("actions", "variables", limit=1000)
@@ -5230,6 +5269,7 @@ def actions_variables_op(inv: Invocation) -> Result:
            destructive=True, idempotent=True, summary="Create or update a variable.",
            params=(NAME, VALUE, BODY_FILE))
 def actions_set_variable_op(inv: Invocation) -> Result:
+    import forge
     remote, value = api(inv), inv.args["body"]
     name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
     had = _variable(remote, name) is not None
@@ -5238,7 +5278,7 @@ def actions_set_variable_op(inv: Invocation) -> Result:
             remote.put("actions", "variables", name, json={"value": value})
         else:
             remote.post("actions", "variables", name, json={"value": value})
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         if exc.status == 409:  # made meanwhile: this call's value replaces it
             remote.put("actions", "variables", name, json={"value": value})
         else:
@@ -5254,15 +5294,16 @@ def actions_set_variable_op(inv: Invocation) -> Result:
 @operation("madt_whoami", cli=("whoami",), kind="remote", mutating=False, idempotent=True, reach="forge",
            summary="Which forge, user and credential source a call from here would use (never the token).")
 def whoami_op(inv: Invocation) -> Result:
+    import forge
     remote = api(inv)
     data: dict[str, Any] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
-                            "credential": _forge().describe_source(remote.token_source),
+                            "credential": forge.describe_source(remote.token_source),
                             "launch_repo": str(remote.target.launch.top) if remote.target.launch else None}
     data["user"] = None
     problems: list[Any] = []
     try:
         data["forge"] = f"{remote.flavour()} {remote.version()}"
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         problems.append(exc)
         warn(f"the forge did not say which version it runs: {exc}")
     try:
@@ -5275,7 +5316,7 @@ def whoami_op(inv: Invocation) -> Result:
                    f"asked, since there only {remote.target.slug}'s own paths may be read.")
         else:
             data["user"] = remote.client.get("/user").get("login")
-    except _forge().ForgeError as exc:
+    except forge.ForgeError as exc:
         problems.append(exc)
         warn(f"the forge did not say who the credential belongs to: {exc}")
     # Reachability is data: the call answers what it knows locally either way, and a program reads
@@ -5334,6 +5375,7 @@ def _quote_segment(segment: str) -> str:
                    Param("paginate", "bool", "Follow every page of a list (GET only)."),
                    Param("offset", "int", "Continue a truncated answer from this character (GET only).")))
 def api_call_op(inv: Invocation) -> Result:
+    import forge
     import json
     a = inv.args
     method = a.get("method", "GET")
@@ -5351,10 +5393,10 @@ def api_call_op(inv: Invocation) -> Result:
         owner, repo = segments[1], segments[2]
         if remote.confined and (owner.lower(), repo.lower()) != (remote.target.owner.lower(),
                                                                  remote.target.repo.lower()):
-            raise _forge().ForgeError("OUT_OF_SCOPE", f"{path} names another repository than "
-                                      f"{remote.target.full}; on another forge host only that repository's "
-                                      f"own paths may be read.")
-        scoped = _forge().RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
+            raise forge.ForgeError("OUT_OF_SCOPE", f"{path} names another repository than "
+                                   f"{remote.target.full}; on another forge host only that repository's "
+                                   f"own paths may be read.")
+        scoped = forge.RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
         if paginate:
             found: Any = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
         else:
@@ -5553,10 +5595,11 @@ def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Ref
 
 def _untabled_web(inv: Invocation) -> str:
     """The web address of a comment (read from the forge) or a tag."""
+    import forge
     if "comment_id" in inv.args:
         try:
             found = api(inv).get("issues", "comments", inv.args["comment_id"])
-        except _forge().ForgeError:
+        except forge.ForgeError:
             return _web(inv, "issues")
         return str((found or {}).get("html_url") or _web(inv, "issues"))
     if "tag" in inv.args:
@@ -5701,6 +5744,7 @@ def _head_moved_steps(inv: Invocation, steps: _Steps, resume: dict[str, Any]) ->
 
 
 def _finish(inv: Invocation, steps: _Steps) -> Result:
+    import forge
     a = inv.args
     repo = _grepo(inv)
     branch_form = bool(a.get("branch"))
@@ -5775,8 +5819,8 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         steps.add(f"Waited for the forge's mergeability check ({polls} looks)")
     forge_head = (pr.get("head") or {}).get("sha")
     if forge_head and forge_head != head_sha:
-        raise _forge().ForgeError("HEAD_MOVED", f"PR #{pr['number']}'s head on the forge is {forge_head[:9]}, "
-                                  f"not the {(head_sha or '')[:9]} madtea pushed; nothing was merged.")
+        raise forge.ForgeError("HEAD_MOVED", f"PR #{pr['number']}'s head on the forge is {forge_head[:9]}, "
+                               f"not the {(head_sha or '')[:9]} madtea pushed; nothing was merged.")
     style = a.get("style", "merge")
     message = strip_closing(a.get("body")) if no_close else None
     progress(f"merging PR #{pr['number']} by {style}")
@@ -5784,8 +5828,8 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
                       delete_branch=a.get("delete_branch", True), subject=a.get("title") if style != "rebase" else None,
                       body=message)
     if not merged.get("merged"):
-        raise _forge().ForgeError("MERGE_BLOCKED", f"The forge accepted the merge of PR #{pr['number']} but "
-                                  f"does not show it merged.")
+        raise forge.ForgeError("MERGE_BLOCKED", f"The forge accepted the merge of PR #{pr['number']} but "
+                               f"does not show it merged.")
     text = (f"Merged PR #{pr['number']} by {style} into {default} at {str(merged.get('merge_commit_sha'))[:9]} "
             f"(head {(head_sha or '')[:9]}).")
     if a.get("delete_branch", True):
@@ -6868,7 +6912,7 @@ def _cwd_target() -> Any:
 
 def _auth_target(hostname: str | None) -> Any:
     """The host a command means: --hostname (a host or a URL), else the current repository's forge."""
-    forge = _forge()
+    import forge
     here = _cwd_target()
     if not hostname:
         here = here or default_login()
@@ -6914,17 +6958,18 @@ def token_page(target: Any) -> str:
 
 
 def _read_token(with_token: bool, target: Any) -> str:
+    import forge
     if with_token:
         return sys.stdin.read(65536)
     if not sys.stdin.isatty():
-        raise _forge().ForgeError("BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in "
-                                  "with --with-token. " + token_page(target))
+        raise forge.ForgeError("BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in "
+                               "with --with-token. " + token_page(target))
     import getpass
     sys.stderr.write(token_page(target) + "\n")
     try:
         return getpass.getpass(f"Token for {target.host} (input is hidden): ")
     except EOFError:  # Ctrl-D at the prompt: a person's "never mind"
-        raise _forge().ForgeError("BAD_ARGUMENT", "No token was given; nothing was stored.") from None
+        raise forge.ForgeError("BAD_ARGUMENT", "No token was given; nothing was stored.") from None
 
 
 def _auth_fail(exc: Exception) -> int:
@@ -6934,7 +6979,7 @@ def _auth_fail(exc: Exception) -> int:
 
 
 def _auth_login(ns: Any) -> int:
-    forge = _forge()
+    import forge
     try:
         target = _auth_target(ns.hostname)
         token = forge.check_token_text(_read_token(ns.with_token, target))
@@ -6948,7 +6993,7 @@ def _auth_login(ns: Any) -> int:
 
 
 def _auth_logout(ns: Any) -> int:
-    forge = _forge()
+    import forge
     try:
         target = _auth_target(ns.hostname)
     except forge.ForgeError as exc:
@@ -6968,7 +7013,7 @@ def _auth_logout(ns: Any) -> int:
 
 def _auth_status(ns: Any) -> int:
     import json
-    forge = _forge()
+    import forge
     here = _cwd_target()
     logins = forge.known_logins()
     hosts = set(logins)
@@ -7025,7 +7070,7 @@ _PLAINTEXT = ("the token for {host} is stored in plain text (mode 0600); log in 
 
 
 def _auth_token(ns: Any) -> int:
-    forge = _forge()
+    import forge
     try:
         target = _auth_target(ns.hostname)
     except forge.ForgeError as exc:
@@ -7045,7 +7090,7 @@ def _auth_git_credential(ns: Any) -> int:
 
 
 def _auth_import_tea(ns: Any) -> int:
-    forge = _forge()
+    import forge
     try:
         logins = forge.read_tea_logins()
     except forge.ForgeError as exc:
@@ -7372,7 +7417,8 @@ _MAX_ENTRIES = 64
 
 def release_key_file() -> Path:
     """The pinned release key, as an ssh allowed-signers file beside madtea's config."""
-    folder: Path = _forge().config_path().parent
+    import forge
+    folder: Path = forge.config_path().parent
     return folder / "release-signers"
 
 
@@ -7793,7 +7839,7 @@ def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
     import urllib.parse
     from pathlib import Path
 
-    forge = _forge()
+    import forge
     kind, where = installed_copy()
     _check_install(kind, where)  # before any request: a pip install is refused without touching the network
     value = source if source is not None else forge.load_config().get("update_from")
