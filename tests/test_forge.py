@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import forge
+import gitops
 
 TOKEN = "CANARYf00dfeed0123456789abcdef0123456789"
 
@@ -412,7 +413,7 @@ def test_a_retry_that_would_pass_the_deadline_is_not_waited_for(serve: Callable[
 
 
 class FakeCall:
-    """A running tool call's controls as forge sees them: its pauses and details recorded, cancelled on demand."""
+    """A running tool call (a gitops.Call) as forge reads it: its pauses and details recorded, cancelled on demand."""
 
     deadline: float | None = None
 
@@ -440,11 +441,11 @@ class FakeCall:
 
 
 def _in_call(call: FakeCall, run: Callable[[], Any]) -> Any:
-    token = forge.CALL.set(call)
+    token = gitops.CALL.set(call)  # type: ignore[arg-type]  # stands in for gitops.Call
     try:
         return run()
     finally:
-        forge.CALL.reset(token)
+        gitops.CALL.reset(token)
 
 
 def test_a_retry_inside_a_call_waits_on_the_call_and_says_so(serve: Callable[..., Server]) -> None:
