@@ -61,7 +61,7 @@ __all__ = [
     "packed_refs",
     "common_dir_of",
     "fs_checked_out",
-    "blob_ids",
+    "blob_ids", "changed_paths",
     "carry_files",
     "Commit",
     "PushResult",
@@ -2070,6 +2070,15 @@ def blob_ids(repo: Repo, rev: str, paths: Sequence[str]) -> dict[str, str]:
         if name:
             ids[os.fsdecode(name)] = meta.split()[2].decode("ascii")
     return ids
+
+
+def changed_paths(repo: Repo, commit: str, paths: Sequence[str]) -> list[str]:
+    """The files at or under *paths* that *commit* changes from its first parent (content, mode or type),
+    or adds as a root commit, sorted."""
+    reject_option(commit, "commit")
+    out = git("diff-tree", "-r", "-z", "--root", "--no-commit-id", "--name-only", "--no-renames",
+              "--end-of-options", commit, "--", *paths, repo=repo).stdout
+    return sorted(os.fsdecode(name) for name in out.split(b"\0") if name)
 
 
 def carry_files(src: Repo, dst_top: str | os.PathLike[str], paths: Sequence[str]) -> list[str]:

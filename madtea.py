@@ -1707,10 +1707,7 @@ def commit_op(inv: Invocation) -> Result:
     files = guard.declared_files(inv.local)
     repo = _grepo(inv)
     sha = gitops.commit(repo, files, inv.args["title"], inv.args.get("body"))
-    # What the commit holds, as git recorded it: a declared file without a change is not in it.
-    after = gitops.blob_ids(repo, sha, files)
-    before = {} if inv.state.unborn else gitops.blob_ids(repo, f"{sha}~1", files)
-    held = sorted(p for p in after.keys() | before.keys() if after.get(p) != before.get(p))
+    held = gitops.changed_paths(repo, sha, files)  # as git recorded it: an unchanged declared file is not in it
     same = [f for f in files if not any(p == f or p.startswith(f.rstrip("/") + "/") for p in held)]
     text = (f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({guard.files_list(held)}) in "
             f"{inv.identity()}.")

@@ -128,6 +128,33 @@ def test_git_dir_paths_are_refused_and_nothing_is_staged(single_repo: SingleRepo
     assert_only_changed(before, snapshot([repo]), set())
 
 
+def test_the_commit_says_the_files_git_recorded(single_repo: SingleRepo, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = single_repo.repo
+    run_git(repo, "switch", "-q", "-c", "feat")
+    commit_files(repo, {"run.sh": "echo\n", "same.txt": "s\n"}, "scripts")
+    (repo / "run.sh").chmod(0o755)  # a mode change alone is a change git records
+    write_files(repo, {"d/new.txt": "n\n"})
+    asked: list[str] = []
+    real_git = gitops.git
+
+    def recording_git(*args: Any, **kwargs: Any) -> gitops.GitResult:
+        asked.append(str(args[0]))
+        return real_git(*args, **kwargs)
+
+    monkeypatch.setattr(gitops, "git", recording_git)
+    result = ok("madt_commit", repo, files=["run.sh", "same.txt", "d"], title="Make run.sh executable")
+    monkeypatch.setattr(gitops, "git", real_git)
+    shown = run_git(repo, "show", "--name-only", "--format=", result.data["sha"]).splitlines()
+    assert result.data["files"] == sorted(shown) == ["d/new.txt", "run.sh"], result.text
+    assert result.data["unchanged"] == ["same.txt"] and "(2 files: d/new.txt, run.sh)" in result.text
+    assert asked[asked.index("commit"):] == ["commit", "rev-parse", "diff-tree"]  # what the commit holds: one call
+    fresh = make_repo(tmp_path / "fresh", branch="feat", commit=False)
+    write_files(fresh, {"a": "a\n", "b/c": "c\n"})
+    first = ok("madt_commit", fresh, files=["a", "b"], title="First")
+    assert first.data["files"] == ["a", "b/c"], first.text  # a root commit holds every file it adds
+
+
 def test_a_file_named_like_an_option_is_committed_literally(single_repo: SingleRepo) -> None:
     repo = single_repo.repo
     run_git(repo, "switch", "-q", "-c", "feat")
