@@ -164,6 +164,27 @@ def test_timeout_kills_the_process_group(single_repo, tmp_path):
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("script, mode, reason", [
+    (None, None, "is not at {tool}"),
+    ("exit 0", 0o644, "could not be started (Permission denied)"),
+    ('echo $$ > "$0.pid"; exec sleep 600', 0o755, "did not answer within 1 s"),
+    ("kill -9 $$", 0o755, "was ended by signal 9"),
+])
+def test_a_tool_that_does_not_run_to_its_end_is_a_typed_failure(tmp_path, script, mode, reason):
+    tool = tmp_path / "tool"
+    if script is not None:
+        tool.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+        tool.chmod(mode)
+    with pytest.raises(gitops.ToolFailed) as caught:
+        gitops.run_tool([str(tool)], timeout=1)
+    assert str(caught.value) == f"tool {reason.format(tool=tool)}"
+    assert isinstance(caught.value, gitops.ToolMissing) == (script is None)
+    if "sleep" in (script or ""):  # its process group was ended with it
+        with pytest.raises(ProcessLookupError):
+            os.kill(int((tmp_path / "tool.pid").read_text(encoding="utf-8")), 0)
+    assert gitops.run_tool(["sh", "-c", "cat; echo err >&2; exit 3"], timeout=30, stdin=b"in") == (3, b"in", b"err\n")
+
+
 def test_call_count_counts_every_process(single_repo):
     before = gitops.call_count()
     gitops.git("status", cwd=single_repo.repo)

@@ -219,6 +219,44 @@ def test_an_untrustworthy_file_is_refused_and_nothing_is_replaced(releases, tmp_
         assert f"a person deletes {pin} and runs the update again" in refused.stderr
 
 
+# A fake ssh-keygen per way it can fail; "missing" leaves PATH without one.
+_FAKE_KEYGEN = {"not executable": "exit 0", "hangs": 'echo $$ > "$PID_FILE"; exec "$SLEEP" 600',
+                "killed": "kill -9 $$"}
+
+
+@pytest.mark.parametrize("case", ["missing", "not executable", "hangs", "killed"])
+def test_every_way_ssh_keygen_fails_is_a_plain_refusal(releases, tmp_path, case) -> None:
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    _pin(releases.key)
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "git").symlink_to(shutil.which("git") or "git")
+    if case != "missing":
+        (tools / "ssh-keygen").write_text(f"#!/bin/sh\n{_FAKE_KEYGEN[case]}\n", encoding="utf-8")
+        (tools / "ssh-keygen").chmod(0o644 if case == "not executable" else 0o755)
+    pid_file = tmp_path / "ssh-keygen.pid"
+    env = {"PATH": str(tools), "PID_FILE": str(pid_file), "SLEEP": shutil.which("sleep") or "sleep"}
+    release = str(releases.new / "madtea-0.2.0.zip")
+    before = _state(entry.parent)
+    if case == "hangs":  # the installed copy with its ssh-keygen time limit cut to 2 s
+        run = (f"import sys; sys.path.insert(0, {str(entry.parent)!r}); import madtea; "
+               f"madtea._SSH_KEYGEN_TIMEOUT = 2.0; raise SystemExit(madtea.main(['update', '--from', {release!r}]))")
+        refused = subprocess.run([sys.executable, "-I", "-c", run], capture_output=True, text=True, timeout=120,
+                                 stdin=subprocess.DEVNULL, cwd=entry.parent, env={**os.environ, **env})
+    else:
+        refused = _madtea(entry, "update", "--from", release, env=env)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+    reason = {"missing": "which is not on PATH", "not executable": "which could not be started (Permission denied)",
+              "hangs": "which did not answer within 2 s", "killed": "which was ended by signal 9"}[case]
+    assert refused.stderr.startswith(f"USER_ACTION_REQUIRED:\nVerifying {release} needs ssh-keygen"), refused.stderr
+    assert f"{reason}; nothing was replaced." in refused.stderr, refused.stderr
+    assert refused.stderr.count("To continue: ") == 1 and "ssh-keygen" in refused.stderr.split("To continue: ")[1]
+    assert _state(entry.parent) == before
+    if case == "hangs":  # its whole process group was ended, not left running
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid_file.read_text(encoding="utf-8")), 0)
+
+
 def test_a_downgrade_is_refused_unless_asked_for(releases, tmp_path) -> None:
     entry = _copy_install(releases.new / "madtea-0.2.0.zip", tmp_path / "install")
     _pin(releases.key)
