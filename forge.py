@@ -1733,24 +1733,10 @@ class CredentialStore(Protocol):
 
 def _run_tool(argv: Sequence[str], what: str, stdin: bytes | None = None) -> tuple[int, bytes, bytes]:
     """Run a credential tool with a time limit; its whole process group dies on timeout."""
-    import signal
-    import subprocess
-
     try:
-        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as exc:
-        raise StoreFailure(f"{what} could not be started ({exc.strerror or exc})") from None
-    try:
-        out, err = proc.communicate(stdin, timeout=STORE_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL) if hasattr(os, "killpg") else proc.kill()
-        except OSError:
-            pass
-        proc.communicate()
-        raise StoreFailure(f"{what} did not answer within {STORE_TIMEOUT:g} s") from None
-    return proc.returncode, out, err
+        return gitops.run_tool(argv, timeout=STORE_TIMEOUT, stdin=stdin)
+    except gitops.ToolFailed as exc:
+        raise StoreFailure(f"{what} {exc.reason}") from None
 
 
 def _tool_error(what: str, code: int, err: bytes) -> StoreFailure:

@@ -7,6 +7,10 @@ repository once, by git itself; every operation below passes the resulting
 ``Repo`` to the funnel, which pins git to its git dir and work tree, so git never
 rediscovers another repository on the way.
 
+``run_tool()`` starts the few programs that are not git (the credential
+tools, ssh-keygen, a staged copy of madtea) the same way: its own session, a
+time limit that kills its process group, and failures as :class:`ToolFailed`.
+
 The filesystem-only helpers (``fs_find_repo``, ``read_origin``, ``nested_repos``,
 ``operation_in_progress``, ``default_branch``) start no process at all: the
 agent hook and the nested-repo scan run them on every call and must stay fast.
@@ -39,6 +43,9 @@ __all__ = [
     "running_children",
     "call_count",
     "reject_option",
+    "ToolFailed",
+    "ToolMissing",
+    "run_tool",
     "hide_userinfo",
     "RemoteId",
     "parse_remote_url",
@@ -332,6 +339,18 @@ class GitCancelled(GitError):
 
     def __init__(self, argv: Sequence[str], started: bool) -> None:
         super().__init__(argv, -1, f"{'ended' if started else 'not started'}: the call was cancelled")
+
+
+class ToolFailed(Exception):
+    """A program that is not git did not run to its end; ``reason`` says how, after the program's name."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name} {reason}")
+        self.name, self.reason = name, reason
+
+
+class ToolMissing(ToolFailed):
+    """The program is not on PATH, or not at the path given."""
 
 
 class PushRejected(GitError):
@@ -798,6 +817,37 @@ def _kill_group(pid: int, signo: int | None = None) -> None:
             os.kill(pid, signal.SIGTERM)
     except OSError:
         pass  # already gone
+
+
+def run_tool(argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
+             cwd: str | os.PathLike[str] | None = None) -> tuple[int, bytes, bytes]:
+    """(exit status, stdout, stderr) of a program that is not git, run as git is: its own session, bytes out.
+
+    Raises :class:`ToolMissing` when it is not there, and :class:`ToolFailed` when it cannot be started,
+    runs past *timeout* seconds (its whole process group is killed) or is ended by a signal.
+    """
+    import subprocess
+
+    name = os.path.basename(argv[0])
+    try:
+        proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except FileNotFoundError:
+        raise ToolMissing(name, "is not on PATH" if name == argv[0] else f"is not at {argv[0]}") from None
+    except OSError as exc:
+        raise ToolFailed(name, f"could not be started ({exc.strerror or exc})") from None
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.communicate()
+        raise ToolFailed(name, f"did not answer within {timeout:g} s") from None
+    except BaseException:
+        _kill_group(proc.pid)
+        raise
+    if proc.returncode < 0:
+        raise ToolFailed(name, f"was ended by signal {-proc.returncode}")
+    return proc.returncode, out, err
 
 
 def _decode(data: bytes) -> str:

@@ -72,7 +72,7 @@ __all__ = [
     "batch_stopped", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
     "body_kept_changing", "check_update_install", "update_not_a_release", "update_no_signature",
     "update_wrong_kind", "check_update_signer", "update_bad_signature", "update_trust_needs_terminal",
-    "update_not_trusted", "check_update_version", "update_tool_missing", "update_replace_failed",
+    "update_not_trusted", "check_update_version", "update_tool_failed", "update_replace_failed",
     "update_no_source", "update_bad_source", "update_release_lacks", "update_busy", "update_new_copy_failed",
     "HookDecision", "HookRepo", "classify_command",
     "hook_failure_decision", "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL",
@@ -3066,10 +3066,12 @@ def check_update_version(path: str, new: str, installed: str, where: str, allow_
     return True
 
 
-def update_tool_missing(path: str) -> Refusal:
-    return Refusal("USER_ACTION_REQUIRED", f"Verifying {path} needs ssh-keygen (OpenSSH 8.1 or later), which is not "
-                   "on PATH; nothing was replaced.", target=path,
-                   user_action="Install OpenSSH's ssh-keygen and run the update again.")
+def update_tool_failed(path: str, reason: str, missing: bool) -> Refusal:
+    """ssh-keygen, which verifies every release, is *missing* from PATH or did not run to its end (*reason*)."""
+    return Refusal("USER_ACTION_REQUIRED", f"Verifying {path} needs ssh-keygen (OpenSSH 8.1 or later), which "
+                   f"{reason}; nothing was replaced.", target=path,
+                   user_action="Install OpenSSH's ssh-keygen and run the update again." if missing else
+                   "Make sure ssh-keygen runs for this user (ssh-keygen -Y verify), then run the update again.")
 
 
 def update_replace_failed(where: str, detail: str) -> Refusal:

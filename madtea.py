@@ -7471,12 +7471,14 @@ def _pin_key(key_line: str) -> None:
     _replace_files({path: _signers_line(key_line).encode("ascii")})
 
 
+_SSH_KEYGEN_TIMEOUT = 60.0  # seconds for ssh-keygen to verify one release file
+
+
 def _ssh_verify(artifact: str, data: bytes, sig: bytes, key_line: str) -> str | None:
     """None when *sig* is a good signature of *data* (the file *artifact*) by *key_line*; else ssh-keygen's reason.
 
     Both are the bytes already read, so what is verified is what was read, whatever changes on disk since.
     """
-    import subprocess
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="madtea-verify-") as temp:
@@ -7486,15 +7488,15 @@ def _ssh_verify(artifact: str, data: bytes, sig: bytes, key_line: str) -> str | 
         with open(signature, "wb") as handle:
             handle.write(sig)
         try:
-            proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", signers, "-I", RELEASE_NAMESPACE,
-                                   "-n", RELEASE_NAMESPACE, "-s", signature], input=data, capture_output=True,
-                                  timeout=60)
-        except FileNotFoundError:
-            raise guard.update_tool_missing(artifact) from None
-    if proc.returncode == 0:
+            code, out, err = gitops.run_tool(["ssh-keygen", "-Y", "verify", "-f", signers, "-I", RELEASE_NAMESPACE,
+                                              "-n", RELEASE_NAMESPACE, "-s", signature], stdin=data,
+                                             timeout=_SSH_KEYGEN_TIMEOUT)
+        except gitops.ToolFailed as exc:
+            raise guard.update_tool_failed(artifact, exc.reason, isinstance(exc, gitops.ToolMissing)) from None
+    if code == 0:
         return None
-    lines = (proc.stderr or proc.stdout).decode("utf-8", errors="replace").strip().splitlines()
-    return lines[-1] if lines else f"ssh-keygen exited with {proc.returncode}"
+    lines = (err or out).decode("utf-8", errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"ssh-keygen exited with {code}"
 
 
 def _release_kind(path: Path, shown: str) -> str:
@@ -7809,18 +7811,16 @@ def _write_journal(staging: Path, way: str) -> None:
 
 def _new_copy_failure(entry: Path, version: str) -> str | None:
     """None when the staged copy *entry* runs and answers ``--version`` with *version*; else what it did."""
-    import subprocess
-
     try:
-        proc = subprocess.run([sys.executable, "-I", "-B", str(entry), "--version"], cwd=entry.parent,
-                              capture_output=True, stdin=subprocess.DEVNULL, timeout=120)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"it could not be started: {exc}"
-    said = proc.stdout.decode("utf-8", errors="replace").strip()
-    if proc.returncode == 0 and said == f"madtea {version}":
+        code, out, err = gitops.run_tool([sys.executable, "-I", "-B", str(entry), "--version"], cwd=entry.parent,
+                                         timeout=120)
+    except gitops.ToolFailed as exc:
+        return f"madtea --version {exc.reason}"
+    said = out.decode("utf-8", errors="replace").strip()
+    if code == 0 and said == f"madtea {version}":
         return None
-    lines = (proc.stderr or proc.stdout).decode("utf-8", errors="replace").strip().splitlines()
-    return f"madtea --version exited with {proc.returncode}: {lines[-1][:200] if lines else 'no output'}"
+    lines = (err or out).decode("utf-8", errors="replace").strip().splitlines()
+    return f"madtea --version exited with {code}: {lines[-1][:200] if lines else 'no output'}"
 
 
 def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
