@@ -3318,6 +3318,13 @@ _HOOK_ANSI = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "
 
 _HOOK_LOOKUPS = (["command", "-v"], ["type", "-p"], ["type", "-P"])  # besides which: what names a program's path
 
+# What ends a run of plain characters, which is read as one piece: in a command list, every character with a
+# meaning of its own (``#`` starts a comment only where a word starts, so inside a word it is plain); between
+# double quotes, the quote, ``\``, ``$`` and a backtick; in a here-document body, the same but the quote.
+_HOOK_SPECIAL = frozenset(" \t\r\n;&|()<>'\"\\$`")
+_HOOK_DQUOTE_SPECIAL = frozenset("\"\\$`")
+_HOOK_HEREDOC_SPECIAL = frozenset("\\$`")
+
 
 class _HookParser:
     """A small POSIX-shell reader: enough to find every command a line would run.
@@ -3421,8 +3428,11 @@ class _HookParser:
                 end = src.find("\n", self.pos)
                 self.pos = self.n if end < 0 else end
             else:
-                self._add(st, c)
-                self.pos += 1
+                end = self.pos + 1
+                while end < self.n and src[end] not in _HOOK_SPECIAL:
+                    end += 1
+                self._add(st, src[self.pos:end])
+                self.pos = end
         self._end_seg(st, scope, depth, None)
 
     def _expansions_in(self, text: str, scope: dict[str, Any], depth: int) -> None:
@@ -3548,6 +3558,7 @@ class _HookParser:
         src = self.src
         self.pos += 1 if closing else 0
         self._add(st, "", quoted=True)
+        plain_ends = _HOOK_DQUOTE_SPECIAL if closing else _HOOK_HEREDOC_SPECIAL
         while self.pos < self.n:
             c = src[self.pos]
             if c == closing:
@@ -3563,8 +3574,11 @@ class _HookParser:
             elif c == "`":
                 self._backtick(st, scope, depth)
             else:
-                self._add(st, c, quoted=True)
-                self.pos += 1
+                end = self.pos + 1
+                while end < self.n and src[end] not in plain_ends:
+                    end += 1
+                self._add(st, src[self.pos:end], quoted=True)
+                self.pos = end
 
     def _dollar(self, st: _HookState, scope: dict[str, Any], depth: int, in_dquote: bool) -> None:
         src = self.src

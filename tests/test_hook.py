@@ -162,6 +162,17 @@ def test_commit_text_exactly(sandbox: dict[str, str]) -> None:
         "Do not retry any raw git commit variant; every form is steered.")
 
 
+@pytest.mark.parametrize("line, use", [
+    ("git commit -m a#b a.py", 'madt_commit files=["a.py"] title="a#b"'),  # "#" inside a word is no comment
+    ('git commit -m "x\\qy \\"z\\"" a.py', 'madt_commit files=["a.py"] title="x\\\\qy \\"z\\""'),
+    ("git commit -m x'y'\"z\"w a.py", 'madt_commit files=["a.py"] title="xyzw"'),
+    ("git commit -m é#ü\\ a.py", 'madt_commit files=["<path>","..."] title="é#ü a.py"'),
+])
+def test_a_word_reads_as_bash_joins_it(sandbox: dict[str, str], line: str, use: str) -> None:
+    """Plain runs end where the shell gives a character a meaning, and the pieces join into one word."""
+    assert f"Use: {use}" in classify(line, sandbox["A"]).text.splitlines()
+
+
 def test_foreign_text_names_dir(sandbox: dict[str, str]) -> None:
     text = classify(f"git -C {sandbox['B']} add x.py", sandbox["A"]).text
     assert text.split("\n")[0] == (
