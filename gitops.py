@@ -1493,9 +1493,27 @@ def remote_head(repo: Repo, remote: str = "origin", env: Mapping[str, str] | Non
 
 def remote_urls(repo: Repo, remote: str = "origin") -> tuple[str | None, list[str], list[str]]:
     """*remote*'s address as its config writes it, and the addresses git will fetch from and push to (after
-    ``insteadOf``, ``pushInsteadOf`` and ``pushurl``): two git calls. (None, [], []) without such a remote."""
+    ``insteadOf``, ``pushInsteadOf`` and ``pushurl``). (None, [], []) without such a remote.
+
+    One git call where git's config (every scope, includes resolved by git) holds no rule that rewrites an
+    address: git then uses the written addresses themselves, the first to fetch and each to push. With a
+    rule, git itself lists the addresses it uses (a second call).
+    """
     reject_option(remote, "remote")
-    written = git("config", "--get", f"remote.{remote}.url", repo=repo, check=False)
+    written: str | None = None
+    if remote.isascii() and all(c.isalnum() or c in "_.-" for c in remote):  # the same in a config regexp
+        keys = rf"^(remote\.{remote.replace('.', r'[.]')}\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof))$"
+        found = git("config", "-z", "--get-regexp", keys, repo=repo, check=False)
+        entries = [rec.partition(b"\n") for rec in found.stdout.split(b"\0") if rec] if found.ok else []
+        urls = [_decode(value) for key, sep, value in entries if sep and key == f"remote.{remote}.url".encode()]
+        written = urls[-1].splitlines()[-1] if urls and urls[-1] else None
+        plain = all(sep for _key, sep, _value in entries) and not any("\n" in url for url in urls)
+        if urls and plain and len(urls) == len(entries):
+            return written, urls[:1], urls
+        if not plain or found.returncode not in (0, 1):
+            written = _written_url(repo, remote)
+    else:
+        written = _written_url(repo, remote)
     listed = git("remote", "-v", repo=repo, check=False)
     fetch: list[str] = []
     push: list[str] = []
@@ -1504,7 +1522,12 @@ def remote_urls(repo: Repo, remote: str = "origin") -> tuple[str | None, list[st
         url, _, kind = rest.rpartition(" ")
         if name == remote and kind in ("(fetch)", "(push)"):
             (fetch if kind == "(fetch)" else push).append(url)
-    return (written.text.splitlines()[-1] if written.ok and written.text else None), fetch, push
+    return written, fetch, push
+
+
+def _written_url(repo: Repo, remote: str) -> str | None:
+    written = git("config", "--get", f"remote.{remote}.url", repo=repo, check=False)
+    return written.text.splitlines()[-1] if written.ok and written.text else None
 
 
 def _configured_default_branch(common: Path) -> str | None:

@@ -1340,3 +1340,47 @@ def test_origin_head_is_what_git_recorded_and_remote_head_what_the_remote_says(t
                                                           "refs/remotes/origin/HEAD").removeprefix("origin/")
     run_git(repo_path, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     assert gitops.remote_head(repo) is None
+
+
+def _urls_as_git_lists_them(repo: Path, remote: str) -> tuple[str | None, list[str], list[str]]:
+    """The written address (``config --get``) and the addresses ``git remote -v`` says git uses."""
+    written = run_git(repo, "config", "--get", f"remote.{remote}.url", check=False)
+    fetch, push = [], []
+    for line in run_git(repo, "remote", "-v").splitlines():
+        name, _, rest = line.partition("\t")
+        url, _, kind = rest.rpartition(" ")
+        if name == remote:
+            (fetch if kind == "(fetch)" else push).append(url)
+    return (written.splitlines()[-1] if written else None), fetch, push
+
+
+@pytest.mark.parametrize("setup, remote, calls", [
+    ([], "origin", 2),  # no address in the config: git lists what it uses
+    ([["remote", "add", "origin", "https://h.example/o/r.git"]], "origin", 1),
+    ([["remote", "add", "origin", "https://h.example/o/r.git"],
+      ["config", "--add", "remote.origin.url", "ssh://git@h.example/o/r"]], "origin", 1),
+    ([["remote", "add", "origin", "https://h.example/o/r.git"], ["config", "--add", "remote.origin.url", ""]],
+     "origin", 1),
+    ([["remote", "add", "origin", "https://h.example/o/a b.git"]], "origin", 1),
+    ([["remote", "add", "up.stream", "https://h.example/o/r.git"]], "up.stream", 1),
+    ([["remote", "add", "origin", "https://h.example/o/r.git"],
+      ["config", "remote.origin.pushurl", "https://other.example/o/r.git"]], "origin", 2),
+    ([["remote", "add", "origin", "https://h.example/o/r.git"],
+      ["config", "--global", "url.https://mirror.example/.insteadOf", "https://h.example/"]], "origin", 2),
+    ([["remote", "add", "origin", "https://h.example/o/r.git"],
+      ["config", "url.ssh://git@h.example/.pushInsteadOf", "https://h.example/"]], "origin", 2),
+    ([["remote", "add", "origin", "https://h.example/o/r.git"],
+      ["config", "url.https://nowhere.example/.insteadOf", "https://elsewhere.example/"]], "origin", 2),
+    ([["config", "include.path", "remote.inc"]], "origin", 1),
+])
+def test_remote_urls_are_what_git_lists(tmp_path: Path, hermetic_seal: Path, setup: list[list[str]], remote: str,
+                                        calls: int) -> None:
+    repo = make_repo(tmp_path / "r")
+    (repo / ".git" / "remote.inc").write_text('[remote "origin"]\n\turl = https://h.example/o/inc.git\n')
+    for args in setup:
+        run_git(repo, *args)
+    pinned = _repo(repo)
+    before = gitops.call_count()
+    assert gitops.remote_urls(pinned, remote) == _urls_as_git_lists_them(repo, remote)
+    assert gitops.call_count() - before == calls
+
