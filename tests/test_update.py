@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -501,8 +502,111 @@ def test_the_pin_lives_in_the_config_folder_on_every_platform(monkeypatch, tmp_p
 # --------------------------------------------------------------------------- killed, raced, attacked
 
 _RELEASED = ["README.md", "forge.py", "gitops.py", "guard.py", "madtea.py"]
-_FOLDER_STEPS = ["locked", "staged", "tried", "journal", "forward madtea.py", "forward forge.py",
-                 "forward gitops.py", "forward guard.py", "switched"]
+
+# A child runs madtea's own entry point after this prelude. It wraps every call that changes a file or a folder
+# (os's and builtins.open for writing) and, after the N-th one that touches the install's folder, SIGKILLs itself
+# (a power cut, short of losing what was never synced) or SIGSTOPs (an update paused mid-way). With "log" it runs
+# to the end instead, writing each such call and the folder it leaves (names, contents, modes).
+_FAULTS = r'''
+import builtins, hashlib, io, json, os, runpy, shutil, signal, sys  # shutil first: it picks rmtree by the real os
+
+entry, plan, at, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+folder, count, real_open = os.path.realpath(os.path.dirname(entry)), [0], builtins.open
+
+
+def where(target, dir_fd=None):
+    if isinstance(target, int):
+        return os.readlink(f"/proc/self/fd/{target}")
+    base = os.readlink(f"/proc/self/fd/{dir_fd}") if dir_fd is not None else os.getcwd()
+    return os.path.join(base, os.fsdecode(target))
+
+
+def snapshot():
+    found = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            if os.path.isdir(path):
+                found[os.path.relpath(path, folder)] = "folder"
+                continue
+            with real_open(path, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+            found[os.path.relpath(path, folder)] = f"{digest} {os.stat(path).st_mode & 0o7777:o}"
+    return found
+
+
+def wrap(owner, name, targets):
+    real = getattr(owner, name)
+
+    def wrapped(*args, **kwargs):
+        paths = targets(*args, **kwargs)
+        result = real(*args, **kwargs)
+        if any(p == folder or p.startswith(folder + os.sep) for p in paths):
+            count[0] += 1
+            if plan == "log":
+                with real_open(log, "a", encoding="utf-8") as out:
+                    out.write(json.dumps([name, [os.path.relpath(p, folder) for p in paths], snapshot()]) + "\n")
+            elif count[0] == at:
+                os.kill(os.getpid(), signal.SIGKILL if plan == "kill" else signal.SIGSTOP)
+        return result
+    setattr(owner, name, wrapped)
+
+
+def kept(flags):
+    return flags & (os.O_CREAT | os.O_TRUNC)
+
+
+for name in ("mkdir", "rmdir", "unlink", "remove", "chmod"):
+    wrap(os, name, lambda path, *a, dir_fd=None, **k: [where(path, dir_fd)])
+for name in ("rename", "replace"):
+    wrap(os, name, lambda src, dst, *a, src_dir_fd=None, dst_dir_fd=None, **k:
+         [where(src, src_dir_fd), where(dst, dst_dir_fd)])
+for name in ("write", "fsync"):
+    wrap(os, name, lambda fd, *a, **k: [where(fd)])
+wrap(os, "open", lambda path, flags, *a, dir_fd=None, **k: [where(path, dir_fd)] if kept(flags) else [])
+for owner in (builtins, io):
+    wrap(owner, "open", lambda file, mode="r", *a, **k: [where(file)] if set(mode) & set("wax+") else [])
+sys.argv = [entry, *sys.argv[5:]]
+runpy.run_path(entry, run_name="__main__")
+'''
+
+
+def _faulted(entry: Path, plan: str, at: int, log: Path | None, *args: str,
+             wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
+    """madtea at *entry* run with *args* under the fault prelude: ``kill`` or ``stop`` after the *at*-th change
+    to its folder, or ``log`` each change to *log*."""
+    argv = [sys.executable, "-I", "-c", _FAULTS, str(entry), plan, str(at), str(log or os.devnull), *args]
+    if wait:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                              cwd=entry.parent)
+    return subprocess.Popen(argv, cwd=entry.parent, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@dataclass
+class Change:
+    call: str
+    paths: list[str]   # relative to the install's folder
+    leaves: dict[str, str]
+
+
+def _changes(entry: Path, archive: Path) -> list[Change]:
+    """Every change an update of *entry* from *archive* makes to the install's folder, in order, each with the
+    folder it leaves; the update itself must succeed under the prelude, so the prelude runs the real thing."""
+    log = entry.parent.parent / f"{entry.parent.name}.changes"
+    done = _faulted(entry, "log", 0, log, "update", "--from", str(archive))
+    assert done.returncode == 0 and done.stdout.startswith("Updated madtea 0.1.0 → 0.2.0"), done.stderr
+    return [Change(c, p, s) for c, p, s in map(json.loads, log.read_text(encoding="utf-8").splitlines())]
+
+
+def _kill_points(changes: list[Change]) -> list[int]:
+    """The changes (counted from 1) after which the folder differs from the one before: a kill after an fsync or a
+    chmod that changed nothing leaves what a kill one change earlier does."""
+    return [n for n, change in enumerate(changes, 1) if n == 1 or change.leaves != changes[n - 2].leaves]
+
+
+def _first(changes: list[Change], call: str, path: str) -> int:
+    return next(n for n, change in enumerate(changes, 1) if change.call == call and change.paths[-1] == path)
 
 
 def _release_state(archive: Path) -> dict[str, str]:
@@ -511,62 +615,78 @@ def _release_state(archive: Path) -> dict[str, str]:
                 if n.endswith(".py")}
 
 
-def test_an_update_killed_at_any_step_leaves_the_old_release_or_the_new_one(releases, tmp_path) -> None:
+def test_an_update_killed_after_any_change_leaves_the_old_release_or_the_new_one(releases, tmp_path) -> None:
     old_state = _release_state(releases.old / "madtea-0.1.0.zip")
     new_state = _release_state(releases.new / "madtea-0.2.0.zip")
-    new = str(releases.new / "madtea-0.2.0.zip")
+    new = releases.new / "madtea-0.2.0.zip"
     _pin(releases.key)
-    for number, step in enumerate(_FOLDER_STEPS):
+    changes = _changes(_copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "logged"), new)
+    journal = _first(changes, "replace", ".madtea-update/journal")
+    # the journal says forward before any installed file is touched, and madtea.py is the first one moved in
+    moved = next(n for n, change in enumerate(changes, 1) if set(change.paths) & set(_RELEASED))
+    assert moved > journal and changes[moved - 1].paths == [".madtea-update/new/madtea.py", "madtea.py"]
+    points = _kill_points(changes)
+    assert len(points) > 20 and journal in points
+    for number, point in enumerate(points):
         entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / f"install-{number}")
-        killed = _madtea(entry, "update", "--from", new, env={"MADTEA_UPDATE_KILL_AT": step})
-        assert killed.returncode == -9, (step, killed.stderr)
+        killed = _faulted(entry, "kill", point, None, "update", "--from", str(new))
+        assert killed.returncode == -9, (changes[point - 1], killed.stderr)
         if number % 2:  # the next start finishes it ...
             version = _madtea(entry, "--version")
-            assert version.returncode == 0, (step, version.stderr)
+            assert version.returncode == 0, (changes[point - 1], version.stderr)
             modules = {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")}
-            assert modules in (old_state, new_state), step  # never a mix
+            assert modules == (new_state if point >= journal else old_state), changes[point - 1]  # never a mix
             # a start that finished the switch already ran the madtea.py it found; the next one runs the new
-            assert _madtea(entry, "--version").stdout == ("madtea 0.2.0\n" if modules == new_state
-                                                          else "madtea 0.1.0\n"), step
-            assert (modules == new_state) == (_FOLDER_STEPS.index(step) >= _FOLDER_STEPS.index("journal")), step
-            assert _names(entry.parent) == _RELEASED, step
-        again = _madtea(entry, "update", "--from", new)  # ... or the next update does
-        assert again.returncode == 0, (step, again.stderr)
-        assert again.stdout.startswith(("Updated madtea 0.1.0 → 0.2.0", "madtea 0.2.0 is already installed")), step
-        assert {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")} == new_state, step
-        assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n", step
-        assert _names(entry.parent) == _RELEASED, step
+            assert _madtea(entry, "--version").stdout == ("madtea 0.2.0\n" if point >= journal
+                                                          else "madtea 0.1.0\n"), changes[point - 1]
+            assert _names(entry.parent) == _RELEASED, changes[point - 1]
+        again = _madtea(entry, "update", "--from", str(new))  # ... or the next update does
+        assert again.returncode == 0, (changes[point - 1], again.stderr)
+        assert again.stdout.startswith(("Updated madtea 0.1.0 → 0.2.0", "madtea 0.2.0 is already installed"))
+        assert {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")} == new_state
+        assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n", changes[point - 1]
+        assert _names(entry.parent) == _RELEASED, changes[point - 1]
 
 
-def test_a_single_file_update_killed_at_any_step_leaves_one_whole_file(releases, tmp_path) -> None:
-    old, new = (releases.old / "madtea-0.1.0.pyz").read_bytes(), (releases.new / "madtea-0.2.0.pyz").read_bytes()
+def _pyz_install(archive: Path, folder: Path) -> Path:
+    folder.mkdir()
+    entry = folder / "madtea.pyz"
+    entry.write_bytes(archive.read_bytes())
+    return entry
+
+
+def test_a_single_file_update_killed_after_any_change_leaves_one_whole_file(releases, tmp_path) -> None:
+    old, new = releases.old / "madtea-0.1.0.pyz", releases.new / "madtea-0.2.0.pyz"
     _pin(releases.key)
-    for number, step in enumerate(["staged", "tried", "journal", "forward madtea.pyz", "switched"]):
-        folder = tmp_path / f"bin-{number}"
-        folder.mkdir()
-        entry = folder / "madtea.pyz"
-        entry.write_bytes(old)
-        killed = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"),
-                         env={"MADTEA_UPDATE_KILL_AT": step})
-        assert killed.returncode == -9, (step, killed.stderr)
-        assert entry.read_bytes() in (old, new), step
-        assert _madtea(entry, "--version").returncode == 0, step
-        done = _madtea(entry, "update", "--from", str(releases.new / "madtea-0.2.0.pyz"))
-        assert done.returncode == 0, (step, done.stderr)
-        assert entry.read_bytes() == new and _names(folder) == ["madtea.pyz"], step
+    changes = _changes(_pyz_install(old, tmp_path / "logged"), new)
+    switched = _first(changes, "replace", "madtea.pyz")
+    points = _kill_points(changes)
+    assert len(points) > 10 and switched in points
+    for number, point in enumerate(points):
+        entry = _pyz_install(old, tmp_path / f"bin-{number}")
+        killed = _faulted(entry, "kill", point, None, "update", "--from", str(new))
+        assert killed.returncode == -9, (changes[point - 1], killed.stderr)
+        assert entry.read_bytes() == (new if point >= switched else old).read_bytes(), changes[point - 1]
+        assert _madtea(entry, "--version").returncode == 0, changes[point - 1]
+        done = _madtea(entry, "update", "--from", str(new))
+        assert done.returncode == 0, (changes[point - 1], done.stderr)
+        assert entry.read_bytes() == new.read_bytes() and _names(entry.parent) == ["madtea.pyz"], changes[point - 1]
 
 
-def test_a_second_update_is_kept_out_while_one_runs(releases, tmp_path) -> None:
+@pytest.mark.parametrize("paused", ["staging", "switching"])
+def test_a_second_update_is_kept_out_while_one_runs(releases, tmp_path, paused) -> None:
     import signal
 
-    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
     _pin(releases.key)
     new = str(releases.new / "madtea-0.2.0.zip")
-    first = subprocess.Popen([sys.executable, "-I", str(entry), "update", "--from", new], cwd=entry.parent,
-                             env={**os.environ, "MADTEA_UPDATE_KILL_AT": "tried:stop"}, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    changes = _changes(_copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "logged"), Path(new))
+    # paused after its first change (the staging folder made), or with madtea.py switched and the rest not yet
+    at = 1 if paused == "staging" else _first(changes, "replace", "madtea.py")
+    entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "install")
+    first = _faulted(entry, "stop", at, None, "update", "--from", new, wait=False)
+    assert isinstance(first, subprocess.Popen)
     try:
-        for _ in range(600):  # the first update pauses itself once its new copy answered --version
+        for _ in range(600):  # until the first update has paused itself
             if os.path.exists(f"/proc/{first.pid}/stat") and \
                     open(f"/proc/{first.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "T":
                 break
