@@ -58,14 +58,6 @@ sys.path[:] = [_HERE] + [p for p in sys.path if not _is_here(p)]
 # imports them. When no update was interrupted this costs one stat.
 
 _UPDATE_DIR = ".madtea-update"
-_KILL_ENV = "MADTEA_UPDATE_KILL_AT"  # tests end an update at a named step with SIGKILL, as a power cut would
-
-
-def _update_step(step: str) -> None:
-    asked = os.environ.get(_KILL_ENV, "")
-    if asked in (step, step + ":stop"):  # ":stop" pauses instead (SIGSTOP), for a test racing a second update
-        import signal
-        os.kill(os.getpid(), getattr(signal, "SIGSTOP" if asked.endswith(":stop") else "SIGKILL", 9))
 
 
 def _update_lock(folder: str) -> int | None:
@@ -104,7 +96,6 @@ def _update_roll(folder: str, way: str) -> None:
     names = sorted(os.listdir(staged) if os.path.isdir(staged) else (), key=lambda n: (n != "madtea.py", n))
     for name in names if way == "forward" else names[::-1]:
         os.replace(os.path.join(staged, name), os.path.join(folder, name))
-        _update_step(f"{way} {name}")
 
 
 def _update_cleanup(folder: str) -> None:
@@ -7710,7 +7701,6 @@ def update_from_file(path: Path, *, allow_downgrade: bool = False, ask: Callable
     if lock is None:
         raise guard.update_busy(str(where))
     try:
-        _update_step("locked")
         _update_recover(str(folder))
         return _update_locked(path, kind, where, allow_downgrade, ask, again, fetched, shown)
     finally:
@@ -7774,16 +7764,13 @@ def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
-    _update_step("staged")
     entry = fresh / ("madtea.py" if len(files) > 1 else next(iter(files)).name)
     failure = _new_copy_failure(entry, version)
     if failure:
         shutil.rmtree(staging, ignore_errors=True)
         raise guard.update_new_copy_failed(shown, failure)
-    _update_step("tried")
     try:
         _write_journal(staging, "forward")
-        _update_step("journal")
         try:
             _update_roll(str(folder), "forward")
         except OSError:
@@ -7792,7 +7779,6 @@ def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str)
             raise
         finally:
             _sync_dir(folder, sys.platform)
-        _update_step("switched")
         _update_cleanup(str(folder))
     except OSError as exc:
         raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
