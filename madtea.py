@@ -19,11 +19,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     import threading
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
     from pathlib import Path
-    from types import FrameType, SimpleNamespace
-    from typing import Any, NoReturn, TypeAlias
+    from types import FrameType, SimpleNamespace, TracebackType
+    from typing import IO, Any, NoReturn, TypeAlias, TypeVar
 
     import anyio
     from mcp.server import Server, ServerRequestContext
@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     # JSON as it arrives: a forge's answers and a tool call's arguments. The one Any this module names.
     Json: TypeAlias = Any
     from forge import ForgeTarget
+
+    _T = TypeVar("_T")
 
 # python -m puts the caller's cwd first on sys.path, and a user's repository
 # may hold its own guard.py or forge.py: load our siblings from our own folder.
@@ -218,7 +220,7 @@ def refusal_result(refusal: guard.Refusal) -> Result:
 
 
 def error_result(code: str, message: str, target: str | None = None, *, user_action: str | None = None,
-                 next: Sequence[dict[str, Any]] = (), choices: Sequence[Sequence[dict[str, Any]]] = ()) -> Result:
+                 next: Sequence[guard.Call] = (), choices: Sequence[Sequence[guard.Call]] = ()) -> Result:
     if not next and not choices and user_action is None:
         user_action = "Tell the user what failed; madtea changed nothing further."
     return Result(message, error={"code": code, "target": target, "next": list(next),
@@ -239,7 +241,7 @@ def closing(text: str) -> str:
 _SURFACE: contextvars.ContextVar[str] = contextvars.ContextVar("madtea_surface", default="mcp")
 
 
-def shown_call(step: Mapping[str, Any]) -> str:
+def shown_call(step: guard.Call) -> str:
     """A call named in a result: ``madt_pr action=view number=3`` for an agent, ``madtea pr view 3`` on the CLI."""
     return cli_render(step) if _SURFACE.get() == "cli" else guard.render_call(step)
 
@@ -401,7 +403,7 @@ def check_op_scope(op: Op, raw: Mapping[str, Any], scope: guard.Scope) -> None:
     guard.check_scope(scope, op.tool, op.action, writes=op.writes(raw), reach=op.reach, read_values=read_values)
 
 
-def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any] | None = None,
+def find_op(tool: str, action: object, surface: str = "mcp", raw: Mapping[str, Any] | None = None,
             scope: guard.Scope | None = None, person: bool = False) -> Op:
     """The operation a call names; a misspelt action is refused with the corrected call.
 
@@ -431,7 +433,7 @@ def find_op(tool: str, action: Any, surface: str = "mcp", raw: Mapping[str, Any]
     raise guard.unknown_action(tool, action, names, others, every, required)
 
 
-def _nearest_tools(tool: Any, scope: guard.Scope | None) -> list[dict[str, Any]]:
+def _nearest_tools(tool: object, scope: guard.Scope | None) -> list[guard.Call]:
     """The three offered tools whose names are nearest *tool*, each as a call of its first action."""
     import difflib
 
@@ -512,7 +514,8 @@ class Context:
     launch_dir: Path
     roots: list[str] | None = None       # the client's advertised roots; None when unknown
     scope: guard.Scope = gitops.field(default_factory=guard.Scope)  # what the server was started to allow
-    launch: Any = None                   # (repo facts or None, what git found instead) once resolved
+    # (repo facts or None, what git found instead) once resolved
+    launch: tuple[guard.RepoFacts | None, gitops.GitError | None] | None = None
 
 
 @record
@@ -546,7 +549,7 @@ class Invocation:
         """The call as it was asked, for a refusal that sends it again."""
         return guard.Asked(self.op.tool, self.op.action, self.args)
 
-    def again(self, **changes: Any) -> dict[str, Any]:
+    def again(self, **changes: Any) -> guard.Call:
         """This call as a step, with *changes* (a None value leaves that argument out)."""
         return self.asked.retry(**changes)
 
@@ -1097,7 +1100,7 @@ def check_repo_scope(op: Op, args: Mapping[str, Any], ctx: Context) -> None:
         guard.check_repo_scope(scope, op.where, path, f"the API path {args.get('path')}")
 
 
-def _step_in_scope(step: Mapping[str, Any], ctx: Context) -> bool:
+def _step_in_scope(step: guard.Call, ctx: Context) -> bool:
     """Whether the server's scope would let a next step run; a step that cannot be vetted is not offered."""
     if "tool" not in step:
         return True
@@ -1164,9 +1167,10 @@ class Api:
             raise forge.ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
                                    f"launch repo; only its own repository paths may be read from here.")
 
-    def list_items(self, *segments: Any, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+    def list_items(self, *segments: str | int, params: Mapping[str, Any] | None = None,
+                   limit: int = 30) -> list[Any]:
         """Up to *limit* items of the repository's list at *segments* (see :meth:`_listed`)."""
-        return self._listed(self.scoped, segments, params, limit)
+        return self._listed(self.scoped.get, self.scoped.paginate, segments, params, limit)
 
     def root_get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         self._check_root()
@@ -1175,25 +1179,26 @@ class Api:
     def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
         """Up to *limit* items of a forge-wide list at the API *path* (see :meth:`_listed`)."""
         self._check_root()
-        return self._listed(self.client, path, params, limit)
+        return self._listed(self.client.get, self.client.paginate, path, params, limit)
 
     @staticmethod
-    def _listed(client: Any, where: Any, params: Mapping[str, Any] | None, limit: int) -> list[Any]:
-        """Up to *limit* items of a list endpoint, from page= on (pages of *limit* items, 1-based); a notice says
-        when the forge holds more."""
+    def _listed(get: Callable[..., Any], paginate: Callable[..., tuple[list[Any], int | None]],
+                where: str | tuple[str | int, ...], params: Mapping[str, Any] | None, limit: int) -> list[Any]:
+        """Up to *limit* items of a list endpoint (*get* and *paginate* are one client's), from page= on (pages of
+        *limit* items, 1-based); a notice says when the forge holds more."""
         import forge
         params = dict(params or {})
         page = int(params.pop("page", 0) or 0)  # the paginator pages by itself: page= means "skip that far"
         if page > 1 and limit <= forge.PAGE_SIZE:
-            return list(client.get(where, params=params | {"page": page, "limit": limit}) or [])
+            return list(get(where, params=params | {"page": page, "limit": limit}) or [])
         skip = (page - 1) * limit if page > 1 else 0
-        listed, total = client.paginate(where, params=params, limit=skip + limit)
-        items: list[Any] = listed[skip:]
+        listed, total = paginate(where, params=params, limit=skip + limit)
+        items = listed[skip:]
         if total is not None and total > skip + len(items) and len(items) >= limit:
             notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
         return items
 
-    def confine(self, items: Sequence[Any], repo_of: Callable[[Any], Any]) -> Sequence[Any]:
+    def confine(self, items: Sequence[Any], repo_of: Callable[[Any], object]) -> Sequence[Any]:
         """A forge-wide answer kept to the server's repository list (all of it without one)."""
         if not self.scope.repos:
             return items
@@ -1217,7 +1222,7 @@ class Api:
     def version(self) -> str:
         return self._about.version()
 
-    def not_supported(self, feature: str, reason: str) -> Any:
+    def not_supported(self, feature: str, reason: str) -> forge.ForgeError:
         """A NOT_SUPPORTED error naming the feature, this forge's flavour and version, and why (to raise)."""
         return self._about.not_supported(feature, reason)
 
@@ -1374,7 +1379,7 @@ def warn_credentialed_origin(common_dir: Path, where: str) -> None:
 class _Transport:
     """``with transport_env(...) as env``: the git child's credential environment, and its clean-up."""
 
-    def __init__(self, repo: Any, launch_host: str | None) -> None:
+    def __init__(self, repo: gitops.Repo | guard.RepoFacts, launch_host: str | None) -> None:
         self.repo = repo
         self.launch_host = launch_host
         self.host: str | None = None
@@ -1413,7 +1418,8 @@ class _Transport:
         env["GIT_TERMINAL_PROMPT"] = "0"
         return env
 
-    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> None:
         import forge
         if self._file:
             _drop_token_file(self._file)
@@ -1424,7 +1430,7 @@ class _Transport:
                                        f"credential for it ({exc}).", host=self.host) from None
 
 
-def transport_env(repo: Any, launch_host: str | None) -> _Transport:
+def transport_env(repo: gitops.Repo | guard.RepoFacts, launch_host: str | None) -> _Transport:
     """Credentials for git push, pull and fetch in *repo*, through madtea's helper and nothing else.
 
     Use as ``with transport_env(repo, launch_host) as env: gitops.push(..., env=env)``.
@@ -1536,7 +1542,7 @@ def _launch_host(ctx: Context) -> str | None:
         return None
 
 
-def git_credential(action: str, stdin: Any, stdout: Any) -> int:
+def git_credential(action: str, stdin: Iterable[str], stdout: IO[str]) -> int:
     """git's credential-helper protocol: answer ``get`` for a host madtea holds a token for; nothing else.
 
     ``store`` and ``erase`` do nothing: what git hands over is never persisted.
@@ -1645,7 +1651,7 @@ def status_op(inv: Invocation) -> Result:
     return Result("\n".join(lines), data)
 
 
-def _interrupted_push(repo: gitops.Repo, branch: str, sha: str) -> tuple[str, dict[str, Any]]:
+def _interrupted_push(repo: gitops.Repo, branch: str, sha: str) -> tuple[str, dict[str, str | bool | None]]:
     """A push that never finished, from local facts alone: git updates origin/<branch> only once origin
     has accepted it, so a tracking ref at the pushed sha shows it landed; otherwise only origin knows."""
     seen = gitops.head_sha(repo, f"refs/remotes/origin/{branch}")
@@ -2199,19 +2205,19 @@ def made_since(listing: Callable[[], Any], same: Callable[[dict[str, Any]], bool
     return mark
 
 
-def this_call(inv: Invocation) -> dict[str, Any]:
+def this_call(inv: Invocation) -> guard.Call:
     """The call being run, as a step: what to send again once it is known that nothing was made."""
     return guard.call(inv.op.tool, **({"action": inv.op.action} if inv.op.action else {}), **inv.args)
 
 
-def settle_lost(inv: Invocation, exc: Exception, what: str, look: dict[str, Any]) -> Exception:
+def settle_lost(inv: Invocation, exc: Exception, what: str, look: guard.Call) -> Exception:
     """A create that failed after it may have been applied, as a result that says exactly what is known."""
     outcome = getattr(exc, "outcome", None)
     return guard.lost_create(api(inv).target.slug, str(exc), what, outcome, look, this_call(inv)) or exc
 
 
-def create_once(inv: Invocation, segments: Any, payload: Mapping[str, Any], what: str, since: Since,
-                look: dict[str, Any]) -> dict[str, Any]:
+def create_once(inv: Invocation, segments: str | Sequence[str | int], payload: Mapping[str, Any], what: str,
+                since: Since, look: guard.Call) -> dict[str, Any]:
     """POST a new object at most once; after a lost answer, say whether it was made, and which one.
 
     *since* runs before the POST (see :func:`made_since`). A look-up that finds two matches
@@ -2249,7 +2255,7 @@ def recovered(what: str, item: Mapping[str, Any]) -> None:
            "was made once and not sent again.")
 
 
-def _found(inv: Invocation, *segments: Any) -> dict[str, Any] | None:
+def _found(inv: Invocation, *segments: str | int) -> dict[str, Any] | None:
     """An object the forge has at these segments, or None when it answers that there is none."""
     import forge
     try:
@@ -2260,7 +2266,7 @@ def _found(inv: Invocation, *segments: Any) -> dict[str, Any] | None:
         raise
 
 
-def _named_since(inv: Invocation, *segments: Any) -> Since:
+def _named_since(inv: Invocation, *segments: str | int) -> Since:
     """An object unique by name: one that is there after a lost answer, and was not before, is this call's."""
     def mark() -> Callable[[], list[dict[str, Any]]]:
         existed = _found(inv, *segments) is not None
@@ -2268,7 +2274,7 @@ def _named_since(inv: Invocation, *segments: Any) -> Since:
     return mark
 
 
-def _settled(remote: Api, exc: Exception, read: Callable[[], Any], landed: Callable[[Any], bool]) -> Any:
+def _settled(remote: Api, exc: Exception, read: Callable[[], _T], landed: Callable[[_T], bool]) -> _T:
     """A write that failed: its read-back when the answer was lost and it shows the write landed; else the failure."""
     if getattr(exc, "code", None) != "FORGE_UNAVAILABLE":
         raise exc
@@ -2286,7 +2292,7 @@ def _body_sha(body: str | None) -> str:
     return hashlib.sha256((body or "").encode("utf-8")).hexdigest()[:12]
 
 
-def _checklist(body: str, item: str, ticked: bool, view_call: dict[str, Any]) -> str:
+def _checklist(body: str, item: str, ticked: bool, view_call: guard.Call) -> str:
     import re
     # Blanks within a line only: a \s* at each line start could run across every following line (quadratic).
     pattern = re.compile(r"^([ \t]*[-*+] \[)[ xX](\] " + re.escape(item) + r"[ \t\r]*)$", re.M)
@@ -2294,7 +2300,7 @@ def _checklist(body: str, item: str, ticked: bool, view_call: dict[str, Any]) ->
     return pattern.sub(lambda m: m.group(1) + ("x" if ticked else " ") + m.group(2), body)
 
 
-def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, Any]) -> str | None:
+def new_body(inv: Invocation, current: Mapping[str, Any], view_call: guard.Call) -> str | None:
     """Apply the caller's body edit to the freshly read version; None when the body is not edited."""
     body = current.get("body") or ""
     a = inv.args
@@ -2321,7 +2327,7 @@ def new_body(inv: Invocation, current: Mapping[str, Any], view_call: dict[str, A
 # cannot see (writers elsewhere) for targeted edits, which are applied again on the fresh body.
 BODY_LOCK_WAIT = 30.0  # seconds an edit waits for another madtea call editing the same body
 BODY_TRIES = 4         # writes of one edit before a body that keeps changing under it is reported
-_BODY_LOCKS: dict[str, Any] = {}
+_BODY_LOCKS: dict[str, threading.Lock] = {}
 
 
 def _lock_kind() -> str:
@@ -2500,9 +2506,9 @@ def _carried(item: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
     return f" madtea's writes also carried {', '.join(sorted(fields))}; the read-back {shown}."
 
 
-def write_body(inv: Invocation, segments: tuple[Any, ...], view_call: dict[str, Any],
+def write_body(inv: Invocation, segments: tuple[str | int, ...], view_call: guard.Call,
                fields: Mapping[str, Any] | None = None,
-               via: tuple[Any, ...] | None = None) -> tuple[dict[str, Any], str]:
+               via: tuple[str | int, ...] | None = None) -> tuple[dict[str, Any], str]:
     """Read, edit, write and read back under the body's edit lock; the note claims only what the read-back shows.
 
     A targeted edit that another writer's body replaced is applied again on that body, up
@@ -2928,7 +2934,7 @@ def _hms(seconds: int) -> str:
     return " ".join(f"{n}{unit}" for n, unit in ((hours, "h"), (rest // 60, "m"), (rest % 60, "s")) if n) or "0s"
 
 
-def _times_look(inv: Invocation, number: int) -> dict[str, Any]:
+def _times_look(inv: Invocation, number: int) -> guard.Call:
     return guard.call("madt_issues", action="times", owner_repo=api(inv).target.full, number=number)
 
 
@@ -3079,7 +3085,7 @@ UPLOAD_FILES = Param("files", "strs", "Paths of the files (over MCP: in the laun
                      positional=True, required=True, cli_help="Paths of the files to upload.")
 
 
-def _attached(inv: Invocation) -> tuple[str, tuple[Any, ...]]:
+def _attached(inv: Invocation) -> tuple[str, tuple[str | int, ...]]:
     """What the call attaches to (#N, or a comment of it) and the API path of its files."""
     if inv.args.get("comment_id"):
         return f"comment {inv.args['comment_id']}", ("issues", "comments", inv.args["comment_id"], "assets")
@@ -3114,7 +3120,7 @@ def _upload_files(inv: Invocation) -> list[tuple[str, bytes]]:
     return files
 
 
-def _upload(inv: Invocation, path: tuple[Any, ...],
+def _upload(inv: Invocation, path: tuple[str | int, ...],
             params: Callable[[str], Mapping[str, Any]] = lambda name: {}) -> list[str]:
     """Upload each file once to *path*; an answer lost on the way is settled by the forge's list there,
     never by sending the file again."""
@@ -3157,7 +3163,7 @@ def _save_new(c: guard.ForgeCall, path: Path, data: bytes) -> None:
         raise
 
 
-def _attachment(inv: Invocation) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+def _attachment(inv: Invocation) -> tuple[str, tuple[str | int, ...], dict[str, Any]]:
     """What a call names (#N's or a comment's file), its API path, and the file as the forge describes it."""
     what, path = _attached(inv)
     path += (inv.args["attachment_id"],)
@@ -5270,7 +5276,7 @@ def actions_set_variable_op(inv: Invocation) -> Result:
         if exc.status == 409:  # made meanwhile: this call's value replaces it
             remote.put("actions", "variables", name, json={"value": value})
         else:
-            _settled(remote, exc, lambda: _variable(remote, name), lambda v: bool(v) and v.get("data") == value)
+            _settled(remote, exc, lambda: _variable(remote, name), lambda v: v is not None and v.get("data") == value)
     now = _variable(remote, name) or {}
     held = "" if now.get("data") == value else " (another write changed it since)"
     return Result(f"{'Updated' if had else 'Created'} the variable {name} in {remote.target.slug}{held}; the forge "
