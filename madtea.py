@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
     import forge  # imported by each function that uses it, never by the module body (ssl, http.client)
 
-    # JSON as it arrives: a forge's answers and a tool call's arguments. The one Any this module names.
+    # JSON: a forge's answers, a tool call's arguments, and the data and error a result carries back. The one
+    # Any this module names.
     Json: TypeAlias = Any
     from forge import ForgeTarget
 
@@ -163,7 +164,7 @@ class Result:
 
     __slots__ = ("text", "data", "error", "notes", "content")
 
-    def __init__(self, text: str, data: Any = None, *, error: dict[str, Any] | None = None,
+    def __init__(self, text: str, data: Json = None, *, error: dict[str, Json] | None = None,
                  content: bytes | None = None) -> None:
         self.text = text
         self.data = data
@@ -227,7 +228,7 @@ def error_result(code: str, message: str, target: str | None = None, *, user_act
                                   "choices": [list(choice) for choice in choices], "user_action": user_action})
 
 
-def way_on(error: Mapping[str, Any]) -> dict[str, Any]:
+def way_on(error: Mapping[str, Json]) -> dict[str, Json]:
     """The one way on an error carries, as structured content shows it: next, choices or user_action."""
     return {key: error[key] for key in ("next", "choices", "user_action") if error.get(key)}
 
@@ -308,7 +309,7 @@ class Op:
         its name, at a terminal or in the form of a client that can ask them."""
         return self.cli_only and self.destructive
 
-    def writes(self, args: Mapping[str, Any]) -> bool:
+    def writes(self, args: Mapping[str, Json]) -> bool:
         """Whether this call would change anything: the operation's kind, unless its arguments make it a read."""
         if not self.mutating or self.read_form is None:
             return self.mutating
@@ -397,13 +398,13 @@ def scoped_ops(tool: str, scope: guard.Scope | None = None, person: bool = False
                                              reads_in_part=op.read_form is not None, reach=op.reach)]
 
 
-def check_op_scope(op: Op, raw: Mapping[str, Any], scope: guard.Scope) -> None:
+def check_op_scope(op: Op, raw: Mapping[str, Json], scope: guard.Scope) -> None:
     """Refuse a call to an operation the server's scope leaves out (read-only, the tool lists)."""
     read_values = f"{op.read_form[0]} {' or '.join(op.read_form[1])}" if op.read_form else None
     guard.check_scope(scope, op.tool, op.action, writes=op.writes(raw), reach=op.reach, read_values=read_values)
 
 
-def find_op(tool: str, action: object, surface: str = "mcp", raw: Mapping[str, Any] | None = None,
+def find_op(tool: str, action: object, surface: str = "mcp", raw: Mapping[str, Json] | None = None,
             scope: guard.Scope | None = None, person: bool = False) -> Op:
     """The operation a call names; a misspelt action is refused with the corrected call.
 
@@ -523,7 +524,7 @@ class Invocation:
     """One guarded call, handed to its service function."""
 
     op: Op
-    args: dict[str, Any]
+    args: dict[str, Json]
     ctx: Context
     target: guard.Target | None = None   # local-git calls: the repository and its state
     remote: Api | None = None            # forge calls: the connected Api, once resolved and guarded
@@ -549,7 +550,7 @@ class Invocation:
         """The call as it was asked, for a refusal that sends it again."""
         return guard.Asked(self.op.tool, self.op.action, self.args)
 
-    def again(self, **changes: Any) -> guard.Call:
+    def again(self, **changes: Json) -> guard.Call:
         """This call as a step, with *changes* (a None value leaves that argument out)."""
         return self.asked.retry(**changes)
 
@@ -559,7 +560,7 @@ class Invocation:
         return f"{self.repo.describe()} ({branch or 'detached HEAD'})"
 
 
-def run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
+def run(tool: str, raw: Mapping[str, Json], ctx: Context) -> Result:
     """Dispatch one call: find the operation, check its arguments, guard it, run it, report."""
     notes: list[tuple[str, str]] = []
     token, shown_on = _NOTES.set(notes), _SURFACE.set(ctx.surface)
@@ -582,17 +583,17 @@ ECHO_LIMIT = 1000      # characters of one argument a refusal's step repeats; a 
 REFUSAL_LIMIT = 4000   # characters of a refusal's own text
 
 
-def _bounded(result: Result, raw: Any) -> Result:
+def _bounded(result: Result, raw: Json) -> Result:
     """A refusal of bounded size whatever the call sent: each step's argument too long to repeat becomes a
     placeholder naming it and its size (the caller has the value), and the text is cut with its size said."""
     if result.error is None:
         return result
     import json
 
-    def size(value: Any) -> int:
+    def size(value: Json) -> int:
         return len(value) if isinstance(value, str) else len(json.dumps(value, default=str))
 
-    def said(name: str, value: Any) -> Any:
+    def said(name: str, value: Json) -> Json:
         if size(value) <= ECHO_LIMIT:
             return value
         measure = f"{len(value):,} characters" if isinstance(value, str) else \
@@ -601,7 +602,7 @@ def _bounded(result: Result, raw: Any) -> Result:
         return guard.placeholder(f"the same {name} as this call ({measure})" if same else
                                  f"this call's {name} less what the text names ({measure}; too long to repeat)")
 
-    def step(s: Any) -> Any:
+    def step(s: Json) -> Json:
         if isinstance(s, dict) and isinstance(s.get("args"), dict):
             return s | {"args": {k: said(k, v) for k, v in s["args"].items()}}
         return s
@@ -633,7 +634,7 @@ def _hidden(result: Result, hide: Callable[[str], str], forms: Sequence[str]) ->
     """*result* with *hide* applied to every string of its text, data, error and notes (keys too), and each of
     *forms* replaced by ``***`` in the raw bytes a view shows."""
 
-    def walk(value: Any) -> Any:
+    def walk(value: Json) -> Json:
         if isinstance(value, str):
             return hide(value)
         if isinstance(value, (list, tuple)):
@@ -650,7 +651,7 @@ def _hidden(result: Result, hide: Callable[[str], str], forms: Sequence[str]) ->
     return result
 
 
-def _secret_values(tool: str, raw: Any) -> list[str]:
+def _secret_values(tool: str, raw: Json) -> list[str]:
     """The values a call gives for its secret parameters (a secret being set), of whatever shape they were given:
     also under an action no tool has (a misspelt one) and in a passthrough body sent to an Actions secrets path."""
     if not isinstance(raw, dict):
@@ -663,7 +664,7 @@ def _secret_values(tool: str, raw: Any) -> list[str]:
     if tool == "madt_api_call" and "/actions/secrets" in str(raw.get("path", "")).casefold():
         names.add("body")
 
-    def strings(value: Any) -> list[str]:
+    def strings(value: Json) -> list[str]:
         if isinstance(value, dict):
             return [s for v in value.values() for s in strings(v)]
         if isinstance(value, (list, tuple)):
@@ -713,7 +714,7 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
     return _hidden(result, scrubbed, ordered)
 
 
-def _run(tool: str, raw: Mapping[str, Any], ctx: Context) -> Result:
+def _run(tool: str, raw: Mapping[str, Json], ctx: Context) -> Result:
     guard.check_arguments_object(tool, raw)
     action = raw.get("action")
     person = ctx.surface == "mcp" and person_can_confirm()
@@ -769,7 +770,7 @@ def _launch(ctx: Context) -> tuple[guard.RepoFacts | None, gitops.GitError | Non
     return found
 
 
-def _path_signal(op: Op, args: Mapping[str, Any], source: str, path: str,
+def _path_signal(op: Op, args: Mapping[str, Json], source: str, path: str,
                  confirms: bool = False) -> guard.Signal | None:
     """A path signal as git resolves it; a path in a git dir or a bare repository names no work tree and
     is refused as such. A path in no repository is no signal from a root (a folder of checkouts is one),
@@ -794,7 +795,7 @@ def _name_signal(op: Op, ctx: Context, name: str) -> guard.Signal:
     return guard.Signal("MADTEA_CALLER_REPO", name=name, confirms_workspace=True, checkouts=checkouts)
 
 
-def _signals(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[guard.Signal, ...]:
+def _signals(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[guard.Signal, ...]:
     """Independent evidence of the caller's repository: the intent hint, roots, the agent's shell cwd."""
     if ctx.surface != "mcp":
         return ()
@@ -873,7 +874,7 @@ def _default_branch(op: Op, repo: gitops.Repo, branch: str | None, ctx: Context)
     return guess, True
 
 
-def _dir_target(op: Op, args: Mapping[str, Any], path: Path) -> guard.RepoFacts:
+def _dir_target(op: Op, args: Mapping[str, Json], path: Path) -> guard.RepoFacts:
     """The repository a ``dir=`` names, resolved once by git; every git call of the call is pinned to it."""
     try:
         repo = gitops.discover(path) if path.exists() else None
@@ -886,7 +887,7 @@ def _dir_target(op: Op, args: Mapping[str, Any], path: Path) -> guard.RepoFacts:
     return repo_facts(repo)
 
 
-def _resolve_local(op: Op, args: dict[str, Any], ctx: Context) -> guard.Target:
+def _resolve_local(op: Op, args: dict[str, Json], ctx: Context) -> guard.Target:
     if "dir" in args:
         path = guard.check_dir(args["dir"], op.tool, args, op.action)
         target = _dir_target(op, args, path)
@@ -1066,7 +1067,7 @@ def named_repo(host: str | None, owner: str, repo: str, launch_forge: ForgeTarge
     return f"{launch_forge.host}/{owner}/{repo}" if launch_forge else None
 
 
-def _call_target(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[str | None, str]:
+def _call_target(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[str | None, str]:
     """The repository a call would reach and how it was named, from files alone (no git, no request)."""
     if args.get("dir"):
         return _dir_repo(str(args["dir"])), f"the origin of {args['dir']}"
@@ -1081,7 +1082,7 @@ def _call_target(op: Op, args: Mapping[str, Any], ctx: Context) -> tuple[str | N
     return _forge_repo(repo_facts(launch).origin if launch else None), "the launch repo's origin"
 
 
-def check_repo_scope(op: Op, args: Mapping[str, Any], ctx: Context) -> None:
+def check_repo_scope(op: Op, args: Mapping[str, Json], ctx: Context) -> None:
     """Default-deny on the server's repository list, before any git process or forge request.
 
     A forge-wide read without a named repository (search, notifications, whoami)
@@ -1115,7 +1116,7 @@ def _step_in_scope(step: guard.Call, ctx: Context) -> bool:
     return True
 
 
-def _narrow_error(error: dict[str, Any], ctx: Context) -> str | None:
+def _narrow_error(error: dict[str, Json], ctx: Context) -> str | None:
     """Keep a refusal's way on inside the server's scope: no step it offers is one the scope refuses.
 
     Returns the sentence for the refusal's text naming what was left out, if anything was.
@@ -1167,23 +1168,23 @@ class Api:
             raise forge.ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
                                    f"launch repo; only its own repository paths may be read from here.")
 
-    def list_items(self, *segments: str | int, params: Mapping[str, Any] | None = None,
-                   limit: int = 30) -> list[Any]:
+    def list_items(self, *segments: str | int, params: Mapping[str, Json] | None = None,
+                   limit: int = 30) -> list[Json]:
         """Up to *limit* items of the repository's list at *segments* (see :meth:`_listed`)."""
         return self._listed(self.scoped.get, self.scoped.paginate, segments, params, limit)
 
-    def root_get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+    def root_get(self, path: str, params: Mapping[str, Json] | None = None) -> Json:
         self._check_root()
         return self.client.get(path, params=params)
 
-    def root_list(self, path: str, params: Mapping[str, Any] | None = None, limit: int = 30) -> list[Any]:
+    def root_list(self, path: str, params: Mapping[str, Json] | None = None, limit: int = 30) -> list[Json]:
         """Up to *limit* items of a forge-wide list at the API *path* (see :meth:`_listed`)."""
         self._check_root()
         return self._listed(self.client.get, self.client.paginate, path, params, limit)
 
     @staticmethod
-    def _listed(get: Callable[..., Any], paginate: Callable[..., tuple[list[Any], int | None]],
-                where: str | tuple[str | int, ...], params: Mapping[str, Any] | None, limit: int) -> list[Any]:
+    def _listed(get: Callable[..., Json], paginate: Callable[..., tuple[list[Json], int | None]],
+                where: str | tuple[str | int, ...], params: Mapping[str, Json] | None, limit: int) -> list[Json]:
         """Up to *limit* items of a list endpoint (*get* and *paginate* are one client's), from page= on (pages of
         *limit* items, 1-based); a notice says when the forge holds more."""
         import forge
@@ -1198,7 +1199,7 @@ class Api:
             notice(f"showing {len(items)} of {total}; pass limit= or page= for more.")
         return items
 
-    def confine(self, items: Sequence[Any], repo_of: Callable[[Any], object]) -> Sequence[Any]:
+    def confine(self, items: Sequence[Json], repo_of: Callable[[Json], object]) -> Sequence[Json]:
         """A forge-wide answer kept to the server's repository list (all of it without one)."""
         if not self.scope.repos:
             return items
@@ -2044,7 +2045,7 @@ def bounded(text: str, offset: int, more: Callable[[int], str]) -> str:
     return f"{chunk}\n{tail}" if tail else chunk
 
 
-def _continue(tool: str, action: str, target: RemoteTarget, **args: Any) -> Callable[[int], str]:
+def _continue(tool: str, action: str, target: RemoteTarget, **args: Json) -> Callable[[int], str]:
     """The call that shows the rest of a bounded text from a given offset."""
     return lambda end: shown_call(guard.call(tool, action=action, owner_repo=target.full, **args, offset=end))
 
@@ -2066,7 +2067,7 @@ def fence(text: str | None, author: str, relation: str, what: str = "body") -> s
             f"{body}\n>>> end of {what} by @{author}")
 
 
-def _login(obj: Mapping[str, Any] | None) -> str:
+def _login(obj: Mapping[str, Json] | None) -> str:
     return clean_line((obj or {}).get("login") or (obj or {}).get("username") or "unknown")
 
 
@@ -2084,7 +2085,7 @@ def _relation(inv: Invocation, login: str, cache: dict[str, str]) -> str:
     return cache[login]
 
 
-def issue_row(item: Mapping[str, Any]) -> dict[str, Any]:
+def issue_row(item: Mapping[str, Json]) -> dict[str, Json]:
     """The fields an agent uses from an issue or PR, nothing more."""
     row = {"number": item.get("number"), "title": clean_line(item.get("title")), "state": item.get("state"),
            "labels": [clean_line(l.get("name")) for l in item.get("labels") or []],
@@ -2097,12 +2098,12 @@ def issue_row(item: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def issue_line(row: Mapping[str, Any]) -> str:
+def issue_line(row: Mapping[str, Json]) -> str:
     labels = f" [{', '.join(row['labels'])}]" if row.get("labels") else ""
     return f"#{row['number']} {row['state']:<6} {row['title']}{labels} @{row['author']} {row['updated'][:10]}"
 
 
-def list_result(rows: list[dict[str, Any]], noun: str, target: RemoteTarget) -> Result:
+def list_result(rows: list[dict[str, Json]], noun: str, target: RemoteTarget) -> Result:
     text = "\n".join(issue_line(r) for r in rows) or f"no {noun} match in {target.slug}"
     return Result(text, rows)
 
@@ -2111,11 +2112,11 @@ def _limit(inv: Invocation, default: int = 30) -> int:
     return max(1, min(int(inv.args.get("limit") or default), 1000))
 
 
-def _page_params(inv: Invocation) -> dict[str, Any]:
+def _page_params(inv: Invocation) -> dict[str, Json]:
     return {"page": inv.args["page"]} if inv.args.get("page") else {}
 
 
-def _cleaned(value: Any) -> Any:
+def _cleaned(value: Json) -> Json:
     """Forge data for a result: cleaned, and each text bounded (view shows a whole body, with offset)."""
     if isinstance(value, str):
         text = clean(value)
@@ -2127,7 +2128,7 @@ def _cleaned(value: Any) -> Any:
     return value
 
 
-def with_fields(inv: Invocation, rows: list[dict[str, Any]], items: Sequence[Mapping[str, Any]]) -> str:
+def with_fields(inv: Invocation, rows: list[dict[str, Json]], items: Sequence[Mapping[str, Json]]) -> str:
     """Add the raw fields the caller asked for to each row; the text that shows them, fenced as forge data."""
     import json
 
@@ -2153,7 +2154,7 @@ def _issue_number(inv: Invocation) -> int:
     return int(inv.args["number"][0] if isinstance(inv.args["number"], list) else inv.args["number"])
 
 
-def _all_labels(inv: Invocation) -> list[dict[str, Any]]:
+def _all_labels(inv: Invocation) -> list[dict[str, Json]]:
     return api(inv).list_items("labels", limit=1000)
 
 
@@ -2181,23 +2182,23 @@ def _me(inv: Invocation) -> str:
 
 if TYPE_CHECKING:
     # Run before a create; returns the look-up of the matching objects made since.
-    Since = Callable[[], Callable[[], list[dict[str, Any]]]]
+    Since = Callable[[], Callable[[], list[dict[str, Json]]]]
 
 
-def made_since(listing: Callable[[], Any], same: Callable[[dict[str, Any]], bool], key: str = "id") -> Since:
+def made_since(listing: Callable[[], Json], same: Callable[[dict[str, Json]], bool], key: str = "id") -> Since:
     """Run before a create: note the highest *key* there is; return the look-up of matching objects above it.
 
     The forge numbers new objects upward, so an older twin (the same title and body filed
     last week, or a second ``LGTM``) is at or below the mark and is never taken for this one.
     """
-    def mark() -> Callable[[], list[dict[str, Any]]]:
+    def mark() -> Callable[[], list[dict[str, Json]]]:
         import forge
         try:
             top = max((int(i.get(key) or 0) for i in listing() or []), default=0)
         except forge.ForgeError as exc:  # the create's own answer will say more; only a lost one needs the mark
             missed = exc.message
 
-            def unmarked() -> list[dict[str, Any]]:
+            def unmarked() -> list[dict[str, Json]]:
                 raise forge.ForgeError("FORGE_UNAVAILABLE", f"the list to tell a new one from older ones could not "
                                        f"be read before the request ({missed})")
             return unmarked
@@ -2216,8 +2217,8 @@ def settle_lost(inv: Invocation, exc: Exception, what: str, look: guard.Call) ->
     return guard.lost_create(api(inv).target.slug, str(exc), what, outcome, look, this_call(inv)) or exc
 
 
-def create_once(inv: Invocation, segments: str | Sequence[str | int], payload: Mapping[str, Any], what: str,
-                since: Since, look: guard.Call) -> dict[str, Any]:
+def create_once(inv: Invocation, segments: str | Sequence[str | int], payload: Mapping[str, Json], what: str,
+                since: Since, look: guard.Call) -> dict[str, Json]:
     """POST a new object at most once; after a lost answer, say whether it was made, and which one.
 
     *since* runs before the POST (see :func:`made_since`). A look-up that finds two matches
@@ -2227,7 +2228,7 @@ def create_once(inv: Invocation, segments: str | Sequence[str | int], payload: M
     remote = api(inv)
     lookup_since = since()
 
-    def lookup() -> Any:
+    def lookup() -> Json:
         found = lookup_since()
         if len(found) > 1:
             names = ", ".join(_ident(i) for i in found)
@@ -2243,19 +2244,19 @@ def create_once(inv: Invocation, segments: str | Sequence[str | int], payload: M
     return dict(made.value)
 
 
-def _ident(item: Mapping[str, Any]) -> str:
+def _ident(item: Mapping[str, Json]) -> str:
     if item.get("number"):
         return f"#{item['number']}"
     named = item.get("title") or item.get("tag_name") or item.get("name")  # a branch or tag has only its name
     return f"id {item['id']}" if item.get("id") else str(named)
 
 
-def recovered(what: str, item: Mapping[str, Any]) -> None:
+def recovered(what: str, item: Mapping[str, Json]) -> None:
     notice(f"the forge's answer was lost; a look-up found the {what} this call made ({_ident(item)}), so it "
            "was made once and not sent again.")
 
 
-def _found(inv: Invocation, *segments: str | int) -> dict[str, Any] | None:
+def _found(inv: Invocation, *segments: str | int) -> dict[str, Json] | None:
     """An object the forge has at these segments, or None when it answers that there is none."""
     import forge
     try:
@@ -2268,7 +2269,7 @@ def _found(inv: Invocation, *segments: str | int) -> dict[str, Any] | None:
 
 def _named_since(inv: Invocation, *segments: str | int) -> Since:
     """An object unique by name: one that is there after a lost answer, and was not before, is this call's."""
-    def mark() -> Callable[[], list[dict[str, Any]]]:
+    def mark() -> Callable[[], list[dict[str, Json]]]:
         existed = _found(inv, *segments) is not None
         return lambda: [] if existed else [f for f in [_found(inv, *segments)] if f is not None]
     return mark
@@ -2300,7 +2301,7 @@ def _checklist(body: str, item: str, ticked: bool, view_call: guard.Call) -> str
     return pattern.sub(lambda m: m.group(1) + ("x" if ticked else " ") + m.group(2), body)
 
 
-def new_body(inv: Invocation, current: Mapping[str, Any], view_call: guard.Call) -> str | None:
+def new_body(inv: Invocation, current: Mapping[str, Json], view_call: guard.Call) -> str | None:
     """Apply the caller's body edit to the freshly read version; None when the body is not edited."""
     body = current.get("body") or ""
     a = inv.args
@@ -2463,7 +2464,7 @@ def _ticked(body: str, item: str) -> bool | None:
     return found[0] in "xX" if len(found) == 1 else None
 
 
-def _edit_shows(a: Mapping[str, Any], base: str, wrote: str, now: str) -> bool:
+def _edit_shows(a: Mapping[str, Json], base: str, wrote: str, now: str) -> bool:
     """Whether the targeted edit that turned *base* into *wrote* still shows in the body *now*."""
     if a.get("append") and now.count(a["append"]) < wrote.count(a["append"]):
         return False
@@ -2480,12 +2481,12 @@ def _same_text(one: str, other: str) -> bool:
     return one.replace("\r\n", "\n").rstrip() == other.replace("\r\n", "\n").rstrip()
 
 
-def _what_edit(a: Mapping[str, Any]) -> str:
+def _what_edit(a: Mapping[str, Json]) -> str:
     names = [n for n in ("append", "replace_old", "check", "uncheck") if a.get(n) is not None]
     return "your " + " and ".join(n.replace("replace_old", "replacement") for n in names)
 
 
-def _fields_shown(item: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
+def _fields_shown(item: Mapping[str, Json], fields: Mapping[str, Json]) -> bool:
     """Whether a read-back issue or pull request shows every field of an edit (title, milestone, assignees, base)."""
     shown = {"title": item.get("title"), "milestone": (item.get("milestone") or {}).get("id") or 0,
              "assignees": sorted(_login(u) for u in item.get("assignees") or []),
@@ -2493,12 +2494,12 @@ def _fields_shown(item: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
     return all(shown[k] == (sorted(v) if k == "assignees" else v) for k, v in fields.items())
 
 
-def _with(fields: Mapping[str, Any]) -> str:
+def _with(fields: Mapping[str, Json]) -> str:
     """" with title, milestone" for the fields sent with a body edit; empty when there are none."""
     return f" with {', '.join(sorted(fields))}" if fields else ""
 
 
-def _carried(item: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
+def _carried(item: Mapping[str, Json], fields: Mapping[str, Json]) -> str:
     """What the read-back shows of the fields a body write carried, for a result that must not overclaim."""
     if not fields:
         return ""
@@ -2507,8 +2508,8 @@ def _carried(item: Mapping[str, Any], fields: Mapping[str, Any]) -> str:
 
 
 def write_body(inv: Invocation, segments: tuple[str | int, ...], view_call: guard.Call,
-               fields: Mapping[str, Any] | None = None,
-               via: tuple[str | int, ...] | None = None) -> tuple[dict[str, Any], str]:
+               fields: Mapping[str, Json] | None = None,
+               via: tuple[str | int, ...] | None = None) -> tuple[dict[str, Json], str]:
     """Read, edit, write and read back under the body's edit lock; the note claims only what the read-back shows.
 
     A targeted edit that another writer's body replaced is applied again on that body, up
@@ -2630,9 +2631,9 @@ def _view(inv: Invocation, kind: str) -> Result:
     return Result("\n".join(lines) + with_fields(inv, [row], [item]), row)
 
 
-def _create_payload(inv: Invocation) -> dict[str, Any]:
+def _create_payload(inv: Invocation) -> dict[str, Json]:
     a = inv.args
-    payload: dict[str, Any] = {"title": a["title"]}
+    payload: dict[str, Json] = {"title": a["title"]}
     if a.get("body"):
         payload["body"] = a["body"]
     if a.get("label"):
@@ -2655,7 +2656,7 @@ def _edit(inv: Invocation, kind: str) -> Result:
     add_ids = label_ids(inv, a["add_label"]) if a.get("add_label") else []
     remove_ids = label_ids(inv, a["remove_label"]) if a.get("remove_label") else []
     milestone = milestone_id(inv, a["milestone"]) if a.get("milestone") else None
-    fields: dict[str, Any] = {}
+    fields: dict[str, Json] = {}
     if kind == "pr" and a.get("base"):
         fields["base"] = a["base"]
     if a.get("title"):
@@ -2740,7 +2741,7 @@ def _set_reviewers(inv: Invocation, number: int) -> str:
 def _set_state(inv: Invocation, state: str, noun: str) -> Result:
     import forge
     lines: list[str] = []
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Json]] = []
     for number in inv.args["numbers"]:
         commented = False
         try:
@@ -2772,7 +2773,7 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
     return Result(text, rows)
 
 
-def post_comment(inv: Invocation, number: int, body: str) -> dict[str, Any]:
+def post_comment(inv: Invocation, number: int, body: str) -> dict[str, Json]:
     """Comment once: a lost answer is settled among the comments made since the request began."""
     remote = api(inv)
     return create_once(inv, ("issues", number, "comments"), {"body": body}, "comment",
@@ -2801,7 +2802,7 @@ def _comment(inv: Invocation, noun: str) -> Result:
                    FIELDS))
 def issue_list_op(inv: Invocation) -> Result:
     a = inv.args
-    params: dict[str, Any] = {"type": "issues", "state": a.get("state", "open")} | _page_params(inv)
+    params: dict[str, Json] = {"type": "issues", "state": a.get("state", "open")} | _page_params(inv)
     if a.get("label"):
         label_ids(inv, a["label"])  # the API drops unknown names silently; we refuse them
         params["labels"] = ",".join(a["label"])
@@ -2822,24 +2823,24 @@ def issue_view_op(inv: Invocation) -> Result:
     return _view(inv, "issue")
 
 
-def _issues_since(inv: Invocation, payload: Mapping[str, Any]) -> Since:
+def _issues_since(inv: Invocation, payload: Mapping[str, Json]) -> Since:
     """The issues made since the mark with this exact title and body, read newest first from the issue list.
 
     Never through ``q=``: forges index new issues asynchronously, so search can miss one for a while.
     """
     remote = api(inv)
 
-    def same(i: Mapping[str, Any]) -> bool:
+    def same(i: Mapping[str, Json]) -> bool:
         return not i.get("pull_request") and i.get("title") == payload["title"] and \
             (i.get("body") or "") == (payload.get("body") or "")
 
-    def mark() -> Callable[[], list[dict[str, Any]]]:
+    def mark() -> Callable[[], list[dict[str, Json]]]:
         newest = remote.get("issues", params={"state": "all", "limit": 1}) or []  # issues and PRs share numbers
         top = max((int(i.get("number") or 0) for i in newest), default=0)
 
-        def made() -> list[dict[str, Any]]:
+        def made() -> list[dict[str, Json]]:
             import forge
-            found: dict[int, dict[str, Any]] = {}
+            found: dict[int, dict[str, Json]] = {}
             seen: set[int] = set()
             for page in range(1, 6):  # newest first, down to the mark: a busy repo may need more than a page
                 items = remote.get("issues", params={"state": "all", "type": "issues", "page": page,
@@ -2923,7 +2924,7 @@ def issue_unlock_op(inv: Invocation) -> Result:
     return Result(f"Unlocked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": False})
 
 
-def _tracked(remote: Api, number: int) -> tuple[list[dict[str, Any]], int]:
+def _tracked(remote: Api, number: int) -> tuple[list[dict[str, Json]], int]:
     """An issue's tracked times and their total, in seconds."""
     times = remote.list_items("issues", number, "times", limit=1000)
     return times, sum(int(t.get("time") or 0) for t in times)
@@ -2938,7 +2939,7 @@ def _times_look(inv: Invocation, number: int) -> guard.Call:
     return guard.call("madt_issues", action="times", owner_repo=api(inv).target.full, number=number)
 
 
-def _time_repo(t: Mapping[str, Any]) -> Any:
+def _time_repo(t: Mapping[str, Json]) -> Json:
     return ((t.get("issue") or {}).get("repository") or {}).get("full_name")
 
 
@@ -2959,7 +2960,7 @@ def issue_times_op(inv: Invocation) -> Result:
             times = remote.list_items("times", limit=_limit(inv, 1000))
             where = remote.target.slug
         total = sum(int(t.get("time") or 0) for t in times)
-    rows: list[dict[str, Any]] = [{"id": t.get("id"), "user": clean_line(t.get("user_name")),
+    rows: list[dict[str, Json]] = [{"id": t.get("id"), "user": clean_line(t.get("user_name")),
                                    "seconds": int(t.get("time") or 0), "created": str(t.get("created") or "")[:19],
                                    "issue": (t.get("issue") or {}).get("number"), "repo": _time_repo(t)}
                                   for t in times]
@@ -3121,7 +3122,7 @@ def _upload_files(inv: Invocation) -> list[tuple[str, bytes]]:
 
 
 def _upload(inv: Invocation, path: tuple[str | int, ...],
-            params: Callable[[str], Mapping[str, Any]] = lambda name: {}) -> list[str]:
+            params: Callable[[str], Mapping[str, Json]] = lambda name: {}) -> list[str]:
     """Upload each file once to *path*; an answer lost on the way is settled by the forge's list there,
     never by sending the file again."""
     import forge
@@ -3163,7 +3164,7 @@ def _save_new(c: guard.ForgeCall, path: Path, data: bytes) -> None:
         raise
 
 
-def _attachment(inv: Invocation) -> tuple[str, tuple[str | int, ...], dict[str, Any]]:
+def _attachment(inv: Invocation) -> tuple[str, tuple[str | int, ...], dict[str, Json]]:
     """What a call names (#N's or a comment's file), its API path, and the file as the forge describes it."""
     what, path = _attached(inv)
     path += (inv.args["attachment_id"],)
@@ -3205,7 +3206,7 @@ def issue_edit_attachment_op(inv: Invocation) -> Result:
 _WIP = ("WIP:", "[WIP]")
 
 
-def _pr_line_extra(item: Mapping[str, Any]) -> str:
+def _pr_line_extra(item: Mapping[str, Json]) -> str:
     head, base = item.get("head") or {}, item.get("base") or {}
     return f" ({head.get('ref')} → {base.get('ref')})"
 
@@ -3221,7 +3222,7 @@ def _pr_line_extra(item: Mapping[str, Any]) -> str:
 def pr_list_op(inv: Invocation) -> Result:
     a = inv.args
     state = a.get("state", "open")
-    params: dict[str, Any] = {"state": "closed" if state == "merged" else state} | _page_params(inv)
+    params: dict[str, Json] = {"state": "closed" if state == "merged" else state} | _page_params(inv)
     if a.get("label"):
         params["labels"] = label_ids(inv, a["label"])
     if a.get("author"):
@@ -3249,7 +3250,7 @@ def pr_view_op(inv: Invocation) -> Result:
     return _view(inv, "pr")
 
 
-def find_open_pr(a: Api, head: str, base: str) -> dict[str, Any] | None:
+def find_open_pr(a: Api, head: str, base: str) -> dict[str, Json] | None:
     """The open PR from head into base, if there is one (the forge refuses a second)."""
     try:
         item = a.get("pulls", base, head)
@@ -3263,8 +3264,8 @@ def find_open_pr(a: Api, head: str, base: str) -> dict[str, Any] | None:
     return None
 
 
-def open_pr(a: Api, payload: dict[str, Any], *, looked: bool = False,
-            existing: dict[str, Any] | None = None) -> tuple[dict[str, Any], bool]:
+def open_pr(a: Api, payload: dict[str, Json], *, looked: bool = False,
+            existing: dict[str, Json] | None = None) -> tuple[dict[str, Json], bool]:
     """Open a PR, or reuse the open one for the same head and base: (pr, created).
 
     *looked* says the caller has just looked for it (and found *existing*, or nothing).
@@ -3370,10 +3371,10 @@ def pr_reopen_op(inv: Invocation) -> Result:
 
 
 def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_branch: bool, subject: str | None = None,
-             body: str | None = None) -> dict[str, Any]:
+             body: str | None = None) -> dict[str, Json]:
     """Merge with a head check and an explicit branch-delete choice, then re-read the PR."""
     import forge
-    payload: dict[str, Any] = {"Do": style, "head_commit_id": head_sha, "delete_branch_after_merge": delete_branch}
+    payload: dict[str, Json] = {"Do": style, "head_commit_id": head_sha, "delete_branch_after_merge": delete_branch}
     if subject:
         payload["MergeTitleField"] = subject
     if body:
@@ -3407,7 +3408,7 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_br
     return dict(a.get("pulls", number))
 
 
-def wait_mergeable(a: Api, number: int, attempts: int = 10, delay: float = 0.5) -> tuple[dict[str, Any], int]:
+def wait_mergeable(a: Api, number: int, attempts: int = 10, delay: float = 0.5) -> tuple[dict[str, Json], int]:
     """Poll until the forge's mergeability check settles (bounded): (pr, polls)."""
     pr = a.get("pulls", number)
     polls = 1
@@ -3489,7 +3490,7 @@ def pr_review_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     event = _EVENTS[inv.args["event"]]
     remote, body = api(inv), inv.args.get("body", "")
-    payload: dict[str, Any] = {"event": event, "body": body}
+    payload: dict[str, Json] = {"event": event, "body": body}
     if inv.args.get("inline") is not None:
         payload["comments"] = guard.inline_comments(forge_call(inv), inv.args["inline"])
     review = create_once(inv, ("pulls", number, "reviews"), payload, "review",
@@ -3555,17 +3556,17 @@ def pr_delete_review_op(inv: Invocation) -> Result:
                   f"({review.get('comments_count') or 0} inline comments with it).", {"id": rid, "deleted": True})
 
 
-def _review_comments(remote: Api, number: int, review: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _review_comments(remote: Api, number: int, review: Mapping[str, Json]) -> list[dict[str, Json]]:
     return list(remote.get("pulls", number, "reviews", review.get("id"), "comments") or []) \
         if review.get("comments_count") else []
 
 
-def _comment_where(c: Mapping[str, Any]) -> str:
+def _comment_where(c: Mapping[str, Json]) -> str:
     line = f"line {c.get('position')}" if c.get("position") else f"old line {c.get('original_position')}"
     return f"{clean_line(c.get('path'))} {line}"
 
 
-def _fenced_comment(inv: Invocation, c: Mapping[str, Any], cache: dict[str, str]) -> tuple[str, dict[str, Any]]:
+def _fenced_comment(inv: Invocation, c: Mapping[str, Json], cache: dict[str, str]) -> tuple[str, dict[str, Json]]:
     """One review comment, fenced with its author, their relation, its review and its file and line."""
     target, who = api(inv).target, _login(c.get("user"))
     number, cid = _issue_number(inv), c.get("id")
@@ -3636,7 +3637,7 @@ def pr_reply_op(inv: Invocation) -> Result:
     review, original = found
     rid = review.get("id")
 
-    def same_line(c: dict[str, Any]) -> bool:
+    def same_line(c: dict[str, Json]) -> bool:
         return c.get("path") == original.get("path") and c.get("position") == original.get("position") \
             and bool(c.get("position") or c.get("original_position") == original.get("original_position"))
 
@@ -3733,7 +3734,7 @@ LABEL_NAME = Param("name", description="The label's name.", required=True, posit
 COLOR = Param("color", description="Colour as rrggbb or #rrggbb.", short="c")
 
 
-def _label_row(l: Mapping[str, Any]) -> dict[str, Any]:
+def _label_row(l: Mapping[str, Json]) -> dict[str, Json]:
     return {"id": l.get("id"), "name": clean_line(l.get("name")), "color": l.get("color"),
             "description": clean_line(l.get("description"))}
 
@@ -3797,13 +3798,13 @@ MILESTONE_TITLE = Param("title", description="The milestone's title (or its id).
 DUE = Param("due_date", description="Due date as YYYY-MM-DD.")
 
 
-def _milestone_row(m: Mapping[str, Any]) -> dict[str, Any]:
+def _milestone_row(m: Mapping[str, Json]) -> dict[str, Json]:
     return {"id": m.get("id"), "title": clean_line(m.get("title")), "state": m.get("state"),
             "open_issues": m.get("open_issues"), "closed_issues": m.get("closed_issues"),
             "due_on": m.get("due_on"), "description": clean(m.get("description"))}
 
 
-def _milestone_line(r: Mapping[str, Any]) -> str:
+def _milestone_line(r: Mapping[str, Json]) -> str:
     return (f"{r['id']} {r['state']:<6} {r['title']} ({r['open_issues']} open, {r['closed_issues']} closed)"
             + (f" due {str(r['due_on'])[:10]}" if r.get("due_on") else ""))
 
@@ -3824,9 +3825,9 @@ def milestone_view_op(inv: Invocation) -> Result:
                                           if row["description"] else ""), row)
 
 
-def _milestone_fields(inv: Invocation) -> dict[str, Any]:
+def _milestone_fields(inv: Invocation) -> dict[str, Json]:
     a = inv.args
-    fields: dict[str, Any] = {}
+    fields: dict[str, Json] = {}
     if a.get("description") is not None:
         fields["description"] = a["description"]
     if a.get("due_date"):
@@ -3855,7 +3856,7 @@ def milestone_create_op(inv: Invocation) -> Result:
                   _milestone_row(made))
 
 
-def _milestone_patch(inv: Invocation, fields: dict[str, Any], verb: str) -> Result:
+def _milestone_patch(inv: Invocation, fields: dict[str, Json], verb: str) -> Result:
     number = milestone_id(inv, inv.args["title"])
     made = api(inv).patch("milestones", number, json=fields)
     return Result(f"{verb} milestone {made['title']} in {api(inv).target.slug}.", _milestone_row(made))
@@ -3895,14 +3896,14 @@ RELEASE_FIELDS = (Param("title", description="The release title (default: the ta
                   Param("target", description="The branch or commit to tag, when the tag does not exist yet."))
 
 
-def _release_row(r: Mapping[str, Any]) -> dict[str, Any]:
+def _release_row(r: Mapping[str, Json]) -> dict[str, Json]:
     return {"id": r.get("id"), "tag": clean_line(r.get("tag_name")), "title": clean_line(r.get("name")),
             "draft": r.get("draft"),
             "prerelease": r.get("prerelease"), "published": r.get("published_at"), "url": r.get("html_url"),
             "assets": [a.get("name") for a in r.get("assets") or []]}
 
 
-def _release_by_tag(inv: Invocation) -> dict[str, Any]:
+def _release_by_tag(inv: Invocation) -> dict[str, Json]:
     return dict(api(inv).get("releases", "tags", inv.args["tag"]))
 
 
@@ -3913,7 +3914,7 @@ def release_list_op(inv: Invocation) -> Result:
     return Result("\n".join(_release_line(r) for r in rows) or "no releases", rows)
 
 
-def _release_line(r: Mapping[str, Any]) -> str:
+def _release_line(r: Mapping[str, Json]) -> str:
     """``v1.2.0  Spring release  published 2026-04-01  2 assets`` (as gh release list shows a release)."""
     state = "draft" if r["draft"] else "pre-release" if r["prerelease"] else "published"
     when = f" {str(r.get('published') or '')[:10]}" if r.get("published") and not r["draft"] else ""
@@ -3942,7 +3943,7 @@ def release_view_op(inv: Invocation) -> Result:
                   row)
 
 
-def _release_payload(inv: Invocation) -> dict[str, Any]:
+def _release_payload(inv: Invocation) -> dict[str, Json]:
     a = inv.args
     fields = {"name": a.get("title"), "body": a.get("notes"), "draft": a.get("draft"),
               "prerelease": a.get("prerelease"), "target_commitish": a.get("target")}
