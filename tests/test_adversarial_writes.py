@@ -155,6 +155,31 @@ def test_a_name_with_a_slash_or_a_query_sign_is_sent_escaped_in_its_segment(env:
     assert segment in sent[-1].path and not {"x", "y"} & set(sent[-1].query), [(r.path, r.query) for r in sent]
 
 
+@pytest.mark.parametrize("org", ["..", "%2e%2e", "a/b", "a?b=1", "a#b", "a:b@c", "a;b,c"])
+@ONE_FLAVOUR
+def test_a_segment_travels_as_one_spelling_from_a_tool_and_from_the_passthrough(env: Env, org: str) -> None:
+    """The tool and ``madt_api_call`` send a name in one spelling, or refuse it before sending anything."""
+    from urllib.parse import quote
+
+    def sent_by(result: madtea.Result) -> str | None:
+        paths = [r.path for r in env.forge.requests if r.path.startswith("/api/v1/orgs/")]
+        assert len(paths) <= 1, paths
+        assert paths or result.error, result.text
+        return paths[0] if paths else None
+
+    env.forge.clear_requests()
+    by_tool = sent_by(env.call("madt_people", action="teams", org=org))
+    env.forge.clear_requests()
+    by_passthrough = sent_by(env.call("madt_api_call", path=f"/orgs/{quote(org, safe='')}/teams/search"))
+    # Refused before sending, or sent with the name as one segment: nothing added a segment, a query or a fragment.
+    one_segment = f"/api/v1/orgs/{quote(org, safe='')}/teams/search"
+    assert by_tool in (None, one_segment) and by_passthrough in (None, one_segment), (by_tool, by_passthrough)
+    env.forge.clear_requests()
+    out = env.cli("api", f"/orgs/{quote(org, safe='')}/teams/search")
+    assert "Traceback" not in out.stderr and [r.path for r in env.forge.requests if "/orgs/" in r.path] == \
+        ([by_passthrough] if by_passthrough else [])
+
+
 @pytest.mark.parametrize("value, refused", [("..", True), (".", True), ("a/..", True), ("..\\x", True),
                                             ("%2E%2e", True), ("%25252e%25252e", True), ("a/./b", True),
                                             ("..a", False), ("v1.0", False), ("@scope/pkg", False), ("a%2Fb", False)])

@@ -757,6 +757,18 @@ def test_repo_path_validates_and_quotes() -> None:
             forge.repo_path("acme", "web", segment)
 
 
+def test_api_path_keeps_every_name_in_its_own_segment() -> None:
+    hostile = {"..%2F": "..%252F", "%2e%2e": "%252e%252e", "a/b": "a%2Fb", "a?b=1": "a%3Fb%3D1", "a#b": "a%23b",
+               "a:b@c;d,e": "a%3Ab%40c%3Bd%2Ce", "a b": "a%20b"}
+    for name, spelt in hostile.items():
+        assert forge.api_path("orgs", name, "labels") == f"/orgs/{spelt}/labels"
+    assert forge.api_path("notifications", "threads", 7) == "/notifications/threads/7"
+    for segment in ["..", ".", "", True, None]:
+        with pytest.raises(forge.ForgeError) as caught:
+            forge.api_path("orgs", segment)  # type: ignore[arg-type]
+        assert caught.value.code == "BAD_ARGUMENT"
+
+
 def test_client_refuses_paths_that_leave_the_api(serve: Callable[..., Server]) -> None:
     server = serve([Reply(200, {})])
     api = client(server)
