@@ -44,6 +44,7 @@ __all__ = [
     "known_tokens",
     "sanitise_snippet",
     "flavour_of",
+    "api_path",
     "repo_path",
     "Client",
     "RepoClient",
@@ -1074,21 +1075,30 @@ def _check_name(value: object, what: str) -> str:
     return value
 
 
-def repo_path(owner: str, repo: str, *segments: str | int) -> str:
-    """``/repos/{owner}/{repo}/…`` with validated names and each segment quoted whole.
+def api_path(*segments: str | int) -> str:
+    """``/{segment}/…``, each segment quoted whole: the one way a path is built from names.
 
-    A segment may contain ``/`` (a branch ``feat/x`` becomes ``feat%2Fx``);
-    ``.``, ``..`` and empty segments are refused.
+    A ``/``, ``?``, ``#`` or ``%`` inside a segment travels escaped in it, so no
+    value adds a segment, a query or a fragment; ``.``, ``..`` and empty
+    segments are refused.
     """
-    parts = ["repos", _check_name(owner, "owner"), _check_name(repo, "repository")]
+    parts = []
     for segment in segments:
         if isinstance(segment, bool) or not isinstance(segment, (str, int)):
             raise ForgeError("BAD_ARGUMENT", f"A path segment must be text or a number, not {type(segment).__name__}.")
         text = str(segment)
         if text in ("", ".", ".."):
             raise ForgeError("BAD_ARGUMENT", f"{text!r} cannot be a path segment.")
-        parts.append(text)
-    return "/" + "/".join(urllib.parse.quote(part, safe="") for part in parts)
+        parts.append(urllib.parse.quote(text, safe=""))
+    return "/" + "/".join(parts)
+
+
+def repo_path(owner: str, repo: str, *segments: str | int) -> str:
+    """``/repos/{owner}/{repo}/…`` with validated names (see :func:`api_path`).
+
+    A segment may contain ``/`` (a branch ``feat/x`` becomes ``feat%2Fx``).
+    """
+    return api_path("repos", _check_name(owner, "owner"), _check_name(repo, "repository"), *segments)
 
 
 def _fully_unquoted(text: str) -> str:

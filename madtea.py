@@ -3752,8 +3752,9 @@ def label_list_op(inv: Invocation) -> Result:
            params=(Param("org", description="The organisation.", required=True, positional=True,
                          segment="an organisation"), LIMIT))
 def label_org_op(inv: Invocation) -> Result:
+    import forge
     org = inv.args["org"]
-    rows = [_label_row(l) for l in api(inv).root_list(f"/orgs/{_quote(org)}/labels", limit=_limit(inv, 1000))]
+    rows = [_label_row(l) for l in api(inv).root_list(forge.api_path("orgs", org, "labels"), limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
                   or f"{org} has no labels of its own", rows)
 
@@ -4018,16 +4019,12 @@ def repo_view_op(inv: Invocation) -> Result:
            params=(Param("owner", description="The user or organisation whose repositories to list.", positional=True),
                    LIMIT))
 def repo_list_op(inv: Invocation) -> Result:
+    import forge
     owner = inv.args.get("owner")
-    path = f"/users/{_quote(owner)}/repos" if owner else "/user/repos"
+    path = forge.api_path("users", owner, "repos") if owner else "/user/repos"
     found = api(inv).root_list(path, limit=_limit(inv))
     rows = [_repo_row(r) for r in api(inv).confine(found, lambda r: r.get("full_name"))]
     return Result("\n".join(map(_repo_line, rows)) or "no repositories", rows)
-
-
-def _quote(segment: str) -> str:
-    from urllib.parse import quote
-    return quote(segment, safe="")
 
 
 @operation("madt_repo", "create", cli=("repo", "create"), kind="remote", mutating=True, reach="account",
@@ -4037,10 +4034,11 @@ def _quote(segment: str) -> str:
                    DESCRIPTION, Param("private", "bool", "Make it private."),
                    Param("add_readme", "bool", "Start it with a README.")))
 def repo_create_op(inv: Invocation) -> Result:
+    import forge
     a = inv.args
     payload = {"name": a["name"], "description": a.get("description", ""), "private": bool(a.get("private")),
                "auto_init": bool(a.get("add_readme"))}
-    path = f"/orgs/{_quote(a['org'])}/repos" if a.get("org") else "/user/repos"
+    path = forge.api_path("orgs", a["org"], "repos") if a.get("org") else "/user/repos"
     api(inv)._check_root()
     made = api(inv).client.post(path, json=payload)
     return Result(f"Created repository {made.get('full_name')}\n{made.get('html_url')}", _repo_row(made))
@@ -4388,9 +4386,10 @@ def people_users_op(inv: Invocation) -> Result:
            params=(Param("org", description="The organisation whose teams to search.", required=True,
                          positional=True, segment="an organisation"), OPTIONAL_Q, LIMIT, PAGE))
 def people_teams_op(inv: Invocation) -> Result:
+    import forge
     rows = [{"id": t.get("id"), "name": clean_line(t.get("name")), "permission": t.get("permission"),
              "description": clean_line(t.get("description"))[:200]}
-            for t in _people(inv, f"/orgs/{_quote(inv.args['org'])}/teams/search", inv.args.get("q"))]
+            for t in _people(inv, forge.api_path("orgs", inv.args["org"], "teams", "search"), inv.args.get("q"))]
     return Result("\n".join(f"{r['id']} {r['name']} ({r['permission']}) {r['description']}".rstrip() for r in rows)
                   or "no teams match", rows)
 
@@ -4412,9 +4411,10 @@ def _package_lines(rows: Sequence[Mapping[str, Any]]) -> str:
            reach="forge", summary="List an owner's packages, one line per version.",
            params=(OWNER, OPTIONAL_Q, PACKAGE_TYPE, LIMIT, PAGE))
 def people_packages_op(inv: Invocation) -> Result:
+    import forge
     guard.check_package_type(inv.op.where, inv.args.get("type"), lambda v: inv.again(type=v))
     params = {k: v for k, v in (("q", inv.args.get("q")), ("type", inv.args.get("type"))) if v}
-    found = api(inv).root_list(f"/packages/{_quote(inv.args['owner'])}", params=params | _page_params(inv),
+    found = api(inv).root_list(forge.api_path("packages", inv.args["owner"]), params=params | _page_params(inv),
                                limit=_limit(inv))
     rows = _package_rows(inv, found)
     return Result(_package_lines(rows) or f"no packages under {inv.args['owner']}", rows)
@@ -4431,11 +4431,11 @@ def people_package_versions_op(inv: Invocation) -> Result:
     guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
     if api(inv).flavour() == "forgejo":
         # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
-        every = api(inv).root_list(f"/packages/{_quote(owner)}", params={"type": kind, "q": name}, limit=1000)
+        every = api(inv).root_list(forge.api_path("packages", owner), params={"type": kind, "q": name}, limit=1000)
         found = [p for p in every if p.get("name") == name and p.get("type") == kind][:_limit(inv)]
     else:
         try:
-            found = api(inv).root_list(f"/packages/{_quote(owner)}/{_quote(kind)}/{_quote(name)}", limit=_limit(inv))
+            found = api(inv).root_list(forge.api_path("packages", owner, kind, name), limit=_limit(inv))
         except forge.ForgeError as exc:
             if exc.status != 404:  # no such package: the same answer as Forgejo's empty list
                 raise
@@ -4451,9 +4451,10 @@ def people_package_versions_op(inv: Invocation) -> Result:
                          segment="a package"),
                    Param("version", description="The version.", required=True, positional=True, segment="a version")))
 def people_package_op(inv: Invocation) -> Result:
+    import forge
     a = inv.args
     guard.check_package_type(inv.op.where, a["type"], lambda v: inv.again(type=v))
-    found = api(inv).root_get("/".join(["/packages", *(_quote(a[k]) for k in ("owner", "type", "name", "version"))]))
+    found = api(inv).root_get(forge.api_path("packages", *(a[k] for k in ("owner", "type", "name", "version"))))
     rows = _package_rows(inv, [found])
     if not rows:
         return Result("That package version is linked to a repository outside this server's list; it is not shown.",
@@ -5353,11 +5354,6 @@ def _api_call_path(raw: Any) -> tuple[list[str], dict[str, list[str]]]:
     return segments, params
 
 
-def _quote_segment(segment: str) -> str:
-    from urllib.parse import quote
-    return quote(segment, safe="!$&'()*+,;=:@")
-
-
 @operation("madt_api_call", cli=("api",), kind="remote", mutating=True, destructive=True,
            read_form=("method", ("GET",)),
            summary="Call any API v1 path (the escape hatch): GET anything; other methods only where no tool covers "
@@ -5375,7 +5371,7 @@ def api_call_op(inv: Invocation) -> Result:
     a = inv.args
     method = a.get("method", "GET")
     segments, query = _api_call_path(a["path"])
-    path = "/" + "/".join(map(_quote_segment, segments))
+    path = forge.api_path(*segments)
     remote = api(inv)
     guard.check_api_method(forge_call(inv), method, path, remote.target.host, a.get("body") is not None)
     guard.check_api_secret(method, segments, remote.web_base)
