@@ -154,6 +154,25 @@ def test_the_credential_scrubber_reads_a_hostile_text_in_linear_work() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_an_error_page_is_reduced_to_text_in_linear_work() -> None:
+    # The same bound for the HTML an error page is reduced by: unclosed tags, titles and scripts, 4 MiB each.
+    probe = ("import forge\nfor page in ('<' * 2**22, '<title' * 2**19, '<script>' * 2**19, '<a <b' * 2**20):\n"
+             "    forge._html_text(page)\n")
+    done = subprocess.run([sys.executable, "-c", probe], env=child_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("page, shown", [
+    ("<html><title>Bad gateway</title><body>x</body></html>", "Bad gateway"),
+    ("<html><body><script>var t = 1;</script><style>p {}</style><p>Down for maintenance</p></body></html>",
+     "Down for maintenance"),
+    ("<html><body><p>Down</p><script>never closed", "Down never closed"),
+])
+def test_an_error_page_is_shown_as_its_title_or_text(page: str, shown: str) -> None:
+    assert forge.sanitise_snippet(page.encode(), "text/html").startswith(shown)
+
+
 # The scheme-first pattern forge used before: the reference for what must stay hidden.
 _SCHEME_FIRST = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 _URLISH = st.text(alphabet="aZ09+.-:/@ \t%_~!", max_size=60)
