@@ -225,6 +225,29 @@ def _looks_html(text: str, content_type: str | None = None) -> bool:
     return head.startswith(("<!doctype html", "<html", "<head", "<body", "<title"))
 
 
+def _html_text(page: str) -> str:
+    """An HTML page's title, or its text without scripts and styles, in work linear in its length.
+
+    Every pattern stops at the next ``<``, and a script's end is looked for once from where it opens: a
+    pattern that reads to the end of the page from each unclosed tag is quadratic in a hostile page.
+    """
+    title = re.search(r"(?i)<title[^<>]*>([^<]*)</title", page)
+    if title and title.group(1).strip():
+        return html.unescape(title.group(1))
+    kept, at, lower = [], 0, page.lower()
+    for opened in re.finditer(r"<(script|style)\b", lower):
+        if opened.start() < at:
+            continue  # inside a script already dropped
+        close = lower.find(f"</{opened.group(1)}", opened.end())
+        if close < 0:
+            break  # never closed: the rest is kept as text
+        kept.append(page[at:opened.start()])
+        end = page.find(">", close)
+        at = len(page) if end < 0 else end + 1
+    kept.append(page[at:])
+    return html.unescape(re.sub(r"<[^<>]*>", " ", " ".join(kept)))
+
+
 def sanitise_snippet(data: bytes | str, content_type: str | None = None, limit: int = SNIPPET_CHARS) -> str:
     """A short, single-line, printable, token-free rendering of a server answer.
 
@@ -234,13 +257,7 @@ def sanitise_snippet(data: bytes | str, content_type: str | None = None, limit: 
     """
     text = data[:65536].decode("utf-8", "replace") if isinstance(data, bytes) else data[:65536]
     if _looks_html(text, content_type):
-        title = re.search(r"(?is)<title[^>]*>(.*?)</title>", text)
-        if title and title.group(1).strip():
-            text = title.group(1)
-        else:
-            text = re.sub(r"(?is)<(script|style)\b.*?</\1\s*>", " ", text)
-            text = re.sub(r"(?s)<[^>]*>", " ", text)
-        text = html.unescape(text)
+        text = _html_text(text)
     text = "".join(" " if unicodedata.category(ch)[0] in "CZ" and ch != " " else ch for ch in text)
     text = scrub(" ".join(text.split()))
     if len(text) > limit:
