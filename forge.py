@@ -201,9 +201,10 @@ def known_tokens() -> list[str]:
     return sorted((v for v in values if len(v) >= 8), key=len, reverse=True)
 
 
-def redact(text: str) -> str:
-    """*text* with every known token value replaced by ``***``; nothing else changes (forge content)."""
-    for secret in known_tokens():
+def redact(text: str, tokens: Sequence[str] | None = None) -> str:
+    """*text* with every known token value (or each of *tokens*, gathered once for many texts) replaced by
+    ``***``; nothing else changes (forge content)."""
+    for secret in known_tokens() if tokens is None else tokens:
         if secret in text:
             text = text.replace(secret, "***")
     return text

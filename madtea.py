@@ -627,7 +627,7 @@ def _redacted(result: Result) -> Result:
         return result  # no token is known to this process
     import forge
     tokens = forge.known_tokens()
-    return _hidden(result, forge.redact, tokens) if tokens else result
+    return _hidden(result, lambda text: forge.redact(text, tokens), tokens) if tokens else result
 
 
 def _hidden(result: Result, hide: Callable[[str], str], forms: Sequence[str]) -> Result:

@@ -93,6 +93,16 @@ def test_a_known_token_is_hidden_in_every_part_of_a_result(monkeypatch: pytest.M
     assert done.data == {"items": ["in a list ***", ("***",)], "***": {"v": "***"}}
 
 
+def test_the_known_tokens_are_gathered_once_per_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    token = "zq-env-token-0123456789abcdef"
+    monkeypatch.setenv("MADTEA_TOKEN", token)
+    asked: list[int] = []
+    monkeypatch.setattr(forge, "known_tokens", lambda _real=forge.known_tokens: asked.append(1) or _real())
+    listing = madtea.Result("3 issues", [{"title": f"issue {n}", "body": f"echo {token}"} for n in range(3)])
+    done = madtea._redacted(listing)
+    assert len(asked) == 1 and token not in _shown(done)
+
+
 def test_a_secret_a_call_gave_is_hidden_in_every_part_of_a_result() -> None:
     secret = "zq-secret-value-0123456789"
     done = madtea._without_secrets(_carrying(secret), [secret])
