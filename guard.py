@@ -69,6 +69,7 @@ __all__ = [
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
     "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
     "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
+    "no_login_to_default", "no_terminal_for_token", "no_token_given",
     "batch_stopped", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
     "body_kept_changing", "check_update_install", "update_not_a_release", "update_no_signature",
     "update_wrong_kind", "check_update_signer", "update_bad_signature", "update_trust_needs_terminal",
@@ -2081,6 +2082,25 @@ def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], 
                    f"use it instead.", target=path, next=(call(tool, action=action, **args),))
 
 
+def no_login_to_default(cwd: str) -> Refusal:
+    """``madtea auth`` without --hostname names the current repository's forge, or the one login there is."""
+    return Refusal("BAD_ARGUMENT", f"{cwd} is not in a repository with a forge origin, and there is not exactly one "
+                   f"login to default to; pass --hostname.", target=cwd,
+                   user_action="Run the same command again with --hostname and the forge's host.")
+
+
+def no_terminal_for_token(host: str, page: str) -> Refusal:
+    """A login reads its token at a terminal (hidden) or from standard input (--with-token), never argv."""
+    return Refusal("BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in with --with-token. "
+                   + page, target=host, user_action="Pipe the token in: madtea auth login --with-token < token-file.")
+
+
+def no_token_given(host: str) -> Refusal:
+    """A person who ends the token prompt (Ctrl-D) has chosen to log in later: nothing is stored."""
+    return Refusal("BAD_ARGUMENT", "No token was given; nothing was stored.", target=host,
+                   user_action=f"Run madtea auth login --hostname {host} again when the token is at hand.")
+
+
 def no_terminal_to_confirm(what: str, name: str) -> Refusal:
     return Refusal("USER_ACTION_REQUIRED", f"Deleting {what} cannot be undone, and there is no terminal to confirm "
                    f"it on, so nothing was deleted.", target=what,
@@ -2839,9 +2859,10 @@ def actions_name(c: ForgeCall, name: str, what: str) -> str:
     return upper
 
 
-def check_forgejo_offers(c: ForgeCall, code: str, flavour: str, what: str) -> None:
-    """Forgejo answers "not found" for the Gitea Actions endpoints it lacks: *what* is missing, not the object."""
-    if code == "NOT_FOUND_OR_NO_ACCESS" and flavour == "forgejo":
+def check_forgejo_offers(c: ForgeCall, code: str, flavour: Callable[[], str], what: str) -> None:
+    """Forgejo answers "not found" for the Gitea Actions endpoints it lacks: *what* is missing, not the object.
+    *flavour* is asked only after a "not found" (any other failure is the forge's own word)."""
+    if code == "NOT_FOUND_OR_NO_ACCESS" and flavour() == "forgejo":
         raise Refusal("NOT_SUPPORTED", f"Forgejo does not offer {what} through its API.", target=c.repo,
                       user_action=NOTHING_FURTHER)
 

@@ -223,7 +223,7 @@ def refusal_result(refusal: guard.Refusal) -> Result:
 def error_result(code: str, message: str, target: str | None = None, *, user_action: str | None = None,
                  next: Sequence[guard.Call] = (), choices: Sequence[Sequence[guard.Call]] = ()) -> Result:
     if not next and not choices and user_action is None:
-        user_action = "Tell the user what failed; madtea changed nothing further."
+        user_action = guard.NOTHING_FURTHER
     return Result(message, error={"code": code, "target": target, "next": list(next),
                                   "choices": [list(choice) for choice in choices], "user_action": user_action})
 
@@ -1163,10 +1163,7 @@ class Api:
         return self.client.api_base.removesuffix("/api/v1")
 
     def _check_root(self) -> None:
-        import forge
-        if self.confined:
-            raise forge.ForgeError("OUT_OF_SCOPE", f"{self.target.full} is on another forge host than the "
-                                   f"launch repo; only its own repository paths may be read from here.")
+        guard.check_confined(self.target.full, self.confined)
 
     def list_items(self, *segments: str | int, params: Mapping[str, Json] | None = None,
                    limit: int = 30) -> list[Json]:
@@ -1261,30 +1258,13 @@ def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
     return guard.git_failure(inv.target, exc) if inv.target is not None else None
 
 
-_FORGE_NEXT = {
-    "AUTH_MISSING": "Ask the user to log in for this host with `madtea auth login`.",
-    "SCOPE_MISSING": "Ask the user for a token with the scope the forge names.",
-    "HEAD_MOVED": "Ask the user to look at the pull request's new commits before it is merged.",
-    "MERGE_CONFLICT": "Ask the user to bring the branch up to date with its base, or to resolve the conflict in a "
-                      "checkout of the branch; then it can be merged.",
-    "MERGE_BLOCKED": "Read the forge's reason above; if only a person can satisfy it (an approval, a protection "
-                     "rule), ask them.",
-    "NOT_FOUND_OR_NO_ACCESS": "Check the owner/repo and number; if they are right, the credential cannot see it.",
-    "NOT_ALLOWED": "Tell the user the forge's reason above; only a person it allows (an admin, the author) can do "
-                   "this, so ask them to do it or to grant the access.",
-    "FORGE_UNAVAILABLE": "Try the same call again later; if it was a write whose answer was lost, read the object "
-                         "first to see whether it landed.",
-    "OUT_OF_SCOPE": "Ask the user to run madtea from a checkout of that repository's forge.",
-}
-
-
 def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | None:
     """A forge answer as a coded result; None when *exc* is not one."""
     forge = sys.modules.get("forge")
     if forge is None or not isinstance(exc, getattr(forge, "ForgeError", ())):
         return None
     code = getattr(exc, "code", "FORGE_UNAVAILABLE")
-    user_action = _FORGE_NEXT.get(code)
+    user_action = guard.FORGE_NEXT.get(code)
     if inv is not None and (inv.op.tool, inv.op.action) == ("madt_pr", "merge") and inv.args.get("number") and \
             code in ("HEAD_MOVED", "MERGE_CONFLICT"):
         pr = {"owner_repo": inv.args.get("owner_repo"), "number": inv.args["number"]}
@@ -3042,10 +3022,8 @@ def issue_stop_stopwatch_op(inv: Invocation) -> Result:
     times, total = _tracked(remote, number)
     new = [t for t in times if t.get("id") not in before]
     if not new:
-        if lost:
-            raise guard.lost_write(forge_call(inv), str(lost), "the stopwatch stopped", _times_look(inv, number))
-        raise forge.ForgeError("FORGE_UNAVAILABLE", f"The forge stopped the stopwatch on #{number} but lists "
-                               f"no new tracked time.")
+        raise guard.stopped_time_unseen(forge_call(inv), number, str(lost) if lost else None,
+                                        _times_look(inv, number))
     spent = int(new[-1].get("time") or 0)
     return Result(f"Stopped your stopwatch on #{number} in {remote.target.slug}: tracked {_hms(spent)}; its total "
                   f"is now {_hms(total)}.", {"id": new[-1].get("id"), "seconds": spent, "total": total})
@@ -5031,9 +5009,8 @@ def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None =
     try:
         found = remote.get("actions", *segments, params=params)
     except forge.ForgeError as exc:
-        if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
-            raise forge.ForgeError("NOT_SUPPORTED", f"Forgejo does not offer the Gitea Actions endpoint "
-                                   f"actions/{'/'.join(map(str, segments))} through its API.") from None
+        guard.check_forgejo_offers(forge_call(inv), exc.code, remote.flavour, "the Gitea Actions endpoint "
+                                   f"actions/{'/'.join(map(str, segments))}")
         raise
     return found.get(listing) if listing and isinstance(found, dict) else found
 
@@ -5093,8 +5070,7 @@ def actions_logs_op(inv: Invocation) -> Result:
     try:
         text = remote.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
     except forge.ForgeError as exc:
-        if exc.code == "NOT_FOUND_OR_NO_ACCESS" and remote.flavour() == "forgejo":
-            raise forge.ForgeError("NOT_SUPPORTED", "Forgejo does not offer job logs through its API.") from None
+        guard.check_forgejo_offers(forge_call(inv), exc.code, remote.flavour, "job logs")
         raise
     offset = int(inv.args.get("offset") or 0)
     shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.args["job_id"]))
@@ -5202,7 +5178,6 @@ VALUE = Param("body", description="The value (a secret's is never shown back).",
            destructive=True, idempotent=True, summary="Set a secret (write-only).",
            params=(NAME, replace(VALUE, secret=True), BODY_FILE))
 def actions_set_secret_op(inv: Invocation) -> Result:
-    import forge
     remote = api(inv)
     name = guard.actions_name(forge_call(inv, "body"), inv.args["name"], "secret")
 
@@ -5210,9 +5185,7 @@ def actions_set_secret_op(inv: Invocation) -> Result:
         return {str(s.get("name")).upper() for s in remote.list_items("actions", "secrets", limit=1000)}
     had = name in names()
     remote.put("actions", "secrets", name, json={"data": inv.args["body"]})
-    if name not in names():
-        raise forge.ForgeError("FORGE_UNAVAILABLE", f"The forge accepted the secret {name} but does not list "
-                               f"it afterwards.")
+    guard.check_secret_listed(forge_call(inv, "body"), name, name in names())
     return Result(f"{'Updated' if had else 'Created'} the secret {name} in {remote.target.slug}; its value is not "
                   f"shown and cannot be read back.", {"name": name, "created": not had})
 
@@ -5246,14 +5219,12 @@ def actions_secrets_op(inv: Invocation) -> Result:
            idempotent=True, summary="List variables, or show one by name.",
            params=(replace(NAME, required=False),))
 def actions_variables_op(inv: Invocation) -> Result:
-    import forge
     remote = api(inv)
     if inv.args.get("name"):
         name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
         found = _variable(remote, name)
         if found is None:
-            raise forge.ForgeError("NOT_FOUND_OR_NO_ACCESS", f"{remote.target.slug} has no variable {name}.",
-                                   404, "GET", f"actions/variables/{name}", host=remote.target.host)
+            raise guard.no_such_variable(forge_call(inv), name)
         items = [found]
     else:
         items = remote.list_items("actions", "variables", limit=1000)
@@ -5382,11 +5353,7 @@ def api_call_op(inv: Invocation) -> Result:
     paginate = method == "GET" and a.get("paginate")
     if in_repo:
         owner, repo = segments[1], segments[2]
-        if remote.confined and (owner.lower(), repo.lower()) != (remote.target.owner.lower(),
-                                                                 remote.target.repo.lower()):
-            raise forge.ForgeError("OUT_OF_SCOPE", f"{path} names another repository than "
-                                   f"{remote.target.full}; on another forge host only that repository's "
-                                   f"own paths may be read.")
+        guard.check_confined(remote.target.full, remote.confined, path, f"{owner}/{repo}")
         scoped = forge.RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
         if paginate:
             found: Any = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
@@ -5735,7 +5702,6 @@ def _head_moved_steps(inv: Invocation, steps: _Steps, resume: dict[str, Any]) ->
 
 
 def _finish(inv: Invocation, steps: _Steps) -> Result:
-    import forge
     a = inv.args
     repo = _grepo(inv)
     branch_form = bool(a.get("branch"))
@@ -5809,18 +5775,14 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     if polls > 1:
         steps.add(f"Waited for the forge's mergeability check ({polls} looks)")
     forge_head = (pr.get("head") or {}).get("sha")
-    if forge_head and forge_head != head_sha:
-        raise forge.ForgeError("HEAD_MOVED", f"PR #{pr['number']}'s head on the forge is {forge_head[:9]}, "
-                               f"not the {(head_sha or '')[:9]} madtea pushed; nothing was merged.")
+    guard.check_merge_head(remote.target.slug, pr["number"], forge_head, head_sha)
     style = a.get("style", "merge")
     message = strip_closing(a.get("body")) if no_close else None
     progress(f"merging PR #{pr['number']} by {style}")
     merged = merge_pr(remote, pr["number"], style=style, head_sha=head_sha,
                       delete_branch=a.get("delete_branch", True), subject=a.get("title") if style != "rebase" else None,
                       body=message)
-    if not merged.get("merged"):
-        raise forge.ForgeError("MERGE_BLOCKED", f"The forge accepted the merge of PR #{pr['number']} but "
-                               f"does not show it merged.")
+    guard.check_merged(remote.target.slug, pr["number"], bool(merged.get("merged")))
     text = (f"Merged PR #{pr['number']} by {style} into {default} at {str(merged.get('merge_commit_sha'))[:9]} "
             f"(head {(head_sha or '')[:9]}).")
     if a.get("delete_branch", True):
@@ -6908,8 +6870,7 @@ def _auth_target(hostname: str | None) -> Any:
     if not hostname:
         here = here or default_login()
         if here is None:
-            raise forge.ForgeError("BAD_ARGUMENT", f"{os.getcwd()} is not in a repository with a forge origin, "
-                                   "and there is not exactly one login to default to; pass --hostname.")
+            raise guard.no_login_to_default(os.getcwd())
         return here
     text = hostname.strip()
     if here is not None and forge.host_key(text) == here.host:
@@ -6949,18 +6910,16 @@ def token_page(target: Any) -> str:
 
 
 def _read_token(with_token: bool, target: Any) -> str:
-    import forge
     if with_token:
         return sys.stdin.read(65536)
     if not sys.stdin.isatty():
-        raise forge.ForgeError("BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in "
-                               "with --with-token. " + token_page(target))
+        raise guard.no_terminal_for_token(target.host, token_page(target))
     import getpass
     sys.stderr.write(token_page(target) + "\n")
     try:
         return getpass.getpass(f"Token for {target.host} (input is hidden): ")
     except EOFError:  # Ctrl-D at the prompt: a person's "never mind"
-        raise forge.ForgeError("BAD_ARGUMENT", "No token was given; nothing was stored.") from None
+        raise guard.no_token_given(target.host) from None
 
 
 def _auth_fail(exc: Exception) -> int:
@@ -6977,7 +6936,7 @@ def _auth_login(ns: Any) -> int:
         user = _verify(forge, target, token)
         where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
         forge.record_login(target.host, user, where, target.api_base)
-    except forge.ForgeError as exc:
+    except (forge.ForgeError, guard.Refusal) as exc:
         return _auth_fail(exc)
     print(f"Logged in to {target.host} as {user}; the token is in {forge.describe_source(where)}.")
     return 0
@@ -6987,7 +6946,7 @@ def _auth_logout(ns: Any) -> int:
     import forge
     try:
         target = _auth_target(ns.hostname)
-    except forge.ForgeError as exc:
+    except (forge.ForgeError, guard.Refusal) as exc:
         return _auth_fail(exc)
     removed = forge.delete_token(target.host)
     forge.forget_login(target.host)
@@ -7064,7 +7023,7 @@ def _auth_token(ns: Any) -> int:
     import forge
     try:
         target = _auth_target(ns.hostname)
-    except forge.ForgeError as exc:
+    except (forge.ForgeError, guard.Refusal) as exc:
         return _auth_fail(exc)
     here = _cwd_target()
     token, _source = forge.token_for(target.host, here.host if here else None)

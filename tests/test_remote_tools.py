@@ -1194,6 +1194,24 @@ def test_another_host_is_read_through_a_confined_client(env: Env, other: Any) ->
     assert not e.forge.find_requests("POST") and not e.forge.find_requests("PATCH")
 
 
+@pytest.mark.parametrize("path,text", [
+    ("/user", "{there} is on another forge host than the launch repo; only its own repository paths may be read "
+              "from here."),
+    ("/repos/acme/secret/issues", "/repos/acme/secret/issues names another repository than {there}, which is on "
+     "another forge host than the launch repo; only its own repository paths may be read from here."),
+])
+def test_a_confined_client_says_one_rule_on_both_surfaces(env: Env, other: Any, path: str, text: str) -> None:
+    there = f"{other.host_name}/acme/web"
+    said = text.format(there=there)
+    result = env.refused("OUT_OF_SCOPE", "madt_api_call", path=path, owner_repo=there)
+    assert result.text == said and result.error["target"] == there
+    assert result.error["user_action"] == "Ask the user to run madtea from a checkout of that repository's forge."
+    out = env.cli("api", path, "--repo", there)  # a person's words name the launch repo as their directory's
+    cli = said.replace("the launch repo", "the current directory's repository")
+    assert out.returncode == 1 and out.stderr.startswith(f"OUT_OF_SCOPE:\n{cli}\nTo continue: Run madtea "), out.stderr
+    assert _outside_repo(other) == []
+
+
 def test_filing_an_issue_on_another_host_is_allowed(env: Env, other: Any, tmp_path: Path) -> None:
     e = env
     there = f"{other.host_name}/acme/web"

@@ -565,11 +565,17 @@ def test_a_merge_is_at_the_pushed_head_and_reads_back_merged(forge_head: str, me
 ])
 def test_forgejo_lacks_the_gitea_actions_endpoints(code: str, flavour: str, refused: bool) -> None:
     c = forge("madt_actions", "logs", {"job_id": 3})
+    asked: list[str] = []
+
+    def said() -> str:  # the flavour costs a request: asked only after a "not found"
+        asked.append(flavour)
+        return flavour
     if not refused:
-        guard.check_forgejo_offers(c, code, flavour, "job logs")
+        guard.check_forgejo_offers(c, code, said, "job logs")
+        assert len(asked) == (code == "NOT_FOUND_OR_NO_ACCESS")
         return
     for what in ("job logs", "the Gitea Actions endpoint actions/workflows"):
-        r = refusal(guard.check_forgejo_offers, c, code, flavour, what)
+        r = refusal(guard.check_forgejo_offers, c, code, said, what)
         assert (r.code, r.message, r.target) == ("NOT_SUPPORTED", f"Forgejo does not offer {what} through its API.",
                                                  "acme/web")
         assert person(r) == "Tell the user what failed; madtea changed nothing further."
@@ -600,3 +606,19 @@ def test_a_stopped_stopwatch_shows_its_time(lost: str | None, code: str, text: s
     assert way(r) == steps
     assert r.target == ("acme/web#4" if lost is None else "acme/web")
     assert lost is not None or person(r) == guard.FORGE_NEXT["FORGE_UNAVAILABLE"]
+
+
+# --------------------------------------------------------------------------- a person's login at the CLI
+
+@pytest.mark.parametrize("r,code,text,target", [
+    (guard.no_login_to_default("/home/p/notes"), "BAD_ARGUMENT", "/home/p/notes is not in a repository with a forge "
+     "origin, and there is not exactly one login to default to; pass --hostname.", "/home/p/notes"),
+    (guard.no_terminal_for_token("forge.test", "Make a token at https://forge.test/user/settings/applications."),
+     "BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in with --with-token. Make a token at "
+     "https://forge.test/user/settings/applications.", "forge.test"),
+    (guard.no_token_given("forge.test"), "BAD_ARGUMENT", "No token was given; nothing was stored.", "forge.test"),
+])
+def test_a_login_names_its_host_and_reads_its_token_from_a_person(r: guard.Refusal, code: str, text: str,
+                                                                  target: str) -> None:
+    assert (r.code, r.message, r.target) == (code, text, target)
+    assert person(r) and "madt_" not in (r.user_action or "")
