@@ -3309,11 +3309,11 @@ def pr_checkout_op(inv: Invocation) -> Result:
     item = api(inv).get("pulls", number)
     head = item.get("head") or {}
     branch = str(inv.args.get("branch") or head.get("ref") or f"pr-{number}")
-    found = gitops.fs_find_repo(inv.ctx.launch_dir)
-    if found is None:
-        raise guard.no_default_repo(inv.asked, f"{inv.ctx.launch_dir} is not a git repository")
-    repo = gitops.discover(found.top) or found
-    with transport_env(repo_facts(repo), _launch_host(inv.ctx)) as env:
+    launch, why = _launch(inv.ctx)  # as git resolved it for the forge target, once per call
+    if launch is None:
+        raise guard.no_default_repo(inv.asked, guard.launch_problem(str(inv.ctx.launch_dir), why))
+    repo = gitops.Repo(launch.top, launch.git_dir, launch.common_dir)
+    with transport_env(launch, _launch_host(inv.ctx)) as env:
         if gitops.status(repo).branch == branch:
             gitops.pull_ff(repo, f"refs/pull/{number}/head", env=env)
         else:

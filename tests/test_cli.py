@@ -8,9 +8,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import gitops
 import madtea
 import test_chain
 from remote_env import Env, child_env, env  # noqa: F401 - fixtures
@@ -265,8 +267,17 @@ def test_json_everywhere_errors_included(env: Env, monkeypatch, capsys) -> None:
 def test_pr_checkout_then_view_diff_and_review_without_a_number(env: Env, monkeypatch, capsys) -> None:
     from fakeforge import open_pull
     number = open_pull(env.forge, "feature")
+    real_git, resolved = gitops.git, []
+
+    def recording_git(*args: Any, **kwargs: Any) -> gitops.GitResult:
+        resolved.extend(["resolve"] if "--absolute-git-dir" in args else [])
+        return real_git(*args, **kwargs)
+
+    monkeypatch.setattr(gitops, "git", recording_git)
     code, out, err = _cli(env, monkeypatch, capsys, "pr", "checkout", str(number))
+    monkeypatch.setattr(gitops, "git", real_git)
     assert code == 0 and f"Checked out PR #{number}" in out, err
+    assert len(resolved) == 1  # the repository is resolved by git once, for the forge and the checkout alike
     assert run_git(env.clone, "branch", "--show-current") == "feature"
     assert run_git(env.clone, "rev-parse", "HEAD") == env.forge.git("acme", "web", "rev-parse", "feature")
     code, out, err = _cli(env, monkeypatch, capsys, "pr", "view")  # the current branch's pull request
