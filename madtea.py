@@ -1170,14 +1170,17 @@ class Api:
         """Up to *limit* items of the repository's list at *segments* (see :meth:`_listed`)."""
         return self._listed(self.scoped.get, self.scoped.paginate, segments, params, limit)
 
-    def root_get(self, path: str, params: Mapping[str, Json] | None = None) -> Json:
+    def root_get(self, *segments: str | int, params: Mapping[str, Json] | None = None) -> Json:
+        """The forge-wide API path of *segments* (each quoted whole), read."""
+        import forge
         self._check_root()
-        return self.client.get(path, params=params)
+        return self.client.get(forge.api_path(*segments), params=params)
 
-    def root_list(self, path: str, params: Mapping[str, Json] | None = None, limit: int = 30) -> list[Json]:
-        """Up to *limit* items of a forge-wide list at the API *path* (see :meth:`_listed`)."""
+    def root_list(self, *segments: str | int, params: Mapping[str, Json] | None = None, limit: int = 30) -> list[Json]:
+        """Up to *limit* items of the forge-wide list at the API path of *segments* (see :meth:`_listed`)."""
+        import forge
         self._check_root()
-        return self._listed(self.client.get, self.client.paginate, path, params, limit)
+        return self._listed(self.client.get, self.client.paginate, forge.api_path(*segments), params, limit)
 
     @staticmethod
     def _listed(get: Callable[..., Json], paginate: Callable[..., tuple[list[Json], int | None]],
@@ -2155,7 +2158,7 @@ def milestone_id(inv: Invocation, name: str) -> int:
 
 
 def _me(inv: Invocation) -> str:
-    return str(api(inv).root_get("/user").get("login"))
+    return str(api(inv).root_get("user").get("login"))
 
 
 # --- forge helpers: creating exactly once ---
@@ -2934,7 +2937,7 @@ def issue_times_op(inv: Invocation) -> Result:
         where = f"#{number}"
     else:
         if inv.args.get("mine"):
-            times = list(remote.confine(remote.root_list("/user/times", limit=_limit(inv, 1000)), _time_repo))
+            times = list(remote.confine(remote.root_list("user", "times", limit=_limit(inv, 1000)), _time_repo))
             where = "your tracked time"
         else:
             times = remote.list_items("times", limit=_limit(inv, 1000))
@@ -3049,7 +3052,7 @@ def issue_cancel_stopwatch_op(inv: Invocation) -> Result:
            idempotent=True, reach="forge", summary="List your running stopwatches.", params=(LIMIT,))
 def issue_stopwatches_op(inv: Invocation) -> Result:
     remote = api(inv)
-    found = remote.confine(remote.root_list("/user/stopwatches", limit=_limit(inv)),
+    found = remote.confine(remote.root_list("user", "stopwatches", limit=_limit(inv)),
                            lambda w: f"{w.get('repo_owner_name')}/{w.get('repo_name')}")
     rows = [{"repo": f"{w.get('repo_owner_name')}/{w.get('repo_name')}", "number": w.get("issue_index"),
              "title": clean_line(w.get("issue_title")), "seconds": int(w.get("seconds") or 0),
@@ -3730,9 +3733,8 @@ def label_list_op(inv: Invocation) -> Result:
            params=(Param("org", description="The organisation.", required=True, positional=True,
                          segment="an organisation"), LIMIT))
 def label_org_op(inv: Invocation) -> Result:
-    import forge
     org = inv.args["org"]
-    rows = [_label_row(l) for l in api(inv).root_list(forge.api_path("orgs", org, "labels"), limit=_limit(inv, 1000))]
+    rows = [_label_row(l) for l in api(inv).root_list("orgs", org, "labels", limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
                   or f"{org} has no labels of its own", rows)
 
@@ -3997,10 +3999,8 @@ def repo_view_op(inv: Invocation) -> Result:
            params=(Param("owner", description="The user or organisation whose repositories to list.", positional=True),
                    LIMIT))
 def repo_list_op(inv: Invocation) -> Result:
-    import forge
     owner = inv.args.get("owner")
-    path = forge.api_path("users", owner, "repos") if owner else "/user/repos"
-    found = api(inv).root_list(path, limit=_limit(inv))
+    found = api(inv).root_list(*(("users", owner, "repos") if owner else ("user", "repos")), limit=_limit(inv))
     rows = [_repo_row(r) for r in api(inv).confine(found, lambda r: r.get("full_name"))]
     return Result("\n".join(map(_repo_line, rows)) or "no repositories", rows)
 
@@ -4259,7 +4259,7 @@ def search_issues_op(inv: Invocation) -> Result:
     params = {"q": inv.args["q"], "state": inv.args.get("state", "open")}
     if inv.args.get("type"):
         params["type"] = inv.args["type"]
-    items = api(inv).root_list("/repos/issues/search", params=params, limit=_limit(inv))
+    items = api(inv).root_list("repos", "issues", "search", params=params, limit=_limit(inv))
     items = list(api(inv).confine(items, lambda i: (i.get("repository") or {}).get("full_name")))
     rows = [issue_row(i) | {"repo": (i.get("repository") or {}).get("full_name")} for i in items]
     return Result("\n".join(f"{r['repo']} {issue_line(r)}" for r in rows) or "no matches", rows)
@@ -4269,7 +4269,7 @@ def search_issues_op(inv: Invocation) -> Result:
            reach="forge",
            summary="Search repositories on the forge.", params=(Q, LIMIT))
 def search_repos_op(inv: Invocation) -> Result:
-    found = api(inv).root_get("/repos/search", params={"q": inv.args["q"], "limit": min(_limit(inv), 50)})
+    found = api(inv).root_get("repos", "search", params={"q": inv.args["q"], "limit": min(_limit(inv), 50)})
     found = api(inv).confine((found or {}).get("data") or [], lambda r: r.get("full_name"))
     rows = [_repo_row(r) for r in found][:_limit(inv)]
     return Result("\n".join(map(_repo_line, rows)) or "no matches", rows)
@@ -4282,7 +4282,7 @@ def search_repos_op(inv: Invocation) -> Result:
            params=(Param("all", "bool", "Include notifications already read."), LIMIT))
 def notification_list_op(inv: Invocation) -> Result:
     params = {"all": "true"} if inv.args.get("all") else {}
-    items = api(inv).root_list("/notifications", params=params, limit=_limit(inv))
+    items = api(inv).root_list("notifications", params=params, limit=_limit(inv))
     items = list(api(inv).confine(items, lambda n: (n.get("repository") or {}).get("full_name")))
     rows = [{"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
              "type": (n.get("subject") or {}).get("type"), "title": clean_line((n.get("subject") or {}).get("title")),
@@ -4303,7 +4303,7 @@ def _notification_row(n: Mapping[str, Any]) -> dict[str, Any]:
            params=(Param("id", "int", "The notification's id.", required=True, positional=True, minimum=1),))
 def notification_view_op(inv: Invocation) -> Result:
     remote = api(inv)
-    found = remote.confine([remote.root_get(f"/notifications/threads/{int(inv.args['id'])}")],
+    found = remote.confine([remote.root_get("notifications", "threads", int(inv.args["id"]))],
                            lambda n: (n.get("repository") or {}).get("full_name"))
     if not found:
         return Result(f"Notification {inv.args['id']} is about a repository outside this server's list; it is not "
@@ -4318,9 +4318,11 @@ def notification_view_op(inv: Invocation) -> Result:
            params=(Param("id", "int", "The notification to mark read; leave out to mark all read.", positional=True,
                          minimum=1),))
 def notification_read_op(inv: Invocation) -> Result:
+    import forge
     api(inv)._check_root()
     if inv.args.get("id"):
-        api(inv).client.patch(f"/notifications/threads/{int(inv.args['id'])}", params={"to-status": "read"})
+        thread = forge.api_path("notifications", "threads", int(inv.args["id"]))
+        api(inv).client.patch(thread, params={"to-status": "read"})
         return Result(f"Marked notification {inv.args['id']} as read.", {"id": inv.args["id"]})
     api(inv).client.put("/notifications", params={"to-status": "read"})
     return Result("Marked all notifications as read.", {"all": True})
@@ -4334,11 +4336,11 @@ OWNER = Param("owner", description="The user or organisation owning the packages
 PACKAGE_TYPE = Param("type", description="The package type, e.g. npm or pypi.")
 
 
-def _people(inv: Invocation, path: str, q: str | None = None) -> list[Any]:
+def _people(inv: Invocation, segments: tuple[str, ...], q: str | None = None) -> list[Any]:
     """A search endpoint's page of results ({ok, data}): bounded by limit, continued with page."""
     import forge
     params = {"limit": min(_limit(inv), forge.PAGE_SIZE)} | _page_params(inv) | ({"q": q} if q else {})
-    return list((api(inv).root_get(path, params=params) or {}).get("data") or [])
+    return list((api(inv).root_get(*segments, params=params) or {}).get("data") or [])
 
 
 @operation("madt_people", "orgs", cli=("people", "orgs"), kind="remote", mutating=False, idempotent=True,
@@ -4346,7 +4348,7 @@ def _people(inv: Invocation, path: str, q: str | None = None) -> list[Any]:
 def people_orgs_op(inv: Invocation) -> Result:
     rows = [{"name": clean_line(o.get("username") or o.get("name")), "full_name": clean_line(o.get("full_name")),
              "visibility": o.get("visibility"), "url": f"{api(inv).web_base}/{o.get('username') or o.get('name')}"}
-            for o in api(inv).root_list("/user/orgs", limit=_limit(inv))]
+            for o in api(inv).root_list("user", "orgs", limit=_limit(inv))]
     return Result("\n".join(f"{r['name']} ({r['full_name']}) {r['visibility']}" for r in rows) or "no organisations",
                   rows)
 
@@ -4355,7 +4357,7 @@ def people_orgs_op(inv: Invocation) -> Result:
            reach="account", summary="Search users by login or full name.", params=(Q, LIMIT, PAGE))
 def people_users_op(inv: Invocation) -> Result:
     rows = [{"login": _login(u), "full_name": clean_line(u.get("full_name")), "url": u.get("html_url")}
-            for u in _people(inv, "/users/search", inv.args["q"])]
+            for u in _people(inv, ("users", "search"), inv.args["q"])]
     return Result("\n".join(f"@{r['login']} {r['full_name']}".rstrip() for r in rows) or "no users match", rows)
 
 
@@ -4364,10 +4366,9 @@ def people_users_op(inv: Invocation) -> Result:
            params=(Param("org", description="The organisation whose teams to search.", required=True,
                          positional=True, segment="an organisation"), OPTIONAL_Q, LIMIT, PAGE))
 def people_teams_op(inv: Invocation) -> Result:
-    import forge
     rows = [{"id": t.get("id"), "name": clean_line(t.get("name")), "permission": t.get("permission"),
              "description": clean_line(t.get("description"))[:200]}
-            for t in _people(inv, forge.api_path("orgs", inv.args["org"], "teams", "search"), inv.args.get("q"))]
+            for t in _people(inv, ("orgs", inv.args["org"], "teams", "search"), inv.args.get("q"))]
     return Result("\n".join(f"{r['id']} {r['name']} ({r['permission']}) {r['description']}".rstrip() for r in rows)
                   or "no teams match", rows)
 
@@ -4389,10 +4390,9 @@ def _package_lines(rows: Sequence[Mapping[str, Any]]) -> str:
            reach="forge", summary="List an owner's packages, one line per version.",
            params=(OWNER, OPTIONAL_Q, PACKAGE_TYPE, LIMIT, PAGE))
 def people_packages_op(inv: Invocation) -> Result:
-    import forge
     guard.check_package_type(inv.op.where, inv.args.get("type"), lambda v: inv.again(type=v))
     params = {k: v for k, v in (("q", inv.args.get("q")), ("type", inv.args.get("type"))) if v}
-    found = api(inv).root_list(forge.api_path("packages", inv.args["owner"]), params=params | _page_params(inv),
+    found = api(inv).root_list("packages", inv.args["owner"], params=params | _page_params(inv),
                                limit=_limit(inv))
     rows = _package_rows(inv, found)
     return Result(_package_lines(rows) or f"no packages under {inv.args['owner']}", rows)
@@ -4409,11 +4409,11 @@ def people_package_versions_op(inv: Invocation) -> Result:
     guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
     if api(inv).flavour() == "forgejo":
         # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
-        every = api(inv).root_list(forge.api_path("packages", owner), params={"type": kind, "q": name}, limit=1000)
+        every = api(inv).root_list("packages", owner, params={"type": kind, "q": name}, limit=1000)
         found = [p for p in every if p.get("name") == name and p.get("type") == kind][:_limit(inv)]
     else:
         try:
-            found = api(inv).root_list(forge.api_path("packages", owner, kind, name), limit=_limit(inv))
+            found = api(inv).root_list("packages", owner, kind, name, limit=_limit(inv))
         except forge.ForgeError as exc:
             if exc.status != 404:  # no such package: the same answer as Forgejo's empty list
                 raise
@@ -4429,10 +4429,9 @@ def people_package_versions_op(inv: Invocation) -> Result:
                          segment="a package"),
                    Param("version", description="The version.", required=True, positional=True, segment="a version")))
 def people_package_op(inv: Invocation) -> Result:
-    import forge
     a = inv.args
     guard.check_package_type(inv.op.where, a["type"], lambda v: inv.again(type=v))
-    found = api(inv).root_get(forge.api_path("packages", *(a[k] for k in ("owner", "type", "name", "version"))))
+    found = api(inv).root_get("packages", *(a[k] for k in ("owner", "type", "name", "version")))
     rows = _package_rows(inv, [found])
     if not rows:
         return Result("That package version is linked to a repository outside this server's list; it is not shown.",
