@@ -583,11 +583,7 @@ def end_requests() -> None:
 
 def deadline_seconds() -> float:
     """The overall time limit of one forge call: ``MADTEA_FORGE_DEADLINE`` seconds, else the default."""
-    try:
-        seconds = float(os.environ.get(DEADLINE_ENV, ""))
-    except ValueError:
-        return DEFAULT_DEADLINE
-    return seconds if 0 < seconds < 86400 else DEFAULT_DEADLINE
+    return gitops.env_seconds(DEADLINE_ENV, DEFAULT_DEADLINE)
 
 
 class _WatchedHTTP(http.client.HTTPConnection):

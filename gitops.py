@@ -39,6 +39,7 @@ __all__ = [
     "GitResult",
     "git",
     "git_timeout",
+    "env_seconds",
     "end_children",
     "running_children",
     "call_count",
@@ -739,11 +740,17 @@ def _end_group(pid: int) -> None:
 
 def git_timeout() -> float:
     """The wall-clock limit of one git child: ``MADTEA_GIT_TIMEOUT`` seconds, else the default."""
+    return env_seconds(TIMEOUT_ENV, DEFAULT_TIMEOUT)
+
+
+def env_seconds(name: str, default: float, below: float = 86400.0) -> float:
+    """The seconds the environment variable *name* sets, when it is a number above 0 and below *below*;
+    else *default*."""
     try:
-        seconds = float(os.environ.get(TIMEOUT_ENV, ""))
+        seconds = float(os.environ.get(name, ""))
     except ValueError:
-        return DEFAULT_TIMEOUT
-    return seconds if 0 < seconds < 86400 else DEFAULT_TIMEOUT
+        return default
+    return seconds if 0 < seconds < below else default
 
 
 def running_children() -> list[int]:

@@ -6496,12 +6496,8 @@ HEARTBEAT = 5.0  # a call asked for progress says something at least this often
 
 
 def call_deadline() -> float:
-    """Seconds a call without a progress token may run: ``MADTEA_CALL_DEADLINE``, else the default."""
-    try:
-        seconds = float(os.environ.get(CALL_DEADLINE_ENV, ""))
-    except ValueError:
-        return CALL_DEADLINE
-    return seconds if 0 < seconds <= CALL_DEADLINE else CALL_DEADLINE
+    """Seconds a call without a progress token may run: ``MADTEA_CALL_DEADLINE``, at most the default."""
+    return gitops.env_seconds(CALL_DEADLINE_ENV, CALL_DEADLINE, below=CALL_DEADLINE)
 
 
 def _progress_token(ctx: ServerRequestContext | None) -> str | int | None:

@@ -8,12 +8,29 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import forge
+import gitops
 import madtea
 from remote_env import Env, env  # noqa: F401 - fixtures
+
+
+@pytest.mark.parametrize("read, name, default, most", [
+    (lambda: forge.deadline_seconds(), "MADTEA_FORGE_DEADLINE", 120.0, 86400.0),
+    (lambda: gitops.git_timeout(), "MADTEA_GIT_TIMEOUT", 120.0, 86400.0),
+    (lambda: madtea.call_deadline(), "MADTEA_CALL_DEADLINE", 45.0, 45.0),
+], ids=["forge", "git", "call"])
+def test_each_limit_reads_seconds_from_its_variable_within_bounds(monkeypatch: pytest.MonkeyPatch, read: Any,
+                                                                  name: str, default: float, most: float) -> None:
+    for value, expected in (("", default), ("soon", default), ("0", default), ("-3", default), ("nan", default),
+                            ("inf", default), (str(most + 1), default), (" 2.5 ", 2.5), ("1e1", 10.0)):
+        monkeypatch.setenv(name, value)
+        assert read() == expected, (name, value)
+    monkeypatch.delenv(name)
+    assert read() == default
 
 
 @pytest.fixture
