@@ -55,6 +55,8 @@ __all__ = [
     "NoWorkTree",
     "Unpinnable",
     "fs_find_repo",
+    "fs_worktree_home",
+    "fs_names",
     "read_origin",
     "nested_repos",
     "nested_origins",
@@ -1118,6 +1120,26 @@ def fs_find_repo(path: str | os.PathLike[str]) -> Repo | None:
         return None
     from pathlib import Path
     return Repo(Path(found[0]), Path(found[1]), Path(found[2]))
+
+
+def fs_worktree_home(top: str | os.PathLike[str]) -> str:
+    """Where new worktrees of the repository at *top* go: beside it, but never inside another repository's
+    working tree (a nested child's parent folder is its umbrella's work tree)."""
+    home = os.path.dirname(os.fspath(top))
+    for _ in range(32):
+        outer = fs_find(home)
+        if outer is None:
+            return home
+        home = os.path.dirname(outer[0])
+    return home
+
+
+def fs_names(folder: str | os.PathLike[str]) -> frozenset[str]:
+    """The names in *folder* (none when it cannot be read)."""
+    try:
+        return frozenset(os.listdir(folder))
+    except OSError:
+        return frozenset()
 
 
 def fs_find(path: str | os.PathLike[str]) -> tuple[str, str, str] | None:

@@ -33,7 +33,7 @@ from gitops import record, to_json
 # gitops.to_json (see there).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
     from pathlib import Path
     from typing import Any, NoReturn, Protocol
 
@@ -46,7 +46,8 @@ __all__ = [
     "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote", "check_arguments",
     "check_not_option", "check_dir", "not_a_repo", "no_work_tree", "unpinnable", "names_origin",
     "no_signal", "launch_problem", "distinct_children", "check_local", "check_signals",
-    "check_workspace", "check_foreign", "declared_files", "contribution_flow", "continue_rail", "slug",
+    "check_workspace", "check_foreign", "BLANKET_WORDS", "new_worktree_path", "declared_files",
+    "contribution_flow", "continue_rail", "slug",
     "check_remote_urls", "check_worktree_home", "check_files_from_top", "outside_sparse",
     "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
@@ -597,6 +598,9 @@ class RepoState:
     branches: frozenset[str] | None = None  # local branch names; None: not gathered
     checked_out: frozenset[str] | None = None  # branches some worktree of the repo has checked out
     default_known: bool = True          # False: origin's default could not be learnt and may be `branch`
+    blanket_files: frozenset[str] = frozenset()  # the BLANKET_WORDS that name a file or folder at the top
+    worktree_home: str | None = None    # where new worktrees go (see gitops.fs_worktree_home); None: beside top
+    home_names: frozenset[str] = frozenset()  # the names already in that folder
 
 
 @record(frozen=True)
@@ -718,16 +722,12 @@ def _suggested_branch(t: Target) -> str:
     return "work/" + slug(title) if isinstance(title, str) and title else "work/contribution"
 
 
-def worktree_home(top: Path) -> Path:
-    """Where new worktrees of *top* go: beside it, but never inside another repository's working tree
-    (a nested child's parent folder is its umbrella's work tree)."""
-    home = top.parent
-    for _ in range(32):
-        outer = gitops.fs_find_repo(home)
-        if outer is None:
-            return home
-        home = outer.top.parent
-    return home
+def new_worktree_path(t: Target, name: str) -> str:
+    """A free path for a new worktree of the target on branch *name*, in the folder the state names."""
+    from pathlib import Path
+    state, top = t.state, t.target.top
+    home = Path(state.worktree_home) if state and state.worktree_home else top.parent
+    return fresh_path(home / f"{top.name}-{slug(name)}", state.home_names if state else frozenset())
 
 
 def contribution_flow(t: Target) -> tuple[Call, ...]:
@@ -753,7 +753,7 @@ def contribution_flow(t: Target) -> tuple[Call, ...]:
             state.default_branch if state and known and state.default_branch in known else None
         add = {"b": branch, "commit_ish": base}
     top = str(t.target.top)
-    path = fresh_path(worktree_home(t.target.top) / f"{t.target.top.name}-{slug(branch)}")
+    path = new_worktree_path(t, branch)
     files = t.args.get("files") if t.tool in ("madt_add", "madt_commit", "madt_finish") else None
     files = list(files) if isinstance(files, list) and files else None
     title = t.args.get("title") if isinstance(t.args.get("title"), str) and t.args.get("title") else None
@@ -834,7 +834,7 @@ def check_foreign(t: Target) -> None:
 _BLANKET = {"", ".", "./"}
 # Words that mean "everything" to git's own add; under literal pathspecs and "--" they name a file,
 # so they are a blanket only when no such file is there.
-_BLANKET_WORDS = {"*", ":/", ":", "-A", "--all", "-a", "-u"}
+BLANKET_WORDS = frozenset({"*", ":/", ":", "-A", "--all", "-a", "-u"})
 
 
 def declared_files(t: Target, files: Sequence[str] | None = None) -> list[str]:
@@ -861,7 +861,7 @@ def declared_files(t: Target, files: Sequence[str] | None = None) -> list[str]:
                           f"git's own store and never staged.", target=t.target.describe(),
                           next=(t.retry(files=[f for f in files if f != raw]
                                         or [placeholder("paths of the working tree you changed")]),))
-        blanket_word = raw.strip() in _BLANKET_WORDS and not os.path.lexists(t.target.top / raw)
+        blanket_word = raw.strip() in BLANKET_WORDS and raw.strip() not in (t.state.blanket_files if t.state else ())
         if raw.strip() in _BLANKET or str(rel) == "." or blanket_word:
             raise Refusal("UNDECLARED_FILES",
                           f"{t.where}: {raw!r} would stage the whole of {t.target.describe()}. "
@@ -1051,17 +1051,20 @@ def fresh_branch(t: Target, name: str) -> str:
     return next(c for c in (name if i == 1 else f"{name}-{i}" for i in range(1, len(taken) + 3)) if c not in taken)
 
 
-def fresh_path(path: str | Path) -> str:
-    """*path*, or *path*-2, -3 ...: the first that is not there (bounded; the last is offered regardless)."""
-    candidates = [str(path)] + [f"{path}-{i}" for i in range(2, 100)]
-    return next((c for c in candidates if not os.path.lexists(c)), candidates[-1])
+def fresh_path(path: str | Path, taken: Collection[str]) -> str:
+    """*path*, or *path*-2, -3 ...: the first whose name is not *taken* in its folder (bounded; the last is
+    offered regardless)."""
+    name = os.path.basename(str(path))
+    candidates = [(str(path), name)] + [(f"{path}-{i}", f"{name}-{i}") for i in range(2, 100)]
+    return next((c for c, n in candidates if n not in taken), candidates[-1][0])
 
 
-def git_failure(t: Target, exc: gitops.GitError) -> Refusal | None:
-    """A git failure a rule foresees, as its own code and way on; None for what no rule foresaw."""
+def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) -> Refusal | None:
+    """A git failure a rule foresees, as its own code and way on; None for what no rule foresaw. *taken* is
+    the names in the folder of a worktree path that is already there."""
     top, where = str(t.target.top), t.target.describe()
     fresh = fresh_branch(t, exc.branch) if isinstance(exc, (gitops.BranchExists, gitops.BranchCheckedOut)) else \
-        fresh_path(exc.path) if isinstance(exc, gitops.PathExists) else None
+        fresh_path(exc.path, taken) if isinstance(exc, gitops.PathExists) else None
     if isinstance(exc, gitops.NothingToCommit):
         return Refusal("NOTHING_TO_COMMIT",
                        f"The declared files carry no change against HEAD in {where}, so nothing was committed.",
@@ -1607,7 +1610,7 @@ def check_worktree_path_given(t: Target, raw: str | None) -> str:
     if not raw:
         if t.action == "add":
             name = _arg_ref(t, "b") or _arg_ref(t, "commit_ish") or "worktree"
-            path = fresh_path(worktree_home(t.target.top) / f"{t.target.top.name}-{slug(name)}")
+            path = new_worktree_path(t, name)
         else:
             path = placeholder("the worktree's absolute path")
         raise Refusal("BAD_ARGUMENT", f"{t.where} needs path: the worktree's absolute path.",
@@ -1627,7 +1630,7 @@ def check_worktree_home(t: Target, path: str, holder: RepoFacts | None, why: git
     else:
         inside = f"a folder git cannot resolve safely ({why})"
     name = _arg_ref(t, "b") or _arg_ref(t, "commit_ish") or "worktree"
-    free = fresh_path(worktree_home(t.target.top) / f"{t.target.top.name}-{slug(name)}")
+    free = new_worktree_path(t, name)
     raise Refusal("BAD_ARGUMENT", f"{t.where}: {path} is inside {inside}, so no worktree of "
                   f"{t.target.describe()} goes there; nothing was added.", target=t.target.describe(),
                   next=(t.retry(path=free),))

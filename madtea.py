@@ -834,14 +834,18 @@ def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
 
 
 def _state(op: Op, repo: guard.RepoFacts, ctx: Context) -> guard.RepoState:
-    """Branch, default branch, operation in progress and dirtiness."""
+    """Branch, default branch, operation in progress and dirtiness; and what the rules would otherwise look for
+    on disk: blanket-word files at the top, where new worktrees go and the names already there."""
     grepo = gitops.Repo(repo.top, repo.git_dir, repo.common_dir)
     st = gitops.status(grepo)
     default, known = _default_branch(op, grepo, st.branch, ctx)
+    home = gitops.fs_worktree_home(repo.top)
     return guard.RepoState(st.branch, default, st.operation, st.dirty_tracked,
                            tuple(st.conflicted), unborn=st.head is None and st.branch is not None,
                            branches=gitops.fs_branches(repo.common_dir),
-                           checked_out=gitops.fs_checked_out(repo.common_dir), default_known=known)
+                           checked_out=gitops.fs_checked_out(repo.common_dir), default_known=known,
+                           blanket_files=gitops.fs_names(repo.top) & guard.BLANKET_WORDS, worktree_home=home,
+                           home_names=gitops.fs_names(home))
 
 
 # The calls whose rules turn on the default branch: these ask the remote when git has no record of it.
@@ -1258,7 +1262,10 @@ def default_branch(inv: Invocation) -> str:
 
 def _git_refusal(inv: Invocation, exc: gitops.GitError) -> guard.Refusal | None:
     """A foreseen git failure as its own coded refusal (None: git's message is passed on as GIT_ERROR)."""
-    return guard.git_failure(inv.target, exc) if inv.target is not None else None
+    if inv.target is None:
+        return None
+    taken = gitops.fs_names(os.path.dirname(exc.path)) if isinstance(exc, gitops.PathExists) else ()
+    return guard.git_failure(inv.target, exc, taken)
 
 
 def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | None:

@@ -405,6 +405,15 @@ def test_fs_find_repo_stops_at_a_broken_gitfile_and_inside_git_dirs(single_repo,
     assert gitops.fs_find_repo(readme) == gitops.discover(readme) == _repo(single_repo.repo)
 
 
+def test_new_worktrees_go_beside_a_repository_but_never_inside_another_work_tree(umbrella, tmp_path, monkeypatch):
+    _no_subprocess(monkeypatch)
+    # A nested child's folder is its umbrella's work tree: the home is beside the umbrella.
+    assert gitops.fs_worktree_home(umbrella.scp_child) == str(umbrella.top.parent)
+    assert gitops.fs_worktree_home(umbrella.top) == str(umbrella.top.parent)
+    assert "README.md" in gitops.fs_names(umbrella.top) and ".git" in gitops.fs_names(umbrella.top)
+    assert gitops.fs_names(tmp_path / "no" / "such") == frozenset()
+
+
 def test_fs_helpers_start_no_process(umbrella, monkeypatch):
     _no_subprocess(monkeypatch)
     repo = gitops.fs_find_repo(umbrella.scp_child)

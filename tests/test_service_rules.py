@@ -608,6 +608,57 @@ def test_a_stopped_stopwatch_shows_its_time(lost: str | None, code: str, text: s
     assert lost is not None or person(r) == guard.FORGE_NEXT["FORGE_UNAVAILABLE"]
 
 
+# --------------------------------------------------------------------------- files and folders, as facts
+
+@pytest.mark.parametrize("raw,present,refused", [
+    ("*", frozenset(), True),                    # git's own add would take everything
+    ("-A", frozenset({"*"}), True),
+    ("*", frozenset({"*"}), False),              # a file called * is named, not a blanket
+    (" --all", frozenset({"--all"}), False),
+    ("src", frozenset(), False),
+])
+def test_a_blanket_word_is_a_file_only_when_one_is_there(raw: str, present: frozenset[str], refused: bool) -> None:
+    t = guard.Target("madt_add", None, {"files": [raw]}, True, "mcp", WEB, WEB, False,
+                     state=guard.RepoState("feat/x", "main", blanket_files=present))
+    if not refused:
+        assert guard.declared_files(t) == [raw.strip() if raw.strip() != "--all" else raw]
+        return
+    r = refusal(guard.declared_files, t)
+    assert (r.code, r.message) == ("UNDECLARED_FILES", f"madt_add: {raw!r} would stage the whole of acme/web @ "
+                                   f"/w/web. Name the files (or a sub-directory) instead. {guard.DO_NOT_SWEEP}")
+
+
+@pytest.mark.parametrize("taken,free", [
+    (frozenset(), "/w/web-x"),
+    (frozenset({"web-x", "web-x-2", "other"}), "/w/web-x-3"),
+    (frozenset({"web-x"} | {f"web-x-{i}" for i in range(2, 100)}), "/w/web-x-99"),  # bounded: the last regardless
+])
+def test_a_fresh_path_is_the_first_name_not_taken(taken: frozenset[str], free: str) -> None:
+    assert guard.fresh_path("/w/web-x", taken) == free
+
+
+@pytest.mark.parametrize("home,names,path", [
+    (None, frozenset(), "/w/web-feat-y"),                              # not gathered: beside the top
+    ("/outer", frozenset(), "/outer/web-feat-y"),                      # the top's folder is another's work tree
+    ("/w", frozenset({"web-feat-y"}), "/w/web-feat-y-2"),
+])
+def test_a_new_worktree_goes_to_the_home_the_state_names(home: str | None, names: frozenset[str], path: str) -> None:
+    state = guard.RepoState("feat/x", "main", worktree_home=home, home_names=names)
+    t = guard.Target("madt_worktrees", "add", {"b": "feat/y"}, True, "mcp", WEB, WEB, False, state=state)
+    assert guard.new_worktree_path(t, "feat/y") == path
+    assert way(refusal(guard.check_worktree_path_given, t, None)) == [f"madt_worktrees action=add b=feat/y path={path}"]
+    r = refusal(guard.check_worktree_home, t, "/x/lib/wt", repo_facts("/x/lib"), None)
+    assert way(r) == [f"madt_worktrees action=add b=feat/y path={path}"]
+
+
+def test_a_worktree_path_that_is_there_is_offered_a_free_sibling() -> None:
+    t = local("madt_worktrees", {"path": "/w/wt", "b": "feat/y"}, action="add")
+    exc = gitops.PathExists(["git", "worktree", "add"], 128, "fatal: '/w/wt' already exists", path="/w/wt")
+    for taken, free in ((frozenset({"wt"}), "/w/wt-2"), (frozenset({"wt", "wt-2"}), "/w/wt-3")):
+        r = guard.git_failure(t, exc, taken)
+        assert r is not None and free in [s["args"].get("path") for s in r.next], r.next
+
+
 # --------------------------------------------------------------------------- a person's login at the CLI
 
 @pytest.mark.parametrize("r,code,text,target", [
