@@ -6,6 +6,7 @@ how long something took.
 """
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,33 @@ def test_ending_children_ends_their_process_groups_and_starts_no_more(single_rep
         gitops.git("status", cwd=single_repo.repo)
     threading.Event().wait(3.5)
     assert not marker.exists()
+
+
+def test_ending_children_ends_a_running_tool_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import gitops
+
+    monkeypatch.setattr(gitops, "_closing", [])  # restored afterwards: the rest of the suite still runs git
+    tool = tmp_path / "tool"
+    tool.write_text('#!/bin/sh\necho $$ > "$0.pid"; exec sleep 30\n', encoding="utf-8")
+    tool.chmod(0o755)
+    caught: list[BaseException] = []
+
+    def slow() -> None:
+        try:
+            gitops.run_tool([str(tool)], timeout=60)
+        except gitops.ToolFailed as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=slow, daemon=True)
+    worker.start()
+    for _ in range(400):
+        if gitops.running_children() and tool.with_name("tool.pid").exists():
+            break
+        threading.Event().wait(0.01)
+    assert gitops.end_children() == 1
+    worker.join(10)
+    assert [str(e) for e in caught] == ["tool was ended: madtea is shutting down"]
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(tool.with_name("tool.pid").read_text(encoding="utf-8")), 0)
+    with pytest.raises(gitops.ToolFailed, match="tool was not started: madtea is shutting down"):
+        gitops.run_tool([str(tool)], timeout=60)
