@@ -297,7 +297,7 @@ TIMEOUT_ENV = "MADTEA_GIT_TIMEOUT"  # seconds, overriding DEFAULT_TIMEOUT
 
 _calls = 0
 _calls_lock = _thread.allocate_lock()
-# Every running git child by pid (its process group id too: each starts a new
+# Every running child, git or a tool, by pid (its process group id too: each starts a new
 # session), so a shutting-down server can end them; they are outside its own group.
 _children: dict[int, object] = {}
 _closing: list[bool] = []  # non-empty once end_children ran: nothing more starts
@@ -756,13 +756,13 @@ def env_seconds(name: str, default: float, below: float = 86400.0) -> float:
 
 
 def running_children() -> list[int]:
-    """The pids (and process group ids) of the git children running now."""
+    """The pids (and process group ids) of the children (git or a tool) running now."""
     with _calls_lock:
         return list(_children)
 
 
 def end_children(grace: float = 1.0) -> int:
-    """End every running git child and its process group, and start no more; returns how many there were.
+    """End every running child (git or a tool) and its process group, and start no more; returns how many there were.
 
     SIGTERM first, so git removes its lock files (an index.lock left behind
     would block the next commit); whatever is still running after *grace*
@@ -833,11 +833,14 @@ def run_tool(argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
     """(exit status, stdout, stderr) of a program that is not git, run as git is: its own session, bytes out.
 
     Raises :class:`ToolMissing` when it is not there, and :class:`ToolFailed` when it cannot be started,
-    runs past *timeout* seconds (its whole process group is killed) or is ended by a signal.
+    runs past *timeout* seconds (its whole process group is killed) or is ended by a signal;
+    :func:`end_children` ends it as it ends git.
     """
     import subprocess
 
     name = os.path.basename(argv[0])
+    if _closing:
+        raise ToolFailed(name, "was not started: madtea is shutting down")
     try:
         proc = subprocess.Popen(list(argv), cwd=cwd, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -845,7 +848,11 @@ def run_tool(argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
         raise ToolMissing(name, "is not on PATH" if name == argv[0] else f"is not at {argv[0]}") from None
     except OSError as exc:
         raise ToolFailed(name, f"could not be started ({exc.strerror or exc})") from None
+    with _calls_lock:
+        _children[proc.pid] = proc
     try:
+        if _closing:  # end_children ran between the check above and the registration
+            _kill_group(proc.pid)
         out, err = proc.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
@@ -854,8 +861,12 @@ def run_tool(argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
     except BaseException:
         _kill_group(proc.pid)
         raise
+    finally:
+        with _calls_lock:
+            _children.pop(proc.pid, None)
     if proc.returncode < 0:
-        raise ToolFailed(name, f"was ended by signal {-proc.returncode}")
+        raise ToolFailed(name, "was ended: madtea is shutting down" if _closing else
+                         f"was ended by signal {-proc.returncode}")
     return proc.returncode, out, err
 
 
