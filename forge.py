@@ -1415,7 +1415,10 @@ class Client(_Verbs):
                                           "look-up did not find it.")
             if not error.transient or attempt > self._retries:
                 raise self._create_failed(error, "absent", " A look-up right after found nothing created.")
-            self._sleep(_backoff(attempt))
+            why = f"POST {path} on {self.host} created nothing"
+            if not _pause(gitops.CALL.get(), self._sleep, _backoff(attempt), why):
+                raise self._create_failed(error, "absent", " A look-up right after found nothing created, and madtea "
+                                          f"did not try again because {_STOPPED_BECAUSE['cancelled']}.")
 
     @staticmethod
     def _create_failed(error: ForgeError, outcome: str, known: str) -> ForgeError:

@@ -582,6 +582,16 @@ def test_create_retries_only_when_the_lookup_finds_nothing(serve: Callable[..., 
     assert lookups == [1] and [s.method for s in server.seen] == ["POST", "POST"]
 
 
+def test_a_create_cancelled_before_its_second_post_says_nothing_was_created(serve: Callable[..., Server]) -> None:
+    server = serve([Reply(502, body=b"bad gateway"), Reply(201, {"number": 5})])
+    call = FakeCall(cancel_at_pause=1)
+    with pytest.raises(forge.ForgeError) as caught:
+        _in_call(call, lambda: client(server).create("/repos/acme/web/issues", {"title": "x"}, lookup=lambda: None))
+    assert [s.method for s in server.seen] == ["POST"] and len(call.waits) == 1
+    assert caught.value.outcome == "absent" and caught.value.message.endswith(
+        " A look-up right after found nothing created, and madtea did not try again because the call was cancelled.")
+
+
 def test_create_without_lookup_and_non_transient_failures(serve: Callable[..., Server]) -> None:
     server = serve([Reply(action="drop")])
     with pytest.raises(forge.ForgeError) as caught:
