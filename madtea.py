@@ -4157,7 +4157,7 @@ def _start_commit(inv: Invocation, facts: guard.RefWrite, ref: str, key: str) ->
 
 
 def _create_ref(inv: Invocation, kind: str, name: str,
-                payload: Callable[[str], dict[str, Any]]) -> tuple[dict[str, Any], str, str]:
+                payload: Callable[[str], dict[str, object]]) -> tuple[dict[str, Any], str, str]:
     """Create a branch or tag at ref (default: the default branch) once: (the forge's answer, ref, its sha)."""
     import forge
     facts, key = _ref_facts(inv), "tag" if kind == "tag" else "branch"
@@ -4226,14 +4226,14 @@ def repo_rename_branch_op(inv: Invocation) -> Result:
                   {"branch": new, "from": old, "sha": sha, "default": default})
 
 
-def _settle_rename(inv: Invocation, exc: Exception, old: str, new: str) -> None:
+def _settle_rename(inv: Invocation, exc: forge.ForgeError, old: str, new: str) -> None:
     """A rename whose answer was lost: landed (noted), not landed (safe to send again) or unknown."""
     there, gone = _found(inv, "branches", new) is not None, _found(inv, "branches", old) is None
     if there and gone:
         notice(f"the forge's answer was lost; a read-back shows {old} renamed to {new}, so it was done once and "
                "not sent again.")
         return
-    exc.outcome = "absent" if not there and not gone else "unknown"  # type: ignore[attr-defined]
+    exc.outcome = "absent" if not there and not gone else "unknown"
     raise settle_lost(inv, exc, "rename", guard.call("madt_repo", action="branches",
                                                       owner_repo=api(inv).target.full)) from None
 
@@ -4625,7 +4625,7 @@ _ENDINGS_SAID = {"crlf": "CRLF line endings (shown as LF; writes keep CRLF)",
                  "mixed": "mixed CRLF and LF line endings (shown as LF; writes send lines as given)"}
 
 
-def _view_call(inv: Invocation, path: str, ref: str | None) -> dict[str, Any]:
+def _view_call(inv: Invocation, path: str, ref: str | None) -> guard.Call:
     return guard.call("madt_files", action="view", owner_repo=api(inv).target.full, path=path, ref=ref)
 
 
@@ -4736,7 +4736,7 @@ def files_view_op(inv: Invocation) -> Result:
                   row, content=data)
 
 
-def _new_bytes(w: guard.FileWrite, path: str, old: bytes | None, view: dict[str, Any]) -> bytes | None:
+def _new_bytes(w: guard.FileWrite, path: str, old: bytes | None, view: guard.Call) -> bytes | None:
     """What the file will hold after this call: whole content, a replacement in the old text, or its old bytes."""
     import base64
     import binascii
@@ -4793,11 +4793,11 @@ class _FileChange:
     sha: str | None = None
     replaces: str | None = None    # the full blob sha of the version replaced (the caller may abbreviate it)
 
-    def operation(self) -> dict[str, Any]:
+    def operation(self) -> dict[str, str]:
         """The change as the forge's change-files endpoint takes it (a move is an update with from_path)."""
         import base64
         op = self.w.op
-        change: dict[str, Any] = {"operation": _FILE_OPERATIONS[op], "path": self.path}
+        change = {"operation": _FILE_OPERATIONS[op], "path": self.path}
         if op != "create":
             change["sha"] = self.replaces or self.w.file["sha"]
         if op == "rename":
@@ -4817,7 +4817,7 @@ def _file_change(inv: Invocation, w: guard.FileWrite) -> _FileChange:
     f = w.file
     op = w.op
 
-    def check(value: Any, name: str) -> str:
+    def check(value: str, name: str) -> str:
         return guard.check_file_path(value, w.where, lambda v: w.again(**{name: v}), name)
 
     path = check(f["path"], "path")
@@ -4900,7 +4900,7 @@ def _write_file(inv: Invocation) -> Result:
             return Result(f"{remote.target.slug}: {names} on {w.base} already hold exactly this content; nothing was "
                           "committed.",
                           {"branch": w.base, "commit": None, "files": [{"path": c.path} for c in changes]})
-        payload: dict[str, Any] = {"branch": w.base, "message": w.title, "files": [c.operation() for c in changes]}
+        payload: dict[str, object] = {"branch": w.base, "message": w.title, "files": [c.operation() for c in changes]}
         if a.get("new_branch"):
             payload["new_branch"] = a["new_branch"]
         look = _view_call(inv, changes[0].path if changes[0].new is not None else changes[0].source, w.lands_on)
@@ -4939,8 +4939,8 @@ def _write_file(inv: Invocation) -> Result:
     lines = [f"Committed {sha[:9]} on {w.lands_on} in {remote.target.slug}: "
              + ", ".join(c.said() for c in changes) + f"; {check}."]
     lines += [f"{c.path} is now at sha {c.sha}." for c in changes if c.sha]
-    data: dict[str, Any] = {"commit": sha, "branch": w.lands_on, "read_back": landed,
-                            "files": [{"path": c.path, "sha": c.sha, "read_back": c.landed} for c in changes]}
+    data: dict[str, object] = {"commit": sha, "branch": w.lands_on, "read_back": landed,
+                               "files": [{"path": c.path, "sha": c.sha, "read_back": c.landed} for c in changes]}
     if len(changes) == 1:
         data |= {"path": changes[0].path, "sha": changes[0].sha}
     if a.get("new_branch"):
@@ -5005,7 +5005,7 @@ def _forgejo_lacks(remote: Api, endpoint: str) -> None:
                                    "list of workflow runs and one run; see the rest on the run's web page")
 
 
-def _actions(inv: Invocation, *segments: Any, params: Mapping[str, Any] | None = None,
+def _actions(inv: Invocation, *segments: str | int, params: Mapping[str, object] | None = None,
              listing: str | None = None) -> Any:
     """Actions endpoints, with Forgejo's gaps reported as NOT_SUPPORTED rather than a bare 404."""
     import forge
@@ -5141,7 +5141,7 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     remote, c = api(inv), forge_call(inv)
     inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
     ref = inv.args.get("ref") or default_branch(inv)
-    payload: dict[str, Any] = {"ref": ref, "inputs": inputs}
+    payload: dict[str, object] = {"ref": ref, "inputs": inputs}
     forgejo = remote.flavour() == "forgejo"
     if forgejo:
         payload["return_run_info"] = True
@@ -5206,7 +5206,7 @@ def _variable(remote: Api, name: str) -> dict[str, Any] | None:
         raise
 
 
-def _variable_text(name: str, value: Any) -> str:
+def _variable_text(name: str, value: object) -> str:
     chunk = clean(str(value or ""))
     more = f"\n[value truncated at {MAX_TEXT} of {len(chunk)} characters]" if len(chunk) > MAX_TEXT else ""
     return fence(chunk[:MAX_TEXT], "unknown", "set by a repository admin", f"variable {name}") + more
@@ -5269,11 +5269,11 @@ def actions_set_variable_op(inv: Invocation) -> Result:
 def whoami_op(inv: Invocation) -> Result:
     import forge
     remote = api(inv)
-    data: dict[str, Any] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
-                            "credential": forge.describe_source(remote.token_source),
-                            "launch_repo": str(remote.target.launch.top) if remote.target.launch else None}
+    data: dict[str, object] = {"host": remote.target.host, "repo": remote.target.slug, "api": remote.client.api_base,
+                               "credential": forge.describe_source(remote.token_source),
+                               "launch_repo": str(remote.target.launch.top) if remote.target.launch else None}
     data["user"] = None
-    problems: list[Any] = []
+    problems: list[forge.ForgeError] = []
     try:
         data["forge"] = f"{remote.flavour()} {remote.version()}"
     except forge.ForgeError as exc:
@@ -5310,7 +5310,7 @@ def whoami_op(inv: Invocation) -> Result:
 
 # --- madt_api_call ---
 
-def _api_call_path(raw: Any) -> tuple[list[str], dict[str, list[str]]]:
+def _api_call_path(raw: object) -> tuple[list[str], dict[str, list[str]]]:
     """The passthrough path as the decoded segments the forge routes on, and its query.
 
     Gitea collapses repeated slashes and drops a trailing one before routing,
@@ -5417,7 +5417,7 @@ def _confirm_at_terminal(what: str, name: str) -> None:
     guard.check_typed_name(what, name, sys.stdin.readline().strip())
 
 
-def _delete(inv: Invocation, what: str, param: Param, path: Callable[[], tuple[Any, ...]]) -> Result:
+def _delete(inv: Invocation, what: str, param: Param, path: Callable[[], tuple[str | int, ...]]) -> Result:
     """Delete one forge object once a person has typed its name (at a terminal, or in the client's form)."""
     remote = api(inv)
     name = str(inv.args[param.name])
@@ -5438,7 +5438,7 @@ def _delete_summary(what: str) -> str:
             "terminal).")
 
 
-def _web(inv: Invocation, *segments: Any) -> str:
+def _web(inv: Invocation, *segments: str | int) -> str:
     return "/".join([api(inv).web_base, api(inv).target.owner, api(inv).target.repo, *map(str, segments)])
 
 
@@ -5596,9 +5596,9 @@ class _Steps:
 
     def __init__(self) -> None:
         self.done: list[str] = []
-        self.facts: dict[str, Any] = {}
+        self.facts: dict[str, object] = {}
 
-    def add(self, text: str, **facts: Any) -> None:
+    def add(self, text: str, **facts: object) -> None:
         self.done.append(text)
         self.facts.update(facts)
         progress(f"done: {text}")
@@ -5637,7 +5637,7 @@ def _pr_body(inv: Invocation, closes: list[int], no_close: bool) -> str:
     return "\n\n".join(lines)
 
 
-def _finish_resume(inv: Invocation, steps: _Steps) -> dict[str, Any]:
+def _finish_resume(inv: Invocation, steps: _Steps) -> guard.Call:
     args = {k: v for k, v in inv.args.items() if not (k == "files" and "commit" in steps.facts)}
     if inv.target and inv.target.explicit:
         args["dir"] = str(inv.repo.top)
@@ -5698,7 +5698,7 @@ _PERSON_FIRST = {"AUTH_MISSING", "SCOPE_MISSING", "MERGE_BLOCKED", "MERGE_CONFLI
                  "DIVERGED", "GIT_TIMEOUT"}
 
 
-def _head_moved_steps(inv: Invocation, steps: _Steps, resume: dict[str, Any]) -> list[dict[str, Any]]:
+def _head_moved_steps(inv: Invocation, steps: _Steps, resume: guard.Call) -> list[guard.Call]:
     where = {"owner_repo": inv.repo.origin.full} if inv.repo.origin else {}
     view = [guard.call("madt_pr", action="view", number=steps.facts["pr"], **where)] if "pr" in steps.facts else []
     if inv.args.get("branch"):
@@ -6549,14 +6549,14 @@ def _can_elicit(ctx: ServerRequestContext) -> bool:
 
 
 def _person(ctx: ServerRequestContext, call: gitops.Call,
-            backstop: anyio.CancelScope) -> Callable[[str, dict[str, Json]], tuple[str, dict[str, Json] | None]]:
+            backstop: anyio.CancelScope) -> Callable[[str, dict[str, object]], tuple[str, dict[str, Json] | None]]:
     """The call's way to its client's person: a form sent with ``elicitation/create``, answered as
     (action, content). The time a person takes is not the call's: its deadlines move by as much."""
     import time
 
     import anyio
 
-    async def elicit(message: str, schema: dict[str, Json]) -> tuple[str, dict[str, Json] | None]:
+    async def elicit(message: str, schema: dict[str, object]) -> tuple[str, dict[str, Json] | None]:
         start = time.monotonic()
         try:
             answer = await ctx.session.elicit_form(message, schema, related_request_id=ctx.request_id)
@@ -6569,7 +6569,7 @@ def _person(ctx: ServerRequestContext, call: gitops.Call,
                 call.deadline += spent
         return str(answer.action), answer.content
 
-    def ask(message: str, schema: dict[str, Json]) -> tuple[str, dict[str, Json] | None]:
+    def ask(message: str, schema: dict[str, object]) -> tuple[str, dict[str, Json] | None]:
         return anyio.from_thread.run(elicit, message, schema)
     return ask
 
@@ -6853,7 +6853,7 @@ def _shut_down(grace: float, status: int = 0) -> None:
 
 # --- auth: the CLI ---
 
-def _cwd_target() -> Any:
+def _cwd_target() -> ForgeTarget | None:
     """The forge target of the current directory's origin, or None."""
     repo = gitops.fs_find_repo(os.getcwd())
     facts = repo_facts(repo) if repo else None
@@ -6865,7 +6865,7 @@ def _cwd_target() -> Any:
         return None
 
 
-def _auth_target(hostname: str | None) -> Any:
+def _auth_target(hostname: str | None) -> ForgeTarget:
     """The host a command means: --hostname (a host or a URL), else the current repository's forge."""
     import forge
     here = _cwd_target()
@@ -6889,8 +6889,9 @@ def _recorded_target(host: str, api: str) -> ForgeTarget:
     return again if again.host == host else forge.ForgeTarget(host, api)
 
 
-def _verify(forge: Any, target: Any, token: str) -> str:
+def _verify(target: ForgeTarget, token: str) -> str:
     """The login name the forge says *token* belongs to (GET /user); raises ForgeError otherwise."""
+    import forge
     client = forge.Client.from_target(target, token, timeout=15.0, total_timeout=30.0, retries=1)
     me = client.get("/user")
     login = me.get("login") if isinstance(me, dict) else None
@@ -6905,13 +6906,13 @@ TOKEN_SCOPES = ("write:repository", "write:issue", "read:user", "read:organizati
                 "read:package")
 
 
-def token_page(target: Any) -> str:
+def token_page(target: ForgeTarget) -> str:
     """Where a person makes a token for *target*, and with which scopes."""
     return (f"Make a token at {target.api_base.removesuffix('/api/v1')}/user/settings/applications (Settings → "
             f"Applications → Generate New Token) with the scopes {', '.join(TOKEN_SCOPES)}.")
 
 
-def _read_token(with_token: bool, target: Any) -> str:
+def _read_token(with_token: bool, target: ForgeTarget) -> str:
     if with_token:
         return sys.stdin.read(65536)
     if not sys.stdin.isatty():
@@ -6930,12 +6931,12 @@ def _auth_fail(exc: Exception) -> int:
     return 1
 
 
-def _auth_login(ns: Any) -> int:
+def _auth_login(ns: argparse.Namespace) -> int:
     import forge
     try:
         target = _auth_target(ns.hostname)
         token = forge.check_token_text(_read_token(ns.with_token, target))
-        user = _verify(forge, target, token)
+        user = _verify(target, token)
         where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
         forge.record_login(target.host, user, where, target.api_base)
     except (forge.ForgeError, guard.Refusal) as exc:
@@ -6944,7 +6945,7 @@ def _auth_login(ns: Any) -> int:
     return 0
 
 
-def _auth_logout(ns: Any) -> int:
+def _auth_logout(ns: argparse.Namespace) -> int:
     import forge
     try:
         target = _auth_target(ns.hostname)
@@ -6963,7 +6964,7 @@ def _auth_logout(ns: Any) -> int:
     return 0
 
 
-def _auth_status(ns: Any) -> int:
+def _auth_status(ns: argparse.Namespace) -> int:
     import json
     import forge
     here = _cwd_target()
@@ -6976,13 +6977,13 @@ def _auth_status(ns: Any) -> int:
     if here is not None:
         hosts.add(here.host)
     shown_vars = set()
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     lines: list[str] = []
     for host in sorted(hosts):
         token, source = forge.token_for(host, here.host if here else None)
         shown_vars.add(source.removeprefix("env:"))
-        row: dict[str, Any] = {"host": host, "user": None, "source": None if not token else source,
-                               "where": None if not token else forge.describe_source(source), "confirmed": False}
+        row: dict[str, object] = {"host": host, "user": None, "source": None if not token else source,
+                                  "where": None if not token else forge.describe_source(source), "confirmed": False}
         rows.append(row)
         if not token:
             lines.append(f"{host}: no credential; log in with: madtea auth login --hostname {host}")
@@ -6992,7 +6993,7 @@ def _auth_status(ns: Any) -> int:
             _recorded_target(host, record["api"]) if isinstance(record.get("api"), str)
             else forge.target_for_url(host))
         try:
-            row["user"] = _verify(forge, target, token)
+            row["user"] = _verify(target, token)
         except forge.ForgeError as exc:
             row["problem"] = str(exc)
             lines.append(f"{host}: token in {forge.describe_source(source)}, but the forge did not confirm it "
@@ -7021,7 +7022,7 @@ _PLAINTEXT = ("the token for {host} is stored in plain text (mode 0600); log in 
               "once a secure credential store works on this machine.")
 
 
-def _auth_token(ns: Any) -> int:
+def _auth_token(ns: argparse.Namespace) -> int:
     import forge
     try:
         target = _auth_target(ns.hostname)
@@ -7037,11 +7038,11 @@ def _auth_token(ns: Any) -> int:
     return 0
 
 
-def _auth_git_credential(ns: Any) -> int:
+def _auth_git_credential(ns: argparse.Namespace) -> int:
     return git_credential(ns.operation, sys.stdin, sys.stdout)
 
 
-def _auth_import_tea(ns: Any) -> int:
+def _auth_import_tea(ns: argparse.Namespace) -> int:
     import forge
     try:
         logins = forge.read_tea_logins()
@@ -7076,7 +7077,7 @@ def _auth_import_tea(ns: Any) -> int:
     for target, login in plan:
         try:
             token = forge.check_token_text(login.token)
-            user = _verify(forge, target, token)
+            user = _verify(target, token)
             where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
             forge.record_login(target.host, user, where, target.api_base)
         except forge.ForgeError as exc:
@@ -7087,14 +7088,15 @@ def _auth_import_tea(ns: Any) -> int:
     return 1 if failed else 0
 
 
-def _auth_cli(parser: Any) -> None:
+def _auth_cli(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(dest="verb", metavar="<verb>")
     host_help = ("The forge host, or its web address (https://host or http://host:port); default: this "
                  "repository's origin host, else your one login.")
     insecure_help = ("When no secure credential store works on this machine, keep the token in a plaintext "
                      "file (mode 0600) instead of refusing.")
 
-    def verb(name: str, summary: str, run: Callable[[Any], int], hostname: bool = True) -> Any:
+    def verb(name: str, summary: str, run: Callable[[argparse.Namespace], int],
+             hostname: bool = True) -> argparse.ArgumentParser:
         sub = verbs.add_parser(name, help=summary, description=summary)
         if hostname:
             sub.add_argument("--hostname", help=host_help)
