@@ -3982,14 +3982,14 @@ def release_upload_op(inv: Invocation) -> Result:
 
 # --- madt_repo ---
 
-def _repo_row(r: Mapping[str, Any]) -> dict[str, Any]:
+def _repo_row(r: Mapping[str, Json]) -> dict[str, Json]:
     return {"full_name": r.get("full_name"), "description": clean_line(r.get("description")),
             "private": r.get("private"),
             "fork": r.get("fork"), "archived": r.get("archived"), "default_branch": r.get("default_branch"),
             "stars": r.get("stars_count"), "updated": (r.get("updated_at") or "")[:19], "url": r.get("html_url")}
 
 
-def _repo_line(r: Mapping[str, Any]) -> str:
+def _repo_line(r: Mapping[str, Json]) -> str:
     flags = [f for f, on in (("private", r["private"]), ("fork", r["fork"]), ("archived", r["archived"])) if on]
     return f"{r['full_name']} {r['description']}".rstrip() + (f" ({', '.join(flags)})" if flags else "")
 
@@ -4079,7 +4079,7 @@ BRANCH = Param("branch", description="The branch to create or rename.", required
 MAX_FILES = 300  # files of one commit listed by name; the diff shows every one
 
 
-def _commit_row(c: Mapping[str, Any]) -> dict[str, Any]:
+def _commit_row(c: Mapping[str, Json]) -> dict[str, Json]:
     git = c.get("commit") or {}
     who = git.get("author") or {}
     return {"sha": c.get("sha"), "title": clean_line((git.get("message") or "").split("\n", 1)[0]),
@@ -4157,7 +4157,7 @@ def _start_commit(inv: Invocation, facts: guard.RefWrite, ref: str, key: str) ->
 
 
 def _create_ref(inv: Invocation, kind: str, name: str,
-                payload: Callable[[str], dict[str, object]]) -> tuple[dict[str, Any], str, str]:
+                payload: Callable[[str], dict[str, object]]) -> tuple[dict[str, Json], str, str]:
     """Create a branch or tag at ref (default: the default branch) once: (the forge's answer, ref, its sha)."""
     import forge
     facts, key = _ref_facts(inv), "tag" if kind == "tag" else "branch"
@@ -4299,7 +4299,7 @@ def notification_list_op(inv: Invocation) -> Result:
                             for r in rows) or "no notifications", rows)
 
 
-def _notification_row(n: Mapping[str, Any]) -> dict[str, Any]:
+def _notification_row(n: Mapping[str, Json]) -> dict[str, Json]:
     return {"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
             "type": (n.get("subject") or {}).get("type"), "title": clean_line((n.get("subject") or {}).get("title")),
             "url": (n.get("subject") or {}).get("html_url"), "updated": (n.get("updated_at") or "")[:19]}
@@ -4343,7 +4343,7 @@ OWNER = Param("owner", description="The user or organisation owning the packages
 PACKAGE_TYPE = Param("type", description="The package type, e.g. npm or pypi.")
 
 
-def _people(inv: Invocation, segments: tuple[str, ...], q: str | None = None) -> list[Any]:
+def _people(inv: Invocation, segments: tuple[str, ...], q: str | None = None) -> list[Json]:
     """A search endpoint's page of results ({ok, data}): bounded by limit, continued with page."""
     import forge
     params = {"limit": min(_limit(inv), forge.PAGE_SIZE)} | _page_params(inv) | ({"q": q} if q else {})
@@ -4380,7 +4380,7 @@ def people_teams_op(inv: Invocation) -> Result:
                   or "no teams match", rows)
 
 
-def _package_rows(inv: Invocation, found: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _package_rows(inv: Invocation, found: Sequence[Mapping[str, Json]]) -> list[dict[str, Json]]:
     """Package versions, kept to the server's repository list by the repository each is linked to."""
     kept = api(inv).confine(found, lambda p: (p.get("repository") or {}).get("full_name"))
     return [{"type": p.get("type"), "name": clean_line(p.get("name")), "version": clean_line(p.get("version")),
@@ -4388,7 +4388,7 @@ def _package_rows(inv: Invocation, found: Sequence[Mapping[str, Any]]) -> list[d
              "url": p.get("html_url")} for p in kept]
 
 
-def _package_lines(rows: Sequence[Mapping[str, Any]]) -> str:
+def _package_lines(rows: Sequence[Mapping[str, Json]]) -> str:
     return "\n".join(f"{r['type']} {r['name']} {r['version']} {r['created'][:10]}"
                      + (f" ({r['repo']})" if r["repo"] else "") for r in rows)
 
@@ -4555,7 +4555,7 @@ def _checked_path(inv: Invocation, name: str = "path") -> str:
     return guard.check_file_path(value, inv.op.where, lambda v: inv.again(**{name: v}), name)
 
 
-def _file_at(inv: Invocation, path: str, ref: str | None) -> Any:
+def _file_at(inv: Invocation, path: str, ref: str | None) -> Json:
     """The forge's entry for *path* at *ref*: a file's ContentsResponse, a directory's list, or None."""
     import forge
     remote = api(inv)
@@ -4586,7 +4586,7 @@ def _spelt_in_tree(inv: Invocation, path: str, ref: str) -> str | None:
     return whole if whole != path else None
 
 
-def _file_bytes(inv: Invocation, item: Mapping[str, Any], ref: str | None) -> bytes:
+def _file_bytes(inv: Invocation, item: Mapping[str, Json], ref: str | None) -> bytes:
     """A file's bytes: from its base64 content, or from the raw endpoint when the forge left it out (large files).
 
     A file larger than an answer madtea reads is refused from its size before any download: reading it would
@@ -4662,7 +4662,7 @@ def files_tree_op(inv: Invocation) -> Result:
     under = _checked_path(inv) if inv.args.get("path") else ""
     ref = inv.args.get("ref") or default_branch(inv)
     commit = _commit_of(inv, ref)
-    entries: list[dict[str, Any]] = []
+    entries: list[dict[str, Json]] = []
     for page in range(1, MAX_TREE_PAGES + 1):
         got = remote.get("git", "trees", commit, params={"recursive": "true", "page": page, "per_page": 1000})
         entries += (got or {}).get("tree") or []
@@ -4905,7 +4905,7 @@ def _write_file(inv: Invocation) -> Result:
             payload["new_branch"] = a["new_branch"]
         look = _view_call(inv, changes[0].path if changes[0].new is not None else changes[0].source, w.lands_on)
 
-        def shows() -> dict[str, Any] | None:
+        def shows() -> dict[str, Json] | None:
             """The branch's head when every change shows on it; None when one does not (yet)."""
             if a.get("new_branch") and w.lands_on not in {str(b.get("name")) for b in
                                                           remote.list_items("branches", limit=1000)}:
@@ -5006,7 +5006,7 @@ def _forgejo_lacks(remote: Api, endpoint: str) -> None:
 
 
 def _actions(inv: Invocation, *segments: str | int, params: Mapping[str, object] | None = None,
-             listing: str | None = None) -> Any:
+             listing: str | None = None) -> Json:
     """Actions endpoints, with Forgejo's gaps reported as NOT_SUPPORTED rather than a bare 404."""
     import forge
     remote = api(inv)
@@ -5024,7 +5024,7 @@ def _actions(inv: Invocation, *segments: str | int, params: Mapping[str, object]
 _RUN_DONE = ("success", "failure", "cancelled", "skipped")
 
 
-def _run_row(r: Mapping[str, Any]) -> dict[str, Any]:
+def _run_row(r: Mapping[str, Json]) -> dict[str, Json]:
     """One run in Gitea's shape; Forgejo names the fields differently and folds the conclusion into status."""
     status, conclusion = r.get("status"), r.get("conclusion")
     if "conclusion" not in r and status in _RUN_DONE:
@@ -5116,12 +5116,12 @@ def actions_download_op(inv: Invocation) -> Result:
                   {"id": inv.args["artifact_id"], "name": name, "path": str(path), "size": len(data)})
 
 
-def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Any]]]:
+def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Json]]]:
     """Run before a dispatch: the look-up of runs of this workflow dispatched since, by you (Gitea names the
     workflow in the run's path, Forgejo as its id)."""
     me: list[str] = []
 
-    def mine(r: dict[str, Any]) -> bool:
+    def mine(r: dict[str, Json]) -> bool:
         me[:] = me or [_me(inv).casefold()]
         workflow = r.get("workflow_id") or str(r.get("path") or "").split("@")[0]
         return workflow == inv.args["workflow"] and _login(r.get("actor") or r.get("trigger_user")).casefold() == me[0]
@@ -5196,7 +5196,7 @@ def actions_set_secret_op(inv: Invocation) -> Result:
                   f"shown and cannot be read back.", {"name": name, "created": not had})
 
 
-def _variable(remote: Api, name: str) -> dict[str, Any] | None:
+def _variable(remote: Api, name: str) -> dict[str, Json] | None:
     import forge
     try:
         return dict(remote.get("actions", "variables", name))
@@ -5362,7 +5362,7 @@ def api_call_op(inv: Invocation) -> Result:
         guard.check_confined(remote.target.full, remote.confined, path, f"{owner}/{repo}")
         scoped = forge.RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
         if paginate:
-            found: Any = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
+            found: Json = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
         else:
             found = scoped.send(method, segments[3:], query, a.get("body")).json()
     else:
@@ -5538,7 +5538,7 @@ def variable_delete_op(inv: Invocation) -> Result:
     return _delete(inv, "variable", ACTIONS_NAME, lambda: ("actions", "variables", name))
 
 
-def delete_refusal(tool: str, raw: Mapping[str, Any], ctx: Context) -> guard.Refusal:
+def delete_refusal(tool: str, raw: Mapping[str, Json], ctx: Context) -> guard.Refusal:
     """An agent asked to delete a forge object: a person's act, named with its web address."""
     ops = [op for op in REGISTRY if op.tool == tool and op.persons]
     op = next((o for o in ops if o.action == raw.get("action")), ops[0])
@@ -5619,7 +5619,7 @@ def _finish_api(inv: Invocation) -> Api:
     return Api(remote, confined=False, read_only=False, scope=inv.ctx.scope)
 
 
-def _merged_pr_for(a: Api, branch: str) -> dict[str, Any] | None:
+def _merged_pr_for(a: Api, branch: str) -> dict[str, Json] | None:
     for pr in a.list_items("pulls", params={"state": "closed"}, limit=200):
         if (pr.get("head") or {}).get("ref") == branch and pr.get("merged"):
             return dict(pr)
@@ -5810,7 +5810,7 @@ def _close_issues(remote: Api, steps: _Steps, closes: list[int], no_close: bool)
         notice(f"left issues {', '.join('#' + str(n) for n in closes)} open because no_close holds.")
 
 
-def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: Mapping[str, Any],
+def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: Mapping[str, Json],
                  branch_form: bool) -> Result:
     """Back to the default branch and fast-forward it; the branch= form touches no working tree."""
     repo = _grepo(inv)
