@@ -66,7 +66,7 @@ __all__ = [
     "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
     "check_confined", "FORGE_NEXT", "NOTHING_FURTHER", "check_merge_head", "check_merged", "check_forgejo_offers",
-    "check_secret_listed", "no_such_variable", "stopped_time_unseen",
+    "check_secret_listed", "no_such_variable", "stopped_time_unseen", "login_way_on", "check_git_auth",
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
     "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
     "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
@@ -1850,6 +1850,27 @@ FORGE_NEXT = {
 }
 # A failure no later step can mend: said to a person.
 NOTHING_FURTHER = "Tell the user what failed; madtea changed nothing further."
+# What git says when no credential (or a rejected one) was all it had; a 403
+# is a permission answer about a working credential, so it stays a git error.
+_GIT_AUTH_FAILED = ("could not read Username", "could not read Password", "Authentication failed",
+                    "returned error: 401")
+
+
+def login_way_on(host: str) -> str:
+    """A person logs in for *host* in their own terminal: madtea asks for the token and checks it."""
+    return (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks for a token "
+            f"and checks it with the forge), then call again.")
+
+
+def check_git_auth(host: str | None, exc: gitops.GitError) -> None:
+    """A git transport failure that says no credential worked (a rejected push never does) is a person's
+    login for *host*, the origin's forge host."""
+    if isinstance(exc, gitops.PushRejected) or not any(sign in exc.stderr for sign in _GIT_AUTH_FAILED):
+        return
+    shown = host or "the origin's host"
+    raise Refusal("AUTH_MISSING", f"git could not authenticate to {shown}: no working credential for it ({exc}).",
+                  target=host,
+                  user_action=login_way_on(host) if host else FORGE_NEXT["AUTH_MISSING"])
 
 
 def check_fields(c: _Guarded, names: Sequence[str], items: Sequence[Mapping[str, Any]]) -> None:

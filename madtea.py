@@ -1288,8 +1288,7 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
         user_action = (f"Tell the user that {source} sends this request on to {host}, which wants its own "
                        f"sign-in; madtea never sends a token to another host, so it cannot be read from here.")
     elif code == "AUTH_MISSING" and host:
-        user_action = (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks "
-                       f"for a token and checks it with the forge), then call again.")
+        user_action = guard.login_way_on(host)
     where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)
     host = getattr(exc, "host", None)
     target = f"{where} on {host}" if where and host else (where or host or (inv.op.where if inv else None))
@@ -1326,10 +1325,6 @@ __all__ += ["transport_env", "git_credential", "helper_command", "origin_problem
 _HELPER_HOST_ENV = "MADTEA_GIT_CREDENTIAL_HOST"   # the one host the helper answers for
 _HELPER_FILE_ENV = "MADTEA_GIT_TOKEN_FILE"        # a 0600 file holding an environment token for that host
 _USER_RE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
-# What git says when no credential (or a rejected one) was all it had; a 403
-# is a permission answer about a working credential, so it stays a git error.
-_AUTH_FAILED = ("could not read Username", "could not read Password", "Authentication failed",
-                "returned error: 401")
 
 
 def _token_for(host: str, launch_host: str | None = None) -> tuple[str | None, str]:
@@ -1411,14 +1406,10 @@ class _Transport:
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  _tb: TracebackType | None) -> None:
-        import forge
         if self._file:
             _drop_token_file(self._file)
-        if isinstance(exc, gitops.GitError) and not isinstance(exc, gitops.PushRejected):
-            if any(sign in exc.stderr for sign in _AUTH_FAILED):
-                host = self.host or "the origin's host"
-                raise forge.ForgeError("AUTH_MISSING", f"git could not authenticate to {host}: no working "
-                                       f"credential for it ({exc}).", host=self.host) from None
+        if isinstance(exc, gitops.GitError):
+            guard.check_git_auth(self.host, exc)
 
 
 def transport_env(repo: gitops.Repo | guard.RepoFacts, launch_host: str | None) -> _Transport:

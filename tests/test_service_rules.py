@@ -673,3 +673,31 @@ def test_a_login_names_its_host_and_reads_its_token_from_a_person(r: guard.Refus
                                                                   target: str) -> None:
     assert (r.code, r.message, r.target) == (code, text, target)
     assert person(r) and "madt_" not in (r.user_action or "")
+
+
+# --------------------------------------------------------------------------- git's transport without a credential
+
+def _git_failed(stderr: str, kind: type[gitops.GitError] = gitops.GitError) -> gitops.GitError:
+    return kind(["git", "push", "origin", "feat"], 128, stderr)
+
+
+@pytest.mark.parametrize("stderr,host,refused", [
+    ("fatal: could not read Username for 'https://forge.test': terminal prompts disabled", "forge.test", True),
+    ("remote: Authentication failed for 'https://forge.test/acme/web.git/'", None, True),
+    ("error: The requested URL returned error: 401", "forge.test", True),
+    ("error: The requested URL returned error: 403", "forge.test", False),  # a working credential, refused
+    ("fatal: unable to access: Could not resolve host", "forge.test", False),
+])
+def test_git_without_a_working_credential_is_a_persons_login(stderr: str, host: str | None, refused: bool) -> None:
+    # A push the remote rejected had a working credential, whatever its hook printed.
+    guard.check_git_auth(host, gitops.PushRejected(["git", "push"], 1, stderr, reason="hook", kind="remote"))
+    if not refused:
+        guard.check_git_auth(host, _git_failed(stderr))
+        return
+    r = refusal(guard.check_git_auth, host, _git_failed(stderr))
+    shown = host or "the origin's host"
+    assert (r.code, r.target) == ("AUTH_MISSING", host)
+    assert r.message == f"git could not authenticate to {shown}: no working credential for it ({_git_failed(stderr)})."
+    assert person(r) == (guard.FORGE_NEXT["AUTH_MISSING"] if host is None else
+                         "Ask the user to run `madtea auth login --hostname forge.test` in their own terminal (it "
+                         "asks for a token and checks it with the forge), then call again.")
