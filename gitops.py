@@ -2005,8 +2005,8 @@ def fetch_pull_head(repo: Repo, number: int, branch: str, remote: str = "origin"
     """Create local *branch* at pull request *number*'s head on *remote*, or fast-forward it there (never forced:
     git refuses a branch that would lose commits, and the checked-out one)."""
     refspec = f"refs/pull/{int(number)}/head:refs/heads/{reject_option(branch, 'branch')}"
-    argv = ["fetch", "--", reject_option(remote, "remote"), refspec]
-    result = git(*argv, repo=repo, check=False, env=env)
+    argv = ["fetch", *_progress_option(), "--", reject_option(remote, "remote"), refspec]
+    result = git(*argv, repo=repo, check=False, env=env, progress=True)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
 

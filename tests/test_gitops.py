@@ -1393,3 +1393,19 @@ def test_remote_urls_are_what_git_lists(tmp_path: Path, hermetic_seal: Path, set
     assert gitops.remote_urls(pinned, remote) == _urls_as_git_lists_them(repo, remote)
     assert gitops.call_count() - before == calls
 
+
+
+def test_a_pull_requests_head_is_fetched_with_gits_progress_when_the_call_reports(tmp_path: Path,
+                                                                                  hermetic_seal: Path) -> None:
+    bare = make_bare(tmp_path / "origin.git")
+    work = make_repo(tmp_path / "work", origin=str(bare), files={f"f{n}.txt": f"{n}\n" for n in range(20)})
+    run_git(work, "push", "-q", "origin", "HEAD:refs/pull/1/head")
+    clone = make_repo(tmp_path / "clone", origin=str(bare), commit=False)
+    call = gitops.Call(None, reporting=True)
+    token = gitops.CALL.set(call)
+    try:
+        gitops.fetch_pull_head(_repo(clone), 1, "pr-1")
+    finally:
+        gitops.CALL.reset(token)
+    assert run_git(clone, "rev-parse", "refs/heads/pr-1") == run_git(work, "rev-parse", "HEAD")
+    assert call.said[0] >= 2 and call.said[1].startswith("git: "), call.said  # git's own lines, as for a pull
