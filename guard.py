@@ -71,6 +71,7 @@ __all__ = [
     "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
     "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
     "no_login_to_default", "no_terminal_for_token", "no_token_given",
+    "no_stored_token", "import_needs_terminal", "unreadable_body_file",
     "batch_stopped", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
     "body_kept_changing", "check_update_install", "update_not_a_release", "update_no_signature",
     "update_wrong_kind", "check_update_signer", "update_bad_signature", "update_trust_needs_terminal",
@@ -2123,6 +2124,25 @@ def no_token_given(host: str) -> Refusal:
     """A person who ends the token prompt (Ctrl-D) has chosen to log in later: nothing is stored."""
     return Refusal("BAD_ARGUMENT", "No token was given; nothing was stored.", target=host,
                    user_action=f"Run madtea auth login --hostname {host} again when the token is at hand.")
+
+
+def no_stored_token(host: str) -> Refusal:
+    """``madtea auth token`` prints a token there is; none is a login to make."""
+    return Refusal("AUTH_MISSING", f"no token for {host}; log in with: madtea auth login --hostname {host}",
+                   target=host, user_action=f"Run madtea auth login --hostname {host}.")
+
+
+def import_needs_terminal() -> Refusal:
+    """Tokens are imported from tea only with a person's yes, typed at a terminal."""
+    return Refusal("USER_ACTION_REQUIRED", "importing tokens needs your consent at a terminal, and there is none; "
+                   "run madtea auth import-tea in a terminal.", target="tea's logins",
+                   user_action="Run madtea auth import-tea in a terminal.")
+
+
+def unreadable_body_file(command: str, why: str) -> Refusal:
+    """A --body-file that cannot be read sends nothing (an empty body is never taken for it)."""
+    return Refusal("BAD_ARGUMENT", f"madtea {command}: cannot read --body-file ({why}); nothing was sent.",
+                   target=f"madtea {command}", user_action="Name a file that can be read.")
 
 
 def no_terminal_to_confirm(what: str, name: str) -> Refusal:

@@ -6186,8 +6186,7 @@ def _cli_main(args: list[str]) -> int:
     try:
         _apply_cli_extras(op, ns, raw)
     except (OSError, UnicodeDecodeError) as exc:
-        result = error_result("BAD_ARGUMENT", f"madtea {' '.join(op.cli)}: cannot read --body-file ({exc}); nothing "
-                              "was sent.", user_action="Name a file that can be read.")
+        result = refusal_result(guard.unreadable_body_file(" ".join(op.cli), str(exc)))
     else:
         result = _current_pull_request(op, raw, ctx) or run(op.tool, raw, ctx)
     if getattr(ns, "_web", False) and not result.is_error:
@@ -7022,9 +7021,7 @@ def _auth_token(ns: argparse.Namespace) -> int:
     here = _cwd_target()
     token, _source = forge.token_for(target.host, here.host if here else None)
     if not token:
-        _stderr(f"AUTH_MISSING: no token for {target.host}; log in with: madtea auth login --hostname "
-                f"{target.host}", "31")
-        return 1
+        return _auth_fail(guard.no_stored_token(target.host))
     print(token)
     return 0
 
@@ -7052,9 +7049,7 @@ def _auth_import_tea(ns: argparse.Namespace) -> int:
     for target, login in plan:
         print(f"  {target.host}" + (f" as {login.user}" if login.user else "") + f" (tea login {login.name!r})")
     if not sys.stdin.isatty():
-        _stderr("USER_ACTION_REQUIRED: importing tokens needs your consent at a terminal, and there is none; "
-                "run madtea auth import-tea in a terminal.", "31")
-        return 1
+        return _auth_fail(guard.import_needs_terminal())
     try:
         answer = input(f"Import {len(plan)} token{'s' if len(plan) != 1 else ''} into madtea's credential store? "
                        "Type yes to import: ")

@@ -701,3 +701,19 @@ def test_git_without_a_working_credential_is_a_persons_login(stderr: str, host: 
     assert person(r) == (guard.FORGE_NEXT["AUTH_MISSING"] if host is None else
                          "Ask the user to run `madtea auth login --hostname forge.test` in their own terminal (it "
                          "asks for a token and checks it with the forge), then call again.")
+
+
+@pytest.mark.parametrize("r,code,text,target,person_words", [
+    (guard.no_stored_token("forge.test"), "AUTH_MISSING", "no token for forge.test; log in with: madtea auth login "
+     "--hostname forge.test", "forge.test", "Run madtea auth login --hostname forge.test."),
+    (guard.import_needs_terminal(), "USER_ACTION_REQUIRED", "importing tokens needs your consent at a terminal, and "
+     "there is none; run madtea auth import-tea in a terminal.", "tea's logins",
+     "Run madtea auth import-tea in a terminal."),
+    (guard.unreadable_body_file("issue create", "[Errno 2] No such file or directory: 'b.md'"), "BAD_ARGUMENT",
+     "madtea issue create: cannot read --body-file ([Errno 2] No such file or directory: 'b.md'); nothing was sent.",
+     "madtea issue create", "Name a file that can be read."),
+])
+def test_what_only_a_person_at_the_cli_can_give(r: guard.Refusal, code: str, text: str, target: str,
+                                                 person_words: str) -> None:
+    assert (r.code, r.message, r.target) == (code, text, target)
+    assert person(r) == person_words
