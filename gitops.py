@@ -2185,12 +2185,13 @@ def blob_ids(repo: Repo, rev: str, paths: Sequence[str]) -> dict[str, str]:
     return ids
 
 
-def changed_paths(repo: Repo, commit: str, paths: Sequence[str]) -> list[str]:
-    """The files at or under *paths* that *commit* changes from its first parent (content, mode or type),
-    or adds as a root commit, sorted."""
+def changed_paths(repo: Repo, commit: str, paths: Sequence[str], base: str | None = None) -> list[str]:
+    """The files at or under *paths* that differ (content, mode or type) between *base* and *commit*, or
+    without *base*, that *commit* changes from its first parent or adds as a root commit; sorted."""
     reject_option(commit, "commit")
+    revs = (commit,) if base is None else (reject_option(base, "base"), commit)
     out = git("diff-tree", "-r", "-z", "--root", "--no-commit-id", "--name-only", "--no-renames",
-              "--end-of-options", commit, "--", *paths, repo=repo).stdout
+              "--end-of-options", *revs, "--", *paths, repo=repo).stdout
     return sorted(os.fsdecode(name) for name in out.split(b"\0") if name)
 
 

@@ -1908,8 +1908,7 @@ def worktree_add_op(inv: Invocation) -> Result:
     if carry and commit_ish and gitops.head_sha(repo) != gitops.head_sha(repo, commit_ish):
         # The files' changes were made against this checkout's HEAD; copied onto another base they
         # would also undo whatever that base changed in them.
-        theirs, base = gitops.blob_ids(repo, "HEAD", carry), gitops.blob_ids(repo, commit_ish, carry)
-        differ = sorted(p for p in set(theirs) | set(base) if theirs.get(p) != base.get(p))
+        differ = gitops.changed_paths(repo, commit_ish, carry, base="HEAD")
         if differ:
             raise guard.carry_conflict(inv.local, commit_ish, differ)
     gitops.worktree_add(repo, path, commit_ish, new_branch)

@@ -391,6 +391,20 @@ def test_carrying_files_onto_a_base_where_they_differ_asks_a_person(clone: Path,
     assert_only_changed(before, snapshot([lib]), set())
 
 
+def test_a_file_whose_mode_differs_on_the_base_is_not_carried(single_repo: SingleRepo, tmp_path: Path) -> None:
+    repo = single_repo.repo
+    commit_files(repo, {"run.sh": "echo\n"}, "script")
+    run_git(repo, "switch", "-q", "-c", "feat")
+    run_git(repo, "switch", "-q", "main")
+    (repo / "run.sh").chmod(0o755)
+    run_git(repo, "commit", "-q", "-am", "make it executable")
+    run_git(repo, "switch", "-q", "feat")  # its run.sh is not executable: copied onto main, it would undo that
+    write_files(repo, {"run.sh": "echo changed\n"})
+    done = refused("USER_ACTION_REQUIRED", "madt_worktrees", repo, action="add", path=str(tmp_path / "wt"),
+                   commit_ish="main", b="topic", carry=["run.sh"])
+    assert "run.sh" in done.text and not (tmp_path / "wt").exists()
+
+
 def test_a_nested_repos_worktree_is_proposed_outside_the_umbrella(tmp_path: Path, hermetic_seal: Path) -> None:
     from topologies import make_repo
     home = make_repo(tmp_path / "home", origin="https://forge.example.test/acme/home.git")
