@@ -306,6 +306,11 @@ class ForgeError(Exception):
             f"method={self.method!r}, path={self.path!r})"
         )
 
+    def restated(self, message: str) -> ForgeError:
+        """The same failure (code, request, host) in *message*: the forge's answer beside what madtea knows."""
+        return ForgeError(self.code, message, self.status, self.method, self.path, transient=self.transient,
+                          host=self.host)
+
     def to_dict(self) -> dict[str, Any]:
         """The error as plain data for a structured result."""
         return {"code": self.code, "message": self.message, "status": self.status,

@@ -2523,12 +2523,10 @@ def write_body(inv: Invocation, segments: tuple[str | int, ...], view_call: guar
             try:
                 current = api(inv).get(*path)
             except forge.ForgeError as exc:
-                raise forge.ForgeError(
-                    exc.code, f"madtea sent the body edit{_with(fields)} but could not read the body back "
-                    f"({exc.message}); "
+                raise exc.restated(
+                    f"madtea sent the body edit{_with(fields)} but could not read the body back ({exc.message}); "
                     "whether it landed is unknown. Read it with " + shown_call(view_call) + " before "
-                    "editing again.", exc.status, exc.method, exc.path, transient=exc.transient,
-                    host=exc.host) from None
+                    "editing again.") from None
             now = current.get("body") or ""
             size = f"{len(now)} characters, updated_at {current.get('updated_at')}"
             if _same_text(now, body) and _fields_shown(current, fields):
@@ -2680,10 +2678,8 @@ def _edit(inv: Invocation, kind: str) -> Result:
         if not done:
             raise
         # A later request failed: say what already landed, so nothing is repeated blindly.
-        raise forge.ForgeError(
-            exc.code, f"#{number} was partly edited: " + "; ".join(done) + f"; then a request failed and the rest "
-            f"was not done: {exc.message}", exc.status, exc.method, exc.path, transient=exc.transient,
-            host=exc.host) from None
+        raise exc.restated(f"#{number} was partly edited: " + "; ".join(done) + f"; then a request failed and "
+                           f"the rest was not done: {exc.message}") from None
     guard.check_something_to_change(forge_call(inv), len(done), f"#{number}", "title", "the new title")
     item = api(inv).get("issues", number)
     return Result(f"Edited #{number} in {api(inv).target.slug}: " + "; ".join(done) + f"\n{item.get('html_url')}",
@@ -2739,10 +2735,9 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
             if not lines and not commented:
                 raise
             # A batch that fails part-way says what it already did, so no step is repeated blindly.
-            raise forge.ForgeError(
-                exc.code, "\n".join(lines + [f"#{number} failed{' after its comment was posted' if commented else ''}"
-                                             f", and the rest were not tried: {exc.message}"]),
-                exc.status, exc.method, exc.path, transient=exc.transient, host=exc.host) from None
+            after = " after its comment was posted" if commented else ""
+            raise exc.restated("\n".join(lines + [f"#{number} failed{after}, and the rest were not tried: "
+                                                  f"{exc.message}"])) from None
         rows.append(issue_row(item))
         lines.append(f"{'Closed' if state == 'closed' else 'Reopened'} {noun} #{number} in {api(inv).target.slug}"
                      + (" with a comment" if inv.args.get("comment") else ""))
@@ -3366,16 +3361,13 @@ def merge_pr(a: Api, number: int, *, style: str, head_sha: str | None, delete_br
             after = a.get("pulls", number)
         except forge.ForgeError:
             if exc.status is None:
-                raise forge.ForgeError(exc.code, f"{exc.message} Reading PR #{number} back failed too, so whether "
-                                      "it was merged is unknown; read it before merging again.", exc.status,
-                                      exc.method, exc.path, transient=exc.transient, host=exc.host) from None
+                raise exc.restated(f"{exc.message} Reading PR #{number} back failed too, so whether it was "
+                                   "merged is unknown; read it before merging again.") from None
             raise exc from None
         if not after.get("merged"):
             if exc.status is None:
-                raise forge.ForgeError(exc.code, f"{exc.message} A read right after shows PR #{number} not "
-                                      "merged; the forge never merges a pull request twice, so merging it "
-                                      "again is safe.", exc.status, exc.method, exc.path,
-                                      transient=exc.transient, host=exc.host) from None
+                raise exc.restated(f"{exc.message} A read right after shows PR #{number} not merged; the forge "
+                                   "never merges a pull request twice, so merging it again is safe.") from None
             raise
         if exc.status is None:
             notice(f"the forge's answer to the merge was lost; a read-back shows PR #{number} merged at "

@@ -166,6 +166,15 @@ def client(server: Server, token: str | None = TOKEN, **kwargs: Any) -> forge.Cl
 
 # --------------------------------------------------------------------------- round trip
 
+def test_a_failure_restated_keeps_its_code_request_and_host() -> None:
+    failed = forge.ForgeError("FORGE_UNAVAILABLE", "The forge did not answer.", None, "PATCH", "/repos/a/b/issues/3",
+                              transient=True, host="forge.test")
+    said = failed.restated(f"#3 was partly edited; then: {failed.message} https://{TOKEN}@forge.test/x")
+    assert (said.code, said.status, said.method, said.path, said.transient, said.host) == (
+        "FORGE_UNAVAILABLE", None, "PATCH", "/repos/a/b/issues/3", True, "forge.test")
+    assert said.message.startswith("#3 was partly edited; then: The forge did not answer.") and TOKEN not in str(said)
+
+
 def test_json_round_trip_sends_token_and_json_headers(serve: Callable[..., Server]) -> None:
     server = serve(lambda seen: Reply(201, {"number": 7, "title": seen.json["title"]}))
     api = client(server, user_agent="madtea/9.9")
