@@ -554,6 +554,58 @@ class Invocation:
         """This call as a step, with *changes* (a None value leaves that argument out)."""
         return self.asked.retry(**changes)
 
+    # Typed reads of the arguments. check_arguments has turned each value into its declared type before the
+    # handler runs (str and enum: str; int and number: int; bool: bool; strs: list[str]; numbers: list[int]);
+    # each reader checks that type, so what a handler does with the value is checked too. A reader names the
+    # type, not the registry: mypy cannot see that "title" is a str, only that text() returns one.
+
+    def text(self, name: str) -> str:
+        """A string argument the call has (a required one, or one the handler checked)."""
+        value = self.opt_text(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def opt_text(self, name: str) -> str | None:
+        return self._typed(name, str)
+
+    def number(self, name: str) -> int:
+        """A whole-number argument the call has (a required one, or one the handler checked)."""
+        value = self.opt_number(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def opt_number(self, name: str) -> int | None:
+        return self._typed(name, int)
+
+    def flag(self, name: str) -> bool:
+        """A true/false argument; False when the call leaves it out."""
+        return self._typed(name, bool) or False
+
+    def opt_flag(self, name: str) -> bool | None:
+        """A true/false argument, or None when the call leaves it out (a field an edit leaves as it is)."""
+        return self._typed(name, bool)
+
+    def texts(self, name: str) -> list[str]:
+        """A list-of-strings argument; empty when the call leaves it out."""
+        values = self._typed(name, list) or []
+        return values if all(isinstance(v, str) for v in values) else self._mistyped(name, "a list of strings")
+
+    def numbers(self, name: str) -> list[int]:
+        """A list-of-numbers argument; empty when the call leaves it out."""
+        values = self._typed(name, list) or []
+        return values if all(type(v) is int for v in values) else self._mistyped(name, "a list of numbers")
+
+    def _typed(self, name: str, kind: type[_T]) -> _T | None:
+        value = self.args.get(name)
+        if value is None or isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+            return value
+        return self._mistyped(name, kind.__name__)
+
+    def _mistyped(self, name: str, kind: str) -> NoReturn:
+        raise TypeError(f"{self.op.where}: the argument {name} is {type(self.args[name]).__name__}, not {kind}")
+
     def identity(self) -> str:
         """``owner/repo @ /abs/path (branch)``: every mutation says where it landed."""
         branch = self.target.state.branch if self.target and self.target.state else None
@@ -983,14 +1035,14 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
     launch, why = _launch(inv.ctx)
     launch_forge = forge_target(launch.origin) if launch and launch.origin else None
     launch_host = launch_forge.host if launch_forge else None
-    owner_repo = inv.args.get("owner_repo")
+    owner_repo = inv.opt_text("owner_repo")
     explicit = bool(owner_repo)  # only owner_repo bypasses the guard; a passthrough path's repo is guarded
     if inv.op.tool == "madt_api_call" and not owner_repo:
-        segments, _query = _api_call_path(inv.args.get("path"))  # the spelling the call will send
+        segments, _query = _api_call_path(inv.opt_text("path"))  # the spelling the call will send
         in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
         owner_repo = f"{segments[1]}/{segments[2]}" if in_repo else None
-    if inv.args.get("dir"):
-        path = guard.check_dir(inv.args["dir"], inv.op.tool, inv.args, inv.op.action)
+    if inv.opt_text("dir"):
+        path = guard.check_dir(inv.text("dir"), inv.op.tool, inv.args, inv.op.action)
         facts = _dir_target(inv.op, inv.args, path)
         if inv.ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
             guard.check_repo_scope(inv.ctx.scope, inv.op.where, _forge_repo(facts.origin),
@@ -1275,9 +1327,9 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
         return None
     code = getattr(exc, "code", "FORGE_UNAVAILABLE")
     user_action = guard.FORGE_NEXT.get(code)
-    if inv is not None and (inv.op.tool, inv.op.action) == ("madt_pr", "merge") and inv.args.get("number") and \
+    if inv is not None and (inv.op.tool, inv.op.action) == ("madt_pr", "merge") and inv.opt_number("number") and \
             code in ("HEAD_MOVED", "MERGE_CONFLICT"):
-        pr = {"owner_repo": inv.args.get("owner_repo"), "number": inv.args["number"]}
+        pr = {"owner_repo": inv.opt_text("owner_repo"), "number": inv.number("number")}
         steps = (guard.call("madt_pr", action="view", **pr),
                  inv.again(match_head_commit=guard.placeholder("the head sha the view shows"))) \
             if code == "HEAD_MOVED" else (guard.call("madt_pr", action="update_branch", **pr), inv.again())
@@ -1591,7 +1643,7 @@ def _grepo(inv: Invocation) -> gitops.Repo:
 
 
 def _ref_arg(inv: Invocation, name: str) -> str | None:
-    value = inv.args.get(name)
+    value = inv.opt_text(name)
     return guard.check_not_option(value, name, inv.op.where, inv.args) if value else None
 
 
@@ -1656,7 +1708,7 @@ def _interrupted_push(repo: gitops.Repo, branch: str, sha: str) -> tuple[str, di
                    Param("limit", "int", "How many commits to show (default 20, at most 200).", short="n", minimum=1)))
 def log_op(inv: Invocation) -> Result:
     ref = _ref_arg(inv, "ref") or "HEAD"
-    limit = max(1, min(int(inv.args.get("limit") or 20), 200))
+    limit = max(1, min(int(inv.opt_number("limit") or 20), 200))
     entries = gitops.log(_grepo(inv), ref, limit)
     lines = [f"{e.sha[:9]} {e.date[:10]} {e.author}: {e.subject}" for e in entries]
     data = [{"sha": e.sha, "author": e.author, "date": e.date, "subject": e.subject} for e in entries]
@@ -1685,7 +1737,7 @@ def add_op(inv: Invocation) -> Result:
 def commit_op(inv: Invocation) -> Result:
     files = guard.declared_files(inv.local)
     repo = _grepo(inv)
-    sha = gitops.commit(repo, files, inv.args["title"], inv.args.get("body"))
+    sha = gitops.commit(repo, files, inv.text("title"), inv.opt_text("body"))
     held = gitops.changed_paths(repo, sha, files)  # as git recorded it: an unchanged declared file is not in it
     same = [f for f in files if not any(p == f or p.startswith(f.rstrip("/") + "/") for p in held)]
     text = (f"Committed {sha[:9]} on {inv.state.branch or 'detached HEAD'} ({guard.files_list(held)}) in "
@@ -1722,7 +1774,7 @@ def push_op(inv: Invocation) -> Result:
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
-                                 set_upstream=bool(inv.args.get("set_upstream")), env=env)
+                                 set_upstream=inv.flag("set_upstream"), env=env)
     except gitops.LeaseRejected as exc:
         raise guard.lease_rejected(inv.local, branch, lease, exc.stderr) from None
     except gitops.PushRejected as exc:
@@ -1767,17 +1819,17 @@ def pull_op(inv: Invocation) -> Result:
 def branch_create_op(inv: Invocation) -> Result:
     name = _required_ref(inv, "name")
     start = _ref_arg(inv, "start_point") or "HEAD"
-    if inv.state.unborn and start == "HEAD" and inv.args.get("checkout") and name not in (inv.state.branches or ()):
+    if inv.state.unborn and start == "HEAD" and inv.flag("checkout") and name not in (inv.state.branches or ()):
         # No commit yet: the new branch is where the first commit will go, like git switch -c.
         gitops.name_unborn(_grepo(inv), name)
         return Result(f"Switched {inv.identity()} to the new branch {name}, which has no commit yet.",
                       {"branch": name, "sha": None, "checked_out": True})
     sha = gitops.branch_create(_grepo(inv), name, start)
     text = f"Created branch {name} at {sha[:9]} in {inv.identity()}."
-    if inv.args.get("checkout"):
+    if inv.flag("checkout"):
         gitops.switch(_grepo(inv), name)
         text += f" Switched to {name}."
-    return Result(text, {"branch": name, "sha": sha, "checked_out": bool(inv.args.get("checkout"))})
+    return Result(text, {"branch": name, "sha": sha, "checked_out": inv.flag("checkout")})
 
 
 # --- madt_branch_delete ---
@@ -1878,7 +1930,7 @@ def worktree_list_op(inv: Invocation) -> Result:
 
 
 def _worktree_path(inv: Invocation) -> str:
-    raw = guard.check_worktree_path_given(inv.local, inv.args.get("path"))
+    raw = guard.check_worktree_path_given(inv.local, inv.opt_text("path"))
     return str(guard.check_dir(raw, inv.op.tool, inv.args, inv.op.action, name="path"))
 
 
@@ -1904,7 +1956,7 @@ def worktree_add_op(inv: Invocation) -> Result:
     commit_ish = _ref_arg(inv, "commit_ish")
     new_branch = _ref_arg(inv, "b")
     repo = _grepo(inv)
-    carry = guard.declared_files(inv.local, inv.args["carry"]) if inv.args.get("carry") else []
+    carry = guard.declared_files(inv.local, inv.texts("carry")) if inv.texts("carry") else []
     if carry and commit_ish and gitops.head_sha(repo) != gitops.head_sha(repo, commit_ish):
         # The files' changes were made against this checkout's HEAD; copied onto another base they
         # would also undo whatever that base changed in them.
@@ -1965,18 +2017,18 @@ def prune_op(inv: Invocation) -> Result:
         if proof is None or sha is None:
             kept.append(branch)
             continue
-        if not inv.args.get("dry_run"):
+        if not inv.flag("dry_run"):
             gitops.branch_delete(repo, branch, sha)
         deleted.append((branch, proof))
-    verb = "Would delete" if inv.args.get("dry_run") else "Deleted"
+    verb = "Would delete" if inv.flag("dry_run") else "Deleted"
     lines = [f"{verb} {b} ({_PROOFS[p].format(t=default)})" for b, p in deleted] \
         or [f"No branch is proven contained in {default}."]
     if kept:
         lines.append("Kept (work not proven in " + default + "): " + ", ".join(kept))
     text = "\n".join(lines)
-    if not inv.args.get("dry_run"):
+    if not inv.flag("dry_run"):
         text += "\n" + closing(f"Pruned {len(deleted)} branch{'es' if len(deleted) != 1 else ''} in {inv.identity()}")
-    return Result(text, {"deleted": [b for b, _ in deleted], "kept": kept, "dry_run": bool(inv.args.get("dry_run"))})
+    return Result(text, {"deleted": [b for b, _ in deleted], "kept": kept, "dry_run": inv.flag("dry_run")})
 
 
 # --- forge helpers: cleaning, fencing, windows and rows ---
@@ -2089,11 +2141,11 @@ def list_result(rows: list[dict[str, Json]], noun: str, target: RemoteTarget) ->
 
 
 def _limit(inv: Invocation, default: int = 30) -> int:
-    return max(1, min(int(inv.args.get("limit") or default), 1000))
+    return max(1, min(int(inv.opt_number("limit") or default), 1000))
 
 
 def _page_params(inv: Invocation) -> dict[str, Json]:
-    return {"page": inv.args["page"]} if inv.args.get("page") else {}
+    return {"page": inv.number("page")} if inv.opt_number("page") else {}
 
 
 def _cleaned(value: Json) -> Json:
@@ -2112,7 +2164,7 @@ def with_fields(inv: Invocation, rows: list[dict[str, Json]], items: Sequence[Ma
     """Add the raw fields the caller asked for to each row; the text that shows them, fenced as forge data."""
     import json
 
-    given = inv.args.get("fields") or []
+    given = inv.texts("fields")
     names = list(dict.fromkeys(n.strip() for g in ([given] if isinstance(given, str) else given)
                                for n in str(g).split(",") if n.strip()))
     if not names or not items:
@@ -2131,7 +2183,7 @@ def with_fields(inv: Invocation, rows: list[dict[str, Json]], items: Sequence[Ma
 
 
 def _issue_number(inv: Invocation) -> int:
-    return int(inv.args["number"][0] if isinstance(inv.args["number"], list) else inv.args["number"])
+    return inv.number("number")
 
 
 def _all_labels(inv: Invocation) -> list[dict[str, Json]]:
@@ -2286,20 +2338,20 @@ def new_body(inv: Invocation, current: Mapping[str, Json], view_call: guard.Call
     body = current.get("body") or ""
     a = inv.args
     if "body" in a:
-        guard.check_whole_body(a.get("updated_at"), (current.get("updated_at"), _body_sha(body)), view_call,
+        guard.check_whole_body(inv.opt_text("updated_at"), (current.get("updated_at"), _body_sha(body)), view_call,
                                current.get("updated_at"),
                                lambda: fence(body, _login(current.get("user")), "current body"), inv.again())
-        return str(a["body"])
+        return str(inv.text("body"))
     edited = body
-    if a.get("replace_old") is not None:
-        guard.check_replace_once(edited.count(a["replace_old"]), view_call, inv.again())
-        edited = edited.replace(a["replace_old"], a.get("replace_new") or "")
-    if a.get("check"):
-        edited = _checklist(edited, a["check"], True, view_call)
-    if a.get("uncheck"):
-        edited = _checklist(edited, a["uncheck"], False, view_call)
-    if a.get("append"):
-        edited = edited.rstrip("\n") + ("\n\n" if edited.strip() else "") + a["append"]
+    if inv.opt_text("replace_old") is not None:
+        guard.check_replace_once(edited.count(inv.text("replace_old")), view_call, inv.again())
+        edited = edited.replace(inv.text("replace_old"), inv.opt_text("replace_new") or "")
+    if inv.opt_text("check"):
+        edited = _checklist(edited, inv.text("check"), True, view_call)
+    if inv.opt_text("uncheck"):
+        edited = _checklist(edited, inv.text("uncheck"), False, view_call)
+    if inv.opt_text("append"):
+        edited = edited.rstrip("\n") + ("\n\n" if edited.strip() else "") + inv.text("append")
     return edited if edited != body or any(k in a for k in ("append", "replace_old", "check", "uncheck")) else None
 
 
@@ -2553,7 +2605,7 @@ def _view(inv: Invocation, kind: str) -> Result:
     row = issue_row(item)
     cache: dict[str, str] = {}
     author = row["author"]
-    offset = int(inv.args.get("offset") or 0)
+    offset = int(inv.opt_number("offset") or 0)
     tool = "madt_issues" if kind == "issue" else "madt_pr"
     # The window of the body shown; the continuation line is madtea's, so it goes after the fence, not in it.
     text = clean(item.get("body"))
@@ -2583,7 +2635,7 @@ def _view(inv: Invocation, kind: str) -> Result:
     if more:
         lines.append(more)
         row |= {"body_length": len(text), "truncated_at": end}
-    if inv.args.get("comments"):
+    if inv.flag("comments"):
         comments = api(inv).get("issues", number, "comments") or []
         row["comments"] = []
         budget = 3 * MAX_TEXT  # a thread can be long: past this, the rest is named, not shown
@@ -2610,52 +2662,50 @@ def _view(inv: Invocation, kind: str) -> Result:
 
 
 def _create_payload(inv: Invocation) -> dict[str, Json]:
-    a = inv.args
-    payload: dict[str, Json] = {"title": a["title"]}
-    if a.get("body"):
-        payload["body"] = a["body"]
-    if a.get("label"):
-        payload["labels"] = label_ids(inv, a["label"])
-    if a.get("assignee"):
-        payload["assignees"] = a["assignee"]
-    if a.get("milestone"):
-        payload["milestone"] = milestone_id(inv, a["milestone"])
+    payload: dict[str, Json] = {"title": inv.text("title")}
+    if inv.opt_text("body"):
+        payload["body"] = inv.text("body")
+    if inv.texts("label"):
+        payload["labels"] = label_ids(inv, inv.texts("label"))
+    if inv.texts("assignee"):
+        payload["assignees"] = inv.texts("assignee")
+    if inv.opt_text("milestone"):
+        payload["milestone"] = milestone_id(inv, inv.text("milestone"))
     return payload
 
 
 def _edit(inv: Invocation, kind: str) -> Result:
     import forge
     number = _issue_number(inv)
-    a = inv.args
     tool = "madt_issues" if kind == "issue" else "madt_pr"
     view_call = guard.call(tool, action="view", owner_repo=api(inv).target.full, number=number,
-                           comments=True if a.get("comment_id") else None)
+                           comments=True if inv.opt_number("comment_id") else None)
     # Names become ids before anything is written, so an unknown one leaves the issue untouched.
-    add_ids = label_ids(inv, a["add_label"]) if a.get("add_label") else []
-    remove_ids = label_ids(inv, a["remove_label"]) if a.get("remove_label") else []
-    milestone = milestone_id(inv, a["milestone"]) if a.get("milestone") else None
+    add_ids = label_ids(inv, inv.texts("add_label")) if inv.texts("add_label") else []
+    remove_ids = label_ids(inv, inv.texts("remove_label")) if inv.texts("remove_label") else []
+    milestone = milestone_id(inv, inv.text("milestone")) if inv.opt_text("milestone") else None
     fields: dict[str, Json] = {}
-    if kind == "pr" and a.get("base"):
-        fields["base"] = a["base"]
-    if a.get("title"):
-        fields["title"] = a["title"]
+    if kind == "pr" and inv.opt_text("base"):
+        fields["base"] = inv.text("base")
+    if inv.opt_text("title"):
+        fields["title"] = inv.text("title")
     if milestone is not None:
         fields["milestone"] = milestone
-    if a.get("remove_milestone"):
+    if inv.flag("remove_milestone"):
         fields["milestone"] = 0
-    if a.get("add_assignee") or a.get("remove_assignee"):
+    if inv.texts("add_assignee") or inv.texts("remove_assignee"):
         current = api(inv).get("issues", number)
         names = [_login(u) for u in current.get("assignees") or []]
-        names = [n for n in names if n not in (a.get("remove_assignee") or [])]
-        fields["assignees"] = names + [n for n in a.get("add_assignee") or [] if n not in names]
+        names = [n for n in names if n not in inv.texts("remove_assignee")]
+        fields["assignees"] = names + [n for n in inv.texts("add_assignee") if n not in names]
     # The body and the fields go in one PATCH, so they land together or not at all; a base is
     # set on the pulls path, which takes the other fields too.
     via = ("pulls", number) if "base" in fields else ("issues", number)
     done: list[str] = []
     try:
-        if a.get("comment_id"):
-            _, note = write_body(inv, ("issues", "comments", a["comment_id"]), view_call)
-            done.append(f"comment {a['comment_id']}:{note}")
+        if inv.opt_number("comment_id"):
+            _, note = write_body(inv, ("issues", "comments", inv.number("comment_id")), view_call)
+            done.append(f"comment {inv.number('comment_id')}:{note}")
             if fields:
                 api(inv).patch(*via, json=fields)
         else:
@@ -2663,15 +2713,15 @@ def _edit(inv: Invocation, kind: str) -> Result:
             if note:
                 done.append(note.strip())
         if "base" in fields:
-            done.append(f"set base to {a['base']}")
+            done.append(f"set base to {inv.text('base')}")
         if fields.keys() - {"base"}:
             done.append("set " + ", ".join(sorted(fields.keys() - {"base"})))
-        if kind == "pr" and (a.get("add_reviewer") or a.get("remove_reviewer")):
+        if kind == "pr" and (inv.texts("add_reviewer") or inv.texts("remove_reviewer")):
             done.append(_set_reviewers(inv, number))
         if add_ids:
             api(inv).post("issues", number, "labels", json={"labels": add_ids})
-            done.append("added labels " + ", ".join(a["add_label"]))
-        for label_id, name in zip(remove_ids, a.get("remove_label") or []):
+            done.append("added labels " + ", ".join(inv.texts("add_label")))
+        for label_id, name in zip(remove_ids, inv.texts("remove_label")):
             api(inv).delete("issues", number, "labels", label_id)
             done.append(f"removed label {name}")
     except forge.ForgeError as exc:
@@ -2694,8 +2744,8 @@ def _set_reviewers(inv: Invocation, number: int) -> str:
     def asked() -> set[str]:
         return {_login(u) for u in remote.get("pulls", number).get("requested_reviewers") or []}
     before = {n.casefold() for n in asked()}
-    add = [n for n in inv.args.get("add_reviewer") or [] if n.casefold() not in before]
-    remove = [n for n in inv.args.get("remove_reviewer") or [] if n.casefold() in before]
+    add = [n for n in inv.texts("add_reviewer") if n.casefold() not in before]
+    remove = [n for n in inv.texts("remove_reviewer") if n.casefold() in before]
     lost = None
     for send, names in ((remote.post, add), (remote.delete, remove)):
         if names:
@@ -2718,18 +2768,18 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
     import forge
     lines: list[str] = []
     rows: list[dict[str, Json]] = []
-    for number in inv.args["numbers"]:
+    for number in inv.numbers("numbers"):
         commented = False
         try:
-            if inv.args.get("comment"):
-                post_comment(inv, number, inv.args["comment"])
+            if inv.opt_text("comment"):
+                post_comment(inv, number, inv.text("comment"))
                 commented = True
             item = api(inv).patch("issues", number, json={"state": state})
         except guard.Refusal as exc:
             if not lines:
                 raise
             # Only the rest is sent again: the numbers before this one are done, comments included.
-            rest = inv.args["numbers"][inv.args["numbers"].index(number):]
+            rest = inv.numbers("numbers")[inv.numbers("numbers").index(number):]
             raise guard.batch_stopped(lines, number, exc, this_call(inv), rest) from None
         except forge.ForgeError as exc:
             if not lines and not commented:
@@ -2740,10 +2790,10 @@ def _set_state(inv: Invocation, state: str, noun: str) -> Result:
                                                   f"{exc.message}"])) from None
         rows.append(issue_row(item))
         lines.append(f"{'Closed' if state == 'closed' else 'Reopened'} {noun} #{number} in {api(inv).target.slug}"
-                     + (" with a comment" if inv.args.get("comment") else ""))
+                     + (" with a comment" if inv.opt_text("comment") else ""))
     text = "\n".join(lines)
     if state == "closed":
-        text += "\n" + closing(f"{noun.capitalize()} {', '.join('#' + str(n) for n in inv.args['numbers'])} "
+        text += "\n" + closing(f"{noun.capitalize()} {', '.join('#' + str(n) for n in inv.numbers('numbers'))} "
                                f"{'is' if len(rows) == 1 else 'are'} closed on the forge")
     return Result(text, rows)
 
@@ -2760,7 +2810,7 @@ def post_comment(inv: Invocation, number: int, body: str) -> dict[str, Json]:
 
 def _comment(inv: Invocation, noun: str) -> Result:
     number = _issue_number(inv)
-    body = inv.args["body"]
+    body = inv.text("body")
     made = post_comment(inv, number, body)
     return Result(f"Commented on {noun} #{number} in {api(inv).target.slug} (comment {made.get('id')})\n"
                   f"{made.get('html_url')}", {"id": made.get("id"), "url": made.get("html_url")})
@@ -2776,15 +2826,14 @@ def _comment(inv: Invocation, noun: str) -> Result:
                    Param("search", description="Only issues matching these words.", short="S"), LIMIT, PAGE,
                    FIELDS))
 def issue_list_op(inv: Invocation) -> Result:
-    a = inv.args
-    params: dict[str, Json] = {"type": "issues", "state": a.get("state", "open")} | _page_params(inv)
-    if a.get("label"):
-        label_ids(inv, a["label"])  # the API drops unknown names silently; we refuse them
-        params["labels"] = ",".join(a["label"])
+    params: dict[str, Json] = {"type": "issues", "state": inv.opt_text("state") or "open"} | _page_params(inv)
+    if inv.texts("label"):
+        label_ids(inv, inv.texts("label"))  # the API drops unknown names silently; we refuse them
+        params["labels"] = ",".join(inv.texts("label"))
     for ours, theirs in (("assignee", "assigned_by"), ("author", "created_by"), ("milestone", "milestones"),
                          ("search", "q")):
-        if a.get(ours):
-            params[theirs] = a[ours]
+        if inv.opt_text(ours):
+            params[theirs] = inv.text(ours)
     items = api(inv).list_items("issues", params=params, limit=_limit(inv))
     result = list_result([issue_row(i) for i in items], "issues", api(inv).target)
     result.text += with_fields(inv, result.data, items)
@@ -2886,7 +2935,7 @@ def _lock_supported(inv: Invocation) -> None:
 def issue_lock_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     _lock_supported(inv)
-    api(inv).put("issues", number, "lock", json={"lock_reason": inv.args.get("reason", "")})
+    api(inv).put("issues", number, "lock", json={"lock_reason": inv.opt_text("reason") or ""})
     return Result(f"Locked issue #{number} in {api(inv).target.slug}.", {"number": number, "locked": True})
 
 
@@ -2923,12 +2972,12 @@ def _time_repo(t: Mapping[str, Json]) -> Json:
            params=(replace(NUMBER, required=False), Param("mine", "bool", "Yours, in every repository."), LIMIT))
 def issue_times_op(inv: Invocation) -> Result:
     remote = api(inv)
-    if inv.args.get("number") is not None:
+    if inv.opt_number("number") is not None:
         number = _issue_number(inv)
         times, total = _tracked(remote, number)
         where = f"#{number}"
     else:
-        if inv.args.get("mine"):
+        if inv.flag("mine"):
             times = list(remote.confine(remote.root_list("user", "times", limit=_limit(inv, 1000)), _time_repo))
             where = "your tracked time"
         else:
@@ -2940,7 +2989,7 @@ def issue_times_op(inv: Invocation) -> Result:
                                    "issue": (t.get("issue") or {}).get("number"), "repo": _time_repo(t)}
                                   for t in times]
     lines = [f"{r['id']} {_hms(r['seconds'])} by @{r['user']} {r['created'][:10]}"
-             + (f" on {r['repo'] if inv.args.get('mine') else ''}#{r['issue']}" if inv.args.get("number") is None
+             + (f" on {r['repo'] if inv.flag('mine') else ''}#{r['issue']}" if inv.opt_number("number") is None
                 else "")
              for r in rows]
     return Result("\n".join(lines + [f"total for {where}: {_hms(total)}"]), {"times": rows, "total": total})
@@ -2950,7 +2999,7 @@ def issue_times_op(inv: Invocation) -> Result:
            destructive=True, idempotent=True, summary="Delete a tracked time entry (add_time restores it).",
            params=(NUMBER, Param("time_id", "int", "The entry's id, as times lists it.", required=True, minimum=1)))
 def issue_delete_time_op(inv: Invocation) -> Result:
-    number, remote, tid = _issue_number(inv), api(inv), inv.args["time_id"]
+    number, remote, tid = _issue_number(inv), api(inv), inv.number("time_id")
     entry = next((t for t in _tracked(remote, number)[0] if t.get("id") == tid), None)
     if entry is None:
         raise guard.no_time_entry(forge_call(inv), number, tid)
@@ -2966,7 +3015,7 @@ def issue_delete_time_op(inv: Invocation) -> Result:
            params=(NUMBER, Param("duration", description="The time spent, e.g. 1h30m, 45m or 90s.", required=True)))
 def issue_add_time_op(inv: Invocation) -> Result:
     number, remote = _issue_number(inv), api(inv)
-    seconds = guard.duration_seconds(forge_call(inv), inv.args["duration"])
+    seconds = guard.duration_seconds(forge_call(inv), inv.text("duration"))
     me = _me(inv).casefold()
     made = create_once(inv, ("issues", number, "times"), {"time": seconds}, "tracked time",
                        made_since(lambda: remote.list_items("issues", number, "times", limit=1000),
@@ -3061,8 +3110,8 @@ UPLOAD_FILES = Param("files", "strs", "Paths of the files (over MCP: in the laun
 
 def _attached(inv: Invocation) -> tuple[str, tuple[str | int, ...]]:
     """What the call attaches to (#N, or a comment of it) and the API path of its files."""
-    if inv.args.get("comment_id"):
-        return f"comment {inv.args['comment_id']}", ("issues", "comments", inv.args["comment_id"], "assets")
+    if inv.opt_number("comment_id"):
+        return f"comment {inv.number('comment_id')}", ("issues", "comments", inv.number("comment_id"), "assets")
     return f"#{_issue_number(inv)}", ("issues", _issue_number(inv), "assets")
 
 
@@ -3083,7 +3132,7 @@ def _upload_files(inv: Invocation) -> list[tuple[str, bytes]]:
     launch = _launch_repo(inv.ctx) if inv.ctx.surface == "mcp" else None
     tree = os.path.realpath(launch.top) if launch else ("" if inv.ctx.surface == "mcp" else None)
     c, files = forge_call(inv), []
-    for raw in inv.args["files"]:
+    for raw in inv.texts("files"):
         real = os.path.realpath(Path(tree or os.getcwd(), os.path.expanduser(raw) if tree is None else raw))
         size = os.stat(real).st_size if os.path.isfile(real) else None
         guard.check_upload_file(c, raw, real, size, tree)
@@ -3117,7 +3166,7 @@ def issue_attach_op(inv: Invocation) -> Result:
     import forge
     what, path = _attached(inv)
     look = guard.call("madt_issues", action="attachments", owner_repo=api(inv).target.full,
-                      number=_issue_number(inv), comment_id=inv.args.get("comment_id"))
+                      number=_issue_number(inv), comment_id=inv.opt_number("comment_id"))
     try:
         done = _upload(inv, path)
     except forge.ForgeError as exc:
@@ -3140,8 +3189,8 @@ def _save_new(c: guard.ForgeCall, path: Path, data: bytes) -> None:
 def _attachment(inv: Invocation) -> tuple[str, tuple[str | int, ...], dict[str, Json]]:
     """What a call names (#N's or a comment's file), its API path, and the file as the forge describes it."""
     what, path = _attached(inv)
-    path += (inv.args["attachment_id"],)
-    return f"file {inv.args['attachment_id']} of {what}", path, api(inv).get(*path)
+    path += (inv.number("attachment_id"),)
+    return f"file {inv.number('attachment_id')} of {what}", path, api(inv).get(*path)
 
 
 @operation("madt_issues", "download", cli=("issue", "download"), kind="remote", mutating=True,
@@ -3151,7 +3200,7 @@ def _attachment(inv: Invocation) -> tuple[str, tuple[str | int, ...], dict[str, 
 def issue_download_op(inv: Invocation) -> Result:
     import forge
     remote, c = api(inv), forge_call(inv)
-    out = guard.saved_file(c, inv.args["output"])
+    out = guard.saved_file(c, inv.text("output"))
     what, _path, asset = _attachment(inv)
     name, size, limit = clean_line(asset.get("name")), int(asset.get("size") or 0), forge.MAX_BODY_BYTES
     url = remote.client.asset_url(asset)
@@ -3168,7 +3217,7 @@ def issue_download_op(inv: Invocation) -> Result:
            params=(NUMBER, ATTACHMENT_ID, ATTACHED_TO, Param("name", description="Its new file name.", required=True)))
 def issue_edit_attachment_op(inv: Invocation) -> Result:
     what, path, before = _attachment(inv)
-    name = guard.check_path_name(inv.op.where, "name", inv.args["name"], "a file", lambda v: inv.again(name=v))
+    name = guard.check_path_name(inv.op.where, "name", inv.text("name"), "a file", lambda v: inv.again(name=v))
     after = api(inv).patch(*path, json={"name": name})
     return Result(f"Renamed {what} in {api(inv).target.slug} from {clean_line(before.get('name'))} to "
                   f"{clean_line(after.get('name'))}.", {"id": after.get("id"), "name": clean_line(after.get("name"))})
@@ -3193,21 +3242,20 @@ def _pr_line_extra(item: Mapping[str, Json]) -> str:
                    LABELS, Param("author", description="Only PRs opened by this user.", short="A"), LIMIT, PAGE,
                    FIELDS))
 def pr_list_op(inv: Invocation) -> Result:
-    a = inv.args
-    state = a.get("state", "open")
+    state = inv.opt_text("state") or "open"
     params: dict[str, Json] = {"state": "closed" if state == "merged" else state} | _page_params(inv)
-    if a.get("label"):
-        params["labels"] = label_ids(inv, a["label"])
-    if a.get("author"):
-        params["poster"] = a["author"]
-    items = api(inv).list_items("pulls", params=params, limit=_limit(inv) if not (a.get("base") or a.get("head") or
-                                                                                state == "merged") else 1000)
+    if inv.texts("label"):
+        params["labels"] = label_ids(inv, inv.texts("label"))
+    if inv.opt_text("author"):
+        params["poster"] = inv.text("author")
+    everything = inv.opt_text("base") or inv.opt_text("head") or state == "merged"  # filtered here, after the listing
+    items = api(inv).list_items("pulls", params=params, limit=1000 if everything else _limit(inv))
     if state == "merged":
         items = [i for i in items if i.get("merged")]
-    if a.get("base"):
-        items = [i for i in items if (i.get("base") or {}).get("ref") == a["base"]]
-    if a.get("head"):
-        items = [i for i in items if (i.get("head") or {}).get("ref") == a["head"]]
+    if inv.opt_text("base"):
+        items = [i for i in items if (i.get("base") or {}).get("ref") == inv.text("base")]
+    if inv.opt_text("head"):
+        items = [i for i in items if (i.get("head") or {}).get("ref") == inv.text("head")]
     items = items[:_limit(inv)]
     rows = [issue_row(i) | {"head": (i.get("head") or {}).get("ref"), "base": (i.get("base") or {}).get("ref")}
             for i in items]
@@ -3273,17 +3321,16 @@ def open_pr(a: Api, payload: dict[str, Json], *, looked: bool = False,
                    LABELS, ASSIGNEES, MILESTONE))
 def pr_create_op(inv: Invocation) -> Result:
     import forge
-    a = inv.args
     remote = api(inv)
-    head = a.get("head")
+    head = inv.opt_text("head")
     if not head:
         launch = remote.target.launch
         st = gitops.status(gitops.Repo(launch.top, launch.git_dir, launch.common_dir)) if launch else None
         head = st.branch if st else None
     head = guard.check_pr_head(forge_call(inv), remote.target.slug, head)
-    base = a.get("base") or default_branch(inv)
+    base = inv.opt_text("base") or default_branch(inv)
     payload = _create_payload(inv) | {"head": head, "base": base}
-    if a.get("draft") and not payload["title"].startswith(_WIP):
+    if inv.flag("draft") and not payload["title"].startswith(_WIP):
         payload["title"] = "WIP: " + payload["title"]
     try:
         pr, created = open_pr(remote, payload)
@@ -3303,7 +3350,7 @@ def pr_checkout_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     item = api(inv).get("pulls", number)
     head = item.get("head") or {}
-    branch = str(inv.args.get("branch") or head.get("ref") or f"pr-{number}")
+    branch = str(inv.opt_text("branch") or head.get("ref") or f"pr-{number}")
     launch, why = _launch(inv.ctx)  # as git resolved it for the forge target, once per call
     if launch is None:
         raise guard.no_default_repo(inv.asked, guard.launch_problem(str(inv.ctx.launch_dir), why))
@@ -3403,16 +3450,16 @@ def pr_merge_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     pr, polls = wait_mergeable(remote, number)
     head = (pr.get("head") or {})
-    expected = inv.args.get("match_head_commit") or head.get("sha")
+    expected = inv.opt_text("match_head_commit") or head.get("sha")
     if pr.get("merged"):
         return Result(closing(f"PR #{number} in {remote.target.slug} was already merged at "
                               f"{str(pr.get('merge_commit_sha'))[:9]}"), issue_row(pr))
-    merged = merge_pr(remote, number, style=inv.args.get("style", "merge"), head_sha=expected,
-                      delete_branch=bool(inv.args.get("delete_branch")), subject=inv.args.get("subject"),
-                      body=inv.args.get("body"))
-    text = (f"Merged PR #{number} by {inv.args.get('style', 'merge')} into {(pr.get('base') or {}).get('ref')} at "
+    merged = merge_pr(remote, number, style=inv.opt_text("style") or "merge", head_sha=expected,
+                      delete_branch=inv.flag("delete_branch"), subject=inv.opt_text("subject"),
+                      body=inv.opt_text("body"))
+    text = (f"Merged PR #{number} by {inv.opt_text('style') or 'merge'} into {(pr.get('base') or {}).get('ref')} at "
             f"{str(merged.get('merge_commit_sha'))[:9]} (head {str(expected)[:9]}).")
-    if inv.args.get("delete_branch"):
+    if inv.flag("delete_branch"):
         text += _branch_gone(remote, head.get("ref"))
     text += "\n" + closing(f"PR #{number} is merged on the forge")
     return Result(text, issue_row(merged) | {"merge_commit_sha": merged.get("merge_commit_sha"), "polls": polls})
@@ -3438,7 +3485,7 @@ def pr_diff_op(inv: Invocation) -> Result:
     remote = api(inv)
     author = _login(remote.get("pulls", number).get("user"))
     text = clean(remote.get_text(f"pulls/{number}.diff"))
-    offset = int(inv.args.get("offset") or 0)
+    offset = int(inv.opt_number("offset") or 0)
     chunk, end, more = window(text, offset, _continue("madt_pr", "diff", remote.target, number=number), "diff")
     # The diff is the PR author's content: fenced like a body, with madtea's continuation line after the fence.
     lines = [fence(chunk, author, _relation(inv, author, {}), "diff")] + ([more] if more else [])
@@ -3458,8 +3505,8 @@ REVIEW_ID = Param("review_id", "int", "The review's id.", required=True, minimum
                          "old_line for a removed line.", shape="objects")))
 def pr_review_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
-    event = _EVENTS[inv.args["event"]]
-    remote, body = api(inv), inv.args.get("body", "")
+    event = _EVENTS[inv.text("event")]
+    remote, body = api(inv), inv.opt_text("body") or ""
     payload: dict[str, Json] = {"event": event, "body": body}
     if inv.args.get("inline") is not None:
         payload["comments"] = guard.inline_comments(forge_call(inv), inv.args["inline"])
@@ -3471,7 +3518,7 @@ def pr_review_op(inv: Invocation) -> Result:
     later = ("; it is pending until submitted: " + shown_call(guard.call(
         "madt_pr", action="submit_review", owner_repo=remote.target.full, number=number, review_id=review.get("id"),
         event=guard.placeholder("approve, request_changes or comment")))) if event == "PENDING" else ""
-    return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.args['event']} (review "
+    return Result(f"Reviewed PR #{number} in {api(inv).target.slug}: {inv.text('event')} (review "
                   f"{review.get('id')}{inline}){later}.", {"id": review.get("id"), "state": review.get("state"),
                                                             "comments_count": review.get("comments_count")})
 
@@ -3480,11 +3527,11 @@ def pr_review_op(inv: Invocation) -> Result:
            summary="Submit a pending review.", params=(NUMBER, REVIEW_ID, EVENT, BODY_NEW, BODY_FILE))
 def pr_submit_review_op(inv: Invocation) -> Result:
     import forge
-    number, rid = _issue_number(inv), inv.args["review_id"]
-    event, remote = _EVENTS[inv.args["event"]], api(inv)
+    number, rid = _issue_number(inv), inv.number("review_id")
+    event, remote = _EVENTS[inv.text("event")], api(inv)
     said = f"Submitted review {rid} on PR #{number} in {remote.target.slug}"
     try:
-        review = remote.post("pulls", number, "reviews", rid, json={"event": event, "body": inv.args.get("body", "")})
+        review = remote.post("pulls", number, "reviews", rid, json={"event": event, "body": inv.opt_text("body") or ""})
     except forge.ForgeError as exc:
         if exc.status != 422:
             review = _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid),
@@ -3496,7 +3543,7 @@ def pr_submit_review_op(inv: Invocation) -> Result:
                 raise
             if review.get("state") != event:
                 raise guard.review_submitted(forge_call(inv), number, rid, str(review.get("state"))) from None
-    return Result(f"{said}: {inv.args['event']}.", {"id": rid, "state": review.get("state")})
+    return Result(f"{said}: {inv.text('event')}.", {"id": rid, "state": review.get("state")})
 
 
 @operation("madt_pr", "dismiss_review", cli=("pr", "dismiss-review"), kind="remote", mutating=True, idempotent=True,
@@ -3504,9 +3551,9 @@ def pr_submit_review_op(inv: Invocation) -> Result:
            params=(NUMBER, REVIEW_ID, replace(BODY_NEW, required=True), BODY_FILE))
 def pr_dismiss_review_op(inv: Invocation) -> Result:
     import forge
-    number, rid, remote = _issue_number(inv), inv.args["review_id"], api(inv)
+    number, rid, remote = _issue_number(inv), inv.number("review_id"), api(inv)
     try:
-        remote.post("pulls", number, "reviews", rid, "dismissals", json={"message": inv.args["body"]})
+        remote.post("pulls", number, "reviews", rid, "dismissals", json={"message": inv.text("body")})
     except forge.ForgeError as exc:
         _settled(remote, exc, lambda: remote.get("pulls", number, "reviews", rid), lambda r: bool(r.get("dismissed")))
     review = remote.get("pulls", number, "reviews", rid)
@@ -3517,7 +3564,7 @@ def pr_dismiss_review_op(inv: Invocation) -> Result:
 @operation("madt_pr", "delete_review", cli=("pr", "delete-review"), kind="remote", mutating=True, destructive=True,
            idempotent=True, summary="Delete your pending (unsubmitted) review.", params=(NUMBER, REVIEW_ID))
 def pr_delete_review_op(inv: Invocation) -> Result:
-    number, rid, remote = _issue_number(inv), inv.args["review_id"], api(inv)
+    number, rid, remote = _issue_number(inv), inv.number("review_id"), api(inv)
     review = remote.get("pulls", number, "reviews", rid)
     guard.check_review_pending(forge_call(inv), number, rid, str(review.get("state")),
                                _web(inv, "pulls", number, "files"))
@@ -3580,7 +3627,7 @@ def pr_reviews_op(inv: Invocation) -> Result:
             lines.append(fence(body, who, _relation(inv, who, cache), f"review {row['id']}")
                          + (f"\n{tail}" if tail else ""))
             row["body"], budget = body, budget - len(body)
-        if inv.args.get("comments"):
+        if inv.flag("comments"):
             row["comments"] = []
             for c in _review_comments(remote, number, r):
                 text, data = _fenced_comment(inv, c, cache)
@@ -3596,14 +3643,14 @@ def pr_reviews_op(inv: Invocation) -> Result:
            params=(NUMBER, Param("comment_id", "int", "The review comment's id.",
                                  required=True, minimum=1), replace(BODY_NEW, required=True), BODY_FILE))
 def pr_reply_op(inv: Invocation) -> Result:
-    number, remote, body = _issue_number(inv), api(inv), inv.args["body"]
+    number, remote, body = _issue_number(inv), api(inv), inv.text("body")
     if remote.flavour() == "gitea":
         raise remote.not_supported("Replying to a review comment", "Gitea's API has no endpoint for it; a person "
                                    "can reply on the pull request's files page")
     found = next(((r, c) for r in remote.list_items("pulls", number, "reviews", limit=1000)
-                  for c in _review_comments(remote, number, r) if c.get("id") == inv.args["comment_id"]), None)
+                  for c in _review_comments(remote, number, r) if c.get("id") == inv.number("comment_id")), None)
     if found is None:
-        raise guard.no_review_comment(forge_call(inv), number, inv.args["comment_id"])
+        raise guard.no_review_comment(forge_call(inv), number, inv.number("comment_id"))
     review, original = found
     rid = review.get("id")
 
@@ -3622,7 +3669,7 @@ def pr_reply_op(inv: Invocation) -> Result:
     thread = [c for c in remote.get("pulls", number, "reviews", rid, "comments") or [] if same_line(c)]
     cache: dict[str, str] = {}
     shown = [_fenced_comment(inv, c, cache) for c in thread]
-    return Result(f"Replied to review comment {inv.args['comment_id']} on PR #{number} in {remote.target.slug} "
+    return Result(f"Replied to review comment {inv.number('comment_id')} on PR #{number} in {remote.target.slug} "
                   f"(comment {made.get('id')}); its thread now reads:\n"
                   + "\n".join(text for text, _ in shown), {"id": made.get("id"), "thread": [row for _, row in shown]})
 
@@ -3673,9 +3720,9 @@ def pr_checks_op(inv: Invocation) -> Result:
            params=(NUMBER, Param("style", "enum", "merge (default) or rebase.", choices=("merge", "rebase"))))
 def pr_update_branch_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
-    api(inv).post("pulls", number, "update", params={"style": inv.args.get("style", "merge")})
+    api(inv).post("pulls", number, "update", params={"style": inv.opt_text("style") or "merge"})
     pr = api(inv).get("pulls", number)
-    return Result(f"Updated PR #{number}'s head from its base by {inv.args.get('style', 'merge')}; head is now "
+    return Result(f"Updated PR #{number}'s head from its base by {inv.opt_text('style') or 'merge'}; head is now "
                   f"{str((pr.get('head') or {}).get('sha'))[:9]}.", issue_row(pr))
 
 
@@ -3690,10 +3737,10 @@ def pr_ready_op(inv: Invocation) -> Result:
     for prefix in _WIP:
         if bare.startswith(prefix):
             bare = bare[len(prefix):].lstrip()
-    new = "WIP: " + bare if inv.args.get("undo") else bare
+    new = "WIP: " + bare if inv.flag("undo") else bare
     if new != title:
         api(inv).patch("pulls", number, json={"title": new})
-    state = "a draft" if inv.args.get("undo") else "ready for review"
+    state = "a draft" if inv.flag("undo") else "ready for review"
     return Result(f"PR #{number} in {api(inv).target.slug} is {state} (title: {clean_line(new)}).", {"number": number,
                                                                                                  "title": new})
 
@@ -3722,7 +3769,7 @@ def label_list_op(inv: Invocation) -> Result:
            params=(Param("org", description="The organisation.", required=True, positional=True,
                          segment="an organisation"), LIMIT))
 def label_org_op(inv: Invocation) -> Result:
-    org = inv.args["org"]
+    org = inv.text("org")
     rows = [_label_row(l) for l in api(inv).root_list("orgs", org, "labels", limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} #{str(r['color']).lstrip('#')} {r['description']}".rstrip() for r in rows)
                   or f"{org} has no labels of its own", rows)
@@ -3731,16 +3778,16 @@ def label_org_op(inv: Invocation) -> Result:
 @operation("madt_labels", "create", cli=("label", "create"), kind="remote", mutating=True,
            summary="Create a label.", params=(LABEL_NAME, COLOR, DESCRIPTION))
 def label_create_op(inv: Invocation) -> Result:
-    a = inv.args
     existing = [l for l in api(inv).list_items("labels", limit=1000)
-                if str(l["name"]).casefold() == a["name"].casefold()]
+                if str(l["name"]).casefold() == inv.text("name").casefold()]
     if existing:
         return Result(f"Label {existing[0]['name']} already exists in {api(inv).target.slug}; nothing created.",
                       _label_row(existing[0]))
-    made = create_once(inv, "labels", {"name": a["name"], "color": "#" + (a.get("color") or "ededed").lstrip("#"),
-                                       "description": a.get("description", "")}, "label",
+    color = "#" + (inv.opt_text("color") or "ededed").lstrip("#")
+    made = create_once(inv, "labels", {"name": inv.text("name"), "color": color,
+                                       "description": inv.opt_text("description") or ""}, "label",
                        made_since(lambda: _all_labels(inv), lambda l: str(l.get("name")).casefold() ==
-                                  a["name"].casefold()),
+                                  inv.text("name").casefold()),
                        guard.call("madt_labels", action="list", owner_repo=api(inv).target.full))
     return Result(f"Created label {made['name']} (id {made['id']}) in {api(inv).target.slug}.", _label_row(made))
 
@@ -3750,13 +3797,13 @@ def label_create_op(inv: Invocation) -> Result:
            summary="Rename or recolour a label, or change its description.",
            params=(LABEL_NAME, Param("new_name", description="The label's new name."), COLOR, DESCRIPTION))
 def label_edit_op(inv: Invocation) -> Result:
-    a = inv.args
-    (label_id,) = label_ids(inv, [a["name"]])
-    fields = {k: v for k, v in (("name", a.get("new_name")), ("description", a.get("description"))) if v is not None}
-    if a.get("color"):
-        fields["color"] = "#" + a["color"].lstrip("#")
+    (label_id,) = label_ids(inv, [inv.text("name")])
+    fields = {k: v for k, v in (("name", inv.opt_text("new_name")), ("description", inv.opt_text("description")))
+              if v is not None}
+    if inv.opt_text("color"):
+        fields["color"] = "#" + inv.text("color").lstrip("#")
     made = api(inv).patch("labels", label_id, json=fields)
-    return Result(f"Edited label {a['name']} in {api(inv).target.slug}: " + ", ".join(sorted(fields)) + ".",
+    return Result(f"Edited label {inv.text('name')} in {api(inv).target.slug}: " + ", ".join(sorted(fields)) + ".",
                   _label_row(made))
 
 
@@ -3782,7 +3829,7 @@ def _milestone_line(r: Mapping[str, Json]) -> str:
 @operation("madt_milestones", "list", cli=("milestone", "list"), kind="remote", mutating=False, idempotent=True,
            summary="List milestones.", params=(STATE, LIMIT))
 def milestone_list_op(inv: Invocation) -> Result:
-    listed = api(inv).list_items("milestones", params={"state": inv.args.get("state", "open")}, limit=_limit(inv))
+    listed = api(inv).list_items("milestones", params={"state": inv.opt_text("state") or "open"}, limit=_limit(inv))
     rows = [_milestone_row(m) for m in listed]
     return Result("\n".join(map(_milestone_line, rows)) or "no milestones", rows)
 
@@ -3790,20 +3837,19 @@ def milestone_list_op(inv: Invocation) -> Result:
 @operation("madt_milestones", "view", cli=("milestone", "view"), kind="remote", mutating=False, idempotent=True,
            summary="Show one milestone.", params=(MILESTONE_TITLE,))
 def milestone_view_op(inv: Invocation) -> Result:
-    row = _milestone_row(api(inv).get("milestones", milestone_id(inv, inv.args["title"])))
+    row = _milestone_row(api(inv).get("milestones", milestone_id(inv, inv.text("title"))))
     return Result(_milestone_line(row) + ("\n" + fence(row["description"], api(inv).target.owner, "milestone")
                                           if row["description"] else ""), row)
 
 
 def _milestone_fields(inv: Invocation) -> dict[str, Json]:
-    a = inv.args
     fields: dict[str, Json] = {}
-    if a.get("description") is not None:
-        fields["description"] = a["description"]
-    if a.get("due_date"):
+    if inv.opt_text("description") is not None:
+        fields["description"] = inv.text("description")
+    if inv.opt_text("due_date"):
         import datetime
         import re
-        due = a["due_date"].strip()
+        due = inv.text("due_date").strip()
         try:
             exact = re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2}))?", due)
             datetime.datetime.fromisoformat(due.replace("Z", "+00:00")) if exact else None
@@ -3817,7 +3863,7 @@ def _milestone_fields(inv: Invocation) -> dict[str, Json]:
 @operation("madt_milestones", "create", cli=("milestone", "create"), kind="remote", mutating=True,
            summary="Create a milestone.", params=(MILESTONE_TITLE, DESCRIPTION, DUE))
 def milestone_create_op(inv: Invocation) -> Result:
-    title = inv.args["title"]
+    title = inv.text("title")
     made = create_once(inv, "milestones", {"title": title} | _milestone_fields(inv), "milestone",
                        made_since(lambda: api(inv).list_items("milestones", params={"state": "all"}, limit=1000),
                                   lambda m: m.get("title") == title),
@@ -3827,7 +3873,7 @@ def milestone_create_op(inv: Invocation) -> Result:
 
 
 def _milestone_patch(inv: Invocation, fields: dict[str, Json], verb: str) -> Result:
-    number = milestone_id(inv, inv.args["title"])
+    number = milestone_id(inv, inv.text("title"))
     made = api(inv).patch("milestones", number, json=fields)
     return Result(f"{verb} milestone {made['title']} in {api(inv).target.slug}.", _milestone_row(made))
 
@@ -3837,7 +3883,7 @@ def _milestone_patch(inv: Invocation, fields: dict[str, Json], verb: str) -> Res
            summary="Edit a milestone's title, description or due date.",
            params=(MILESTONE_TITLE, Param("new_title", description="The milestone's new title."), DESCRIPTION, DUE))
 def milestone_edit_op(inv: Invocation) -> Result:
-    fields = _milestone_fields(inv) | ({"title": inv.args["new_title"]} if inv.args.get("new_title") else {})
+    fields = _milestone_fields(inv) | ({"title": inv.text("new_title")} if inv.opt_text("new_title") else {})
     return _milestone_patch(inv, fields, "Edited")
 
 
@@ -3874,7 +3920,7 @@ def _release_row(r: Mapping[str, Json]) -> dict[str, Json]:
 
 
 def _release_by_tag(inv: Invocation) -> dict[str, Json]:
-    return dict(api(inv).get("releases", "tags", inv.args["tag"]))
+    return dict(api(inv).get("releases", "tags", inv.text("tag")))
 
 
 @operation("madt_releases", "list", cli=("release", "list"), kind="remote", mutating=False, idempotent=True,
@@ -3898,11 +3944,11 @@ def _release_line(r: Mapping[str, Json]) -> str:
                    "offset).", params=(replace(TAG, required=False), OFFSET))
 def release_view_op(inv: Invocation) -> Result:
     # Without a tag: the newest published release that is not a pre-release, as the forge picks it.
-    r = _release_by_tag(inv) if inv.args.get("tag") else _found(inv, "releases", "latest")
+    r = _release_by_tag(inv) if inv.opt_text("tag") else _found(inv, "releases", "latest")
     if r is None:
         return Result(f"{api(inv).target.slug} has no published release yet (drafts and pre-releases are never "
                       f"the latest).", {"latest": None})
-    notes, _end, more = window(clean(r.get("body")), int(inv.args.get("offset") or 0),
+    notes, _end, more = window(clean(r.get("body")), int(inv.opt_number("offset") or 0),
                                _continue("madt_releases", "view", api(inv).target, tag=r.get("tag_name")), "notes")
     row = _release_row(r) | {"notes": notes}
     row["downloads"] = [{"name": clean_line(a.get("name")), "size": a.get("size"),
@@ -3914,16 +3960,15 @@ def release_view_op(inv: Invocation) -> Result:
 
 
 def _release_payload(inv: Invocation) -> dict[str, Json]:
-    a = inv.args
-    fields = {"name": a.get("title"), "body": a.get("notes"), "draft": a.get("draft"),
-              "prerelease": a.get("prerelease"), "target_commitish": a.get("target")}
+    fields = {"name": inv.opt_text("title"), "body": inv.opt_text("notes"), "draft": inv.opt_flag("draft"),
+              "prerelease": inv.opt_flag("prerelease"), "target_commitish": inv.opt_text("target")}
     return {k: v for k, v in fields.items() if v is not None}
 
 
 @operation("madt_releases", "create", cli=("release", "create"), kind="remote", mutating=True,
            summary="Create a release for a tag (creating the tag at target if needed).", params=(TAG, *RELEASE_FIELDS))
 def release_create_op(inv: Invocation) -> Result:
-    tag = inv.args["tag"]
+    tag = inv.text("tag")
     # The title defaults to the tag, as the parameter says (the forge would leave it empty).
     made = create_once(inv, "releases", {"tag_name": tag, "name": tag} | _release_payload(inv), "release",
                        made_since(lambda: api(inv).list_items("releases", limit=100),

@@ -177,3 +177,34 @@ def test_a_refusal_names_each_operation_as_the_registry_does() -> None:
         with pytest.raises(guard.Refusal) as caught:
             guard.check_arguments(op.tool, op.action, op.specs, {int_params[0].name: "not a number"})
         assert caught.value.message.startswith(f"{op.where}: "), (op.where, caught.value.message)
+
+
+# --------------------------------------------------------------------------- typed reads of the arguments
+
+# Each declared type, a value a caller may send for it, and the reader a handler takes it with.
+_READS = {"str": ("a title", "text"), "enum": (None, "text"), "int": ("7", "number"), "number": ([12], "number"),
+          "bool": ("true", "flag"), "strs": ("one", "texts"), "numbers": ("3, 4", "numbers")}
+
+
+@pytest.mark.parametrize("op", madtea.REGISTRY, ids=lambda op: op.where)
+def test_each_argument_reads_back_as_its_declared_type(op, tmp_path: Path) -> None:
+    for spec in op.specs.values():
+        if spec.type == "json":
+            continue
+        assert spec.type in _READS, f"{op.where}: {spec.name} is declared {spec.type!r}, which no reader takes"
+        sent, reader = _READS[spec.type]
+        sent = spec.choices[0] if spec.type == "enum" else sent
+        args = guard.check_arguments(op.tool, op.action, {spec.name: spec}, {spec.name: sent})
+        inv = madtea.Invocation(op, args, madtea.Context("mcp", tmp_path))
+        value = getattr(inv, reader)(spec.name)
+        assert value == args[spec.name] and value not in (None, [], ""), (op.where, spec.name, value)
+
+
+def test_a_value_of_another_type_is_an_internal_error_naming_the_argument(tmp_path: Path) -> None:
+    op = madtea.find_op("madt_issues", "view")
+    inv = madtea.Invocation(op, {"number": "12", "comments": 1}, madtea.Context("mcp", tmp_path))
+    with pytest.raises(TypeError, match="madt_issues action=view: the argument number is str, not int"):
+        inv.number("number")
+    with pytest.raises(TypeError, match="the argument comments is int, not bool"):
+        inv.flag("comments")
+    assert inv.flag("absent") is False and inv.texts("absent") == [] and inv.opt_text("absent") is None
