@@ -4,6 +4,28 @@ One registry of operations feeds two thin surfaces: an MCP stdio server for
 coding agents (``madtea mcp``) and a CLI for people (``madtea <noun> <verb>``).
 Every repo-scoped call passes the guard before its handler runs. ``madtea
 hook`` steers an agent's raw ``git`` commands before they run.
+
+The file follows a call, in these sections:
+
+  finishing an interrupted update   the start completes a killed ``madtea update``
+  results and diagnostics           Result, and the one emitter (warn, notice)
+  the registry, shared parameters   Op and Param, declared once for both surfaces
+  the call pipeline                 a call, its context and run; local and remote
+                                    targets; the server's repository list; the
+                                    forge connection; error mapping; git
+                                    transport credentials
+  local git tools                   madt_status ... madt_prune, after their helpers
+  forge helpers                     cleaning and windows; creating exactly once;
+                                    body edits; issues and PRs alike
+  forge tools                       madt_issues ... madt_api_call
+  deletions                         a person's act, confirmed, on the CLI only
+  madt_finish                       commit, push, PR, merge and tidy in one call
+  the surfaces                      the CLI; the MCP server and its scope at
+                                    start-up; auth; doctor; the mcp and hook
+                                    commands; update (copy installs: a second
+                                    program, with its own file I/O, verifying a
+                                    signed release with ssh-keygen); the hook's
+                                    CLI table; main
 """
 from __future__ import annotations
 
@@ -153,7 +175,8 @@ import guard  # noqa: E402
 from gitops import record, replace  # noqa: E402
 
 __all__ = ["main", "run", "Context", "Result", "REGISTRY", "Op", "Param", "build_parser", "build_server",
-           "warn", "notice", "__version__"]
+           "warn", "notice", "__version__", "transport_env", "git_credential", "helper_command", "origin_problem",
+           "hook_main", "cli_table"]
 __version__ = "0.0.0+unknown"  # a build stamps the release tag's version here
 
 
@@ -863,7 +886,7 @@ def _signals(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[guard.Sign
         path = urllib_path(root)
         if path:
             found.append(_path_signal(op, args, "the client's workspace root", path))
-    shell_cwd = caller_cwd_signal()
+    shell_cwd = guard.caller_cwd_signal()
     if shell_cwd:
         # The hook's record is read from files on every call (a read must stay within its git budget):
         # it can only refuse, and a path in no work tree there is no signal.
@@ -1371,8 +1394,6 @@ def run_error(exc: BaseException, inv: Invocation | None = None) -> Result:
 # gets its token from ``madtea auth git-credential``, named only in the git
 # child's environment, so no token is ever in a remote URL, argv, a config file
 # or the git child's environment.
-
-__all__ += ["transport_env", "git_credential", "helper_command", "origin_problem"]
 
 _HELPER_HOST_ENV = "MADTEA_GIT_CREDENTIAL_HOST"   # the one host the helper answers for
 _HELPER_FILE_ENV = "MADTEA_GIT_TOKEN_FILE"        # a 0600 file holding an environment token for that host
@@ -7976,10 +7997,7 @@ CLI_EXTRAS["update"] = ("Verify a signed release and replace this copy-installed
 # It never wedges the agent: anything it cannot read lets the command run,
 # unless the command has a git or madtea word in it.
 
-__all__ += ["hook_main", "cli_table", "caller_cwd_signal"]
-
 # The entry itself is guard's (see there): a hook run loads guard and gitops alone.
-from guard import caller_cwd_signal  # noqa: E402
 
 
 def hook_main() -> int:

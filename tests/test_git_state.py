@@ -491,18 +491,18 @@ def test_a_record_of_a_process_above_the_servers_agent_is_no_signal(monkeypatch:
     _as_process(monkeypatch, [(101, 11, "sh"), shared])  # a hook run by it
     guard._hook_record_signal(str(single_repo.repo), "session-a")
     _as_process(monkeypatch, [(200, 20, "claude"), shared])  # another session's server, under its own agent
-    assert madtea.caller_cwd_signal() is None
+    assert guard.caller_cwd_signal() is None
     _as_process(monkeypatch, [(101, 11, "sh"), shared])  # a server the shared process started itself
-    assert madtea.caller_cwd_signal() == str(single_repo.repo)
+    assert guard.caller_cwd_signal() == str(single_repo.repo)
 
 
 def test_a_record_two_sessions_wrote_is_no_signal(monkeypatch: pytest.MonkeyPatch, single_repo: SingleRepo) -> None:
     _as_process(monkeypatch, [(400, 40, "ide-host")])
     guard._hook_record_signal(str(single_repo.repo), "session-a")
     guard._hook_record_signal(str(single_repo.repo), "session-a")
-    assert madtea.caller_cwd_signal() == str(single_repo.repo)
+    assert guard.caller_cwd_signal() == str(single_repo.repo)
     guard._hook_record_signal(str(single_repo.repo), "session-b")
-    assert madtea.caller_cwd_signal() is None  # which of the two is this server's cannot be told
+    assert guard.caller_cwd_signal() is None  # which of the two is this server's cannot be told
 
 
 def test_the_commit_and_finish_chains_work_from_a_detached_head(clone: Path, fake_forge: FakeForge) -> None:

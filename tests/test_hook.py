@@ -503,7 +503,7 @@ if tamper == "start":
         json.dump(record, open(path, "w"))
 if tamper == "split":  # the server gets only an allow-list of variables, as Codex gives it
     env = {k: env[k] for k in ("HOME", "PATH", "PYTHONPATH", "LC_ALL", "TZ") if k in env}
-reader = "import madtea; print(madtea.caller_cwd_signal(%r))" % max_age
+reader = "import guard; print(guard.caller_cwd_signal(%r))" % max_age
 out = subprocess.run([sys.executable, "-c", reader], env=env, capture_output=True, text=True, check=True)
 print(out.stdout.strip())
 """
@@ -580,11 +580,11 @@ def test_signal_refuses_a_folder_open_to_others(sandbox: dict[str, str]) -> None
 def test_signal_without_proc_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
     real = os.path.isdir
     monkeypatch.setattr(os.path, "isdir", lambda p: False if str(p).startswith("/proc") else real(p))
-    assert madtea.caller_cwd_signal() is None
+    assert guard.caller_cwd_signal() is None
 
 
 def test_signal_without_records_is_none() -> None:
-    assert madtea.caller_cwd_signal() is None
+    assert guard.caller_cwd_signal() is None
 
 
 def _fake_agent(monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -601,17 +601,17 @@ def test_signal_record_is_read_safely(monkeypatch: pytest.MonkeyPatch, tmp_path:
     record = folder / "4242-777.json"
     good = {"pid": 4242, "start": 777, "time": time.time(), "top": str(tmp_path)}
     record.write_text(json.dumps(good))
-    assert madtea.caller_cwd_signal() == str(tmp_path)
+    assert guard.caller_cwd_signal() == str(tmp_path)
     for bad in ({**good, "time": "soon"}, {**good, "time": None}, {**good, "time": [1]}):
         record.write_text(json.dumps(bad))
-        assert madtea.caller_cwd_signal() is None  # no exception reaches the guard
+        assert guard.caller_cwd_signal() is None  # no exception reaches the guard
     record.write_text(json.dumps({**good, "cwd": "x" * 20000}))
-    assert madtea.caller_cwd_signal() is None  # larger than any real record: not read whole
+    assert guard.caller_cwd_signal() is None  # larger than any real record: not read whole
     record.unlink()
     elsewhere = tmp_path / "planted.json"
     elsewhere.write_text(json.dumps(good))
     record.symlink_to(elsewhere)
-    assert madtea.caller_cwd_signal() is None  # a symlink is not followed
+    assert guard.caller_cwd_signal() is None  # a symlink is not followed
 
 
 def test_signal_stale_records_are_swept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -642,7 +642,7 @@ def test_an_unchanged_fresh_record_is_not_written_again(monkeypatch: pytest.Monk
     record.write_text(json.dumps(aged))
     guard._hook_record_signal(sandbox["B"])  # the same place, but no longer moments ago
     assert len(writes) == 2 and json.loads(record.read_text())["time"] > aged["time"] + 1
-    assert madtea.caller_cwd_signal() == sandbox["B"]
+    assert guard.caller_cwd_signal() == sandbox["B"]
 
 
 # --------------------------------------------------------------------------- the shipped wiring
