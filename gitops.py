@@ -1,5 +1,22 @@
 """Every git process madtea starts, and what it can learn about a repo without one.
 
+The file opens with stand-ins for the standard library, then follows a git call:
+
+  stand-ins               ``record`` (with ``field`` and ``replace``) for
+                          dataclasses, ``to_json``/``from_json`` on json's C
+                          accelerator, and ``_thread``'s lock for threading's:
+                          ``madtea hook`` imports this module before every shell
+                          command an agent runs, and without any one of them
+                          it measured over its start-up goal
+  errors                  GitError and its typed kinds, ToolFailed
+  the running call        Call and CALL: one call's deadline, progress and cancel
+  the funnel              ``git()``, its time limit and children; ``run_tool()``
+  remote URLs             RemoteId, parsed from a remote's URL
+  discovery               Repo and ``discover``; the filesystem-only readers
+                          (gitfiles, config, refs, operations in progress)
+  status, commits and history, remotes, branches, worktrees, containment
+                          one section per group of git operations
+
 ``git()`` is the only place a git subprocess is started: an argument list, an
 explicit working directory, stdin closed, and an environment from which every
 repo-selecting variable of the caller has been removed. ``discover`` resolves a
@@ -127,7 +144,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-# --------------------------------------------------------------------------- value types
+# --------------------------------------------------------------------------- stand-ins
 
 class _Factory:
     """A field default made afresh for each instance, as ``field(default_factory=...)``."""
