@@ -6,8 +6,9 @@ The file opens with stand-ins for the standard library, then follows a git call:
                           dataclasses, ``to_json``/``from_json`` on json's C
                           accelerator, and ``_thread``'s lock for threading's:
                           ``madtea hook`` imports this module before every shell
-                          command an agent runs, and without any one of them
-                          it measured over its start-up goal
+                          command an agent runs; without ``record`` or the JSON
+                          pair it measured over its start-up goal, and with
+                          threading's lock within a tenth of it
   errors                  GitError and its typed kinds, ToolFailed
   the running call        Call and CALL: one call's deadline, progress and cancel
   the funnel              ``git()``, its time limit and children; ``run_tool()``
