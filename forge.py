@@ -13,11 +13,29 @@ client confined by construction to ``/repos/{owner}/{repo}/``.
 
 Host resolution (:func:`resolve_target`) and token lookup (:func:`token_for`)
 take plain values. Of madtea's modules this one imports only gitops: for the
-URL credential scrubber both use, and for the running call
-(:data:`gitops.CALL`), whose cancel, deadline and progress reach every
-request. Tokens are keyed by host and kept in the OS credential store (or the
-``keyring`` package), in a 0600 plaintext file only with the user's consent;
-the credential tools run as time-limited subprocesses with the token on stdin.
+URL credential scrubber both use, for the running call (:data:`gitops.CALL`),
+whose cancel, deadline and progress reach every request, and for the process
+runner (:func:`gitops.run_tool`) that starts the credential tools. Tokens are
+keyed by host and kept in the OS credential store (or the ``keyring``
+package), in a 0600 plaintext file only with the user's consent; the
+credential tools run as time-limited subprocesses with the token on stdin.
+
+The sections, in file order:
+
+  constants, errors and scrubbing   ForgeError and its codes; secrets kept out
+                                    of every text
+  responses                         Response, Created
+  the funnel                        ``request``: TLS, proxies, the watchdog,
+                                    redirects, retries
+  error mapping, paths              ``map_error``; ``api_path``, ``repo_path``
+  clients                           Client and RepoClient
+  resolution                        ForgeTarget, the config, ``resolve_target``
+  tokens and credential stores      a second job in this module: the OS stores
+                                    (security, secret-tool, Windows Credential
+                                    Manager through ctypes), keyring, the 0600
+                                    file, the logins record; ``token_for``,
+                                    ``store_token``, ``delete_token``
+  tea's logins                      reading tea's config for its logins
 
 Limits, stated once: the forge has no idempotency keys, so a create's
 look-up is only as good as the caller's ``lookup``. A socket timeout bounds
