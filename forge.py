@@ -2052,31 +2052,16 @@ def logins_path() -> Path:
     return config_path().parent / "logins.json"
 
 
-def _check_private(st: os.stat_result, path: Path) -> None:
-    import stat
-
-    if not stat.S_ISREG(st.st_mode):
-        raise StoreFailure(f"{path} is not a regular file, so it is not read")
-    if hasattr(os, "getuid"):  # POSIX owners and modes; Windows files are private to the profile
-        if st.st_uid != os.getuid():
-            raise StoreFailure(f"{path} belongs to another user, so it is not read")
-        if st.st_mode & 0o077:
-            raise StoreFailure(f"{path} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}), so it "
-                               f"is not read; make it private with chmod 600 or log in again")
-
-
 def read_private_json(path: Path) -> dict[str, Any]:
     """A JSON object from a file only its owner can read; ``{}`` when it does not exist."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return {}
+        raw = gitops.read_private(path, 1 << 20)
+    except gitops.UnsafeFile as exc:
+        raise StoreFailure(str(exc)) from None
     except OSError as exc:
         raise StoreFailure(f"{path} cannot be opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
-        _check_private(os.fstat(handle.fileno()), path)
-        raw = handle.read(1 << 20)
+    if raw is None:
+        return {}
     try:
         data = _json.loads(raw.decode("utf-8"))
     except ValueError:
@@ -2087,23 +2072,8 @@ def read_private_json(path: Path) -> dict[str, Any]:
 
 
 def _write_private_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Replace *path* atomically with a file created 0600 (O_EXCL), never widening its mode on the way."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{random.randrange(1 << 30)}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(temp, flags, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(_json.dumps(data, indent=2, sort_keys=True).encode("utf-8") + b"\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    """Replace *path* with *data* whole, 0600 from its creation, synced to survive a crash (a token, a login)."""
+    gitops.write_private(path, _json.dumps(data, indent=2, sort_keys=True).encode("utf-8") + b"\n")
 
 
 class FileStore:

@@ -17,6 +17,9 @@ The file opens with stand-ins for the standard library, then follows a git call:
                           (gitfiles, config, refs, operations in progress)
   status, commits and history, remotes, branches, worktrees, containment
                           one section per group of git operations
+  private files           the one writer and one capped reader of madtea's own
+                          small files (tokens, logins, the release key's pin, an
+                          update's journal, the hook's record)
 
 ``git()`` is the only place a git subprocess is started: an argument list, an
 explicit working directory, stdin closed, and an environment from which every
@@ -125,6 +128,11 @@ __all__ = [
     "replace",
     "to_json",
     "from_json",
+    "UnsafeFile",
+    "write_private",
+    "read_private",
+    "sync_file",
+    "sync_folder",
 ]
 
 import _thread
@@ -2345,3 +2353,107 @@ def unreferenced(repo: Repo, rev: str = "HEAD") -> int:
 
 def _rev_count(repo: Repo, *revs: str) -> int:
     return int(git("rev-list", "--count", *revs, "--", repo=repo).text)
+
+
+# --------------------------------------------------------------------------- private files
+#
+# madtea's own small files (a token store, the logins, the release key's pin, an update's journal, the hook's
+# record of the agent's shell) are written and read here alone, so they share one policy.
+
+class UnsafeFile(OSError):
+    """A private file that is not read, and why: another user's, readable by others, not a regular file, too large."""
+
+
+def write_private(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
+    """Replace *path* with *data* by one rename: a reader sees the old file or the new one, whole, 0600 from its
+    creation (a missing folder is made 0700).
+
+    *durable* syncs the file before the rename and the folder after, so a crash or a power cut leaves one of the
+    two; a cache, which a lost write only makes stale, skips both. A crash before the rename leaves the new copy
+    beside the file, as private as it (``.NAME.PID.RANDOM.tmp``).
+    """
+    folder, name = os.path.split(os.path.abspath(path))
+    os.makedirs(folder, 0o700, exist_ok=True)
+    temp = os.path.join(folder, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(temp, flags, 0o600)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                sync_file(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    if durable:
+        sync_folder(folder)
+
+
+def read_private(path: str | os.PathLike[str], cap: int) -> bytes | None:
+    """The bytes of the private file *path*, or None when there is none.
+
+    Never through a symlink, never waiting on a fifo, never more than *cap* bytes. :class:`UnsafeFile` when it is
+    not a regular file, belongs to another user, can be read by others, or holds more than *cap*; ``OSError`` when
+    it cannot be opened.
+    """
+    import stat
+
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeFile(f"{path} is not a regular file, so it is not read")
+        if hasattr(os, "getuid"):  # POSIX owners and modes; Windows files are private to the profile
+            if st.st_uid != os.getuid():
+                raise UnsafeFile(f"{path} belongs to another user, so it is not read")
+            if st.st_mode & 0o077:
+                raise UnsafeFile(f"{path} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}), so it "
+                                 "is not read; make it private with chmod 600")
+        data = b""
+        while len(data) <= cap and (chunk := os.read(fd, cap + 1 - len(data))):
+            data += chunk
+        if len(data) > cap:
+            raise UnsafeFile(f"{path} is larger than {cap} bytes, so it is not read")
+        return data
+    finally:
+        os.close(fd)
+
+
+def sync_file(fd: int) -> None:
+    """Flush *fd*'s data to the disk; on macOS by F_FULLFSYNC, as its fsync leaves the data in the drive's cache."""
+    import sys
+
+    if sys.platform == "darwin":
+        import fcntl
+
+        try:
+            fcntl.fcntl(fd, getattr(fcntl, "F_FULLFSYNC", 51))
+            return
+        except OSError:
+            pass
+    os.fsync(fd)
+
+
+def sync_folder(folder: str | os.PathLike[str]) -> None:
+    """Make a rename in *folder* durable; Windows cannot open a folder for that, and its renames need no such step."""
+    import sys
+
+    if sys.platform == "win32":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

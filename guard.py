@@ -5440,18 +5440,12 @@ _HOOK_RECORD_KEEP = 30.0
 
 
 def _hook_read_record(path: str) -> dict[str, Any] | None:
-    """One record, read without following a symlink and never more than a bounded size."""
+    """One record, read as a private file (see gitops.read_private); None when it is not one."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        data = gitops.read_private(path, _HOOK_RECORD_MAX)
     except OSError:
         return None
-    try:
-        data = os.read(fd, _HOOK_RECORD_MAX + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > _HOOK_RECORD_MAX:
+    if data is None:
         return None
     try:
         record = gitops.from_json(data.decode("utf-8", errors="replace"))
@@ -5506,18 +5500,8 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
         return  # the same place, recorded moments ago: reading it is cheaper than writing it again
     if not os.path.lexists(final):
         _hook_sweep(folder)  # once per agent process: the folder does not grow without bound
-    tmp = os.path.join(folder, f".{agent[0]}-{agent[1]}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(gitops.to_json(record))
-        os.replace(tmp, final)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    # A cache: a record lost to a crash is written again by the next command, so it is not synced.
+    gitops.write_private(final, gitops.to_json(record).encode("utf-8"), durable=False)
 
 
 def runtime_dir(create: bool) -> str | None:

@@ -7466,9 +7466,7 @@ def _signers_line(key_line: str) -> str:
 
 
 def _pin_key(key_line: str) -> None:
-    path = release_key_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _replace_files({path: _signers_line(key_line).encode("ascii")})
+    gitops.write_private(release_key_file(), _signers_line(key_line).encode("ascii"))
 
 
 _SSH_KEYGEN_TIMEOUT = 60.0  # seconds for ssh-keygen to verify one release file
@@ -7766,10 +7764,10 @@ def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str)
         fresh.mkdir(parents=True)
         saved.mkdir()
         for target, data in files.items():
-            _stage_file(target, data, sys.platform, into=fresh)
-            _stage_file(target, target.read_bytes(), sys.platform, into=saved)
+            _stage_file(target, data, into=fresh)
+            _stage_file(target, target.read_bytes(), into=saved)
         for each in (fresh, saved, staging):
-            _sync_dir(each, sys.platform)
+            gitops.sync_folder(each)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
         raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
@@ -7779,29 +7777,18 @@ def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str)
         shutil.rmtree(staging, ignore_errors=True)
         raise guard.update_new_copy_failed(shown, failure)
     try:
-        _write_journal(staging, "forward")
+        gitops.write_private(staging / "journal", b"forward\n")
         try:
             _update_roll(str(folder), "forward")
         except OSError:
-            _write_journal(staging, "back")
+            gitops.write_private(staging / "journal", b"back\n")
             _update_cleanup(str(folder))  # every saved file back, then the staging folder gone
             raise
         finally:
-            _sync_dir(folder, sys.platform)
+            gitops.sync_folder(folder)
         _update_cleanup(str(folder))
     except OSError as exc:
         raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
-
-
-def _write_journal(staging: Path, way: str) -> None:
-    """The switch's direction, written whole or not at all (a new file renamed over the old)."""
-    temp = staging / "journal.new"
-    with open(temp, "w", encoding="ascii") as handle:
-        handle.write(way + "\n")
-        handle.flush()
-        _sync_file(handle.fileno(), sys.platform)
-    os.replace(temp, staging / "journal")
-    _sync_dir(staging, sys.platform)
 
 
 def _new_copy_failure(entry: Path, version: str) -> str | None:
@@ -7872,87 +7859,30 @@ def update_from_forge(source: str | None, *, allow_downgrade: bool = False,
                                 fetched=f" from {tag} of {slug}")
 
 
-def _sync_file(fd: int, platform: str) -> None:
-    if platform == "darwin":
-        import fcntl  # macOS: fsync leaves data in the drive's cache; F_FULLFSYNC flushes it
-
-        try:
-            fcntl.fcntl(fd, getattr(fcntl, "F_FULLFSYNC", 51))
-            return
-        except OSError:
-            pass
-    os.fsync(fd)
-
-
-def _sync_dir(folder: Path, platform: str) -> None:
-    """Make a rename durable; Windows cannot open a directory for that, and its renames need no such step."""
-    if platform == "win32":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _stage_file(target: Path, data: bytes, platform: str, into: Path | None = None) -> Path:
-    """*data* in a new file beside *target* (or named as it in the folder *into*), with *target*'s
-    permissions, synced to disk."""
+def _stage_file(target: Path, data: bytes, into: Path) -> Path:
+    """*data* in a new file named as *target* in the folder *into*, with *target*'s permissions, synced to disk."""
     import stat
 
     try:
         mode = stat.S_IMODE(target.stat().st_mode)
     except FileNotFoundError:
         mode = 0o644
-    temp = into / target.name if into else target.with_name(f".{target.name}.{os.getpid()}.update")
+    temp = into / target.name
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0) | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(temp, flags, mode)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        _sync_file(fd, platform)
+        gitops.sync_file(fd)
     except BaseException:
         os.close(fd)
         os.unlink(temp)
         raise
     os.close(fd)
-    if platform != "win32":
+    if sys.platform != "win32":
         os.chmod(temp, mode)  # the umask may have narrowed the mode os.open gave it
     return temp
-
-
-def _replace_files(files: Mapping[Path, bytes], platform: str = sys.platform) -> None:
-    """Replace each file with its new bytes, each by one os.replace.
-
-    All new files are written and synced first, so a full disk replaces
-    nothing; if a replace then fails, the ones already replaced get their
-    old bytes back.
-    """
-    old = {target: target.read_bytes() if target.exists() else None for target in files}
-    staged: dict[Path, Path] = {}
-    try:
-        for target, data in files.items():
-            staged[target] = _stage_file(target, data, platform)
-        done: list[Path] = []
-        try:
-            for target, temp in staged.items():
-                os.replace(temp, target)
-                done.append(target)
-        except OSError:
-            for target in reversed(done):
-                before = old[target]
-                if before is None:
-                    target.unlink()
-                else:
-                    os.replace(_stage_file(target, before, platform), target)
-            raise
-    finally:
-        for temp in staged.values():
-            if os.path.lexists(temp):
-                os.unlink(temp)
-    for folder in dict.fromkeys(target.parent for target in files):
-        _sync_dir(folder, platform)
 
 
 def _update_cli(parser: argparse.ArgumentParser) -> None:

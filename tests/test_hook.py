@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import gitops
 import guard
 import madtea
 from hook_cases import ALL_TABLES
@@ -600,16 +601,16 @@ def test_signal_record_is_read_safely(monkeypatch: pytest.MonkeyPatch, tmp_path:
     folder = _fake_agent(monkeypatch)
     record = folder / "4242-777.json"
     good = {"pid": 4242, "start": 777, "time": time.time(), "top": str(tmp_path)}
-    record.write_text(json.dumps(good))
+    gitops.write_private(record, json.dumps(good).encode())
     assert guard.caller_cwd_signal() == str(tmp_path)
     for bad in ({**good, "time": "soon"}, {**good, "time": None}, {**good, "time": [1]}):
-        record.write_text(json.dumps(bad))
+        gitops.write_private(record, json.dumps(bad).encode())
         assert guard.caller_cwd_signal() is None  # no exception reaches the guard
-    record.write_text(json.dumps({**good, "cwd": "x" * 20000}))
+    gitops.write_private(record, json.dumps({**good, "cwd": "x" * 20000}).encode())
     assert guard.caller_cwd_signal() is None  # larger than any real record: not read whole
     record.unlink()
     elsewhere = tmp_path / "planted.json"
-    elsewhere.write_text(json.dumps(good))
+    gitops.write_private(elsewhere, json.dumps(good).encode())
     record.symlink_to(elsewhere)
     assert guard.caller_cwd_signal() is None  # a symlink is not followed
 
@@ -639,7 +640,7 @@ def test_an_unchanged_fresh_record_is_not_written_again(monkeypatch: pytest.Monk
     guard._hook_record_signal(sandbox["B"])  # the shell moved: written at once
     assert writes == [str(record)] and json.loads(record.read_text())["cwd"] == sandbox["B"]
     aged = {**json.loads(record.read_text()), "time": time.time() - guard._HOOK_RECORD_KEEP - 1}
-    record.write_text(json.dumps(aged))
+    record.write_text(json.dumps(aged))  # the file stays 0600
     guard._hook_record_signal(sandbox["B"])  # the same place, but no longer moments ago
     assert len(writes) == 2 and json.loads(record.read_text())["time"] > aged["time"] + 1
     assert guard.caller_cwd_signal() == sandbox["B"]

@@ -411,62 +411,6 @@ def test_a_download_address_on_another_origin_is_refused_before_anything_is_sent
 
 # --------------------------------------------------------------------------- platforms, simulated
 
-def _recording(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    calls: list[str] = []
-    real_fsync, real_chmod = os.fsync, os.chmod
-
-    def fsync(fd: int) -> None:
-        calls.append("dir fsync" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file fsync")
-        real_fsync(fd)
-
-    def chmod(path: object, mode: int, **kwargs: object) -> None:
-        calls.append("chmod")
-        real_chmod(path, mode, **kwargs)  # type: ignore[arg-type]
-    monkeypatch.setattr(os, "fsync", fsync)
-    monkeypatch.setattr(os, "chmod", chmod)
-    return calls
-
-
-@pytest.mark.parametrize("platform, expected", [
-    ("linux", ["file fsync", "chmod", "file fsync", "chmod", "dir fsync"]),
-    ("win32", ["file fsync", "file fsync"]),                 # no directory handle to sync, no POSIX modes
-    ("darwin", ["F_FULLFSYNC", "chmod", "F_FULLFSYNC", "chmod", "dir fsync"]),
-])
-def test_replacement_on_each_platform(tmp_path, monkeypatch, platform, expected) -> None:
-    import fcntl
-
-    a, b = tmp_path / "madtea.py", tmp_path / "guard.py"
-    a.write_text("old a\n")
-    b.write_text("old b\n")
-    a.chmod(0o755)
-    calls = _recording(monkeypatch)
-    monkeypatch.setattr(fcntl, "fcntl", lambda fd, op, *a: calls.append("F_FULLFSYNC") or 0, raising=True)
-    madtea._replace_files({a: b"new a\n", b: b"new b\n"}, platform=platform)
-    assert (a.read_bytes(), b.read_bytes()) == (b"new a\n", b"new b\n")
-    assert stat.S_IMODE(a.stat().st_mode) == 0o755
-    assert calls == expected
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["guard.py", "madtea.py"]
-
-
-def test_a_replace_that_fails_midway_puts_the_old_files_back(tmp_path, monkeypatch) -> None:
-    files = {tmp_path / name: f"old {name}\n".encode() for name in ("madtea.py", "guard.py", "forge.py")}
-    for path, data in files.items():
-        path.write_bytes(data)
-    real_replace = os.replace
-    count = {"n": 0}
-
-    def flaky(src: object, dst: object) -> None:
-        count["n"] += 1
-        if count["n"] == 2:  # Windows refuses to replace a file another process holds open
-            raise PermissionError(13, "The process cannot access the file because it is being used")
-        real_replace(src, dst)  # type: ignore[arg-type]
-    monkeypatch.setattr(os, "replace", flaky)
-    with pytest.raises(PermissionError):
-        madtea._replace_files({path: b"new\n" for path in files}, platform="win32")
-    assert {path: path.read_bytes() for path in files} == files
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["forge.py", "guard.py", "madtea.py"]
-
-
 def test_a_zipapp_knows_it_is_one_file(tmp_path, monkeypatch) -> None:
     class Loader:
         archive = str(tmp_path / "madtea.pyz")
