@@ -85,30 +85,33 @@ sys.path[:] = [_HERE] + [p for p in sys.path if not _is_here(p)]
 _UPDATE_DIR = ".madtea-update"
 
 
-def _update_lock(folder: str) -> int | None:
-    """A descriptor holding *folder*'s update lock (closing it lets go), or None while another process holds it.
-
-    The lock dies with its process, so a killed update never leaves one behind.
-    """
-    if sys.platform == "win32":  # no lock on a folder there: a lock file inside it, locked by msvcrt
-        import msvcrt
-
-        fd = os.open(os.path.join(folder, _UPDATE_DIR + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            os.close(fd)
-            return None
-        return fd
-    import fcntl
-
-    fd = os.open(folder, os.O_RDONLY)
+def _try_lock(fd: int) -> bool:
+    """Lock the open file *fd* without waiting (flock; msvcrt's lock of one byte on Windows); False while
+    another process holds it. The OS drops the lock with its holder, so a killed process never leaves one."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if sys.platform == "win32":
+            import msvcrt
+
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        os.close(fd)
-        return None
-    return fd
+        return False
+    return True
+
+
+def _update_lock(folder: str) -> int | None:
+    """A descriptor holding *folder*'s update lock (closing it lets go), or None while another process holds it."""
+    if sys.platform == "win32":  # no lock on a folder there: a lock file inside it
+        fd = os.open(os.path.join(folder, _UPDATE_DIR + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    else:
+        fd = os.open(folder, os.O_RDONLY)
+    if _try_lock(fd):
+        return fd
+    os.close(fd)
+    return None
 
 
 def _update_roll(folder: str, way: str) -> None:
@@ -2411,19 +2414,13 @@ def _lock_once(path: str, kind: str) -> int | None:
         return fd
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if kind == "flock":
-            import fcntl
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            # The holder before us unlinks the file as it lets go: a lock on that old file locks nothing.
-            if os.fstat(fd).st_ino != os.stat(path).st_ino:
-                raise OSError("the lock file was replaced")
-        elif sys.platform == "win32":
-            import msvcrt
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        # The holder before us unlinks the file as it lets go: a lock on that old file locks nothing.
+        if _try_lock(fd) and (kind != "flock" or os.fstat(fd).st_ino == os.stat(path).st_ino):
+            return fd
     except OSError:
-        os.close(fd)
-        return None
-    return fd
+        pass
+    os.close(fd)
+    return None
 
 
 def _break_stale(path: str, now: float) -> None:
