@@ -4051,7 +4051,7 @@ def repo_view_op(inv: Invocation) -> Result:
            params=(Param("owner", description="The user or organisation whose repositories to list.", positional=True),
                    LIMIT))
 def repo_list_op(inv: Invocation) -> Result:
-    owner = inv.args.get("owner")
+    owner = inv.opt_text("owner")
     found = api(inv).root_list(*(("users", owner, "repos") if owner else ("user", "repos")), limit=_limit(inv))
     rows = [_repo_row(r) for r in api(inv).confine(found, lambda r: r.get("full_name"))]
     return Result("\n".join(map(_repo_line, rows)) or "no repositories", rows)
@@ -4065,10 +4065,9 @@ def repo_list_op(inv: Invocation) -> Result:
                    Param("add_readme", "bool", "Start it with a README.")))
 def repo_create_op(inv: Invocation) -> Result:
     import forge
-    a = inv.args
-    payload = {"name": a["name"], "description": a.get("description", ""), "private": bool(a.get("private")),
-               "auto_init": bool(a.get("add_readme"))}
-    path = forge.api_path("orgs", a["org"], "repos") if a.get("org") else "/user/repos"
+    payload = {"name": inv.text("name"), "description": inv.opt_text("description") or "",
+               "private": inv.flag("private"), "auto_init": inv.flag("add_readme")}
+    path = forge.api_path("orgs", inv.text("org"), "repos") if inv.opt_text("org") else "/user/repos"
     api(inv)._check_root()
     made = api(inv).client.post(path, json=payload)
     return Result(f"Created repository {made.get('full_name')}\n{made.get('html_url')}", _repo_row(made))
@@ -4079,7 +4078,7 @@ def repo_create_op(inv: Invocation) -> Result:
            params=(Param("org", description="Fork into this organisation."),
                    Param("fork_name", description="Name the fork differently.")))
 def repo_fork_op(inv: Invocation) -> Result:
-    payload = {k: v for k, v in (("organization", inv.args.get("org")), ("name", inv.args.get("fork_name"))) if v}
+    payload = {k: v for k, v in (("organization", inv.opt_text("org")), ("name", inv.opt_text("fork_name"))) if v}
     made = api(inv).post("forks", json=payload)
     return Result(f"Forked {api(inv).target.slug} to {made.get('full_name')}\n{made.get('html_url')}", _repo_row(made))
 
@@ -4091,10 +4090,9 @@ def repo_fork_op(inv: Invocation) -> Result:
                    Param("default_branch", description="The default branch."),
                    Param("delete_branch_on_merge", "bool", "Delete head branches after merges by default.")))
 def repo_edit_op(inv: Invocation) -> Result:
-    a = inv.args
-    fields = {k: v for k, v in (("description", a.get("description")), ("website", a.get("homepage")),
-                                ("default_branch", a.get("default_branch")),
-                                ("default_delete_branch_after_merge", a.get("delete_branch_on_merge")))
+    fields = {k: v for k, v in (("description", inv.opt_text("description")), ("website", inv.opt_text("homepage")),
+                                ("default_branch", inv.opt_text("default_branch")),
+                                ("default_delete_branch_after_merge", inv.opt_flag("delete_branch_on_merge")))
               if v is not None}
     guard.check_something_to_change(forge_call(inv), len(fields), api(inv).target.slug, "description",
                                     "the new description")
@@ -4138,7 +4136,7 @@ def _commit_row(c: Mapping[str, Json]) -> dict[str, Json]:
            params=(REF, Param("path", description="Only commits that change this file or folder."), LIMIT, PAGE,
                    FIELDS))
 def repo_commits_op(inv: Invocation) -> Result:
-    params = {k: v for k, v in (("sha", inv.args.get("ref")), ("path", inv.args.get("path"))) if v}
+    params = {k: v for k, v in (("sha", inv.opt_text("ref")), ("path", inv.opt_text("path"))) if v}
     found = api(inv).list_items("commits", params=params | _page_params(inv) | {"stat": "false", "files": "false",
                                                                                 "verification": "false"},
                                 limit=_limit(inv))
@@ -4155,7 +4153,7 @@ def repo_commits_op(inv: Invocation) -> Result:
                    Param("diff", "bool", "Include the diff."), OFFSET))
 def repo_commit_op(inv: Invocation) -> Result:
     remote = api(inv)
-    c = remote.get("git", "commits", inv.args["sha"], params={"verification": "false"})
+    c = remote.get("git", "commits", inv.text("sha"), params={"verification": "false"})
     row = _commit_row(c)
     sha = str(row["sha"])
     git = c.get("commit") or {}
@@ -4175,9 +4173,9 @@ def repo_commit_op(inv: Invocation) -> Result:
         lines.append(f"[{len(files) - MAX_FILES} more files not listed; the diff shows them all: "
                      + shown_call(guard.call("madt_repo", action="commit", owner_repo=remote.target.full,
                                                     sha=sha, diff=True)) + "]")
-    if inv.args.get("diff"):
+    if inv.flag("diff"):
         text = clean(remote.get_text(f"git/commits/{sha}.diff"))
-        offset = int(inv.args.get("offset") or 0)
+        offset = int(inv.opt_number("offset") or 0)
         chunk, end, more = window(text, offset, _continue("madt_repo", "commit", remote.target, sha=sha, diff=True),
                                   "diff")
         lines += [fence(chunk, row["author"], relation, "diff")] + ([more] if more else [])
@@ -4202,11 +4200,11 @@ def _start_commit(inv: Invocation, facts: guard.RefWrite, ref: str, key: str) ->
 
 
 def _create_ref(inv: Invocation, kind: str, name: str,
-                payload: Callable[[str], dict[str, object]]) -> tuple[dict[str, Json], str, str]:
+                payload: Callable[[str], Mapping[str, Json]]) -> tuple[dict[str, Json], str, str]:
     """Create a branch or tag at ref (default: the default branch) once: (the forge's answer, ref, its sha)."""
     import forge
     facts, key = _ref_facts(inv), "tag" if kind == "tag" else "branch"
-    start = inv.args.get("ref") or facts.default_branch
+    start = inv.opt_text("ref") or facts.default_branch
     sha = _start_commit(inv, facts, start, "ref")
     where = "tags" if kind == "tag" else "branches"
     if _found(inv, where, name) is not None:
@@ -4224,7 +4222,7 @@ def _create_ref(inv: Invocation, kind: str, name: str,
 @operation("madt_repo", "create_branch", cli=("repo", "create-branch"), kind="remote", mutating=True,
            summary="Create a branch from ref.", params=(BRANCH, REF))
 def repo_create_branch_op(inv: Invocation) -> Result:
-    name = inv.args["branch"]
+    name = inv.text("branch")
     made, start, sha = _create_ref(inv, "branch", name, lambda sha: {"new_branch_name": name, "old_ref_name": sha})
     at = str((made.get("commit") or {}).get("id") or "")
     if at != sha:
@@ -4240,7 +4238,7 @@ def repo_create_branch_op(inv: Invocation) -> Result:
                          "Needed to rename the default branch (it stays the default).")))
 def repo_rename_branch_op(inv: Invocation) -> Result:
     import forge
-    old, new = inv.args["branch"], inv.args["new_name"]
+    old, new = inv.text("branch"), inv.text("new_name")
     facts = _ref_facts(inv)
     branch = _found(inv, "branches", old)
     if branch is None:
@@ -4288,11 +4286,11 @@ def _settle_rename(inv: Invocation, exc: forge.ForgeError, old: str, new: str) -
            params=(Param("tag", description="The new tag's name, e.g. v1.2.0.", required=True, positional=True), REF,
                    Param("message", description="Make it an annotated tag with this message.")))
 def repo_create_tag_op(inv: Invocation) -> Result:
-    tag, message = inv.args["tag"], inv.args.get("message")
+    tag, message = inv.text("tag"), inv.opt_text("message")
     made, start, _sha = _create_ref(inv, "tag", tag, lambda sha: {"tag_name": tag, "target": sha}
                                     | ({"message": message} if message else {}))
     at = str((made.get("commit") or {}).get("sha") or "")
-    kind = "annotated tag" if inv.args.get("message") else "tag"
+    kind = "annotated tag" if message else "tag"
     return Result(f"Created {kind} {made.get('name')} at {at[:9]} (from {start}) in {api(inv).target.slug}\n"
                   f"{_web(inv, 'src', 'tag', tag)}", {"tag": made.get("name"), "sha": at, "annotated": kind != "tag"})
 
@@ -4308,9 +4306,9 @@ Q = Param("q", description="The search words — not `query`.", required=True, p
            params=(Q, STATE, Param("type", "enum", "issues or pulls (default: both).", choices=("issues", "pulls")),
                    LIMIT))
 def search_issues_op(inv: Invocation) -> Result:
-    params = {"q": inv.args["q"], "state": inv.args.get("state", "open")}
-    if inv.args.get("type"):
-        params["type"] = inv.args["type"]
+    params = {"q": inv.text("q"), "state": inv.opt_text("state") or "open"}
+    if inv.opt_text("type"):
+        params["type"] = inv.text("type")
     items = api(inv).root_list("repos", "issues", "search", params=params, limit=_limit(inv))
     items = list(api(inv).confine(items, lambda i: (i.get("repository") or {}).get("full_name")))
     rows = [issue_row(i) | {"repo": (i.get("repository") or {}).get("full_name")} for i in items]
@@ -4321,7 +4319,7 @@ def search_issues_op(inv: Invocation) -> Result:
            reach="forge",
            summary="Search repositories on the forge.", params=(Q, LIMIT))
 def search_repos_op(inv: Invocation) -> Result:
-    found = api(inv).root_get("repos", "search", params={"q": inv.args["q"], "limit": min(_limit(inv), 50)})
+    found = api(inv).root_get("repos", "search", params={"q": inv.text("q"), "limit": min(_limit(inv), 50)})
     found = api(inv).confine((found or {}).get("data") or [], lambda r: r.get("full_name"))
     rows = [_repo_row(r) for r in found][:_limit(inv)]
     return Result("\n".join(map(_repo_line, rows)) or "no matches", rows)
@@ -4333,7 +4331,7 @@ def search_repos_op(inv: Invocation) -> Result:
            idempotent=True, reach="forge", summary="List your unread notifications (all=true includes read ones).",
            params=(Param("all", "bool", "Include notifications already read."), LIMIT))
 def notification_list_op(inv: Invocation) -> Result:
-    params = {"all": "true"} if inv.args.get("all") else {}
+    params = {"all": "true"} if inv.flag("all") else {}
     items = api(inv).root_list("notifications", params=params, limit=_limit(inv))
     items = list(api(inv).confine(items, lambda n: (n.get("repository") or {}).get("full_name")))
     rows = [{"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
@@ -4355,10 +4353,10 @@ def _notification_row(n: Mapping[str, Json]) -> dict[str, Json]:
            params=(Param("id", "int", "The notification's id.", required=True, positional=True, minimum=1),))
 def notification_view_op(inv: Invocation) -> Result:
     remote = api(inv)
-    found = remote.confine([remote.root_get("notifications", "threads", int(inv.args["id"]))],
+    found = remote.confine([remote.root_get("notifications", "threads", inv.number("id"))],
                            lambda n: (n.get("repository") or {}).get("full_name"))
     if not found:
-        return Result(f"Notification {inv.args['id']} is about a repository outside this server's list; it is not "
+        return Result(f"Notification {inv.number('id')} is about a repository outside this server's list; it is not "
                       f"shown.", None)
     r = _notification_row(found[0])
     return Result(f"{r['id']} {'unread' if r['unread'] else 'read'} {r['repo']} {r['type']}: {r['title']}\n"
@@ -4372,10 +4370,10 @@ def notification_view_op(inv: Invocation) -> Result:
 def notification_read_op(inv: Invocation) -> Result:
     import forge
     api(inv)._check_root()
-    if inv.args.get("id"):
-        thread = forge.api_path("notifications", "threads", int(inv.args["id"]))
+    if inv.opt_number("id"):
+        thread = forge.api_path("notifications", "threads", inv.number("id"))
         api(inv).client.patch(thread, params={"to-status": "read"})
-        return Result(f"Marked notification {inv.args['id']} as read.", {"id": inv.args["id"]})
+        return Result(f"Marked notification {inv.number('id')} as read.", {"id": inv.number("id")})
     api(inv).client.put("/notifications", params={"to-status": "read"})
     return Result("Marked all notifications as read.", {"all": True})
 
@@ -4409,7 +4407,7 @@ def people_orgs_op(inv: Invocation) -> Result:
            reach="account", summary="Search users by login or full name.", params=(Q, LIMIT, PAGE))
 def people_users_op(inv: Invocation) -> Result:
     rows = [{"login": _login(u), "full_name": clean_line(u.get("full_name")), "url": u.get("html_url")}
-            for u in _people(inv, ("users", "search"), inv.args["q"])]
+            for u in _people(inv, ("users", "search"), inv.text("q"))]
     return Result("\n".join(f"@{r['login']} {r['full_name']}".rstrip() for r in rows) or "no users match", rows)
 
 
@@ -4420,7 +4418,7 @@ def people_users_op(inv: Invocation) -> Result:
 def people_teams_op(inv: Invocation) -> Result:
     rows = [{"id": t.get("id"), "name": clean_line(t.get("name")), "permission": t.get("permission"),
              "description": clean_line(t.get("description"))[:200]}
-            for t in _people(inv, ("orgs", inv.args["org"], "teams", "search"), inv.args.get("q"))]
+            for t in _people(inv, ("orgs", inv.text("org"), "teams", "search"), inv.opt_text("q"))]
     return Result("\n".join(f"{r['id']} {r['name']} ({r['permission']}) {r['description']}".rstrip() for r in rows)
                   or "no teams match", rows)
 
@@ -4442,12 +4440,12 @@ def _package_lines(rows: Sequence[Mapping[str, Json]]) -> str:
            reach="forge", summary="List an owner's packages, one line per version.",
            params=(OWNER, OPTIONAL_Q, PACKAGE_TYPE, LIMIT, PAGE))
 def people_packages_op(inv: Invocation) -> Result:
-    guard.check_package_type(inv.op.where, inv.args.get("type"), lambda v: inv.again(type=v))
-    params = {k: v for k, v in (("q", inv.args.get("q")), ("type", inv.args.get("type"))) if v}
-    found = api(inv).root_list("packages", inv.args["owner"], params=params | _page_params(inv),
+    guard.check_package_type(inv.op.where, inv.opt_text("type"), lambda v: inv.again(type=v))
+    params = {k: v for k, v in (("q", inv.opt_text("q")), ("type", inv.opt_text("type"))) if v}
+    found = api(inv).root_list("packages", inv.text("owner"), params=params | _page_params(inv),
                                limit=_limit(inv))
     rows = _package_rows(inv, found)
-    return Result(_package_lines(rows) or f"no packages under {inv.args['owner']}", rows)
+    return Result(_package_lines(rows) or f"no packages under {inv.text('owner')}", rows)
 
 
 @operation("madt_people", "package_versions", cli=("people", "package-versions"), kind="remote", mutating=False,
@@ -4457,7 +4455,7 @@ def people_packages_op(inv: Invocation) -> Result:
                          segment="a package"), LIMIT))
 def people_package_versions_op(inv: Invocation) -> Result:
     import forge
-    owner, kind, name = inv.args["owner"], inv.args["type"], inv.args["name"]
+    owner, kind, name = inv.text("owner"), inv.text("type"), inv.text("name")
     guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
     if api(inv).flavour() == "forgejo":
         # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
@@ -4481,9 +4479,8 @@ def people_package_versions_op(inv: Invocation) -> Result:
                          segment="a package"),
                    Param("version", description="The version.", required=True, positional=True, segment="a version")))
 def people_package_op(inv: Invocation) -> Result:
-    a = inv.args
-    guard.check_package_type(inv.op.where, a["type"], lambda v: inv.again(type=v))
-    found = api(inv).root_get("packages", *(a[k] for k in ("owner", "type", "name", "version")))
+    guard.check_package_type(inv.op.where, inv.text("type"), lambda v: inv.again(type=v))
+    found = api(inv).root_get("packages", *(inv.text(k) for k in ("owner", "type", "name", "version")))
     rows = _package_rows(inv, [found])
     if not rows:
         return Result("That package version is linked to a repository outside this server's list; it is not shown.",
@@ -4516,11 +4513,11 @@ def wiki_list_op(inv: Invocation) -> Result:
            summary="Show a wiki page (fenced; a long page continues with offset).", params=(PAGE_NAME, OFFSET))
 def wiki_view_op(inv: Invocation) -> Result:
     import base64
-    page = api(inv).get("wiki", "page", inv.args["page_name"])
+    page = api(inv).get("wiki", "page", inv.text("page_name"))
     text = base64.b64decode(page.get("content_base64") or "").decode("utf-8", "replace")
     author = ((page.get("last_commit") or {}).get("author") or {}).get("name") or "unknown"
-    content, _end, more = window(clean(text), int(inv.args.get("offset") or 0),
-                                 _continue("madt_wiki", "view", api(inv).target, page_name=inv.args["page_name"]),
+    content, _end, more = window(clean(text), int(inv.opt_number("offset") or 0),
+                                 _continue("madt_wiki", "view", api(inv).target, page_name=inv.text("page_name")),
                                  "page")
     return Result(f"{clean_line(page.get('title'))}\n" + fence(content, author, "last editor", "page")
                   + (f"\n{more}" if more else ""), {"title": clean_line(page.get("title")), "content": content})
@@ -4534,15 +4531,15 @@ def _wiki_since(inv: Invocation, name: str) -> Since:
 @operation("madt_wiki", "history", cli=("wiki", "history"), kind="remote", mutating=False, idempotent=True,
            summary="List a page's revisions, newest first.", params=(PAGE_NAME, PAGE))
 def wiki_history_op(inv: Invocation) -> Result:
-    name = inv.args["page_name"]
+    name = inv.text("page_name")
     got = api(inv).get("wiki", "revisions", name, params=_page_params(inv)) or {}
     rows = [{"sha": c.get("sha"), "author": clean_line((c.get("author") or {}).get("name")),
              "date": str((c.get("author") or {}).get("date") or "")[:19],
              "message": clean_line(str(c.get("message") or "").split("\n")[0])} for c in got.get("commits") or []]
-    more = int(got.get("count") or 0) - len(rows) - 10 * (int(inv.args.get("page") or 1) - 1)
+    more = int(got.get("count") or 0) - len(rows) - 10 * (int(inv.opt_number("page") or 1) - 1)
     return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {r['author']}: {r['message']}" for r in rows)
                   + (f"\n[{more} older revisions; continue with " + shown_call(inv.again(
-                      page=int(inv.args.get("page") or 1) + 1)) + "]" if more > 0 and rows else "")
+                      page=int(inv.opt_number("page") or 1) + 1)) + "]" if more > 0 and rows else "")
                   or f"wiki page {name} has no revisions", {"count": got.get("count"), "revisions": rows})
 
 
@@ -4550,9 +4547,9 @@ def wiki_history_op(inv: Invocation) -> Result:
            summary="Create a wiki page.",
            params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
 def wiki_create_op(inv: Invocation) -> Result:
-    name = inv.args["page_name"]
-    page = create_once(inv, ("wiki", "new"), {"title": name, "content_base64": _b64(inv.args["content"]),
-                                               "message": inv.args.get("message", "")}, "wiki page",
+    name = inv.text("page_name")
+    page = create_once(inv, ("wiki", "new"), {"title": name, "content_base64": _b64(inv.text("content")),
+                                               "message": inv.opt_text("message") or ""}, "wiki page",
                        _wiki_since(inv, name), guard.call("madt_wiki", action="view", owner_repo=api(inv).target.full,
                                                           page_name=name))
     return Result(f"Created wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
@@ -4562,9 +4559,9 @@ def wiki_create_op(inv: Invocation) -> Result:
            summary="Replace a wiki page's content.",
            params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
 def wiki_edit_op(inv: Invocation) -> Result:
-    page = api(inv).patch("wiki", "page", inv.args["page_name"],
-                          json={"title": inv.args["page_name"], "content_base64": _b64(inv.args["content"]),
-                                "message": inv.args.get("message", "")})
+    page = api(inv).patch("wiki", "page", inv.text("page_name"),
+                          json={"title": inv.text("page_name"), "content_base64": _b64(inv.text("content")),
+                                "message": inv.opt_text("message") or ""})
     return Result(f"Updated wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
 
 
@@ -4596,7 +4593,8 @@ def _file_segments(path: str) -> tuple[str, ...]:
 
 def _checked_path(inv: Invocation, name: str = "path") -> str:
     """The path a call names, checked; a read may name a directory with a trailing /."""
-    value = inv.args[name].rstrip("/") if not inv.op.mutating else inv.args[name]
+    value = inv.text(name).rstrip("/") if not inv.op.mutating else inv.text(name)
+
     return guard.check_file_path(value, inv.op.where, lambda v: inv.again(**{name: v}), name)
 
 
