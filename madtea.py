@@ -4702,8 +4702,8 @@ MAX_TREE_PAGES = 10  # of 1000 entries each: a listing this long is bounded, and
            params=(replace(FILE_PATH, required=False), FILE_REF, FILE_OFFSET))
 def files_tree_op(inv: Invocation) -> Result:
     remote = api(inv)
-    under = _checked_path(inv) if inv.args.get("path") else ""
-    ref = inv.args.get("ref") or default_branch(inv)
+    under = _checked_path(inv) if inv.opt_text("path") else ""
+    ref = inv.opt_text("ref") or default_branch(inv)
     commit = _commit_of(inv, ref)
     entries: list[dict[str, Json]] = []
     for page in range(1, MAX_TREE_PAGES + 1):
@@ -4721,7 +4721,7 @@ def files_tree_op(inv: Invocation) -> Result:
         raise guard.no_such_file(remote.target.full, under, ref, inv.again(path=None))
     lines = [f"{(r['size'] if r['type'] == 'file' else r['type']):>9}  {clean_line(r['path'])}"
              + ("/" if r["type"] == "dir" else "") for r in rows]
-    text, end, more = window("\n".join(lines), int(inv.args.get("offset") or 0),
+    text, end, more = window("\n".join(lines), int(inv.opt_number("offset") or 0),
                              _continue("madt_files", "tree", remote.target, path=under or None, ref=ref), "tree")
     head = f"{remote.target.slug} @ {clean_line(ref)}{' under ' + under if under else ''}: {len(rows)} entries"
     return Result(f"{head}\n" + _fenced_listing(inv, text, ref, "tree") + (f"\n{more}" if more else ""),
@@ -4734,7 +4734,7 @@ def files_tree_op(inv: Invocation) -> Result:
 def files_view_op(inv: Invocation) -> Result:
     remote = api(inv)
     path = _checked_path(inv)
-    ref = inv.args.get("ref")
+    ref = inv.opt_text("ref")
     shown_ref = ref or "the default branch"
     item = _file_at(inv, path, ref)
     if item is None:
@@ -4746,7 +4746,7 @@ def files_view_op(inv: Invocation) -> Result:
                 for e in item]
         lines = [f"{(r['size'] if r['type'] == 'file' else r['type']):>9}  {clean_line(r['name'])}"
                  + ("/" if r["type"] == "dir" else "") for r in rows]
-        listing, _end, more = window("\n".join(lines), int(inv.args.get("offset") or 0),
+        listing, _end, more = window("\n".join(lines), int(inv.opt_number("offset") or 0),
                                      _continue("madt_files", "view", remote.target, path=path, ref=ref), "listing")
         return Result(f"{remote.target.slug}:{path}/ @ {shown_ref}: {len(rows)} entries\n"
                       + _fenced_listing(inv, listing, shown_ref, f"directory {path}") + (f"\n{more}" if more else ""),
@@ -4770,7 +4770,7 @@ def files_view_op(inv: Invocation) -> Result:
     if endings:  # the fence shows no carriage return: the header says they are there
         head += f", {_ENDINGS_SAID[endings]}"
     shown = clean(text)
-    chunk, end, more = window(shown, int(inv.args.get("offset") or 0),
+    chunk, end, more = window(shown, int(inv.opt_number("offset") or 0),
                               _continue("madt_files", "view", remote.target, path=path, ref=ref), "file")
     row |= {"content": chunk, "length": len(shown), "line_endings": endings or "lf"}
     if more:
@@ -4928,7 +4928,7 @@ def _write_file(inv: Invocation) -> Result:
             f"{_FILE_VERBS[first.op]} {f['path']}"
     else:
         title = f"Change {len(items)} files"
-    w = replace(first, title=str(a.get("title") or title))
+    w = replace(first, title=inv.opt_text("title") or title)
     guard.check_file_branch(w)
     key = "/".join([remote.target.host, remote.target.owner.lower(), remote.target.repo.lower(), "branch",
                     w.lands_on])
@@ -4944,13 +4944,13 @@ def _write_file(inv: Invocation) -> Result:
                           "committed.",
                           {"branch": w.base, "commit": None, "files": [{"path": c.path} for c in changes]})
         payload: dict[str, object] = {"branch": w.base, "message": w.title, "files": [c.operation() for c in changes]}
-        if a.get("new_branch"):
-            payload["new_branch"] = a["new_branch"]
+        if inv.opt_text("new_branch"):
+            payload["new_branch"] = inv.text("new_branch")
         look = _view_call(inv, changes[0].path if changes[0].new is not None else changes[0].source, w.lands_on)
 
         def shows() -> dict[str, Json] | None:
             """The branch's head when every change shows on it; None when one does not (yet)."""
-            if a.get("new_branch") and w.lands_on not in {str(b.get("name")) for b in
+            if inv.opt_text("new_branch") and w.lands_on not in {str(b.get("name")) for b in
                                                           remote.list_items("branches", limit=1000)}:
                 return None
             if not all(_file_landed(inv, w.lands_on, c)[0] for c in changes):
@@ -4986,7 +4986,7 @@ def _write_file(inv: Invocation) -> Result:
                                "files": [{"path": c.path, "sha": c.sha, "read_back": c.landed} for c in changes]}
     if len(changes) == 1:
         data |= {"path": changes[0].path, "sha": changes[0].sha}
-    if a.get("new_branch"):
+    if inv.opt_text("new_branch"):
         pr = guard.call("madt_pr", action="create", owner_repo=remote.target.full, head=w.lands_on, base=default,
                         title=w.title)
         lines.append(f"Open a pull request for review: {shown_call(pr)}")
@@ -5093,7 +5093,7 @@ RUN_ID = Param("run_id", "int", "The workflow run's id.", positional=True, minim
            summary="List the jobs of a workflow run.",
            params=(replace(RUN_ID, required=True),))
 def actions_jobs_op(inv: Invocation) -> Result:
-    jobs = _actions(inv, "runs", inv.args["run_id"], "jobs", listing="jobs") or []
+    jobs = _actions(inv, "runs", inv.number("run_id"), "jobs", listing="jobs") or []
     rows = [{"id": j.get("id"), "name": clean_line(j.get("name")), "status": j.get("status"),
              "conclusion": j.get("conclusion")} for j in jobs]
     return Result("\n".join(f"{r['id']} {r['status']}/{r['conclusion']} {r['name']}" for r in rows) or "no jobs", rows)
@@ -5117,19 +5117,19 @@ def actions_logs_op(inv: Invocation) -> Result:
     remote = api(inv)
     _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
     try:
-        text = remote.get_text(f"actions/jobs/{int(inv.args['job_id'])}/logs")
+        text = remote.get_text(f"actions/jobs/{inv.number('job_id')}/logs")
     except forge.ForgeError as exc:
         guard.check_forgejo_offers(forge_call(inv), exc.code, remote.flavour, "job logs")
         raise
-    offset = int(inv.args.get("offset") or 0)
-    shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.args["job_id"]))
-    return Result(shown, {"job_id": inv.args["job_id"], "length": len(text)})
+    offset = int(inv.opt_number("offset") or 0)
+    shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.number("job_id")))
+    return Result(shown, {"job_id": inv.number("job_id"), "length": len(text)})
 
 
 @operation("madt_actions", "artifacts", cli=("actions", "artifacts"), kind="remote", mutating=False, idempotent=True,
            summary="List artifacts, of one run or all (Gitea).", params=(RUN_ID, LIMIT))
 def actions_artifacts_op(inv: Invocation) -> Result:
-    segments = ("runs", inv.args["run_id"], "artifacts") if inv.args.get("run_id") else ("artifacts",)
+    segments = ("runs", inv.number("run_id"), "artifacts") if inv.opt_number("run_id") else ("artifacts",)
     found = (_actions(inv, *segments, listing="artifacts") or [])[:_limit(inv)]
     rows = [{"id": a.get("id"), "name": clean_line(a.get("name")), "size": a.get("size_in_bytes"),
              "expired": bool(a.get("expired")), "run_id": (a.get("workflow_run") or {}).get("id")} for a in found]
@@ -5145,18 +5145,18 @@ def actions_artifacts_op(inv: Invocation) -> Result:
 def actions_download_op(inv: Invocation) -> Result:
     import forge
     remote, c = api(inv), forge_call(inv)
-    path = guard.saved_file(c, inv.args["output"])
-    artifact = _actions(inv, "artifacts", inv.args["artifact_id"])
+    path = guard.saved_file(c, inv.text("output"))
+    artifact = _actions(inv, "artifacts", inv.number("artifact_id"))
     name, size, limit = clean_line(artifact.get("name")), int(artifact.get("size_in_bytes") or 0), \
         forge.MAX_BODY_BYTES
     if size > limit:
         raise guard.artifact_too_large(c, name, size, limit, _web(inv, "actions"))
     data = remote.client.download(remote.client.api_base + forge.repo_path(
-        remote.target.owner, remote.target.repo, "actions", "artifacts", inv.args["artifact_id"], "zip"),
+        remote.target.owner, remote.target.repo, "actions", "artifacts", inv.number("artifact_id"), "zip"),
         max_bytes=limit)
     _save_new(c, path, data)
     return Result(f"Saved the artifact {name} of {remote.target.slug} to {path} ({len(data)} bytes).",
-                  {"id": inv.args["artifact_id"], "name": name, "path": str(path), "size": len(data)})
+                  {"id": inv.number("artifact_id"), "name": name, "path": str(path), "size": len(data)})
 
 
 def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Json]]]:
@@ -5167,7 +5167,7 @@ def _dispatched_since(inv: Invocation) -> Callable[[], list[dict[str, Json]]]:
     def mine(r: dict[str, Json]) -> bool:
         me[:] = me or [_me(inv).casefold()]
         workflow = r.get("workflow_id") or str(r.get("path") or "").split("@")[0]
-        return workflow == inv.args["workflow"] and _login(r.get("actor") or r.get("trigger_user")).casefold() == me[0]
+        return workflow == inv.text("workflow") and _login(r.get("actor") or r.get("trigger_user")).casefold() == me[0]
     return made_since(lambda: _actions(inv, "runs", params={"event": "workflow_dispatch", "limit": 50},
                                        listing="workflow_runs"), mine)()
 
@@ -5183,7 +5183,7 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     import json
     remote, c = api(inv), forge_call(inv)
     inputs = guard.dispatch_inputs(c, inv.args["inputs"]) if inv.args.get("inputs") is not None else {}
-    ref = inv.args.get("ref") or default_branch(inv)
+    ref = inv.opt_text("ref") or default_branch(inv)
     payload: dict[str, object] = {"ref": ref, "inputs": inputs}
     forgejo = remote.flavour() == "forgejo"
     if forgejo:
@@ -5191,7 +5191,7 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     runs = guard.call("madt_actions", action="runs", owner_repo=remote.target.full)
     since = _dispatched_since(inv)
     try:
-        started = remote.post("actions", "workflows", inv.args["workflow"], "dispatches", json=payload)
+        started = remote.post("actions", "workflows", inv.text("workflow"), "dispatches", json=payload)
     except forge.ForgeError as exc:
         if exc.code != "FORGE_UNAVAILABLE":
             raise
@@ -5206,15 +5206,15 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     shown = json.dumps(inputs, ensure_ascii=False)
     if len(shown) > 200:  # many or long inputs: the text names how many, the data holds them all
         shown = f"{shown[:200]}… ({len(inputs)} inputs in all)"
-    said = f"{inv.args['workflow']} on {ref}" + (f" with inputs {shown}" if inputs else "")
+    said = f"{inv.text('workflow')} on {ref}" + (f" with inputs {shown}" if inputs else "")
     if isinstance(started, dict) and started.get("id"):
         jobs = ", ".join(clean_line(str(j)) for j in started.get("jobs") or [])
         return Result(f"Dispatched {said} in {remote.target.slug}: run {started['id']} (number "
                       f"{started.get('run_number')}){'; jobs: ' + jobs if jobs else ''}.",
-                      {"workflow": inv.args["workflow"], "ref": ref, "inputs": inputs, "run_id": started["id"]})
+                      {"workflow": inv.text("workflow"), "ref": ref, "inputs": inputs, "run_id": started["id"]})
     return Result(f"Dispatched {said} in {remote.target.slug}; the forge does not say which run it started (the "
                   f"newest runs: {shown_call(runs)}).",
-                  {"workflow": inv.args["workflow"], "ref": ref, "inputs": inputs, "run_id": None})
+                  {"workflow": inv.text("workflow"), "ref": ref, "inputs": inputs, "run_id": None})
 
 
 NAME = Param("name", description="The secret's or variable's name, e.g. DEPLOY_KEY.", required=True, positional=True)
@@ -5228,12 +5228,12 @@ VALUE = Param("body", description="The value (a secret's is never shown back).",
            params=(NAME, replace(VALUE, secret=True), BODY_FILE))
 def actions_set_secret_op(inv: Invocation) -> Result:
     remote = api(inv)
-    name = guard.actions_name(forge_call(inv, "body"), inv.args["name"], "secret")
+    name = guard.actions_name(forge_call(inv, "body"), inv.text("name"), "secret")
 
     def names() -> set[str]:  # the secrets' names (the only thing the forge ever shows of them)
         return {str(s.get("name")).upper() for s in remote.list_items("actions", "secrets", limit=1000)}
     had = name in names()
-    remote.put("actions", "secrets", name, json={"data": inv.args["body"]})
+    remote.put("actions", "secrets", name, json={"data": inv.text("body")})
     guard.check_secret_listed(forge_call(inv, "body"), name, name in names())
     return Result(f"{'Updated' if had else 'Created'} the secret {name} in {remote.target.slug}; its value is not "
                   f"shown and cannot be read back.", {"name": name, "created": not had})
@@ -5269,8 +5269,8 @@ def actions_secrets_op(inv: Invocation) -> Result:
            params=(replace(NAME, required=False),))
 def actions_variables_op(inv: Invocation) -> Result:
     remote = api(inv)
-    if inv.args.get("name"):
-        name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
+    if inv.opt_text("name"):
+        name = guard.actions_name(forge_call(inv), inv.text("name"), "variable")
         found = _variable(remote, name)
         if found is None:
             raise guard.no_such_variable(forge_call(inv), name)
@@ -5286,8 +5286,9 @@ def actions_variables_op(inv: Invocation) -> Result:
            params=(NAME, VALUE, BODY_FILE))
 def actions_set_variable_op(inv: Invocation) -> Result:
     import forge
-    remote, value = api(inv), inv.args["body"]
-    name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
+    remote, value = api(inv), inv.text("body")
+    name = guard.actions_name(forge_call(inv), inv.text("name"), "variable")
+
     had = _variable(remote, name) is not None
     try:
         if had:
