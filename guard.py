@@ -80,6 +80,7 @@ __all__ = [
     "HookDecision", "HookRepo", "classify_command",
     "hook_failure_decision", "mentions_git_or_madtea", "NONE_RAN", "DO_NOT_RETRY", "MID_OPERATION_RAIL",
     "hook_command", "hook_main", "exit_flushed", "caller_cwd_signal", "runtime_dir",
+    "record_caller_signal", "hook_repo_facts",
 ]
 
 # =========================================================================== 1. rules over facts
@@ -3286,13 +3287,13 @@ def classify_command(command: str, cwd: str, repo_facts: Any,
     denied: list[tuple[_HookSeg, str]] = []
     notes: list[str] = []
     for seg in segs:
-        for kind, text in _hook_verdicts(seg, ctx, 0):
+        for kind, text in _verdicts(seg, ctx, 0):
             if kind == "deny":
                 denied.append((seg, text))
             elif kind == "note" and text not in notes:
                 notes.append(text)
     if denied:  # only a denial names the line's commands
-        top_level = [label for s in segs if s.depth == 0 and (label := _hook_label(s))]
+        top_level = [label for s in segs if s.depth == 0 and (label := _label(s))]
         lines = [NONE_RAN.format(first=top_level[0])] if len(top_level) > 1 else []
         for _seg, text in denied:
             lines.extend(line for line in text.split("\n") if line not in lines)
@@ -3357,7 +3358,7 @@ class _HookState:
 
 
 
-def _hook_assigns(text: str) -> bool:
+def _assigns(text: str) -> bool:
     """A shell variable assignment word: ``NAME=...`` with NAME matching ``[A-Za-z_][A-Za-z0-9_]*``.
 
     Plain string tests rather than a pattern: every word of every command meets this one, and
@@ -3366,7 +3367,7 @@ def _hook_assigns(text: str) -> bool:
     return bool(eq and name) and not name[0].isdigit() and name.isascii() and name.replace("_", "a").isalnum()
 
 
-def _hook_varname_end(src: str, pos: int) -> int | None:
+def _varname_end(src: str, pos: int) -> int | None:
     """Where the name of a ``$NAME``, ``$1`` or ``$@`` whose name starts at *pos* ends; None for none."""
     first = src[pos:pos + 1]
     if first and first in "0123456789@*#?$!-":
@@ -3545,9 +3546,9 @@ class _HookParser:
             seg.heredoc = st.heredoc if own_stdin or piped is None else piped
             self.out.append(seg)
             if sep == "|":
-                st.piped = _hook_pipe_text(seg)
+                st.piped = _pipe_text(seg)
             if sep != "|" and st.prev_sep != "|":  # a pipeline's parts run in subshells
-                _hook_scope_update(seg, scope)
+                _scope_update(seg, scope)
         st.words = []
         st.writes = []
         st.heredoc = [None, None]
@@ -3590,7 +3591,7 @@ class _HookParser:
             first = len(self.out)
             self._list({"dir": scope["dir"], "env": dict(scope["env"])}, depth + 1, ")")
             inner = [seg for seg in self.out[first:] if seg.depth == depth + 1]
-            text = _hook_pipe_text(inner[-1]) if inner else None
+            text = _pipe_text(inner[-1]) if inner else None
             self._add(st, "/dev/fd/63", dynamic=True)
             st.script = text[1] if text is not None else None
             return
@@ -3665,14 +3666,14 @@ class _HookParser:
             self._skip_balanced("{", "}")
             inner = src[start + 1:self.pos - 1]
             self._expansions_in(inner, scope, depth)
-            name = inner[:_hook_varname_end(inner, 0) or 0] if inner[:1] != "!" else ""
+            name = inner[:_varname_end(inner, 0) or 0] if inner[:1] != "!" else ""
             self._add(st, "${" + name + "}", dynamic=True)
         elif nxt == "'" and not in_dquote:
             self._ansi_c(st)
         elif nxt == '"' and not in_dquote:
             self.pos += 1  # $"..." is a translated string: read it as "..."
         else:
-            end = _hook_varname_end(src, self.pos + 1)
+            end = _varname_end(src, self.pos + 1)
             if end is not None:
                 self._add(st, "$" + src[self.pos + 1:end], dynamic=True)
                 self.pos = end
@@ -3726,7 +3727,7 @@ class _HookParser:
         (``"$(cat <<'EOF' ...)"`` is how agents write a commit message) or the program a look-up
         names (``$(which git)``); otherwise a value only the shell knows."""
         words = [w.text for w in inner[0].words] if len(inner) == 1 else []
-        printed = _hook_pipe_text(inner[0]) if words and words[0] in ("echo", "printf") else None
+        printed = _pipe_text(inner[0]) if words and words[0] in ("echo", "printf") else None
         if words == ["cat"] and inner[0].heredoc[0] is not None:
             self._add(st, inner[0].heredoc[0], quoted=True)
         elif printed is not None and printed[0] is not None:
@@ -3754,10 +3755,10 @@ class _HookParser:
         self._add(st, self.src[start:self.pos])
 
 
-def _hook_scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
+def _scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
     """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
     words = seg.words
-    if all(_hook_assigns(w.text) for w in words):
+    if all(_assigns(w.text) for w in words):
         for w in words:
             scope["env"][w.text.split("=", 1)[0]] = w
         return
@@ -3774,7 +3775,7 @@ def _hook_scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
         scope["dir"] = None
     elif name == "export":
         for w in words[1:]:
-            if _hook_assigns(w.text):
+            if _assigns(w.text):
                 scope["env"][w.text.split("=", 1)[0]] = w
     elif name == "unset":
         for w in words[1:]:
@@ -3787,10 +3788,10 @@ def _hook_scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
                 scope.setdefault("alias", {})[alias] = found[0].words if found else []
 
 
-def _hook_pipe_text(seg: _HookSeg) -> list[str | None] | None:
+def _pipe_text(seg: _HookSeg) -> list[str | None] | None:
     """What ``echo``/``printf``/``cat <<EOF`` writes into a pipe, when the line shows it (a box:
     a here-document body is read after the line that opens it)."""
-    words = _hook_strip(seg)[0]
+    words = _strip(seg)[0]
     if not words:
         return None
     name, args = words[0].text, [w.text for w in words[1:]]
@@ -3821,7 +3822,7 @@ _HOOK_NOT_A_COMMAND = frozenset({"for", "select", "case", "in"})
 _HOOK_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
 
 
-def _hook_python(name: str) -> bool:
+def _python(name: str) -> bool:
     """``python``, ``python2``, ``python3`` or ``python3.12``, each maybe with ``.exe``; string tests rather than a
     pattern, since agents run python often and compiling one costs more than the hook's decision."""
     rest = name[:-1] if name.endswith("\n") else name  # "$" also matches before a final newline
@@ -3847,12 +3848,12 @@ class _HookCtx:
         return self._cache[path]
 
 
-def _hook_basename(text: str) -> str:
+def _basename(text: str) -> str:
     name = text.replace("\\", "/").rsplit("/", 1)[-1]
     return name[:-4] if name.lower().endswith(".exe") else name
 
 
-def _hook_strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], str | None]:
+def _strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], str | None]:
     """The command itself: reserved words, variable assignments and wrappers (env, sudo, xargs …) removed."""
     words = list(seg.words)
     env = dict(seg.env)
@@ -3874,7 +3875,7 @@ def _hook_strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], s
     if not words or words[0].text in _HOOK_NOT_A_COMMAND:
         return [], env, cdir
     for _ in range(16):
-        while words and _hook_assigns(words[0].text):
+        while words and _assigns(words[0].text):
             word = words.pop(0)
             env[word.text.split("=", 1)[0]] = word
         if not words:
@@ -3887,14 +3888,14 @@ def _hook_strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], s
         first = words[0]
         if first.text[:1] == "{" and first.text[-1:] == "}" and "," in first.text and not first.quoted:
             words = [_HookWord(t, False, False) for t in first.text[1:-1].split(",")] + words[1:]  # {git,push}
-        name = _hook_basename(words[0].text)
+        name = _basename(words[0].text)
         rest = words[1:]
         if name == "command" and rest and rest[0].text in ("-v", "-V"):
             return [], env, cdir  # a look-up, not a run
         if name == "env":
-            words, cdir = _hook_env_wrapper(rest, cdir)
+            words, cdir = _env_wrapper(rest, cdir)
         elif name in _HOOK_LAUNCHERS:
-            unwrapped = _hook_unwrap(name, rest)
+            unwrapped = _unwrap(name, rest)
             if unwrapped is None:
                 break
             words = unwrapped
@@ -3949,7 +3950,7 @@ for _name in ("mamba", "micromamba"):
 _HOOK_VERB_LAUNCHERS = frozenset(n.partition(":")[0] for n in _HOOK_LAUNCHERS if ":" in n)  # uv run, nix develop
 
 
-def _hook_unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
+def _unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
     """The command a wrapper runs, as words (a command line given as one string becomes ``sh -c``
     with it); None when it runs none the line shows."""
     if name in _HOOK_VERB_LAUNCHERS:
@@ -4010,7 +4011,7 @@ def _hook_unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
     return rest or None
 
 
-def _hook_env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_HookWord], str | None]:
+def _env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_HookWord], str | None]:
     i = 0
     while i < len(words):
         text = words[i].text
@@ -4035,37 +4036,37 @@ def _hook_env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_H
     return words[i:], cdir
 
 
-def _hook_label(seg: _HookSeg) -> str:
+def _label(seg: _HookSeg) -> str:
     """How the none-of-it-ran sentence names a command: "git add", "madtea issue", "npm"."""
-    words, _env, _dir = _hook_strip(seg)
+    words, _env, _dir = _strip(seg)
     if not words:
         return ""
-    name = _hook_basename(words[0].text)
+    name = _basename(words[0].text)
     if name.startswith("git-") and len(name) > 4:
         return "git " + name[4:]
     if name == "git":
-        sub = _hook_git_split(words[1:])[0]
+        sub = _git_split(words[1:])[0]
         return f"git {sub.text}" if sub is not None else "git"
-    cli = _hook_madtea_args(words)
+    cli = _madtea_args(words)
     if cli is not None:
         nouns = [w.text for w in cli if not w.text.startswith("-")]
         return "madtea " + nouns[0] if nouns else "madtea"
     return name
 
 
-def _hook_verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
+def _verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
     if nest > 24:
         return []
-    found = _hook_side_effects(seg)
-    words, env, cdir = _hook_strip(seg)
+    found = _side_effects(seg)
+    words, env, cdir = _strip(seg)
     if not words:
         return found
-    name = _hook_basename(words[0].text)
-    inner = _hook_inner_script(name, words, seg.heredoc[1])
+    name = _basename(words[0].text)
+    inner = _inner_script(name, words, seg.heredoc[1])
     if inner is not None:
-        return found + _hook_script_verdicts(inner, cdir, seg.depth + 1, env, ctx, nest)
+        return found + _script_verdicts(inner, cdir, seg.depth + 1, env, ctx, nest)
     if name == "find":
-        return found + [v for s in _hook_find_exec(words, seg, env, cdir) for v in _hook_verdicts(s, ctx, nest + 1)]
+        return found + [v for s in _find_exec(words, seg, env, cdir) for v in _verdicts(s, ctx, nest + 1)]
     if name.startswith("git-") and len(name) > 4:  # git's own programs, such as .../git-core/git-commit
         words = [_HookWord("git", False, False), _HookWord(name[4:], False, False)] + words[1:]
         name = "git"
@@ -4075,29 +4076,29 @@ def _hook_verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, s
                       v.text.partition("=")[0].lower() == f"alias.{(git.sub or '').lower()}"), None)
         if alias is not None and git.sub is not None:  # git -c alias.p=push p: an alias the line defines
             if alias.startswith("!"):
-                return found + _hook_script_verdicts(alias[1:], cdir, seg.depth + 1, env, ctx, nest)
+                return found + _script_verdicts(alias[1:], cdir, seg.depth + 1, env, ctx, nest)
             expanded = [_HookWord(t, False, False) for t in alias.split()] + git.args
             git = _HookGit([w for w in words[1:len(words) - len(git.args) - 1]] + expanded, env, cdir, ctx,
                            seg.heredoc[0])
         if git.sub == "submodule" and git.args[:1] and git.args[0].text == "foreach":
             script = " ".join(w.text for w in git.args[1:] if w.text not in ("--recursive", "-q", "--quiet"))
-            return found + _hook_script_verdicts(script, None, seg.depth + 1, env, ctx, nest)
+            return found + _script_verdicts(script, None, seg.depth + 1, env, ctx, nest)
         return found + [git.verdict()]
-    cli = _hook_madtea_args(words)
+    cli = _madtea_args(words)
     if cli is not None:
-        return found + [_hook_madtea(cli, ctx.cli_ops)]
+        return found + [_madtea(cli, ctx.cli_ops)]
     if name in ("gh", "tea"):
-        return found + [_hook_forge_cli(name, [w.text for w in words[1:]])]
+        return found + [_forge_cli(name, [w.text for w in words[1:]])]
     if name == "rm":
-        return found + [_hook_rm(words[1:])]
+        return found + [_rm(words[1:])]
     if name in _HOOK_DATA or name in _HOOK_RESERVED:
         return found
-    return found + _hook_arguments(words, seg, env, cdir, ctx, nest)
+    return found + _arguments(words, seg, env, cdir, ctx, nest)
 
 
-def _hook_script_verdicts(script: str, cdir: str | None, depth: int, env: dict[str, _HookWord], ctx: _HookCtx,
+def _script_verdicts(script: str, cdir: str | None, depth: int, env: dict[str, _HookWord], ctx: _HookCtx,
                           nest: int) -> list[tuple[str, str]]:
-    return [v for s in _HookParser(script, cdir, depth, env).parse() for v in _hook_verdicts(s, ctx, nest + 1)]
+    return [v for s in _HookParser(script, cdir, depth, env).parse() for v in _verdicts(s, ctx, nest + 1)]
 
 
 # Commands that read or print their arguments and never run them.
@@ -4115,18 +4116,18 @@ _HOOK_RUNNERS = frozenset({"git", "madtea", "madtea.py", "gh", "tea", "rm", "eva
     _HOOK_SHELLS | frozenset(n.partition(":")[0] for n in _HOOK_LAUNCHERS)
 
 
-def _hook_arguments(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord], cdir: str | None,
+def _arguments(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord], cdir: str | None,
                     ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
     """A command the hook does not know may run what its arguments spell out (``ssh host git push``,
     ``watchexec -- 'git commit -am x'``): a denied form among them denies, a read is never held."""
     for i in range(1, len(words)):
         text = words[i].text
-        base = _hook_basename(text)
-        if base in _HOOK_RUNNERS or base.startswith(("git-", "madtea")) or _hook_python(base):
+        base = _basename(text)
+        if base in _HOOK_RUNNERS or base.startswith(("git-", "madtea")) or _python(base):
             inner = _HookSeg(words[i:], seg.raw, seg.depth + 1, cdir, env)
-            denied = [v for v in _hook_verdicts(inner, ctx, nest + 1) if v[0] == "deny"]
+            denied = [v for v in _verdicts(inner, ctx, nest + 1) if v[0] == "deny"]
         elif " " in text or "\n" in text or "\t" in text:
-            denied = [v for v in _hook_script_verdicts(text, cdir, seg.depth + 1, env, ctx, nest) if v[0] == "deny"]
+            denied = [v for v in _script_verdicts(text, cdir, seg.depth + 1, env, ctx, nest) if v[0] == "deny"]
         else:
             continue
         if denied:
@@ -4134,7 +4135,7 @@ def _hook_arguments(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookW
     return []
 
 
-def _hook_inner_script(name: str, words: list[_HookWord], stdin: str | None = None) -> str | None:
+def _inner_script(name: str, words: list[_HookWord], stdin: str | None = None) -> str | None:
     """The text of ``bash -c '...'``, ``eval '...'``, a process substitution a shell runs or
     sources, or a script a shell reads from *stdin* (a here-document, a here-string, ``echo '...' |``);
     None when there is none to read. Expansions stay as written: a command spelt out around them
@@ -4166,7 +4167,7 @@ def _hook_inner_script(name: str, words: list[_HookWord], stdin: str | None = No
     return stdin
 
 
-def _hook_find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord],
+def _find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord],
                     cdir: str | None) -> list[_HookSeg]:
     found: list[_HookSeg] = []
     i = 0
@@ -4183,14 +4184,14 @@ def _hook_find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookW
     return found
 
 
-def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
+def _madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
     """The arguments of a madtea CLI run (``madtea ...``, ``python3 .../bin/madtea ...``,
     ``python -m madtea ...``, ``py madtea.pyz ...``), or None. Launchers such as ``uv run`` and
     ``pipx run`` are wrappers, removed before this."""
-    name = _hook_basename(words[0].text)
-    if _hook_madtea_name(name):
+    name = _basename(words[0].text)
+    if _madtea_name(name):
         return words[1:]
-    if _hook_python(name) or name == "py":
+    if _python(name) or name == "py":
         i = 1
         while i < len(words) and words[i].text.startswith("-"):
             if words[i].text == "-m":
@@ -4198,7 +4199,7 @@ def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
             if words[i].text.startswith("-c"):
                 return None
             i += 2 if words[i].text in ("-W", "-X") else 1
-        if i < len(words) and _hook_madtea_name(_hook_basename(words[i].text)):
+        if i < len(words) and _madtea_name(_basename(words[i].text)):
             return words[i + 1:]
     return None
 
@@ -4206,7 +4207,7 @@ def _hook_madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
 _HOOK_MADTEA_PYZ = r"madtea(-[0-9][0-9A-Za-z.+-]*)?\.pyz"  # the single-file release, any version
 
 
-def _hook_madtea_name(name: str) -> bool:
+def _madtea_name(name: str) -> bool:
     """``madtea``, ``madtea.py`` or the single-file release ``madtea-1.2.pyz``: a program that is madtea's CLI."""
     if name in ("madtea", "madtea.py"):
         return True
@@ -4218,16 +4219,16 @@ def _hook_madtea_name(name: str) -> bool:
 
 # --------------------------------------------------------------------------- rendering
 
-def _hook_call(tool: str, *pairs: tuple[str, Any]) -> str:
+def _call(tool: str, *pairs: tuple[str, Any]) -> str:
     """``madt_add dir="/x" files=["a.py"]``: the call a hook text names (None values left out)."""
     return render_call(call(tool, **dict(pairs)))
 
 
-def _hook_sentence(text: str) -> str:
+def _sentence(text: str) -> str:
     return text if text.endswith((".", ":", ")")) else text + "."
 
 
-def _hook_retry(verb: str) -> str:
+def _retry(verb: str) -> str:
     return DO_NOT_RETRY.format(verb=verb)
 
 
@@ -4244,7 +4245,7 @@ _HOOK_HEX = "0123456789abcdef"
 _HOOK_DESTROYS = "{what}, so only a person may do it: ask the user to run it themselves if it is really wanted."
 
 
-def _hook_git_split(
+def _git_split(
         args: list[_HookWord]) -> tuple[_HookWord | None, list[tuple[str, _HookWord | None]], list[_HookWord]]:
     """git's own options, the subcommand word and its arguments."""
     opts: list[tuple[str, _HookWord | None]] = []
@@ -4348,7 +4349,7 @@ _HOOK_GIT_OPTIONS = {
 _HOOK_OPTION_TABLES: dict[str, tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]]] = {}
 
 
-def _hook_option_table(key: str) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]] | None:
+def _option_table(key: str) -> tuple[dict[str, tuple[str, str]], dict[str, tuple[str, str]]] | None:
     """(long name -> (short, kind), short letter -> (long, kind)) of one git subcommand, or None."""
     if key not in _HOOK_GIT_OPTIONS:
         return None
@@ -4368,7 +4369,7 @@ def _hook_option_table(key: str) -> tuple[dict[str, tuple[str, str]], dict[str, 
     return _HOOK_OPTION_TABLES[key]
 
 
-def _hook_long_option(name: str, longs: Mapping[str, tuple[str, str]]) -> tuple[str, bool] | None:
+def _long_option(name: str, longs: Mapping[str, tuple[str, str]]) -> tuple[str, bool] | None:
     """git's reading of ``--name``: (the option, whether negated), by exact name or unique prefix."""
     if name in longs:
         return name, False
@@ -4380,7 +4381,7 @@ def _hook_long_option(name: str, longs: Mapping[str, tuple[str, str]]) -> tuple[
     return found.pop() if len(found) == 1 else None  # none, or ambiguous: git refuses the line
 
 
-def _hook_getopt(args: list[_HookWord], key: str | None = None
+def _getopt(args: list[_HookWord], key: str | None = None
                  ) -> tuple[list[tuple[str, _HookWord | None]], list[_HookWord], bool]:
     """Options (name, value) and positionals of a git subcommand; also whether ``--`` was given.
 
@@ -4389,7 +4390,7 @@ def _hook_getopt(args: list[_HookWord], key: str | None = None
     spelling, short options bundled, values taken where git takes them. Without one, no
     option takes a value.
     """
-    table = _hook_option_table(key) if key else None
+    table = _option_table(key) if key else None
     longs, shorts = table if table is not None else ({}, {})
     opts: list[tuple[str, _HookWord | None]] = []
     pos: list[_HookWord] = []
@@ -4402,7 +4403,7 @@ def _hook_getopt(args: list[_HookWord], key: str | None = None
             return opts, pos, True
         if t.startswith("--") and not w.dynamic:
             name, eq, value = t[2:].partition("=")
-            known = _hook_long_option(name, longs) if table is not None else None
+            known = _long_option(name, longs) if table is not None else None
             if known is not None and known[1]:
                 short = longs[known[0]][0]
                 opts = [o for o in opts if o[0] not in ("--" + known[0], "-" + short)]
@@ -4439,30 +4440,30 @@ def _hook_getopt(args: list[_HookWord], key: str | None = None
     return opts, pos, False
 
 
-def _hook_help(opts: list[tuple[str, _HookWord | None]], key: str) -> bool:
+def _help(opts: list[tuple[str, _HookWord | None]], key: str) -> bool:
     """``-h`` or ``--help`` among a subcommand's options: git prints help and does nothing else."""
-    table = _hook_option_table(key)
+    table = _option_table(key)
     short_h = table is not None and "h" in table[1]
     return any(name == "--help" or (name == "-h" and not short_h) for name, _v in opts)
 
 
-def _hook_has(opts: list[tuple[str, _HookWord | None]], *names: str) -> bool:
+def _has(opts: list[tuple[str, _HookWord | None]], *names: str) -> bool:
     return any(name in names for name, _v in opts)
 
 
-def _hook_val(opts: list[tuple[str, _HookWord | None]], *names: str) -> _HookWord | None:
+def _val(opts: list[tuple[str, _HookWord | None]], *names: str) -> _HookWord | None:
     for name, value in opts:
         if name in names and value is not None:
             return value
     return None
 
 
-def _hook_previous(name: str) -> bool:
+def _previous(name: str) -> bool:
     """``-`` or ``@{-N}``: the branch checked out N switches ago."""
     return name == "-" or (name.startswith("@{-") and name.endswith("}") and name[3:-1].isdecimal())
 
 
-def _hook_extra_header(key: str) -> bool:
+def _extra_header(key: str) -> bool:
     """A config key of git's extra HTTP header (``http.extraHeader``, ``http.<url>.extraHeader``)."""
     key = key.strip().lower()
     return key.startswith("http.") and key.endswith(".extraheader")
@@ -4476,7 +4477,7 @@ class _HookGit:
         self.ctx = ctx
         self.stdin = stdin  # a literal here-document fed to git, if any
         self.raw_args = args
-        sub, gopts, self.args = _hook_git_split(args)
+        sub, gopts, self.args = _git_split(args)
         self.sub = sub.text if sub is not None and not sub.dynamic else None
         self.gopts = gopts
         self.cdir = cdir
@@ -4538,25 +4539,25 @@ class _HookGit:
 
     def deny(self, why: str, call: str | None = None, extra: str = "", verb: str | None = None) -> tuple[str, str]:
         lines = [self.where()] if self.where() else []
-        lines.append(_hook_sentence(why))
+        lines.append(_sentence(why))
         if call:
             lines.append(f"Use: {call}")
         if extra:
-            lines.append(_hook_sentence(extra))
-        lines.append(_hook_retry(verb or self.sub or ""))
+            lines.append(_sentence(extra))
+        lines.append(_retry(verb or self.sub or ""))
         return "deny", "\n".join(lines)
 
     def destroys(self, what: str, alternative: str = "") -> tuple[str, str]:
         text = _HOOK_DESTROYS.format(what=what)
         if alternative:
             text += " " + alternative
-        return "deny", text + "\n" + _hook_retry(self.sub or "")
+        return "deny", text + "\n" + _retry(self.sub or "")
 
     def rail(self, files: list[str] | None) -> str:
         assert self.repo is not None and self.op is not None
         files = files or self.ctx.rail_files
         self.ctx.rail_files = files
-        add = _hook_call("madt_add", self.d(), ("files", files if files else ["<each resolved file>"]))
+        add = _call("madt_add", self.d(), ("files", files if files else ["<each resolved file>"]))
         c = f" -C {shell_quote(self.repo.top)}" if self.foreign else ""
         return MID_OPERATION_RAIL.format(op=self.op, top=self.repo.top, add=add, c=c)
 
@@ -4575,7 +4576,7 @@ class _HookGit:
             return ("allow", "")
         action = f"{sub} {self.args[0].text}" if self.args else sub
         key, rest = (action, self.args[1:]) if action in _HOOK_GIT_OPTIONS else (sub, self.args)
-        if _hook_help(_hook_getopt(rest, key)[0], key):
+        if _help(_getopt(rest, key)[0], key):
             return ("allow", "")  # git prints help and does nothing else
         handler: Callable[[], tuple[str, str]] | None = getattr(self, "g_" + sub.replace("-", "_"), None)
         if handler is None:
@@ -4586,12 +4587,12 @@ class _HookGit:
         config = [v.text for n, v in self.gopts if n in ("-c", "--config-env") and v is not None]
         if self.sub == "config":
             config += [w.text for w in self.args if not w.text.startswith("-")][:1]
-        if any(_hook_extra_header(text.partition("=")[0]) for text in config):
+        if any(_extra_header(text.partition("=")[0]) for text in config):
             return "deny", (
                 "An HTTP header set on git's command line or in its config (http.extraHeader) carries a credential "
                 "into the shell's history, the transcript and error messages. Ask the user to log in for that host "
                 "with madtea auth login; the madt_* tools then authenticate on their own.\n"
-                + _hook_retry(self.sub or "config"))
+                + _retry(self.sub or "config"))
         words = [v for _n, v in self.gopts if v is not None] + list(self.args)
         for w in words:
             if "://" not in w.text or "@" not in w.text:
@@ -4603,7 +4604,7 @@ class _HookGit:
                     "A token or password inside a remote URL is stored in .git/config and shows up in "
                     f"remote listings, logs and error messages. Use the plain URL ({clean}) and ask the user to "
                     "log in for that host with madtea auth login; the madt_* tools then authenticate on their own."
-                    "\n" + _hook_retry(self.sub or "remote"))
+                    "\n" + _retry(self.sub or "remote"))
         return None
 
     def note(self, tool_call: str, what: str) -> tuple[str, str]:
@@ -4611,12 +4612,12 @@ class _HookGit:
 
     # -- reads with a structured twin
     def g_status(self) -> tuple[str, str]:
-        return self.note(_hook_call("madt_status", self.d()),
+        return self.note(_call("madt_status", self.d()),
                          "gives the same facts as structured data (branch, upstream, ahead/behind, staged, "
                          "modified, untracked).")
 
     def g_log(self) -> tuple[str, str]:
-        return self.note(_hook_call("madt_log", self.d()),
+        return self.note(_call("madt_log", self.d()),
                          "returns commits as structured data (sha, author, date, subject).")
 
     g_shortlog = g_log
@@ -4624,10 +4625,10 @@ class _HookGit:
 
     # -- staging and committing
     def g_add(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-n", "--dry-run"):
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "-n", "--dry-run"):
             return ("allow", "")
-        blanket = _hook_has(opts, "-A", "--all", "-u", "--update", "--no-ignore-removal", "-p", "--patch", "-i",
+        blanket = _has(opts, "-A", "--all", "-u", "--update", "--no-ignore-removal", "-p", "--patch", "-i",
                           "--interactive", "-e", "--edit", "--pathspec-from-file")
         files = self.files(pos)
         if files is not None and any(f in (".", "") or f == ".." or f.startswith("../") for f in files):
@@ -4638,16 +4639,16 @@ class _HookGit:
         why = ("Raw git add can sweep unrelated or someone else's changes into the index; "
                "madt_add stages exactly the files you name")
         if good is None:
-            return self.deny(why, _hook_call("madt_add", self.d(), ("files", ["<path>", "..."])),
+            return self.deny(why, _call("madt_add", self.d(), ("files", ["<path>", "..."])),
                              "Name every file; blanket forms such as ., -A or -u are not accepted")
-        return self.deny(why, _hook_call("madt_add", self.d(), ("files", good)))
+        return self.deny(why, _call("madt_add", self.d(), ("files", good)))
 
     def g_commit(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "--dry-run"):
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "--dry-run"):
             return ("allow", "")
         messages = [v.text for n, v in opts if n in ("-m", "--message") and v is not None]
-        from_file = _hook_val(opts, "-F", "--file")
+        from_file = _val(opts, "-F", "--file")
         if not messages and from_file is not None and from_file.text == "-" and self.stdin is not None:
             messages = [self.stdin]
         title: str | None = None
@@ -4658,16 +4659,16 @@ class _HookGit:
             body_parts = [rest.strip()] + [m.strip() for m in messages[1:]]
             body = "\n\n".join(p for p in body_parts if p) or None
         files = self.files(pos)
-        blanket = _hook_has(opts, "-a", "--all", "-i", "--include", "-p", "--patch", "--interactive")
+        blanket = _has(opts, "-a", "--all", "-i", "--include", "-p", "--patch", "--interactive")
         good = files if files and not blanket else None
         if self.mid_operation():
             return self.deny(self.rail(good))
-        call = _hook_call("madt_commit", self.d(), ("files", good or ["<path>", "..."]),
+        call = _call("madt_commit", self.d(), ("files", good or ["<path>", "..."]),
                         ("title", title or "<subject>"), ("body", body))
         why = ("Raw git commit records whatever happens to be staged, including other people's work; "
                "madt_commit commits exactly the files you name")
         extra = ""
-        if _hook_has(opts, "--amend"):
+        if _has(opts, "--amend"):
             why = ("Amending rewrites a commit that may already be pushed or shared; "
                    "make a new commit instead with madt_commit")
         if good is None:
@@ -4676,49 +4677,49 @@ class _HookGit:
 
     # -- branches
     def g_branch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
+        opts, pos, _dd = _getopt(self.args, self.sub)
         names = [w.text for w in pos]
-        delete = _hook_has(opts, "-d", "--delete", "-D")
-        force = _hook_has(opts, "-D", "-f", "--force", "-M", "-C")
-        if _hook_has(opts, "-r", "--remotes") and delete:
+        delete = _has(opts, "-d", "--delete", "-D")
+        force = _has(opts, "-D", "-f", "--force", "-M", "-C")
+        if _has(opts, "-r", "--remotes") and delete:
             return ("allow", "")  # remote-tracking refs come back with the next fetch
         if delete:
-            calls = "; ".join(_hook_call("madt_branch_delete", self.d(), ("name", n)) for n in names) or \
-                _hook_call("madt_branch_delete", self.d(), ("name", "<branch>"))
+            calls = "; ".join(_call("madt_branch_delete", self.d(), ("name", n)) for n in names) or \
+                _call("madt_branch_delete", self.d(), ("name", "<branch>"))
             if force:
                 return self.destroys("Force-deleting a branch can discard commits that exist nowhere else",
                                      f"If its work is already merged, {calls} deletes it after proving that.")
             return self.deny("madt_branch_delete deletes a branch only after proving its work is contained in the "
                              "default branch", calls)
-        if _hook_has(opts, "-m", "--move", "-M", "-c", "--copy", "-C"):
+        if _has(opts, "-m", "--move", "-M", "-c", "--copy", "-C"):
             old, new = (names[0], names[1]) if len(names) >= 2 \
                 else ("<current branch>", names[0] if names else "<new name>")
-            create = _hook_call("madt_branch_create", self.d(), ("name", new), ("start_point", old))
-            if _hook_has(opts, "-c", "--copy", "-C"):
+            create = _call("madt_branch_create", self.d(), ("name", new), ("start_point", old))
+            if _has(opts, "-c", "--copy", "-C"):
                 return self.deny("Branches are made through madt_branch_create so the start point is explicit", create)
             return self.deny("A rename is a new branch plus a proven delete of the old one",
-                             f"{create}, then {_hook_call('madt_branch_delete', self.d(), ('name', old))}")
-        if _hook_has(opts, "-u", "--set-upstream-to", "--unset-upstream", "--edit-description"):
+                             f"{create}, then {_call('madt_branch_delete', self.d(), ('name', old))}")
+        if _has(opts, "-u", "--set-upstream-to", "--unset-upstream", "--edit-description"):
             return ("allow", "")
-        listing = _hook_has(opts, "-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose",
+        listing = _has(opts, "-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose",
                           "--show-current", "--contains", "--no-contains", "--merged", "--no-merged",
                           "--points-at", "--format", "--sort", "--column", "--no-column", "--color", "--no-color")
         if not names or listing:
-            return self.note(_hook_call("madt_status", self.d()),
+            return self.note(_call("madt_status", self.d()),
                              "reports the current branch and its upstream as structured data.")
         if force:
             return self.destroys("Moving an existing branch with --force can discard commits that exist nowhere else")
-        call = _hook_call("madt_branch_create", self.d(), ("name", names[0]),
+        call = _call("madt_branch_create", self.d(), ("name", names[0]),
                         ("start_point", names[1] if len(names) > 1 else None))
         return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
                          call)
 
     def _switch_call(self, branch: str) -> str:
-        previous = "<previous branch>" if _hook_previous(branch) else branch
-        return _hook_call("madt_switch", self.d(), ("branch", previous))
+        previous = "<previous branch>" if _previous(branch) else branch
+        return _call("madt_switch", self.d(), ("branch", previous))
 
     def _create_call(self, name: str, start: str | None) -> str:
-        return _hook_call("madt_branch_create", self.d(), ("name", name), ("start_point", start), ("checkout", True))
+        return _call("madt_branch_create", self.d(), ("name", name), ("start_point", start), ("checkout", True))
 
     _SWITCH_WHY = "madt_switch changes branches without carrying or discarding uncommitted work behind your back"
 
@@ -4726,7 +4727,7 @@ class _HookGit:
         """The steer when the switch would make a new branch from a remote-tracking one (``--track``,
         or a name only a remote has): madt_switch takes existing local branches only."""
         kind = self.ref_kind(name) or ""
-        if _hook_has(opts, "-t", "--track") and "/" in name and kind != "branch":
+        if _has(opts, "-t", "--track") and "/" in name and kind != "branch":
             start, new = name, name.removeprefix("refs/remotes/").split("/", 1)[1]
         elif kind.startswith("remote:"):
             start, new = f"{kind[len('remote:'):]}/{name}", name
@@ -4736,32 +4737,32 @@ class _HookGit:
                          "so the start point is explicit", self._create_call(new, start))
 
     def g_switch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "--discard-changes", "-f", "--force"):
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "--discard-changes", "-f", "--force"):
             return self.destroys("Switching with --discard-changes or --force discards uncommitted changes for good")
-        new = _hook_val(opts, "-c", "--create", "-C", "--force-create")
+        new = _val(opts, "-c", "--create", "-C", "--force-create")
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
                              self._create_call(new.text, pos[0].text if pos else None))
-        if _hook_has(opts, "-d", "--detach", "--orphan") or not pos:
+        if _has(opts, "-d", "--detach", "--orphan") or not pos:
             return ("allow", "")
-        if self.ref_kind(pos[0].text) == "tracking" and not _hook_has(opts, "-t", "--track"):
+        if self.ref_kind(pos[0].text) == "tracking" and not _has(opts, "-t", "--track"):
             return ("allow", "")  # git itself refuses to switch to a remote-tracking ref without --detach
         return self._remote_branch(pos[0].text, opts) or self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
 
     def g_checkout(self) -> tuple[str, str]:
-        opts, pos, dashdash = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-f", "--force", "-p", "--patch"):
+        opts, pos, dashdash = _getopt(self.args, self.sub)
+        if _has(opts, "-f", "--force", "-p", "--patch"):
             return self.destroys("A forced or patch checkout overwrites uncommitted changes for good")
-        new = _hook_val(opts, "-b", "-B")
+        new = _val(opts, "-b", "-B")
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
                              self._create_call(new.text, pos[0].text if pos else None))
-        if _hook_has(opts, "--orphan", "--detach", "-d"):
+        if _has(opts, "--orphan", "--detach", "-d"):
             return ("allow", "")
         paths = dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./"))
-        sides = _hook_has(opts, "--ours", "--theirs", "-2", "-3", "--conflict") or (
-            _hook_has(opts, "-m", "--merge") and (paths or (pos and self.ref_kind(pos[0].text) != "branch")))
+        sides = _has(opts, "--ours", "--theirs", "-2", "-3", "--conflict") or (
+            _has(opts, "-m", "--merge") and (paths or (pos and self.ref_kind(pos[0].text) != "branch")))
         if sides and self.op is not None:
             return ("allow", "")  # picking a side while resolving a conflict
         if paths or sides:
@@ -4774,7 +4775,7 @@ class _HookGit:
         steer = self._remote_branch(name, opts)
         if steer is not None:
             return steer
-        if _hook_previous(name) or kind == "branch" or (kind is None and self.refs_unknown()):
+        if _previous(name) or kind == "branch" or (kind is None and self.refs_unknown()):
             return self.deny(self._SWITCH_WHY, self._switch_call(name))
         if kind in ("tag", "tracking") or (7 <= len(name) <= 40 and not name.strip(_HOOK_HEX)) \
                 or any(ch in name for ch in "~^@:") or name.startswith(("HEAD", "refs/")):
@@ -4791,16 +4792,16 @@ class _HookGit:
         return self.repo is None or self.repo.ref_kind is None
 
     def g_restore(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-S", "--staged") and not _hook_has(opts, "-W", "--worktree"):
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "-S", "--staged") and not _has(opts, "-W", "--worktree"):
             return ("allow", "")  # unstaging keeps the file as it is
-        if _hook_has(opts, "--ours", "--theirs", "-2", "-3", "-m", "--merge", "--conflict") and self.op is not None:
+        if _has(opts, "--ours", "--theirs", "-2", "-3", "-m", "--merge", "--conflict") and self.op is not None:
             return ("allow", "")  # picking a side while resolving a conflict
         return self.destroys("git restore of working-tree files overwrites their uncommitted changes for good")
 
     def g_reset(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        if not _hook_has(opts, "--hard"):
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        if not _has(opts, "--hard"):
             return ("allow", "")
         alt = ""
         if self.mid_operation():
@@ -4809,10 +4810,10 @@ class _HookGit:
         return self.destroys("git reset --hard discards uncommitted changes for good", alt)
 
     def g_clean(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-n", "--dry-run"):
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "-n", "--dry-run"):
             return ("allow", "")
-        if _hook_has(opts, "-f", "--force", "-i", "--interactive"):
+        if _has(opts, "-f", "--force", "-i", "--interactive"):
             return self.destroys("git clean -f deletes untracked files for good")
         return ("allow", "")
 
@@ -4824,13 +4825,13 @@ class _HookGit:
 
     # -- remote sync
     def g_push(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-n", "--dry-run"):
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "-n", "--dry-run"):
             return ("allow", "")
         refspecs = [w.text for w in pos[1:]]
         lease = [v.text if v is not None else "" for n, v in opts if n == "--force-with-lease"]
-        force = _hook_has(opts, "-f", "--force", "--mirror") or any(r.startswith("+") for r in refspecs)
-        delete = _hook_has(opts, "-d", "--delete", "--prune") or any(r.startswith(":") for r in refspecs)
+        force = _has(opts, "-f", "--force", "--mirror") or any(r.startswith("+") for r in refspecs)
+        delete = _has(opts, "-d", "--delete", "--prune") or any(r.startswith(":") for r in refspecs)
         branches: list[str] = []
         for r in refspecs:
             src = r.lstrip("+").split(":", 1)[0]
@@ -4841,26 +4842,26 @@ class _HookGit:
         tags = [b for b in branches if b.startswith("refs/tags/") or self.ref_kind(b) == "tag"]
         branches = [b for b in branches if b not in tags]
         sha = next((v.split(":", 1)[1] for v in lease if ":" in v and v.split(":", 1)[1]), None)
-        set_up = True if _hook_has(opts, "-u", "--set-upstream") else None
-        calls = [_hook_call("madt_push", self.d(), ("branch", b), ("force_with_lease", sha if lease else None),
+        set_up = True if _has(opts, "-u", "--set-upstream") else None
+        calls = [_call("madt_push", self.d(), ("branch", b), ("force_with_lease", sha if lease else None),
                           ("set_upstream", set_up)) for b in (branches or [None])]  # type: ignore[list-item]
         if delete:
             return self.destroys("Deleting a branch on the remote can discard commits that exist nowhere else")
         if force:
-            lease_call = _hook_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
+            lease_call = _call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
                                   ("force_with_lease", "<the remote sha you expect to replace>"))
             return self.destroys("A force push without a lease can overwrite commits on the remote that exist "
                                  "nowhere else", "To replace the remote branch only if it is still where you last "
                                  f"saw it, use {lease_call}.")
         if lease and sha is None:
-            call = _hook_call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
+            call = _call("madt_push", self.d(), ("branch", branches[0] if branches else "<branch>"),
                             ("force_with_lease", "<the remote sha you expect to replace>"))
             return self.deny("A lease without an explicit expected sha trusts a remote-tracking ref that a "
                              "background fetch may have moved; madt_push takes the sha itself", call)
-        if tags or _hook_has(opts, "--tags"):
+        if tags or _has(opts, "--tags"):
             names = [t.removeprefix("refs/tags/") for t in tags] or ["<tag>"]
             release = None if self.foreign else "; ".join(
-                _hook_call("madt_releases", ("action", "create"), ("tag", n),
+                _call("madt_releases", ("action", "create"), ("tag", n),
                            ("target", "<the commit the tag points at>"))
                 for n in names)
             extra = ("That makes the tag on the forge with its release, once the commit is pushed; "
@@ -4875,14 +4876,14 @@ class _HookGit:
                          "; ".join(calls))
 
     def g_pull(self) -> tuple[str, str]:
-        _opts, pos, _dd = _hook_getopt(self.args, self.sub)
+        _opts, pos, _dd = _getopt(self.args, self.sub)
         branch = pos[1].text if len(pos) > 1 else None
         return self.deny("madt_pull fast-forwards only, so it never makes a surprise merge commit or rewrites history",
-                         _hook_call("madt_pull", self.d(), ("branch", branch)))
+                         _call("madt_pull", self.d(), ("branch", branch)))
 
     def g_fetch(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        force = _hook_has(opts, "-f", "--force")
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        force = _has(opts, "-f", "--force")
         for spec in pos[1:]:
             dst = spec.text.rpartition(":")[2] if ":" in spec.text else ""
             local = dst.startswith("refs/heads/") or not dst.startswith("refs/")
@@ -4892,138 +4893,138 @@ class _HookGit:
         if not self.foreign:
             return ("allow", "")
         return self.deny("madt_pull brings it up to date through madtea's own credentials",
-                         _hook_call("madt_pull", self.d()))
+                         _call("madt_pull", self.d()))
 
     def g_merge(self) -> tuple[str, str]:
         if not self.foreign:
             return ("allow", "")
-        _opts, pos, _dd = _hook_getopt(self.args, self.sub)
+        _opts, pos, _dd = _getopt(self.args, self.sub)
         what = pos[0].text if pos else None
         if what is None or what.startswith(("origin/", "FETCH_HEAD", "@{")):
-            return self.deny("madt_pull fast-forwards it from its upstream", _hook_call("madt_pull", self.d()))
+            return self.deny("madt_pull fast-forwards it from its upstream", _call("madt_pull", self.d()))
         return self.deny("work is merged there through a pull request",
-                         _hook_call("madt_finish", self.d(), ("branch", what)))
+                         _call("madt_finish", self.d(), ("branch", what)))
 
     def g_rebase(self) -> tuple[str, str]:
-        _opts, pos, _dd = _hook_getopt(self.args, self.sub)
+        _opts, pos, _dd = _getopt(self.args, self.sub)
         branch = pos[1].text if len(pos) > 1 else None
         return self.deny("A rebase rewrites commits that a pull request or another clone may already hold",
-                         _hook_call("madt_pull", self.d(), ("branch", branch)),
+                         _call("madt_pull", self.d(), ("branch", branch)),
                          "That brings the branch up to date without rewriting it; if a rebase is really needed, "
                          "ask the user to run it")
 
     # -- worktrees
     def g_worktree(self) -> tuple[str, str]:
         action = self.args[0].text if self.args else "list"
-        opts, pos, _dd = _hook_getopt(self.args[1:], "worktree " + action)
+        opts, pos, _dd = _getopt(self.args[1:], "worktree " + action)
         base = self.cdir or self.ctx.cwd
         if action == "list":
-            return self.note(_hook_call("madt_worktrees", ("action", "list"), self.d()),
+            return self.note(_call("madt_worktrees", ("action", "list"), self.d()),
                              "lists worktrees as structured data.")
         if action == "add":
             path = os.path.normpath(os.path.join(base, os.path.expanduser(pos[0].text))) if pos else "<path>"
-            b = _hook_val(opts, "-b", "-B")
-            call = _hook_call("madt_worktrees", ("action", "add"), self.d(), ("path", path),
+            b = _val(opts, "-b", "-B")
+            call = _call("madt_worktrees", ("action", "add"), self.d(), ("path", path),
                             ("commit_ish", pos[1].text if len(pos) > 1 else None), ("b", b.text if b else None))
             return self.deny("madt_worktrees adds a worktree without creating branches behind your back", call)
         if action == "remove":
-            if _hook_has(opts, "-f", "--force"):
+            if _has(opts, "-f", "--force"):
                 return self.destroys("Force-removing a worktree discards its uncommitted changes for good")
             path = os.path.normpath(os.path.join(base, pos[0].text)) if pos else "<path>"
             return self.deny("madt_worktrees removes a worktree only when it holds no uncommitted or unpushed work",
-                             _hook_call("madt_worktrees", ("action", "remove"), self.d(), ("path", path)))
+                             _call("madt_worktrees", ("action", "remove"), self.d(), ("path", path)))
         if action == "prune":
             return self.deny("Worktree housekeeping goes through madt_worktrees",
-                             _hook_call("madt_worktrees", ("action", "list"), self.d()),
+                             _call("madt_worktrees", ("action", "list"), self.d()),
                              "Then remove the ones you own with " +
-                             _hook_call("madt_worktrees", ("action", "remove"), self.d(), ("path", "<path>")))
+                             _call("madt_worktrees", ("action", "remove"), self.d(), ("path", "<path>")))
         return ("allow", "")
 
     def g_update_ref(self) -> tuple[str, str]:
         """The plumbing twin of git branch: a branch deleted or moved by update-ref is steered the same way."""
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "--stdin"):
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "--stdin"):
             return self.destroys("git update-ref --stdin can delete or move any branch, tag or stash entry it is fed")
-        if pos and _hook_has(opts, "-d") and not pos[0].text.startswith(("refs/heads/", "refs/remotes/")):
+        if pos and _has(opts, "-d") and not pos[0].text.startswith(("refs/heads/", "refs/remotes/")):
             return self.destroys(f"Deleting {pos[0].text} with git update-ref -d loses what it points at for good")
         if not pos or pos[0].dynamic or not pos[0].text.startswith("refs/heads/"):
             return ("allow", "")
         name = pos[0].text[len("refs/heads/"):]
-        if _hook_has(opts, "-d"):
+        if _has(opts, "-d"):
             return self.destroys("Deleting a branch with git update-ref -d skips any proof that its commits exist "
                                  "elsewhere", "If its work is already merged, "
-                                 f"{_hook_call('madt_branch_delete', self.d(), ('name', name))} deletes it after "
+                                 f"{_call('madt_branch_delete', self.d(), ('name', name))} deletes it after "
                                  "proving that.")
         if self.ref_kind(name) == "branch" or self.refs_unknown():
             return self.destroys("Moving an existing branch with git update-ref can discard commits that exist "
                                  "nowhere else")
         return self.deny("Branches are made through madt_branch_create so the start point is explicit and checked",
-                         _hook_call("madt_branch_create", self.d(), ("name", name),
+                         _call("madt_branch_create", self.d(), ("name", name),
                                   ("start_point", pos[1].text if len(pos) > 1 else None)))
 
     def g_credential(self) -> tuple[str, str]:
         if self.args[:1] and self.args[0].text == "fill":
             return "deny", ("git credential fill prints a stored password or token into the transcript, and the "
                             "madt_* tools authenticate on their own. Use madt_whoami to see which account and "
-                            "credential source a call would use.\n" + _hook_retry("credential"))
+                            "credential source a call would use.\n" + _retry("credential"))
         return ("allow", "")
 
     def g_checkout_index(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-f", "--force"):
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "-f", "--force"):
             return self.destroys("git checkout-index -f overwrites working-tree files with the index's copy, "
                                  "discarding their uncommitted changes for good")
         return ("allow", "")
 
     def g_read_tree(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "--reset") and _hook_has(opts, "-u"):
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "--reset") and _has(opts, "-u"):
             return self.destroys("git read-tree -u --reset overwrites the working tree, discarding uncommitted "
                                  "changes for good")
         return ("allow", "")
 
     def g_reflog(self) -> tuple[str, str]:
         action = self.args[0].text if self.args else "show"
-        opts, _pos, _dd = _hook_getopt(self.args[1:], "reflog " + action)
+        opts, _pos, _dd = _getopt(self.args[1:], "reflog " + action)
         early = any(n in ("--expire", "--expire-unreachable") and v is not None and v.text != "never" for n, v in opts)
-        if action == "delete" or (action == "expire" and early and not _hook_has(opts, "--dry-run")):
+        if action == "delete" or (action == "expire" and early and not _has(opts, "--dry-run")):
             return self.destroys(f"git reflog {action} throws away the record of commits a reset or rebase left "
                                  "behind, so a later gc deletes them for good")
         return ("allow", "")
 
     def g_gc(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        prune = _hook_val(opts, "--prune")
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        prune = _val(opts, "--prune")
         if prune is not None and prune.text in ("now", "all"):
             return self.destroys("git gc --prune=now deletes unreachable commits at once, including work only a "
                                  "reflog still remembered")
         return ("allow", "")
 
     def g_prune(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        expire = _hook_val(opts, "--expire")
-        if _hook_has(opts, "-n", "--dry-run") or (expire is not None and expire.text not in ("now", "all")):
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        expire = _val(opts, "--expire")
+        if _has(opts, "-n", "--dry-run") or (expire is not None and expire.text not in ("now", "all")):
             return ("allow", "")
         return self.destroys("git prune deletes unreachable commits at once, including work only a reflog still "
                              "remembered")
 
     def g_rm(self) -> tuple[str, str]:
-        opts, _pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-f", "--force") and not _hook_has(opts, "--cached", "-n", "--dry-run"):
+        opts, _pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "-f", "--force") and not _has(opts, "--cached", "-n", "--dry-run"):
             return self.destroys("git rm -f deletes files together with their uncommitted changes for good")
         return ("allow", "")
 
     def g_tag(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        if _hook_has(opts, "-d", "--delete"):
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        if _has(opts, "-d", "--delete"):
             names = ", ".join(w.text for w in pos) or "a tag"
             return self.destroys(f"Deleting {names} drops the only name the tagged commit may have")
         return ("allow", "")
 
     def g_remote(self) -> tuple[str, str]:
-        opts, pos, _dd = _hook_getopt(self.args, self.sub)
-        if not pos and _hook_has(opts, "-v", "--verbose") and not self.foreign:
-            return self.note(_hook_call("madt_repo", ("action", "view")),
+        opts, pos, _dd = _getopt(self.args, self.sub)
+        if not pos and _has(opts, "-v", "--verbose") and not self.foreign:
+            return self.note(_call("madt_repo", ("action", "view")),
                              "names the repository on the forge as structured data; madt_whoami says which account "
                              "a call would use.")
         return ("allow", "")
@@ -5031,7 +5032,7 @@ class _HookGit:
 
 # --------------------------------------------------------------------------- the madtea CLI
 
-def _hook_madtea(args: list[_HookWord], cli_ops: CliTable) -> tuple[str, str]:
+def _madtea(args: list[_HookWord], cli_ops: CliTable) -> tuple[str, str]:
     words = [w for w in args]
     while words and words[0].text.startswith("-"):
         words.pop(0)
@@ -5057,13 +5058,13 @@ def _hook_madtea(args: list[_HookWord], cli_ops: CliTable) -> tuple[str, str]:
     if noun == "update":
         return "deny", ("Updating madtea replaces its own files and may trust a release signing key on this machine, "
                         "which is a person's act: ask the user to run madtea update themselves.\n" + retry)
-    return _hook_madtea_registry([w.text for w in words], cli_ops(), retry)
+    return _madtea_registry([w.text for w in words], cli_ops(), retry)
 
 
 _HOOK_PERSON_VERBS = frozenset({"delete", "rm", "remove"})
 
 
-def _hook_forge_cli(name: str, args: list[str]) -> tuple[str, str]:
+def _forge_cli(name: str, args: list[str]) -> tuple[str, str]:
     """``gh`` and ``tea`` act on the forge with credentials of their own: merges go to madt_pr, deletes
     to a person."""
     words = [a for a in args if not a.startswith("-")]
@@ -5076,23 +5077,23 @@ def _hook_forge_cli(name: str, args: list[str]) -> tuple[str, str]:
                         f"delete it themselves.\n{retry}")
     if verb == "merge" and noun in ("pr", "pulls", "pull"):
         number = next((w for w in words[2:] if w.isdecimal()), None)
-        call = _hook_call("madt_pr", ("action", "merge"), ("number", int(number) if number else "<number>"))
+        call = _call("madt_pr", ("action", "merge"), ("number", int(number) if number else "<number>"))
         return "deny", (f"Merging with {name} skips madtea's checks of the head it merges and of the repository it "
                         f"acts on; madt_pr merges through madtea's own credentials.\nUse: {call}\n{retry}")
     return ("allow", "")
 
 
-def _hook_rm(args: list[_HookWord]) -> tuple[str, str]:
+def _rm(args: list[_HookWord]) -> tuple[str, str]:
     """``rm -r`` of a ``.git``: the repository's history, branches and stashes."""
     recursive = any(w.text in ("--recursive",) or (w.text[:1] == "-" and w.text[1:2] != "-" and
                                                    ("r" in w.text or "R" in w.text)) for w in args)
-    if recursive and any(_hook_os_basename(w.text) == ".git" for w in args if not w.text.startswith("-")):
+    if recursive and any(_os_basename(w.text) == ".git" for w in args if not w.text.startswith("-")):
         what = "rm -r .git deletes the repository's history, branches and stashes for good"
         return "deny", _HOOK_DESTROYS.format(what=what) + "\nDo not retry any rm .git variant; every form is steered."
     return ("allow", "")
 
 
-def _hook_os_basename(path: str) -> str:
+def _os_basename(path: str) -> str:
     return os.path.basename(os.path.normpath(path)) if path else ""
 
 
@@ -5102,7 +5103,7 @@ _HOOK_SIGNERS_READS = frozenset({"cat", "less", "more", "head", "tail", "grep", 
                                  "sha256sum", "file", "ssh-keygen"})
 
 
-def _hook_side_effects(seg: _HookSeg) -> list[tuple[str, str]]:
+def _side_effects(seg: _HookSeg) -> list[tuple[str, str]]:
     """What any command can do by its words alone: expand madtea's token, or write the file that
     pins madtea's release key."""
     found: list[tuple[str, str]] = []
@@ -5114,7 +5115,7 @@ def _hook_side_effects(seg: _HookSeg) -> list[tuple[str, str]]:
                               "the shell's history, and the madt_* tools authenticate on their own. Use madt_whoami to "
                               "see which account and credential source a call would use.\n"
                               "Do not retry any MADTEA_TOKEN variant; every form is steered."))
-    name = _hook_basename(first)
+    name = _basename(first)
     if any(_HOOK_SIGNERS in target for target in seg.writes) or (
             name not in _HOOK_SIGNERS_READS and any(_HOOK_SIGNERS in w.text for w in seg.words[1:])):
         found.append(("deny", f"{_HOOK_SIGNERS} pins the key madtea trusts for its own updates, so changing it is a "
@@ -5123,7 +5124,7 @@ def _hook_side_effects(seg: _HookSeg) -> list[tuple[str, str]]:
     return found
 
 
-def _hook_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], retry: str) -> tuple[str, str]:
+def _madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], retry: str) -> tuple[str, str]:
     """The CLI command's MCP twin, named from the registry's own declaration of both surfaces."""
     key = next((k for k in sorted(cli_ops, key=len, reverse=True) if tuple(words[:len(k)]) == tuple(k)), None)
     nouns = {k[0] for k in cli_ops}
@@ -5137,12 +5138,12 @@ def _hook_madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], An
     pairs: list[tuple[str, Any]] = []
     if spec.get("action"):
         pairs.append(("action", spec["action"]))
-    pairs.extend(_hook_cli_registry_params(words[len(key or ()):], spec.get("params") or []))
+    pairs.extend(_cli_registry_params(words[len(key or ()):], spec.get("params") or []))
     return "deny", ("The madtea command line is for people; agents use the MCP tools, which return structured "
-                    f"results and errors.\nUse: {_hook_call(spec['tool'], *pairs)}\n" + retry)
+                    f"results and errors.\nUse: {_call(spec['tool'], *pairs)}\n" + retry)
 
 
-def _hook_cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:
+def _cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:
     flags: dict[str, Mapping[str, Any]] = {}
     enum_flags: dict[str, tuple[str, str]] = {}
     for p in params:
@@ -5170,13 +5171,13 @@ def _hook_cli_registry_params(words: list[str], params: list[Mapping[str, Any]])
                 i += 1
                 value = words[i] if i < len(words) else ""
             if not p.get("cli_only"):
-                got[p["name"]] = _hook_cli_value(p, value, got.get(p["name"]))
+                got[p["name"]] = _cli_value(p, value, got.get(p["name"]))
         elif not t.startswith("-") and positional:
             p = positional[0]
             if p.get("type") in ("strs", "numbers"):
-                got[p["name"]] = _hook_cli_value(p, t, got.get(p["name"]))
+                got[p["name"]] = _cli_value(p, t, got.get(p["name"]))
             else:
-                got[p["name"]] = _hook_cli_value(p, t, None)
+                got[p["name"]] = _cli_value(p, t, None)
                 positional.pop(0)
         i += 1
     # A secret typed on the command line is not repeated in the text that steers it to its tool.
@@ -5184,7 +5185,7 @@ def _hook_cli_registry_params(words: list[str], params: list[Mapping[str, Any]])
             for p in params if p["name"] in got]
 
 
-def _hook_cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
+def _cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
     kind = p.get("type")
     if kind in ("int", "number") and isinstance(value, str) and value.isdigit():
         return int(value)
@@ -5257,28 +5258,28 @@ def hook_main(cli_ops: CliTable) -> int:
     command: str | None = None
     try:
         raw = sys.stdin.buffer.read()
-        event = _hook_event(raw)
+        event = _event(raw)
         if event is None:
             return 0
         harness, command, cwd, run_dir = event
         if harness == "unknown":
-            return _hook_answer(harness, hook_failure_decision(command, "the event was not one it knows"))
+            return _answer(harness, hook_failure_decision(command, "the event was not one it knows"))
         try:
-            _hook_record_signal(run_dir or cwd, _hook_session(raw))
+            record_caller_signal(run_dir or cwd, _session(raw))
         except Exception:  # the signal is a convenience; the decision must not depend on it
             pass
-        decision = classify_command(command, cwd, _hook_repo_facts, cli_ops, run_dir=run_dir)
-        return _hook_answer(harness, decision)
+        decision = classify_command(command, cwd, hook_repo_facts, cli_ops, run_dir=run_dir)
+        return _answer(harness, decision)
     except BaseException as exc:  # never a traceback, never a wedge
         if isinstance(exc, SystemExit):
             raise
         try:
-            return _hook_answer("failure", hook_failure_decision(command, f"internal error: {type(exc).__name__}"))
+            return _answer("failure", hook_failure_decision(command, f"internal error: {type(exc).__name__}"))
         except BaseException:
             return 0
 
 
-def _hook_event(raw: bytes) -> tuple[str, str, str, str | None] | None:
+def _event(raw: bytes) -> tuple[str, str, str, str | None] | None:
     """(harness, command, cwd, run dir) of a shell-tool event; None when there is nothing to decide.
 
     "unknown" as the harness means a command arrived in an event the hook does
@@ -5311,19 +5312,19 @@ def _hook_event(raw: bytes) -> tuple[str, str, str, str | None] | None:
     return ("codex" if "turn_id" in data or "model" in data else "claude"), command, cwd, None
 
 
-def _hook_answer(harness: str, decision: HookDecision) -> int:
+def _answer(harness: str, decision: HookDecision) -> int:
     if decision.kind == "deny":
-        _hook_write(sys.stderr, decision.text + "\n")
+        _write(sys.stderr, decision.text + "\n")
         return 2
     if decision.kind == "note" and harness in ("claude", "codex"):
         # Additional context only, never a permission decision: an "allow" here
         # would approve the command on the user's behalf.
         out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "additionalContext": decision.text}}
-        _hook_write(sys.stdout, gitops.to_json(out) + "\n")
+        _write(sys.stdout, gitops.to_json(out) + "\n")
     return 0  # Gemini's BeforeTool takes no additional context: silence is the safe answer there
 
 
-def _hook_write(stream: Any, text: str) -> None:
+def _write(stream: Any, text: str) -> None:
     try:
         stream.write(text)
         stream.flush()
@@ -5333,10 +5334,10 @@ def _hook_write(stream: Any, text: str) -> None:
 
 # --------------------------------------------------------------------------- repository facts, from files
 
-def _hook_repo_facts(path: str) -> HookRepo | None:
+def hook_repo_facts(path: str) -> HookRepo | None:
     """What the classifier needs to know of the repository holding *path*: files only, no git process."""
     real = os.path.realpath(path)
-    found = _hook_git_dir_itself(real)
+    found = _git_dir_itself(real)
     if found is None:
         found = gitops.fs_find(real)
         if found is None:
@@ -5344,10 +5345,10 @@ def _hook_repo_facts(path: str) -> HookRepo | None:
     top, git_dir, common = found
     prefix = os.path.relpath(real, top) if real != top and real.startswith(top.rstrip("/") + "/") else ""
     return HookRepo(top, git_dir, common, prefix, gitops.operation_in_progress(git_dir),
-                          lambda name: _hook_ref_kind(common, name))
+                          lambda name: _ref_kind(common, name))
 
 
-def _hook_git_dir_itself(path: str) -> tuple[str, str, str] | None:
+def _git_dir_itself(path: str) -> tuple[str, str, str] | None:
     # GIT_DIR=... or --git-dir=... names the git dir, not a work tree.
     if not (os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "refs"))):
         return None
@@ -5356,7 +5357,7 @@ def _hook_git_dir_itself(path: str) -> tuple[str, str, str] | None:
     return top, path, common
 
 
-def _hook_ref_kind(common: str, name: str) -> str | None:
+def _ref_kind(common: str, name: str) -> str | None:
     """"branch", "tag", "tracking" (``origin/main`` itself) or "remote:<remote>" (only
     ``<remote>/<name>`` exists, which git's checkout would turn into a new branch)."""
     if not name or name.startswith("-") or ".." in name:
@@ -5397,11 +5398,11 @@ def caller_cwd_signal(max_age: float = 600) -> str | None:
     if not os.path.isdir("/proc/self"):
         return None
     folder = runtime_dir(create=False)
-    agent = _hook_agent(os.getpid())
+    agent = _agent(os.getpid())
     if folder is None or agent is None:
         return None
     pid, start = agent
-    record = _hook_read_record(os.path.join(folder, f"{pid}-{start}.json"))
+    record = _read_record(os.path.join(folder, f"{pid}-{start}.json"))
     if record is None or record.get("pid") != pid or record.get("start") != start:
         return None
     when, top, sessions = record.get("time"), record.get("top"), record.get("sessions")
@@ -5413,17 +5414,17 @@ def caller_cwd_signal(max_age: float = 600) -> str | None:
     return top
 
 
-def _hook_agent(pid: int) -> tuple[int, int] | None:
+def _agent(pid: int) -> tuple[int, int] | None:
     """(pid, start) of *pid*'s nearest ancestor that is not a shell or launch wrapper: the agent
     process that a hook and the server it started share as the key of the signal record."""
-    return next(((p, start) for p, start, comm in _hook_ancestors(pid) if comm not in _HOOK_WRAPPERS), None)
+    return next(((p, start) for p, start, comm in _ancestors(pid) if comm not in _HOOK_WRAPPERS), None)
 
 
 _HOOK_SESSIONS_MAX = 8  # distinct sessions remembered per key; two already make the record no signal
 _HOOK_SESSION_WINDOW = 600.0  # a session that wrote a key this recently still shares it
 
 
-def _hook_session(raw: bytes) -> str | None:
+def _session(raw: bytes) -> str | None:
     """The event's agent session id, when the harness sends one (all three do)."""
     try:
         session = gitops.from_json(raw.decode("utf-8", errors="replace")).get("session_id")
@@ -5439,7 +5440,7 @@ _HOOK_RECORD_STALE = 86400.0  # records of agents gone for a day are swept when 
 _HOOK_RECORD_KEEP = 30.0
 
 
-def _hook_read_record(path: str) -> dict[str, Any] | None:
+def _read_record(path: str) -> dict[str, Any] | None:
     """One record, read as a private file (see gitops.read_private); None when it is not one."""
     try:
         data = gitops.read_private(path, _HOOK_RECORD_MAX)
@@ -5454,7 +5455,7 @@ def _hook_read_record(path: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _hook_sweep(folder: str) -> None:
+def _sweep(folder: str) -> None:
     """Remove records and temp files older than a day: their agents are gone."""
     cutoff = time.time() - _HOOK_RECORD_STALE
     try:
@@ -5472,14 +5473,14 @@ def _hook_sweep(folder: str) -> None:
             pass
 
 
-def _hook_record_signal(cwd: str, session: str | None = None) -> None:
+def record_caller_signal(cwd: str, session: str | None = None) -> None:
     """Record the repo of the agent's shell cwd, keyed to the agent process, in one atomic write.
 
     The record also lists the sessions that wrote it lately: a key shared by several sessions
     is then no signal for any of them."""
     if not os.path.isdir("/proc/self"):
         return  # no process ancestry to key on, so no signal
-    agent = _hook_agent(os.getpid())
+    agent = _agent(os.getpid())
     folder = runtime_dir(create=True)
     if agent is None or folder is None:
         return
@@ -5487,7 +5488,7 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
     record = {"pid": agent[0], "start": agent[1], "time": time.time(), "cwd": cwd,
               "top": repo[0] if repo else None, "common_dir": repo[2] if repo else None, "session": session}
     final = os.path.join(folder, f"{agent[0]}-{agent[1]}.json")
-    previous = _hook_read_record(final)
+    previous = _read_record(final)
     lately = previous is not None and isinstance(previous.get("time"), (int, float)) \
         and 0 <= record["time"] - previous["time"] <= _HOOK_SESSION_WINDOW
     sessions = previous.get("sessions") if lately and previous is not None else None
@@ -5499,7 +5500,7 @@ def _hook_record_signal(cwd: str, session: str | None = None) -> None:
             and 0 <= record["time"] - previous["time"] < _HOOK_RECORD_KEEP:
         return  # the same place, recorded moments ago: reading it is cheaper than writing it again
     if not os.path.lexists(final):
-        _hook_sweep(folder)  # once per agent process: the folder does not grow without bound
+        _sweep(folder)  # once per agent process: the folder does not grow without bound
     # A cache: a record lost to a crash is written again by the next command, so it is not synced.
     gitops.write_private(final, gitops.to_json(record).encode("utf-8"), durable=False)
 
@@ -5537,22 +5538,22 @@ def runtime_dir(create: bool) -> str | None:
     return folder
 
 
-def _hook_ancestors(pid: int) -> list[tuple[int, int, str]]:
+def _ancestors(pid: int) -> list[tuple[int, int, str]]:
     """(pid, start time, name) of *pid*'s ancestors, nearest first, up to a small depth, never pid 1."""
     found: list[tuple[int, int, str]] = []
-    current = _hook_proc_stat(pid)
+    current = _proc_stat(pid)
     while current is not None and len(found) < _HOOK_DEPTH:
         parent = current[0]
         if parent <= 1:
             break
-        current = _hook_proc_stat(parent)
+        current = _proc_stat(parent)
         if current is None:
             break
         found.append((parent, current[1], current[2]))
     return found
 
 
-def _hook_proc_stat(pid: int) -> tuple[int, int, str] | None:
+def _proc_stat(pid: int) -> tuple[int, int, str] | None:
     """(parent pid, start time in clock ticks, name) from /proc/<pid>/stat."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:

@@ -194,7 +194,7 @@ def classify(tmp_path: Path):
     cli_ops = madtea.cli_table()
 
     def decide(command: str) -> guard.HookDecision:
-        return guard.classify_command(command, str(cwd), guard._hook_repo_facts, lambda: cli_ops)
+        return guard.classify_command(command, str(cwd), guard.hook_repo_facts, lambda: cli_ops)
     return decide
 
 

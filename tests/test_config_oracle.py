@@ -307,4 +307,4 @@ def test_the_hook_reads_each_ref_as_git_resolves_it(refs_repo: Path, history: li
             run_git(repo, "update-ref", ref or "", "HEAD", check=False)  # a/b beside a: git refuses, as here
     common = str(repo / ".git")
     for name in NAMES:
-        assert guard._hook_ref_kind(common, name) == _git_ref_kind(repo, name), (name, history)
+        assert guard._ref_kind(common, name) == _git_ref_kind(repo, name), (name, history)

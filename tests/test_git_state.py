@@ -482,14 +482,14 @@ def test_declared_files_that_were_never_committed_are_not_a_finished_success(clo
 def _as_process(monkeypatch: pytest.MonkeyPatch, ancestors: list[tuple[int, int, str]]) -> None:
     monkeypatch.setattr(madtea.os.path, "isdir",
                         lambda p, _real=madtea.os.path.isdir: True if p == "/proc/self" else _real(p))
-    monkeypatch.setattr(guard, "_hook_ancestors", lambda _pid: ancestors)
+    monkeypatch.setattr(guard, "_ancestors", lambda _pid: ancestors)
 
 
 def test_a_record_of_a_process_above_the_servers_agent_is_no_signal(monkeypatch: pytest.MonkeyPatch,
                                                                     single_repo: SingleRepo) -> None:
     shared = (300, 30, "tmux: server")  # a long-lived process that many sessions run under
     _as_process(monkeypatch, [(101, 11, "sh"), shared])  # a hook run by it
-    guard._hook_record_signal(str(single_repo.repo), "session-a")
+    guard.record_caller_signal(str(single_repo.repo), "session-a")
     _as_process(monkeypatch, [(200, 20, "claude"), shared])  # another session's server, under its own agent
     assert guard.caller_cwd_signal() is None
     _as_process(monkeypatch, [(101, 11, "sh"), shared])  # a server the shared process started itself
@@ -498,10 +498,10 @@ def test_a_record_of_a_process_above_the_servers_agent_is_no_signal(monkeypatch:
 
 def test_a_record_two_sessions_wrote_is_no_signal(monkeypatch: pytest.MonkeyPatch, single_repo: SingleRepo) -> None:
     _as_process(monkeypatch, [(400, 40, "ide-host")])
-    guard._hook_record_signal(str(single_repo.repo), "session-a")
-    guard._hook_record_signal(str(single_repo.repo), "session-a")
+    guard.record_caller_signal(str(single_repo.repo), "session-a")
+    guard.record_caller_signal(str(single_repo.repo), "session-a")
     assert guard.caller_cwd_signal() == str(single_repo.repo)
-    guard._hook_record_signal(str(single_repo.repo), "session-b")
+    guard.record_caller_signal(str(single_repo.repo), "session-b")
     assert guard.caller_cwd_signal() is None  # which of the two is this server's cannot be told
 
 

@@ -1326,14 +1326,14 @@ def test_packed_refs_and_commondir_are_read_alike_by_the_rules_and_the_hook(tmp_
         f"# pack-refs with: peeled fully-peeled sorted \r\n{sha} refs/heads/main\r\n{sha} refs/tags/v1\r\n"
         f"^{'b' * 40}\r\n{sha} refs/remotes/origin/feat\r\n".encode())
     assert gitops.fs_branches(common) == {"main"}
-    assert [guard._hook_ref_kind(str(common), n) for n in ("main", "v1", "origin/feat", "feat", "x")] == \
+    assert [guard._ref_kind(str(common), n) for n in ("main", "v1", "origin/feat", "feat", "x")] == \
         ["branch", "tag", "tracking", "remote:origin", None]
     linked = common / "worktrees" / "wt"
     linked.mkdir(parents=True)
     (linked / "HEAD").write_text("ref: refs/heads/main\n")
     (linked / "refs").mkdir()
     (linked / "commondir").write_text("../..\r\n")
-    assert guard._hook_git_dir_itself(str(linked)) == (str(linked), str(linked), str(common))
+    assert guard._git_dir_itself(str(linked)) == (str(linked), str(linked), str(common))
 
 
 def test_origin_head_is_what_git_recorded_and_remote_head_what_the_remote_says(tmp_path, hermetic_seal):

@@ -405,9 +405,9 @@ _WORDS = st.text(alphabet="aZ_09=$@*#?!-.:/'é\u00b2 \n", max_size=12)
 @settings(max_examples=400, deadline=None, derandomize=True, database=None)
 @given(text=_WORDS, pos=st.integers(min_value=0, max_value=13))
 def test_the_hooks_string_tests_agree_with_the_patterns_they_stand_for(text, pos):
-    assert guard._hook_assigns(text) == bool(re.match(r"[A-Za-z_][A-Za-z0-9_]*=", text))
+    assert guard._assigns(text) == bool(re.match(r"[A-Za-z_][A-Za-z0-9_]*=", text))
     name = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]").match(text, pos)
-    assert guard._hook_varname_end(text, pos) == (name.end() if name else None)
+    assert guard._varname_end(text, pos) == (name.end() if name else None)
     quoted = text if re.fullmatch(r"[A-Za-z0-9_./:@%+=,-]+", text) else "'" + text.replace("'", "'\"'\"'") + "'"
     assert guard.shell_quote(text) == quoted
     hexed = text.translate(str.maketrans("aZ_09=$", "abcdef0"))
@@ -428,7 +428,7 @@ def test_a_hook_decision_on_common_commands_compiles_no_pattern_and_reads_no_jso
 @given(tail=st.text(alphabet="23.1٣x.exe\n", max_size=8), head=st.sampled_from(["python", "pytho", "xpython", ""]))
 def test_the_hooks_python_name_test_agrees_with_its_pattern(head, tail):
     name = head + tail
-    assert guard._hook_python(name) == bool(re.match(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$", name)), name
+    assert guard._python(name) == bool(re.match(r"python(?:[23](?:\.\d+)?)?(?:\.exe)?$", name)), name
 
 
 @settings(max_examples=500, deadline=None, derandomize=True, database=None)

@@ -96,7 +96,7 @@ def fill(text: str, paths: dict[str, str]) -> str:
 
 
 def classify(command: str, cwd: str) -> guard.HookDecision:
-    return guard.classify_command(command, cwd, guard._hook_repo_facts, madtea.cli_table)
+    return guard.classify_command(command, cwd, guard.hook_repo_facts, madtea.cli_table)
 
 
 def _table_params() -> list:
@@ -591,7 +591,7 @@ def test_signal_without_records_is_none() -> None:
 def _fake_agent(monkeypatch: pytest.MonkeyPatch) -> Path:
     """One pretend agent process above this one, and the record folder it would use."""
     monkeypatch.setattr(os.path, "isdir", lambda p, _real=os.path.isdir: True if p == "/proc/self" else _real(p))
-    monkeypatch.setattr(guard, "_hook_ancestors", lambda _pid: [(4242, 777, "claude")])
+    monkeypatch.setattr(guard, "_ancestors", lambda _pid: [(4242, 777, "claude")])
     folder = guard.runtime_dir(create=True)
     assert folder is not None
     return Path(folder)
@@ -623,7 +623,7 @@ def test_signal_stale_records_are_swept(monkeypatch: pytest.MonkeyPatch, tmp_pat
     two_days_ago = time.time() - 2 * 86400
     os.utime(old, (two_days_ago, two_days_ago))
     os.utime(folder / ".3-3.9.tmp", (two_days_ago, two_days_ago))
-    guard._hook_record_signal(str(tmp_path))
+    guard.record_caller_signal(str(tmp_path))
     assert sorted(p.name for p in folder.iterdir()) == ["2-2.json", "4242-777.json"]
 
 
@@ -631,17 +631,17 @@ def test_an_unchanged_fresh_record_is_not_written_again(monkeypatch: pytest.Monk
                                                          sandbox: dict[str, str]) -> None:
     folder = _fake_agent(monkeypatch)
     record = folder / "4242-777.json"
-    guard._hook_record_signal(sandbox["A"])
+    guard.record_caller_signal(sandbox["A"])
     first = json.loads(record.read_text())
     writes: list[str] = []
     monkeypatch.setattr(os, "replace", lambda src, dst, _real=os.replace: writes.append(dst) or _real(src, dst))
-    guard._hook_record_signal(sandbox["A"])
+    guard.record_caller_signal(sandbox["A"])
     assert writes == [] and json.loads(record.read_text()) == first
-    guard._hook_record_signal(sandbox["B"])  # the shell moved: written at once
+    guard.record_caller_signal(sandbox["B"])  # the shell moved: written at once
     assert writes == [str(record)] and json.loads(record.read_text())["cwd"] == sandbox["B"]
     aged = {**json.loads(record.read_text()), "time": time.time() - guard._HOOK_RECORD_KEEP - 1}
     record.write_text(json.dumps(aged))  # the file stays 0600
-    guard._hook_record_signal(sandbox["B"])  # the same place, but no longer moments ago
+    guard.record_caller_signal(sandbox["B"])  # the same place, but no longer moments ago
     assert len(writes) == 2 and json.loads(record.read_text())["time"] > aged["time"] + 1
     assert guard.caller_cwd_signal() == sandbox["B"]
 

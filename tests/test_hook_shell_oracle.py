@@ -394,7 +394,7 @@ def run_lines(box: dict[str, object], lines: list[Line]) -> list[list[tuple[str,
 
 
 def classify(line: str, repo: str) -> guard.HookDecision:
-    return guard.classify_command(line, repo, guard._hook_repo_facts, madtea.cli_table)
+    return guard.classify_command(line, repo, guard.hook_repo_facts, madtea.cli_table)
 
 
 def _label(record: tuple[str, ...], labels: dict[tuple[str, ...], str]) -> str:

@@ -162,13 +162,13 @@ def test_a_fifo_in_the_token_files_place_is_refused_at_once(notes) -> None:
 
 def test_the_hooks_record_is_private_and_read_only_while_it_stays_so(monkeypatch, tmp_path) -> None:
     monkeypatch.setattr(os.path, "isdir", lambda p, _real=os.path.isdir: True if p == "/proc/self" else _real(p))
-    monkeypatch.setattr(guard, "_hook_ancestors", lambda _pid: [(4242, 777, "claude")])
-    guard._hook_record_signal(str(tmp_path))
+    monkeypatch.setattr(guard, "_ancestors", lambda _pid: [(4242, 777, "claude")])
+    guard.record_caller_signal(str(tmp_path))
     record = Path(guard.runtime_dir(create=False) or "") / "4242-777.json"
     assert stat.S_IMODE(record.stat().st_mode) == 0o600
     data = json.loads(record.read_bytes())
     assert data["cwd"] == str(tmp_path)
     record.chmod(0o644)  # widened by someone: no longer this user's alone, so not trusted
-    assert guard._hook_read_record(str(record)) is None
+    assert guard._read_record(str(record)) is None
     record.chmod(0o600)
-    assert guard._hook_read_record(str(record)) == data
+    assert guard._read_record(str(record)) == data
