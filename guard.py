@@ -15,6 +15,9 @@ The module is three parts, in this order:
    the caller record). It lives here so that a hook run loads guard and gitops
    alone.
 
+Private names take one prefix, ``_``, in all three parts; part 3 is set apart
+by its section header, not by its names.
+
 Nothing here starts a process or touches the network.
 """
 from __future__ import annotations
@@ -3182,7 +3185,7 @@ def update_release_lacks(repo: str, tag: str, name: str) -> Refusal:
 #
 # The agent hook decides on one shell command before the harness runs it.
 # Everything below is pure: the caller hands in ``repo_facts(path)`` (a
-# filesystem-only reader, such as the hook entry's own) and gets a HookDecision.
+# filesystem-only reader, such as part 3's hook_repo_facts) and gets a HookDecision.
 # The hook steers; it is not a security boundary. It reads a line as bash and git
 # would (git's option table, every context that runs a command, wrappers by their
 # own syntax); git aliases from config, strings built at run time and scripts on
