@@ -16,10 +16,10 @@ take plain values. Of madtea's modules this one imports only gitops: for the
 URL credential scrubber both use, for the running call (:data:`gitops.CALL`),
 whose cancel, deadline and progress reach every request, for the process
 runner (:func:`gitops.run_tool`) that starts the credential tools, and for
-the one reader and writer of private files. Tokens are
-keyed by host and kept in the OS credential store (or the ``keyring``
-package), in a 0600 plaintext file only with the user's consent; the
-credential tools run as time-limited subprocesses with the token on stdin.
+the one reader and writer of private files. Tokens are keyed by host and kept
+in the OS credential store (or the ``keyring`` package), in a 0600 plaintext
+file only with the user's consent; the credential tools run as time-limited
+subprocesses with the token on stdin.
 
 The sections, in file order:
 
