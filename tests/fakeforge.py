@@ -5077,12 +5077,13 @@ def get(forge: FakeForge, where: str, **query: Any) -> tuple[int, dict[str, str]
     return call(forge, "GET", where, query=query or None)
 
 
-def open_pull(forge: FakeForge, branch: str = "feature", files: dict[str, str] | None = None) -> int:
-    """A pull request from a new commit on *branch* into main of acme/web; its number."""
+def open_pull(forge: FakeForge, branch: str = "feature", files: dict[str, str] | None = None, *,
+              title: str = "A change") -> int:
+    """A pull request titled *title* from a new commit on *branch* into main of acme/web; its number."""
     forge.commit("acme", "web", branch, files or {"app.py": "print('hi')\n", "README.md": "changed\n"},
                  f"Add {branch}")
     status, _, pull = call(forge, "POST", "/repos/acme/web/pulls", body={"head": branch, "base": "main",
-                                                                         "title": "A change"})
+                                                                         "title": title})
     assert status == 201, pull
     return int(pull["number"])
 

@@ -1,5 +1,5 @@
 """Helpers more than one test file uses: calls as the MCP server makes them, facts for the guard's
-table tests, and a probe of the modules a snippet imports.
+table tests, the hook's decision on a line, and a probe of the modules a snippet imports.
 
 Repositories are made by ``topologies``, a clone of the fake forge by ``remote_env``.
 """
@@ -42,6 +42,16 @@ def refused(code: str, tool: str, where: Path, /, **args: Any) -> madtea.Result:
     return result
 
 
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cwd: Path,
+        *argv: str) -> tuple[int, str, str]:
+    """``madtea *argv*`` run in *cwd* as a person runs it: exit code, stdout, stderr (never a traceback)."""
+    monkeypatch.chdir(cwd)
+    code = madtea.main(list(argv))
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err + out.out
+    return code, out.out, out.err
+
+
 def run_steps(steps: list[dict[str, Any]], where: Path) -> madtea.Result:
     """Run a way on's steps as given (none a placeholder), each succeeding; the last one's result."""
     done = None
@@ -81,6 +91,11 @@ def refusal(check: Callable[..., Any], *args: Any, **kwargs: Any) -> guard.Refus
     with pytest.raises(guard.Refusal) as caught:
         check(*args, **kwargs)
     return caught.value
+
+
+def classify(command: str, cwd: str) -> guard.HookDecision:
+    """The hook's decision on *command* run in *cwd*, from the repository files there and the CLI's table."""
+    return guard.classify_command(command, cwd, guard.hook_repo_facts, madtea.cli_table)
 
 
 # --------------------------------------------------------------------------- imports

@@ -66,6 +66,28 @@ def child_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
 
 
+# --------------------------------------------------------------------------- a madtea child over stdio
+
+CALL_BOUND = 60.0  # seconds for one call on a loaded machine; quadratic work on 1 MB takes far longer
+WORKER = Path(__file__).with_name("fuzz_worker.py")
+
+
+def mcp_server(cwd: Path, **extra: str) -> Any:
+    """How the SDK's client launches ``madtea mcp`` (the fuzz worker) in *cwd*, *extra* in its environment."""
+    from mcp.client.stdio import StdioServerParameters
+
+    return StdioServerParameters(command=sys.executable, args=[str(WORKER), "mcp"], cwd=str(cwd),
+                                 env=child_env(**extra))
+
+
+async def bounded_call(client: Any, tool: str, args: dict[str, Any]) -> Any:
+    """*tool* called through the SDK's *client*, given up after CALL_BOUND seconds."""
+    import anyio
+
+    with anyio.fail_after(CALL_BOUND):  # a hang detector, not a timing assertion
+        return await client.call_tool(tool, args)
+
+
 def clone_of(forge: FakeForge, path: Path, owner: str = "acme", repo: str = "web") -> Path:
     run_git(path.parent, "clone", "-q", forge.remote_url(owner, repo), str(path))
     return Path(os.path.realpath(path))
@@ -75,6 +97,12 @@ def clone_of(forge: FakeForge, path: Path, owner: str = "acme", repo: str = "web
 def env(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
     monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
     return Env(fake_forge, clone_of(fake_forge, tmp_path / "web"))
+
+
+@pytest.fixture
+def clone(env: Env) -> Path:
+    """The clone of acme/web on the fake forge, with the forge's token set (``env``'s clone)."""
+    return env.clone
 
 
 @pytest.fixture

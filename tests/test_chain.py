@@ -22,7 +22,7 @@ import gitops
 import guard
 import madtea
 import hook_cases
-from helpers import repo_facts
+from helpers import classify as classify_in, repo_facts
 from topologies import commit_files, make_repo, run_git
 
 
@@ -191,10 +191,9 @@ def runtime_refusals(tmp: Path, scope: guard.Scope | None = None) -> Iterator[tu
 @pytest.fixture
 def classify(tmp_path: Path):
     cwd = make_repo(tmp_path / "agent-cwd", origin="https://forge.example.test/acme/web.git")
-    cli_ops = madtea.cli_table()
 
     def decide(command: str) -> guard.HookDecision:
-        return guard.classify_command(command, str(cwd), guard.hook_repo_facts, lambda: cli_ops)
+        return classify_in(command, str(cwd))
     return decide
 
 

@@ -15,6 +15,7 @@ import pytest
 import gitops
 import madtea
 import test_chain
+from helpers import cli
 from remote_env import Env, child_env, env  # noqa: F401 - fixtures
 from topologies import make_pushed_repo, run_git
 
@@ -39,23 +40,16 @@ def test_an_unreadable_body_file_is_a_refusal_not_a_traceback(tmp_path: Path, he
 
 # --------------------------------------------------------------------------- flags as gh takes them
 
-def _cli(e: Env, monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
-    monkeypatch.chdir(e.clone)
-    code = madtea.main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def test_list_flags_repeat_and_take_commas(env: Env, monkeypatch, capsys) -> None:
     for name in ("bug", "enhancement", "docs"):
         env.forge.create_label("acme", "web", name)
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "create", "-t", "Two of each", "-l", "bug",
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "create", "-t", "Two of each", "-l", "bug",
                           "-l", "enhancement", "-a", "alice", "-a", "bob", "--json")
     assert code == 0, err
     number = int(re.search(r'"number": (\d+)', out).group(1))
     assert env.label_names(number) == {"bug", "enhancement"}
     assert sorted(env.issue(number).assignees) == ["alice", "bob"]
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "edit", str(number), "--add-label", "docs,bug",
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "edit", str(number), "--add-label", "docs,bug",
                           "--remove-label", "enhancement")
     assert code == 0, err
     assert env.label_names(number) == {"bug", "docs"}
@@ -109,9 +103,9 @@ def test_a_noun_without_a_verb_and_help_noun_print_the_nouns_help(capsys) -> Non
 
 def test_teas_plural_nouns_are_aliases(env: Env, monkeypatch, capsys) -> None:
     env.forge.create_issue("acme", "web", "Plural", "by tea's name")
-    code, out, err = _cli(env, monkeypatch, capsys, "issues", "list")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issues", "list")
     assert code == 0 and "Plural" in out, err
-    code, out, err = _cli(env, monkeypatch, capsys, "pulls", "list")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pulls", "list")
     assert code == 0, err
 
 
@@ -174,7 +168,7 @@ def test_help_texts_speak_to_a_person(capsys) -> None:
 def test_a_persons_views_are_plain_and_an_agents_stay_fenced(env: Env, monkeypatch, capsys) -> None:
     number = env.forge.create_issue("acme", "web", "Fenced for agents", "Steps to reproduce", user="bob")["number"]
     env.forge.create_comment("acme", "web", number, "Same here", user="bob")
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(number), "--comments")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(number), "--comments")
     assert code == 0, err
     assert "Steps to reproduce" in out and "@bob:\nSame here" in out
     assert "<<<" not in out and ">>>" not in out and "untrusted" not in out and "collaborator" not in out
@@ -246,19 +240,19 @@ def test_end_of_input_at_the_token_prompt_is_a_clean_exit(tmp_path: Path, monkey
 
 def test_json_everywhere_errors_included(env: Env, monkeypatch, capsys) -> None:
     import json
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", "99999", "--json")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", "99999", "--json")
     assert code == 1
     error = json.loads(out)["error"]
     assert error["code"] == "NOT_FOUND_OR_NO_ACCESS" and "99999" in error["message"]
     assert not _dialect(json.dumps(error))
-    code, out, err = _cli(env, monkeypatch, capsys, "doctor", "--json")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "doctor", "--json")
     rows = json.loads(out)
     assert {"status", "topic", "detail"} <= set(rows[0]) and any(r["topic"] == "git" for r in rows)
-    code, out, err = _cli(env, monkeypatch, capsys, "auth", "status", "--json")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "auth", "status", "--json")
     status = json.loads(out)
     assert status["environment"] == ["MADTEA_TOKEN"] or status["hosts"], status
     number = env.forge.create_issue("acme", "web", "As JSON", "body")["number"]
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(number), "--json")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(number), "--json")
     assert code == 0 and json.loads(out)["title"] == "As JSON"
 
 
@@ -274,21 +268,21 @@ def test_pr_checkout_then_view_diff_and_review_without_a_number(env: Env, monkey
         return real_git(*args, **kwargs)
 
     monkeypatch.setattr(gitops, "git", recording_git)
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "checkout", str(number))
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "checkout", str(number))
     monkeypatch.setattr(gitops, "git", real_git)
     assert code == 0 and f"Checked out PR #{number}" in out, err
     assert len(resolved) == 1  # the repository is resolved by git once, for the forge and the checkout alike
     assert run_git(env.clone, "branch", "--show-current") == "feature"
     assert run_git(env.clone, "rev-parse", "HEAD") == env.forge.git("acme", "web", "rev-parse", "feature")
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view")  # the current branch's pull request
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view")  # the current branch's pull request
     assert code == 0 and f"#{number} " in out, err
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "diff")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "diff")
     assert code == 0 and "app.py" in out, err
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", "--web")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", "--web")
     assert code == 0 and re.fullmatch(rf"https?://\S+/acme/web/pulls/{number}", out.strip()), out
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "review", "--comment", "-b", "Looks fine")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "review", "--comment", "-b", "Looks fine")
     assert code == 0, err
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "review", str(number), "--comment", "-b", "Fix")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "review", str(number), "--comment", "-b", "Fix")
     assert code == 0, err
     events = [r.state for r in env.repo.issues[number].pull.reviews]
     assert events == ["COMMENT", "COMMENT"], events
@@ -296,7 +290,7 @@ def test_pr_checkout_then_view_diff_and_review_without_a_number(env: Env, monkey
     for flag, event in (("--approve", "approve"), ("--request-changes", "request_changes")):
         assert madtea._cli_parse(parser, ["pr", "review", "3", flag]).event == event
     run_git(env.clone, "switch", "-q", "-c", "lonely")
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view")
     assert code == 1 and "lonely" in err and "madtea pr create" in err and "--head lonely" in err
     assert not _dialect(err)
 
@@ -305,19 +299,19 @@ def test_a_long_text_comes_from_a_file_or_standard_input_with_F(env: Env, tmp_pa
                                                                capsys) -> None:
     notes = tmp_path / "notes.md"
     notes.write_bytes(b"## Changes\r\n\r\n- one\n")
-    code, out, err = _cli(env, monkeypatch, capsys, "release", "create", "v1.0.0", "-F", str(notes))
+    code, out, err = cli(monkeypatch, capsys, env.clone, "release", "create", "v1.0.0", "-F", str(notes))
     assert code == 0, err
     body = [r.body for r in env.repo.releases.values() if r.tag_name == "v1.0.0"]
     assert body == ["## Changes\r\n\r\n- one\n"]  # the file's bytes, no newline translation
     page = tmp_path / "page.md"
     page.write_text("Welcome, from a file.\n")
-    code, out, err = _cli(env, monkeypatch, capsys, "wiki", "create", "Home", "--body-file", str(page))
+    code, out, err = cli(monkeypatch, capsys, env.clone, "wiki", "create", "Home", "--body-file", str(page))
     assert code == 0, err
-    code, out, err = _cli(env, monkeypatch, capsys, "wiki", "view", "Home")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "wiki", "view", "Home")
     assert "Welcome, from a file." in out
     issue = env.forge.create_issue("acme", "web", "Commented from stdin", "")["number"]
     monkeypatch.setattr(sys, "stdin", __import__("io").TextIOWrapper(__import__("io").BytesIO(b"from stdin\n")))
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "comment", str(issue), "-F", "-")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "comment", str(issue), "-F", "-")
     assert code == 0, err
     assert any(env.forge._comments[c].body == "from stdin\n" for c in env.issue(issue).comment_ids)
 
@@ -385,45 +379,45 @@ def test_views_name_assignees_milestone_mergeability_and_release_assets(env: Env
     from fakeforge import open_pull
     milestone = env.forge.create_milestone("acme", "web", "v1")["id"]
     issue = env.forge.create_issue("acme", "web", "Owned", "", assignees=["bob"], milestone=milestone)["number"]
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(issue))
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(issue))
     assert code == 0 and "assignees: @bob; milestone: v1" in out, out
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "view", str(issue), "--json")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(issue), "--json")
     data = json.loads(out)
     assert "updated" not in data and data["updated_at"] and data["assignees"] == ["bob"]
     number = open_pull(env.forge, "feat/merge-me")
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", str(number))
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", str(number))
     assert "mergeable: yes" in out and "True" not in out
-    assert _cli(env, monkeypatch, capsys, "pr", "merge", str(number), "--squash")[0] == 0
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", str(number), "--json")
+    assert cli(monkeypatch, capsys, env.clone, "pr", "merge", str(number), "--squash")[0] == 0
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", str(number), "--json")
     assert json.loads(out)["mergeable"] is None and json.loads(out)["state"] == "merged"
-    code, out, err = _cli(env, monkeypatch, capsys, "pr", "view", str(number))
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", str(number))
     assert "merged at " in out and "mergeable" not in out
-    code, out, err = _cli(env, monkeypatch, capsys, "release", "create", "v2.0.0")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "release", "create", "v2.0.0")
     assert code == 0, err
     asset = env.clone / "app.tar.gz"
     asset.write_bytes(b"x" * 120)
-    assert _cli(env, monkeypatch, capsys, "release", "upload", "v2.0.0", "app.tar.gz")[0] == 0
-    code, out, err = _cli(env, monkeypatch, capsys, "release", "list")
+    assert cli(monkeypatch, capsys, env.clone, "release", "upload", "v2.0.0", "app.tar.gz")[0] == 0
+    code, out, err = cli(monkeypatch, capsys, env.clone, "release", "list")
     assert re.search(r"v2\.0\.0  v2\.0\.0  published \d{4}-\d\d-\d\d  1 asset", out), out  # the title is the tag
-    code, out, err = _cli(env, monkeypatch, capsys, "release", "view", "v2.0.0")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "release", "view", "v2.0.0")
     assert "asset app.tar.gz (120 bytes) http" in out, out
 
 
 def test_an_abbreviated_sha_names_the_version_a_file_edit_replaces(env: Env, monkeypatch, capsys) -> None:
     env.forge.commit("acme", "web", "dev", {"src/app.py": "print('dev')\n"}, "Dev work", start="main")
     sha = env.forge.git("acme", "web", "rev-parse", "dev:src/app.py")
-    code, out, err = _cli(env, monkeypatch, capsys, "files", "edit", "src/app.py", "--sha", sha[:12], "--branch",
+    code, out, err = cli(monkeypatch, capsys, env.clone, "files", "edit", "src/app.py", "--sha", sha[:12], "--branch",
                           "dev", "--replace-old", "dev", "--replace-new", "cli")
     assert code == 0, err
     assert env.forge.git("acme", "web", "show", "dev:src/app.py") == "print('cli')"
-    code, out, err = _cli(env, monkeypatch, capsys, "files", "edit", "src/app.py", "--sha", sha[:12], "--branch",
+    code, out, err = cli(monkeypatch, capsys, env.clone, "files", "edit", "src/app.py", "--sha", sha[:12], "--branch",
                           "dev", "--replace-old", "cli", "--replace-new", "again")
     assert code == 1 and "STALE_BODY" in err  # that prefix names the old version now
 
 
 def test_a_whole_body_edit_without_updated_at_shows_the_follow_up_command(env: Env, monkeypatch, capsys) -> None:
     number = env.forge.create_issue("acme", "web", "Edit me", "old body")["number"]
-    code, out, err = _cli(env, monkeypatch, capsys, "issue", "edit", str(number), "-b", "new body")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "edit", str(number), "-b", "new body")
     assert code == 1 and "--updated-at" in err and "updated_at" not in err.replace("--updated-at", "")
     assert f"Then: madtea issue edit {number} --body 'new body'" in err and "--updated-at '<" in err
 

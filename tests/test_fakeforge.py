@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import speccheck
-from fakeforge import DEFAULT_ROOT_URL, FakeForge, call
+from fakeforge import DEFAULT_ROOT_URL, FakeForge, call, open_pull
 
 ROOT = DEFAULT_ROOT_URL
 REPO = "/repos/acme/web"
@@ -26,13 +26,6 @@ REPO = "/repos/acme/web"
 
 def new_branch(forge: FakeForge, branch: str, files: dict[str, str] | None = None, message: str = "Change") -> str:
     return forge.commit("acme", "web", branch, files or {f"{branch}.txt": f"{branch}\n"}, message)
-
-
-def open_pull(forge: FakeForge, branch: str = "feature", title: str = "Add feature", **files: str) -> int:
-    new_branch(forge, branch, dict(files) or None, f"Add {branch}")
-    status, _, pull = call(forge, "POST", REPO + "/pulls", body={"head": branch, "base": "main", "title": title})
-    assert status == 201, pull
-    return int(pull["number"])
 
 
 def git_log(forge: FakeForge, *args: str) -> str:
@@ -549,7 +542,7 @@ def test_snake_case_merge_keys_are_ignored(fake_forge: FakeForge) -> None:
     status, _, _ = call(fake_forge, "POST", f"{REPO}/pulls/{number}/merge",
                         body={"Do": "merge", "merge_title_field": "Ignored"})
     assert status == 200
-    assert git_log(fake_forge, "-1", "--format=%s", "main").startswith("Merge pull request 'Add feature'")
+    assert git_log(fake_forge, "-1", "--format=%s", "main").startswith("Merge pull request 'A change'")
     expect_violation(fake_forge, "field 'merge_title_field' is not declared")
 
 
@@ -643,7 +636,7 @@ def test_a_rebase_conflict_is_a_409_go_struct(fake_forge: FakeForge) -> None:
 
 
 def test_diff_and_patch(fake_forge: FakeForge) -> None:
-    number = open_pull(fake_forge, **{"notes.txt": "hello\n"})
+    number = open_pull(fake_forge, files={"notes.txt": "hello\n"})
     status, headers, diff = fake_forge.call("GET", f"{REPO}/pulls/{number}.diff")
     assert status == 200 and headers["Content-Type"].startswith("text/plain")
     assert b"diff --git a/notes.txt b/notes.txt" in diff and b"+hello" in diff

@@ -16,17 +16,15 @@ import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
 from helpers import refused, run_steps
-from remote_env import clone_of
+from remote_env import clone, clone_of, env  # noqa: F401 - fixtures
 from topologies import (SingleRepo, commit_files, local_branches, make_bare, make_repo, run_git, snapshot,
                         write_files)
 
 
 @pytest.fixture
-def clone(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
-    repo = clone_of(fake_forge, tmp_path / "web")
-    run_git(repo, "switch", "-q", "-c", "feat")
-    return repo
+def on_feat(clone: Path) -> None:
+    """The clone on a branch feat of its own."""
+    run_git(clone, "switch", "-q", "-c", "feat")
 
 
 # --------------------------------------------------------------------------- a declared file that is not there
@@ -62,6 +60,7 @@ def test_a_new_branch_name_git_cannot_take_gets_one_it_takes(single_repo: Single
     assert step["args"]["name"] in local_branches(repo)
 
 
+@pytest.mark.usefixtures("on_feat")
 def test_a_pull_of_a_branch_name_git_cannot_take_is_a_bad_argument(clone: Path) -> None:
     before = snapshot([clone])
     result = refused("BAD_ARGUMENT", "madt_pull", clone, branch="bad..name")
@@ -89,6 +88,7 @@ def test_the_ref_name_check_is_linear() -> None:
 
 # --------------------------------------------------------------------------- a push of a branch that is not there
 
+@pytest.mark.usefixtures("on_feat")
 def test_a_push_of_a_missing_local_branch_offers_the_current_one_or_making_it(clone: Path,
                                                                              fake_forge: FakeForge) -> None:
     result = refused("NOT_A_COMMIT", "madt_push", clone, branch="topic")
@@ -199,6 +199,7 @@ def test_a_log_of_a_missing_ref_offers_refs_that_run_or_asks(single_repo: Single
     assert ways or "nope" in result.error["user_action"]
 
 
+@pytest.mark.usefixtures("on_feat")
 def test_a_pull_of_a_branch_origin_lacks_asks_which_was_meant(clone: Path) -> None:
     result = refused("NOT_A_COMMIT", "madt_pull", clone, branch="nope")
     assert "nope" in result.error["user_action"] and "<" not in result.text
@@ -223,6 +224,7 @@ def test_a_worktree_add_without_a_path_is_offered_a_free_one(single_repo: Single
     assert run_git(path, "branch", "--show-current") == "side"
 
 
+@pytest.mark.usefixtures("on_feat")
 def test_a_push_from_a_detached_head_offers_pushes_that_run(clone: Path, fake_forge: FakeForge) -> None:
     run_git(clone, "switch", "-q", "--detach", "HEAD")
     result = refused("BAD_ARGUMENT", "madt_push", clone)
@@ -233,6 +235,7 @@ def test_a_push_from_a_detached_head_offers_pushes_that_run(clone: Path, fake_fo
     assert fake_forge.branch_sha("acme", "web", push["args"]["branch"]) == run_git(clone, "rev-parse", "HEAD")
 
 
+@pytest.mark.usefixtures("on_feat")
 def test_a_pull_on_a_detached_head_offers_a_switch_to_each_branch_then_the_pull(clone: Path) -> None:
     run_git(clone, "switch", "-q", "--detach", "HEAD")
     result = refused("BAD_ARGUMENT", "madt_pull", clone)

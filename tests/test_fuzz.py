@@ -26,14 +26,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 import guard
 import madtea
 from fakeforge import DEFAULT_TOKEN, FakeForge
-from remote_env import child_env, clone_of
+from remote_env import CALL_BOUND, WORKER, child_env, clone_of
 from topologies import assert_only_changed, make_repo, snapshot
 
 pytestmark = pytest.mark.slow  # fuzzing: not in the fast lane
 
-CALL_BOUND = 60.0  # seconds for one call on a loaded machine; quadratic work on 1 MB takes far longer
 MB = "x" * 1_000_000
-WORKER = Path(__file__).with_name("fuzz_worker.py")
 OPS = [op for op in madtea.REGISTRY if not op.cli_only]
 FUZZ = settings(max_examples=int(os.environ.get("MADTEA_FUZZ_EXAMPLES", "200")), deadline=None, derandomize=True,
                 database=None, suppress_health_check=list(HealthCheck))

@@ -24,15 +24,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio
 from anyio.from_thread import start_blocking_portal
 from hypothesis import given, settings
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 
 import guard
-from remote_env import child_env
-from test_fuzz import CALL_BOUND, FUZZ, WORKER, calls, check_answer, sandbox  # noqa: F401
+from remote_env import CALL_BOUND, WORKER, bounded_call, child_env, mcp_server
+from test_fuzz import FUZZ, calls, check_answer, sandbox  # noqa: F401
 from topologies import assert_only_changed, snapshot
 
 pytestmark = pytest.mark.slow  # fuzzing through the SDK's client: not in the fast lane
@@ -40,11 +38,6 @@ pytestmark = pytest.mark.slow  # fuzzing through the SDK's client: not in the fa
 COUNTS: collections.Counter[str] = collections.Counter()
 REFUSAL_BOUND = 32_000  # characters of text and structured content together: values of 1 MB come in
 EXAMPLES = int(os.environ.get("MADTEA_FUZZ_MCP_EXAMPLES", "120"))  # read before the seal clears MADTEA_*
-
-
-def _server(cwd: Path) -> StdioServerParameters:
-    env = child_env()
-    return StdioServerParameters(command=sys.executable, args=[str(WORKER), "mcp"], cwd=str(cwd), env=env)
 
 
 def _sendable(value: Any) -> bool:
@@ -71,17 +64,12 @@ def _answer(result: Any) -> dict[str, Any]:
             "structured": way}
 
 
-async def _call(client: Any, tool: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(CALL_BOUND):  # a hang detector, not a timing assertion
-        return await client.call_tool(tool, args)
-
-
 def test_fuzz_every_tool_and_action_through_the_mcp_sdk_client(sandbox: Path) -> None:
     before = snapshot([sandbox / "api"])
     before_file = (sandbox / "outside.txt").read_bytes()
     COUNTS.clear()
     with start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(Client(_server(sandbox / "web"), mode="legacy")) as client:
+        with portal.wrap_async_context_manager(Client(mcp_server(sandbox / "web"), mode="legacy")) as client:
 
             @settings(FUZZ, max_examples=EXAMPLES)
             @given(call=calls(sandbox))
@@ -92,7 +80,7 @@ def test_fuzz_every_tool_and_action_through_the_mcp_sdk_client(sandbox: Path) ->
                     return
                 COUNTS["calls"] += 1
                 try:
-                    result = portal.call(_call, client, tool, args)
+                    result = portal.call(bounded_call, client, tool, args)
                 except TimeoutError:
                     raise AssertionError(f"hang: {tool} gave no answer within {CALL_BOUND:.0f} s") from None
                 answer = _answer(result)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import madtea
-from helpers import call, ok, refused, run_steps
+from helpers import call, cli, ok, refused, run_steps
 from topologies import (assert_only_changed, commit_files, https_origin, make_bare, make_repo, run_git, snapshot,
                         write_files)
 
@@ -26,14 +26,6 @@ def _pushed(base: Path, name: str, branch: str = "main") -> tuple[Path, Path]:
     repo = make_repo(base / name, origin=str(origin), branch=branch)
     run_git(repo, "push", "-q", "origin", branch)
     return repo, origin
-
-
-def _cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], cwd: Path, *argv: str) -> tuple[int, str]:
-    monkeypatch.chdir(cwd)
-    code = madtea.main(list(argv))
-    out = capsys.readouterr()
-    assert "Traceback" not in out.err + out.out
-    return code, out.err + out.out
 
 
 # --------------------------------------------------------------------------- core.worktree into another repository
@@ -84,9 +76,11 @@ def test_the_cli_refuses_a_work_tree_that_is_another_repositorys(worktree_elsewh
     before = snapshot([w["c"], w["d"], w["c_origin"], w["d_origin"]])
     for argv in (["branch", "create", "zz"], ["push", "feat"], ["switch", "feat"],
                  ["commit", "README.md", "--title", "t", "--allow-default-branch"]):
-        code, text = _cli(monkeypatch, capsys, w["c"], *argv)
+        code, out, err = cli(monkeypatch, capsys, w["c"], *argv)
+        text = err + out
         assert code != 0 and "core.worktree" in text, (argv, text)
-        code, text = _cli(monkeypatch, capsys, w["outside"], *argv, "--dir", str(w["c"]))
+        code, out, err = cli(monkeypatch, capsys, w["outside"], *argv, "--dir", str(w["c"]))
+        text = err + out
         assert code != 0 and "core.worktree" in text, (argv, text)
     assert_only_changed(before, snapshot([w["c"], w["d"], w["c_origin"], w["d_origin"]]), set())
 

@@ -14,9 +14,9 @@ import pytest
 import gitops
 import guard
 import madtea
-from fakeforge import DEFAULT_TOKEN, FakeForge
+from fakeforge import FakeForge
 from helpers import call, ok, refused, run_steps
-from remote_env import clone_of
+from remote_env import clone, clone_of, env  # noqa: F401 - fixtures
 from topologies import (ForeignRepo, SingleRepo, assert_only_changed, commit_files, local_branches, make_bare,
                         make_pushed_repo, make_repo, run_git, snapshot, write_files)
 
@@ -37,12 +37,6 @@ def test_prune_never_deletes_the_default_branch(single_repo: SingleRepo) -> None
     result = ok("madt_prune", repo)
     assert "main" not in result.data["deleted"]
     assert "main" in local_branches(repo)
-
-
-@pytest.fixture
-def clone(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
-    return clone_of(fake_forge, tmp_path / "web")
 
 
 def test_finish_without_a_local_default_branch_recreates_it_from_origin(clone: Path, fake_forge: FakeForge) -> None:

@@ -16,6 +16,7 @@ import pytest
 import gitops
 import guard
 import madtea
+from helpers import classify
 from hook_cases import ALL_TABLES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,10 +94,6 @@ def fill(text: str, paths: dict[str, str]) -> str:
     for key, value in paths.items():
         text = text.replace("{" + key + "}", value)
     return text
-
-
-def classify(command: str, cwd: str) -> guard.HookDecision:
-    return guard.classify_command(command, cwd, guard.hook_repo_facts, madtea.cli_table)
 
 
 def _table_params() -> list:

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 import guard
-import madtea
+from helpers import classify
 
 ROOT = Path(__file__).resolve().parent.parent
 SEED = int(os.environ.get("MADTEA_ORACLE_SEED", "22"))
@@ -391,10 +391,6 @@ def run_lines(box: dict[str, object], lines: list[Line]) -> list[list[tuple[str,
         data = (logs / str(i)).read_text(errors="replace")
         runs.append([tuple(rec.split(SEP)[:-1]) for rec in data.split(END) if rec])
     return runs
-
-
-def classify(line: str, repo: str) -> guard.HookDecision:
-    return guard.classify_command(line, repo, guard.hook_repo_facts, madtea.cli_table)
 
 
 def _label(record: tuple[str, ...], labels: dict[tuple[str, ...], str]) -> str:

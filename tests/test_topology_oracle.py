@@ -33,7 +33,6 @@ import hashlib
 import itertools
 import json
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,16 +41,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio
 from anyio.from_thread import start_blocking_portal
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
 
 import guard
 from fakeforge import DEFAULT_TOKEN, FakeForge
-from remote_env import child_env
-from test_fuzz import CALL_BOUND, WORKER
+from remote_env import CALL_BOUND, bounded_call, mcp_server
 from topologies import (git_bytes, make_bare_clone, make_clone, make_core_worktree, make_separate_git_dir,
                         make_submodule, make_unfetched_default, make_worktree, run_git, write_files)
 
@@ -459,16 +455,6 @@ def _resolve(w: World, step: Step) -> tuple[str, dict[str, Any]]:
     return tool, args
 
 
-def _server(w: World, launch: Path) -> StdioServerParameters:
-    env = child_env(MADTEA_TOKEN=DEFAULT_TOKEN, **w.env)
-    return StdioServerParameters(command=sys.executable, args=[str(WORKER), "mcp"], cwd=str(launch), env=env)
-
-
-async def _call(client: Any, tool: str, args: dict[str, Any]) -> Any:
-    with anyio.fail_after(CALL_BOUND):  # a hang detector, not a timing assertion
-        return await client.call_tool(tool, args)
-
-
 @dataclass
 class Answer:
     text: str
@@ -649,8 +635,9 @@ def run_plan(forge: FakeForge, base: Path, plan: Plan) -> list[str]:
     fixed_tops = {t for t in (ident(p) for p in [*w.places, *w.trees]) if t and t.top for t in [t.top]}
     COUNTS["examples"] += 1
     found: list[str] = []
+    server = mcp_server(launch, MADTEA_TOKEN=DEFAULT_TOKEN, **w.env)
     with start_blocking_portal() as portal:
-        with portal.wrap_async_context_manager(Client(_server(w, launch), mode="legacy")) as client:
+        with portal.wrap_async_context_manager(Client(server, mode="legacy")) as client:
             before = account(w, fixed_tops)
             for n, step in enumerate(plan.steps):
                 if step.kind == "edit":
@@ -660,7 +647,7 @@ def run_plan(forge: FakeForge, base: Path, plan: Plan) -> list[str]:
                 tool, args = _resolve(w, step)
                 intended = ident(Path(args["dir"])) if "dir" in args else ident(launch)
                 try:
-                    answer = _answer(portal.call(_call, client, tool, args))
+                    answer = _answer(portal.call(bounded_call, client, tool, args))
                 except TimeoutError:
                     raise AssertionError(f"hang: {tool} gave no answer within {CALL_BOUND:.0f} s") from None
                 if tool == "madt_worktrees" and args.get("action") == "add" and answer.ok:
