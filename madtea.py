@@ -5389,18 +5389,18 @@ def _api_call_path(raw: object) -> tuple[list[str], dict[str, list[str]]]:
 def api_call_op(inv: Invocation) -> Result:
     import forge
     import json
-    a = inv.args
-    method = a.get("method", "GET")
-    segments, query = _api_call_path(a["path"])
+    body = inv.args.get("body")  # JSON, sent as given
+    method = inv.opt_text("method") or "GET"
+    segments, query = _api_call_path(inv.text("path"))
     path = forge.api_path(*segments)
     remote = api(inv)
-    guard.check_api_method(forge_call(inv), method, path, remote.target.host, a.get("body") is not None)
+    guard.check_api_method(forge_call(inv), method, path, remote.target.host, body is not None)
     guard.check_api_secret(method, segments, remote.web_base)
     in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
     covered = guard.covered_write(method, segments, remote.target.full)
     if covered is not None:
-        raise guard.covered_refusal(method, path, covered, a.get("body"), find_op(covered[0], covered[1]).specs)
-    paginate = method == "GET" and a.get("paginate")
+        raise guard.covered_refusal(method, path, covered, body, find_op(covered[0], covered[1]).specs)
+    paginate = method == "GET" and inv.flag("paginate")
     if in_repo:
         owner, repo = segments[1], segments[2]
         guard.check_confined(remote.target.full, remote.confined, path, f"{owner}/{repo}")
@@ -5408,26 +5408,26 @@ def api_call_op(inv: Invocation) -> Result:
         if paginate:
             found: Json = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
         else:
-            found = scoped.send(method, segments[3:], query, a.get("body")).json()
+            found = scoped.send(method, segments[3:], query, body).json()
     else:
         remote._check_root()
         if paginate:
             found = remote.client.paginate(path, params=query, limit=100_000)[0]
         else:
-            found = remote.client.send(method, path, query, a.get("body")).json()
+            found = remote.client.send(method, path, query, body).json()
     text = clean(json.dumps(found, indent=1, ensure_ascii=False))
     if inv.ctx.surface == "cli":
         return Result(text, found)  # a person gets the forge's JSON whole, like gh api
 
     def more(end: int) -> str:
         if method == "GET":
-            return shown_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"),
-                                                paginate=a.get("paginate"), offset=end))
+            return shown_call(guard.call("madt_api_call", path=inv.text("path"), owner_repo=inv.opt_text("owner_repo"),
+                                         paginate=inv.opt_flag("paginate"), offset=end))
         # continuing would send the write again: point at a read instead
-        return shown_call(guard.call("madt_api_call", path=a["path"], owner_repo=a.get("owner_repo"))) \
+        return shown_call(guard.call("madt_api_call", path=inv.text("path"), owner_repo=inv.opt_text("owner_repo"))) \
             + " (a GET)"
 
-    chunk, _end, tail = window(text, int(a.get("offset") or 0), more, "answer")
+    chunk, _end, tail = window(text, int(inv.opt_number("offset") or 0), more, "answer")
     shown = fence(chunk, remote.target.host, "forge API answer", "answer")
     return Result(f"{method} {path} on {remote.target.host}:\n{shown}" + (f"\n{tail}" if tail else ""), found)
 
@@ -5464,7 +5464,7 @@ def _confirm_at_terminal(what: str, name: str) -> None:
 def _delete(inv: Invocation, what: str, param: Param, path: Callable[[], tuple[str | int, ...]]) -> Result:
     """Delete one forge object once a person has typed its name (at a terminal, or in the client's form)."""
     remote = api(inv)
-    name = str(inv.args[param.name])
+    name = str(inv.number(param.name)) if param.type == "int" else inv.text(param.name)
     label = f"{what} {name} in {remote.target.slug}"
     target = path()  # an object that is not there is said before anyone is asked
     web = _DELETABLE[inv.op.tool][1](inv) if inv.op.tool in _DELETABLE and inv.op.action == "delete" else None
@@ -5492,40 +5492,40 @@ ISSUE_NUMBER = replace(NUMBER, type="int", minimum=1)
 @operation("madt_issues", "delete", cli=("issue", "delete"), kind="remote", mutating=True, destructive=True,
            cli_only=True, summary=_delete_summary("issue"), params=(ISSUE_NUMBER,))
 def issue_delete_op(inv: Invocation) -> Result:
-    return _delete(inv, "issue", ISSUE_NUMBER, lambda: ("issues", inv.args["number"]))
+    return _delete(inv, "issue", ISSUE_NUMBER, lambda: ("issues", inv.number("number")))
 
 
 @operation("madt_labels", "delete", cli=("label", "delete"), kind="remote", mutating=True, destructive=True,
            cli_only=True, summary=_delete_summary("label"), params=(LABEL_NAME,))
 def label_delete_op(inv: Invocation) -> Result:
-    return _delete(inv, "label", LABEL_NAME, lambda: ("labels", label_ids(inv, [inv.args["name"]])[0]))
+    return _delete(inv, "label", LABEL_NAME, lambda: ("labels", label_ids(inv, [inv.text("name")])[0]))
 
 
 @operation("madt_milestones", "delete", cli=("milestone", "delete"), kind="remote", mutating=True, destructive=True,
            cli_only=True, summary=_delete_summary("milestone"), params=(MILESTONE_TITLE,))
 def milestone_delete_op(inv: Invocation) -> Result:
-    return _delete(inv, "milestone", MILESTONE_TITLE, lambda: ("milestones", milestone_id(inv, inv.args["title"])))
+    return _delete(inv, "milestone", MILESTONE_TITLE, lambda: ("milestones", milestone_id(inv, inv.text("title"))))
 
 
 @operation("madt_releases", "delete", cli=("release", "delete"), kind="remote", mutating=True, destructive=True,
            cli_only=True, summary=_delete_summary("release"), params=(TAG,))
 def release_delete_op(inv: Invocation) -> Result:
-    return _delete(inv, "release", TAG, lambda: ("releases", "tags", inv.args["tag"]))
+    return _delete(inv, "release", TAG, lambda: ("releases", "tags", inv.text("tag")))
 
 
 @operation("madt_wiki", "delete", cli=("wiki", "delete"), kind="remote", mutating=True, destructive=True,
            cli_only=True, summary=_delete_summary("wiki page"), params=(PAGE_NAME,))
 def wiki_delete_op(inv: Invocation) -> Result:
-    return _delete(inv, "wiki page", PAGE_NAME, lambda: ("wiki", "page", inv.args["page_name"]))
+    return _delete(inv, "wiki page", PAGE_NAME, lambda: ("wiki", "page", inv.text("page_name")))
 
 
 # What an agent's refused deletion names: tool -> (the object's words, its web address).
 _DELETABLE: dict[str, tuple[str, Callable[[Invocation], str]]] = {
-    "madt_issues": ("issue", lambda inv: _web(inv, "issues", inv.args.get("number", ""))),
+    "madt_issues": ("issue", lambda inv: _web(inv, "issues", inv.opt_number("number") or "")),
     "madt_labels": ("label", lambda inv: _web(inv, "labels")),
     "madt_milestones": ("milestone", lambda inv: _web(inv, "milestones")),
-    "madt_releases": ("release", lambda inv: _web(inv, "releases", "tag", inv.args.get("tag", ""))),
-    "madt_wiki": ("wiki page", lambda inv: _web(inv, "wiki", inv.args.get("page_name", ""))),
+    "madt_releases": ("release", lambda inv: _web(inv, "releases", "tag", inv.opt_text("tag") or "")),
+    "madt_wiki": ("wiki page", lambda inv: _web(inv, "wiki", inv.opt_text("page_name") or "")),
 }
 
 
@@ -5533,10 +5533,11 @@ _DELETABLE: dict[str, tuple[str, Callable[[Invocation], str]]] = {
            cli_only=True, summary="Delete a tag (people only: confirmed by typing its name at a terminal).",
            params=(Param("tag", description="The tag to delete.", required=True, positional=True),))
 def tag_delete_op(inv: Invocation) -> Result:
-    label = f"tag {inv.args['tag']} in {api(inv).target.slug}"
-    confirm(inv, f"delete the {label}", inv.args["tag"], web=_untabled_web(inv), lost=guard.LOST["tag"])
-    api(inv).delete("tags", inv.args["tag"])
-    return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": inv.args["tag"]})
+    tag = inv.text("tag")
+    label = f"tag {tag} in {api(inv).target.slug}"
+    confirm(inv, f"delete the {label}", tag, web=_untabled_web(inv), lost=guard.LOST["tag"])
+    api(inv).delete("tags", tag)
+    return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": tag})
 
 
 @operation("madt_issues", "delete_comment", cli=("issue", "delete-comment"), kind="remote", mutating=True,
@@ -5544,11 +5545,11 @@ def tag_delete_op(inv: Invocation) -> Result:
            summary="Delete a comment (people only: confirmed by typing its id at a terminal).",
            params=(Param("comment_id", "int", "The comment to delete.", required=True, positional=True, minimum=1),))
 def comment_delete_op(inv: Invocation) -> Result:
-    label = f"comment {inv.args['comment_id']} in {api(inv).target.slug}"
-    confirm(inv, f"delete the {label}", str(inv.args["comment_id"]), web=_untabled_web(inv),
-            lost=guard.LOST["comment"])
-    api(inv).delete("issues", "comments", inv.args["comment_id"])
-    return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": inv.args["comment_id"]})
+    comment_id = inv.number("comment_id")
+    label = f"comment {comment_id} in {api(inv).target.slug}"
+    confirm(inv, f"delete the {label}", str(comment_id), web=_untabled_web(inv), lost=guard.LOST["comment"])
+    api(inv).delete("issues", "comments", comment_id)
+    return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": comment_id})
 
 
 @operation("madt_issues", "delete_attachment", cli=("issue", "delete-attachment"), kind="remote", mutating=True,
@@ -5571,14 +5572,14 @@ ACTIONS_NAME = replace(NAME, description="The secret's or variable's name.")
 @operation("madt_actions", "delete_secret", cli=("actions", "delete-secret"), kind="remote", mutating=True,
            destructive=True, cli_only=True, summary=_delete_summary("secret"), params=(ACTIONS_NAME,))
 def secret_delete_op(inv: Invocation) -> Result:
-    name = guard.actions_name(forge_call(inv), inv.args["name"], "secret")
+    name = guard.actions_name(forge_call(inv), inv.text("name"), "secret")
     return _delete(inv, "secret", ACTIONS_NAME, lambda: ("actions", "secrets", name))
 
 
 @operation("madt_actions", "delete_variable", cli=("actions", "delete-variable"), kind="remote", mutating=True,
            destructive=True, cli_only=True, summary=_delete_summary("variable"), params=(ACTIONS_NAME,))
 def variable_delete_op(inv: Invocation) -> Result:
-    name = guard.actions_name(forge_call(inv), inv.args["name"], "variable")
+    name = guard.actions_name(forge_call(inv), inv.text("name"), "variable")
     return _delete(inv, "variable", ACTIONS_NAME, lambda: ("actions", "variables", name))
 
 
@@ -5604,16 +5605,16 @@ def delete_refusal(tool: str, raw: Mapping[str, Json], ctx: Context) -> guard.Re
 def _untabled_web(inv: Invocation) -> str:
     """The web address of a comment (read from the forge) or a tag."""
     import forge
-    if "comment_id" in inv.args:
+    if inv.opt_number("comment_id") is not None:
         try:
-            found = api(inv).get("issues", "comments", inv.args["comment_id"])
+            found = api(inv).get("issues", "comments", inv.number("comment_id"))
         except forge.ForgeError:
             return _web(inv, "issues")
         return str((found or {}).get("html_url") or _web(inv, "issues"))
-    if "tag" in inv.args:
-        return _web(inv, "src", "tag", inv.args["tag"])
-    if "attachment_id" in inv.args:
-        return _web(inv, "issues", inv.args.get("number", ""))
+    if inv.opt_text("tag") is not None:
+        return _web(inv, "src", "tag", inv.text("tag"))
+    if inv.opt_number("attachment_id") is not None:
+        return _web(inv, "issues", inv.opt_number("number") or "")
     return _web(inv)
 
 
@@ -5671,7 +5672,7 @@ def _merged_pr_for(a: Api, branch: str) -> dict[str, Json] | None:
 
 
 def _pr_body(inv: Invocation, closes: list[int], no_close: bool) -> str:
-    body = inv.args.get("body") or ""
+    body = inv.opt_text("body") or ""
     if no_close:
         if closing_refs(body):
             warn("the body names issues with closing keywords; they were neutralised because no_close holds.")
@@ -5745,16 +5746,15 @@ _PERSON_FIRST = {"AUTH_MISSING", "SCOPE_MISSING", "MERGE_BLOCKED", "MERGE_CONFLI
 def _head_moved_steps(inv: Invocation, steps: _Steps, resume: guard.Call) -> list[guard.Call]:
     where = {"owner_repo": inv.repo.origin.full} if inv.repo.origin else {}
     view = [guard.call("madt_pr", action="view", number=steps.facts["pr"], **where)] if "pr" in steps.facts else []
-    if inv.args.get("branch"):
+    if inv.opt_text("branch"):
         return view  # the branch= form touches no working tree: a person decides what to merge
     pull = guard.call("madt_pull", dir=str(inv.repo.top), branch=inv.state.branch)
     return view + [pull, resume]
 
 
 def _finish(inv: Invocation, steps: _Steps) -> Result:
-    a = inv.args
     repo = _grepo(inv)
-    branch_form = bool(a.get("branch"))
+    branch_form = bool(inv.opt_text("branch"))
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") if branch_form else inv.state.branch)
     default = inv.state.default_branch
     if branch_form:
@@ -5765,18 +5765,18 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             origin_has = gitops.remote_branch_sha(repo, default, env=env) is not None
         guard.check_origin_has_base(inv.local, branch, default, origin_has=origin_has,
                                     local_has=gitops.ref_exists(repo, f"refs/heads/{default}"))
-    closes = list(a.get("closes") or [])
+    closes = list(inv.numbers("closes"))  # a copy: the call's own list is resumed as given
     no_close = guard.finish_no_close(inv.local)
-    if a.get("close_linked") and not no_close:
-        closes += [n for n in closing_refs(a.get("body")) if n not in closes]
-    if not branch_form and a.get("files"):
+    if inv.flag("close_linked") and not no_close:
+        closes += [n for n in closing_refs(inv.opt_text("body")) if n not in closes]
+    if not branch_form and inv.texts("files"):
         files = guard.declared_files(inv.local)
         st = gitops.status(repo)
         changed = set(st.staged) | set(st.modified) | set(st.untracked)
         if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
             guard.check_finish_title(inv.local)
-            title = a["title"]
-            body = strip_closing(a.get("body")) if no_close else a.get("body")
+            title = inv.text("title")
+            body = strip_closing(inv.opt_text("body")) if no_close else inv.opt_text("body")
             sha = gitops.commit(repo, files, title, body)
             steps.add(f"Committed {sha[:9]} on {branch} ({guard.files_list(files)})", commit=sha)
         else:
@@ -5796,7 +5796,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             return _return_home(inv, steps, branch, default, merged, branch_form)
         # Pushed but with no PR yet (a resume after a failed PR create) still has work to land.
         if _contained(inv, f"refs/heads/{branch}"):
-            if not branch_form and a.get("files"):
+            if not branch_form and inv.texts("files"):
                 # Declared files that were never committed anywhere are not a finished piece of work.
                 refusal = guard.git_failure(inv.local, gitops.NothingToCommit(
                     ["git", "commit"], 1, "the declared files have no changes to commit"))
@@ -5804,7 +5804,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
                 raise refusal
             return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
                           f"and no open pull request.", {"branch": branch, "completed": []})
-    if open_pr_now is None and not (a.get("title") or "").strip():
+    if open_pr_now is None and not (inv.opt_text("title") or "").strip():
         newest = gitops.log(repo, f"refs/heads/{branch}", 1)
         raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
     if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
@@ -5814,7 +5814,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
         steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
     head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
-    title = a.get("title") or (open_pr_now or {}).get("title") or branch
+    title = inv.opt_text("title") or (open_pr_now or {}).get("title") or branch
     payload = {"title": title, "body": _pr_body(inv, closes, no_close), "head": branch, "base": default}
     progress(f"opening the pull request for {branch}" if open_pr_now is None else
              f"updating PR #{open_pr_now['number']}")
@@ -5826,17 +5826,18 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
         steps.add(f"Waited for the forge's mergeability check ({polls} looks)")
     forge_head = (pr.get("head") or {}).get("sha")
     guard.check_merge_head(remote.target.slug, pr["number"], forge_head, head_sha)
-    style = a.get("style", "merge")
-    message = strip_closing(a.get("body")) if no_close else None
+    style = inv.opt_text("style") or "merge"
+    message = strip_closing(inv.opt_text("body")) if no_close else None
+    delete_branch = inv.opt_flag("delete_branch") is not False  # true unless the call says false
     progress(f"merging PR #{pr['number']} by {style}")
-    merged = merge_pr(remote, pr["number"], style=style, head_sha=head_sha,
-                      delete_branch=a.get("delete_branch", True), subject=a.get("title") if style != "rebase" else None,
-                      body=message)
+    merged = merge_pr(remote, pr["number"], style=style, head_sha=head_sha, delete_branch=delete_branch,
+                      subject=inv.opt_text("title") if style != "rebase" else None, body=message)
     guard.check_merged(remote.target.slug, pr["number"], bool(merged.get("merged")))
     text = (f"Merged PR #{pr['number']} by {style} into {default} at {str(merged.get('merge_commit_sha'))[:9]} "
             f"(head {(head_sha or '')[:9]}).")
-    if a.get("delete_branch", True):
+    if delete_branch:
         text += _branch_gone(remote, branch)
+
     steps.add(text, merge_commit=merged.get("merge_commit_sha"))
     _close_issues(remote, steps, closes, no_close)
     return _return_home(inv, steps, branch, default, merged, branch_form)
