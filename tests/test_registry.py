@@ -208,3 +208,11 @@ def test_a_value_of_another_type_is_an_internal_error_naming_the_argument(tmp_pa
     with pytest.raises(TypeError, match="the argument comments is int, not bool"):
         inv.flag("comments")
     assert inv.flag("absent") is False and inv.texts("absent") == [] and inv.opt_text("absent") is None
+
+
+def test_a_handler_reads_only_json_arguments_from_the_mapping_itself() -> None:
+    source = (ROOT / "madtea.py").read_text(encoding="utf-8")
+    read = set(re.findall(r"""inv\.args(?:\[|\.get\()\s*["'](\w+)["']""", source))
+    json_names = {s.name for op in madtea.REGISTRY for s in op.specs.values() if s.type == "json"}
+    assert read, "the pattern no longer finds the JSON reads"
+    assert read <= json_names, f"read from inv.args, not through a typed reader: {sorted(read - json_names)}"
