@@ -1352,6 +1352,16 @@ class FakeForge:
                 "target_url": "", "created_at": _ts(self._tick()),
             })
 
+    def comment_ids(self) -> list[int]:
+        """The id of every comment on every issue and pull request, in order."""
+        with self._lock:
+            return sorted(self._comments)
+
+    def comment_body(self, comment_id: int) -> str:
+        """The current text of comment *comment_id*."""
+        with self._lock:
+            return self._comments[comment_id].body
+
     def issue(self, owner: str, name: str, number: int) -> dict[str, Any]:
         """An issue's current API JSON (as its poster would see it)."""
         with self._lock:
@@ -5123,23 +5133,24 @@ def running_forge(flavour: str, base_dir: Path) -> Iterator[FakeForge]:
     assert_no_violations(forge)
 
 
-def _forge_fixture(flavour: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
+def forge_fixture(flavour: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
+    """A started fake forge of *flavour* for a fixture to yield; its teardown fails on a spec violation."""
     yield from running_forge(flavour, tmp_path_factory.mktemp(f"forge-{flavour}"))
 
 
 @pytest.fixture
 def gitea_forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
     """A started Gitea 1.25.4 fake forge (alice/alice-token, bob/bob-token, acme/web)."""
-    yield from _forge_fixture("gitea", tmp_path_factory)
+    yield from forge_fixture("gitea", tmp_path_factory)
 
 
 @pytest.fixture
 def forgejo_forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
     """A started Forgejo 15.0.3 fake forge (alice/alice-token, bob/bob-token, acme/web)."""
-    yield from _forge_fixture("forgejo", tmp_path_factory)
+    yield from forge_fixture("forgejo", tmp_path_factory)
 
 
 @pytest.fixture(params=["gitea", "forgejo"])
 def fake_forge(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
     """A started fake forge, once per flavour."""
-    yield from _forge_fixture(request.param, tmp_path_factory)
+    yield from forge_fixture(request.param, tmp_path_factory)

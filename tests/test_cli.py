@@ -313,7 +313,7 @@ def test_a_long_text_comes_from_a_file_or_standard_input_with_F(env: Env, tmp_pa
     monkeypatch.setattr(sys, "stdin", __import__("io").TextIOWrapper(__import__("io").BytesIO(b"from stdin\n")))
     code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "comment", str(issue), "-F", "-")
     assert code == 0, err
-    assert any(env.forge._comments[c].body == "from stdin\n" for c in env.issue(issue).comment_ids)
+    assert any(env.forge.comment_body(c) == "from stdin\n" for c in env.issue(issue).comment_ids)
 
 
 # --------------------------------------------------------------------------- the README, run

@@ -77,7 +77,7 @@ def test_a_trickled_write_is_looked_up_and_made_once(env: Env, short_deadline: f
     # The forge applied the comment before its answer trickled past the deadline: the look-up finds it.
     assert not result.is_error and "Traceback" not in result.text, result.text
     assert any("made once and not sent again" in text for _sev, text in result.notes)
-    assert [env.forge._comments[c].body for c in env.issue(1).comment_ids] == ["hello"]
+    assert [env.forge.comment_body(c) for c in env.issue(1).comment_ids] == ["hello"]
 
 
 def test_the_deadline_setting_falls_back_when_unusable(monkeypatch: pytest.MonkeyPatch) -> None:

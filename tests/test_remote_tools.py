@@ -230,11 +230,11 @@ def test_comment_body_edits(seeded: Env) -> None:
     e = seeded
     comment = e.forge.create_comment("acme", "web", 1, "- [ ] tested", user="alice")
     done = e.ok("madt_issues", action="edit", number=1, comment_id=comment["id"], check="tested")
-    assert e.forge._comments[comment["id"]].body == "- [x] tested" and f"comment {comment['id']}" in done.text
+    assert e.forge.comment_body(comment["id"]) == "- [x] tested" and f"comment {comment['id']}" in done.text
     stale = e.refused("STALE_BODY", "madt_issues", action="edit", number=1, comment_id=comment["id"], body="x",
                       updated_at=comment["updated_at"])
     assert stale.error["next"][0]["args"]["comments"] is True
-    assert e.forge._comments[comment["id"]].body == "- [x] tested"
+    assert e.forge.comment_body(comment["id"]) == "- [x] tested"
 
 
 def test_issue_body_targeted_edits(seeded: Env) -> None:
@@ -923,7 +923,7 @@ def deletable(seeded: Env) -> Env:
 
 
 def _state(e: Env) -> dict[str, Any]:
-    return {"issues": sorted(e.repo.issues), "comments": sorted(e.forge._comments),
+    return {"issues": sorted(e.repo.issues), "comments": e.forge.comment_ids(),
             "labels": sorted(l.name for l in e.repo.labels.values()),
             "milestones": sorted(m.title for m in e.repo.milestones.values()),
             "releases": sorted(r.tag_name for r in e.repo.releases.values()), "wiki": sorted(e.repo.wiki),
@@ -932,7 +932,7 @@ def _state(e: Env) -> dict[str, Any]:
 
 def _deletes(e: Env) -> list[tuple[str, dict[str, Any], list[str], str, str]]:
     """(tool, MCP args, CLI argv, the name to type, the object's web address) for each deletion."""
-    [comment] = e.forge._comments
+    [comment] = e.forge.comment_ids()
     web = f"{e.forge.url}/acme/web"
     return [
         ("madt_issues", {"action": "delete_comment", "comment_id": comment},

@@ -128,7 +128,7 @@ def test_a_comment_edit_is_verified_too(issue: Env, fast_client: list[float]) ->
     comment = e.forge.create_comment("acme", "web", 1, "- [ ] tested", user="alice")
     e.forge.inject("drop-after", method="PATCH", path_contains=f"/issues/comments/{comment['id']}")
     result = e.ok("madt_issues", action="edit", number=1, comment_id=comment["id"], append="more")
-    assert e.forge._comments[comment["id"]].body == "- [ ] tested\n\nmore" and "read back" in result.text
+    assert e.forge.comment_body(comment["id"]) == "- [ ] tested\n\nmore" and "read back" in result.text
 
 
 # --------------------------------------------------------------------------- the edit lock
@@ -355,7 +355,7 @@ def test_a_lost_comment_is_found_and_an_identical_older_one_is_not_taken(env: En
     older = e.forge.create_comment("acme", "web", 1, "LGTM", user="alice")
     _lost(e, "/repos/acme/web/issues/1/comments")
     result = e.ok("madt_issues", action="comment", number=1, body="LGTM")
-    bodies = [e.forge._comments[c].body for c in e.issue(1).comment_ids]
+    bodies = [e.forge.comment_body(c) for c in e.issue(1).comment_ids]
     assert bodies == ["LGTM", "LGTM"] and result.data["id"] != older["id"]
     assert result.data["id"] == e.issue(1).comment_ids[-1] and f"(comment {result.data['id']})" in result.text
     assert len(e.forge.find_requests("POST", "/repos/acme/web/issues/1/comments")) == 1
@@ -366,7 +366,7 @@ def test_a_lost_pr_comment_is_made_once(pulls: Env, fast_client: list[float]) ->
     e = pulls
     _lost(e, "/repos/acme/web/issues/1/comments")
     result = e.ok("madt_pr", action="comment", number=1, body="Looks right")
-    assert [e.forge._comments[c].body for c in e.issue(1).comment_ids] == ["Looks right"]
+    assert [e.forge.comment_body(c) for c in e.issue(1).comment_ids] == ["Looks right"]
     _made_once(result)
 
 
@@ -377,7 +377,7 @@ def test_a_lost_comment_in_a_batch_close_is_made_once_and_the_rest_go_on(env: En
     _lost(e, "/repos/acme/web/issues/2/comments")
     result = e.ok("madt_issues", action="close", numbers=[1, 2], comment="Fixed in v2")
     for n in (1, 2):
-        assert [e.forge._comments[c].body for c in e.issue(n).comment_ids] == ["Fixed in v2"]
+        assert [e.forge.comment_body(c) for c in e.issue(n).comment_ids] == ["Fixed in v2"]
         assert e.issue(n).state == "closed"
     _made_once(result)
 
@@ -502,7 +502,7 @@ async def test_a_lost_comment_through_mcp_says_it_was_made_once(env: Env) -> Non
     text = result.content[0].text
     assert "[notice] the forge's answer was lost" in text and "made once and not sent again" in text
     assert "Commented on issue #1" in text
-    assert [e.forge._comments[c].body for c in e.issue(1).comment_ids] == ["Once"]
+    assert [e.forge.comment_body(c) for c in e.issue(1).comment_ids] == ["Once"]
 
 
 def test_a_lost_create_is_not_taken_for_an_older_issue_of_the_same_title(env: Env, fast_client: list[float]) -> None:

@@ -251,7 +251,7 @@ def test_env_var_points_at_another_folder(tmp_path: Path, monkeypatch: pytest.Mo
 def test_teardown_fails_on_a_violation(tmp_path_factory: pytest.TempPathFactory) -> None:
     if speccheck.spec_skip_reason("gitea"):
         pytest.skip(speccheck.spec_skip_reason("gitea") or "")
-    fixture = fakeforge._forge_fixture("gitea", tmp_path_factory)
+    fixture = fakeforge.forge_fixture("gitea", tmp_path_factory)
     forge = next(fixture)
     forge.call("POST", "/repos/acme/web/issues", json_body={"body": "no title"})
     with pytest.raises(pytest.fail.Exception) as failure:
@@ -262,7 +262,7 @@ def test_teardown_fails_on_a_violation(tmp_path_factory: pytest.TempPathFactory)
 
 
 def test_teardown_passes_when_clean_or_taken(tmp_path_factory: pytest.TempPathFactory) -> None:
-    fixture = fakeforge._forge_fixture("forgejo", tmp_path_factory)
+    fixture = fakeforge.forge_fixture("forgejo", tmp_path_factory)
     forge = next(fixture)
     forge.call("GET", "/repos/acme/web/issues", query={"limit": "abc"})
     forge.take_violations()
