@@ -5209,9 +5209,10 @@ def _cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
 #
 # It lives here, beside the classifier, so that a hook run loads guard and
 # gitops alone: madtea's registry and services are read only for a line that
-# runs madtea, through the table its caller hands in. This part is the only one
-# of guard that does I/O: the event on stdin, the answer on stdout and stderr,
-# and the caller record.
+# runs madtea, through the table its caller hands in, and then only once per
+# install or update: the table is kept in the runtime folder. This part is the
+# only one of guard that does I/O: the event on stdin, the answer on stdout and
+# stderr, the caller record and the kept CLI table.
 
 
 def hook_command(args: Sequence[str], cli_ops: CliTable, exit: bool = False) -> int | None:
@@ -5271,7 +5272,7 @@ def hook_main(cli_ops: CliTable) -> int:
             record_caller_signal(run_dir or cwd, _session(raw))
         except Exception:  # the signal is a convenience; the decision must not depend on it
             pass
-        decision = classify_command(command, cwd, hook_repo_facts, cli_ops, run_dir=run_dir)
+        decision = classify_command(command, cwd, hook_repo_facts, _cached_table(cli_ops), run_dir=run_dir)
         return _answer(harness, decision)
     except BaseException as exc:  # never a traceback, never a wedge
         if isinstance(exc, SystemExit):
@@ -5506,6 +5507,156 @@ def record_caller_signal(cwd: str, session: str | None = None) -> None:
         _sweep(folder)  # once per agent process: the folder does not grow without bound
     # A cache: a record lost to a crash is written again by the next command, so it is not synced.
     gitops.write_private(final, gitops.to_json(record).encode("utf-8"), durable=False)
+
+
+# The modules a CLI table is built from: madtea declares it, and its declarations read the other three.
+_HOOK_TABLE_SOURCES = ("madtea.py", "guard.py", "gitops.py", "forge.py")
+_HOOK_TABLE_FORMAT = 1
+_HOOK_TABLE_MAX = 1 << 20  # the table is some hundred kilobytes; anything larger is not one
+
+
+def _cached_table(build: CliTable) -> CliTable:
+    """*build*, with its table kept in the runtime folder for the next line that runs madtea.
+
+    Building the table imports all of madtea.py, which costs more than the rest of the hook. The copy
+    is keyed by the path, device, inode, size, modification and change times of the four modules beside
+    this one, so an update (new files) or an edit (new times) of any of them makes it miss; a copy that
+    is unreadable, keyed otherwise or not shaped as a table is ignored and rebuilt. It is written only
+    when madtea was loaded from the folder it is keyed by.
+    """
+    def load() -> Mapping[tuple[str, ...], Any]:
+        where = _table_key()
+        folder = runtime_dir(create=True) if where is not None else None
+        if where is None or folder is None:
+            return build()
+        path = os.path.join(folder, where[0])
+        kept = _table_read(path, where[1], build)
+        if kept is not None:
+            return kept
+        table = build()
+        built = sys.modules.get("madtea")
+        if os.path.dirname(os.path.abspath(getattr(built, "__file__", None) or "/")) == where[1][0]:
+            _table_write(path, where[1], table)
+        return table
+    return load
+
+
+def _table_key() -> tuple[str, list[Any]] | None:
+    """(file name, key) of the table built from the modules beside this one; None where they are not files."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        st = os.stat(here)
+        key: list[Any] = [here, _HOOK_TABLE_FORMAT]
+        for name in _HOOK_TABLE_SOURCES:
+            sf = os.stat(os.path.join(here, name))
+            key.append([name, sf.st_dev, sf.st_ino, sf.st_size, sf.st_mtime_ns, sf.st_ctime_ns])
+    except OSError:  # a zip application, or a module missing: build the table each time
+        return None
+    return f"cli-table-{st.st_dev}-{st.st_ino}", key
+
+
+def _table_read(path: str, key: list[Any], build: CliTable) -> _KeptTable | None:
+    """The table kept at *path* when it is keyed by *key* and shaped as a table, else None."""
+    try:
+        data = gitops.read_private(path, _HOOK_TABLE_MAX)
+        return _table_parse(data, key, build) if data is not None else None
+    except (OSError, ValueError):  # not a private file, not ASCII, not JSON
+        return None
+
+
+def _table_parse(data: bytes, key: list[Any], build: CliTable) -> _KeptTable | None:
+    """The table in *data* when it is keyed by *key* and shaped as a table, else None.
+
+    *data* is one line of JSON, the index (the key, the body's size, and for each command its words and
+    where its spec lies in the body), then the body: each distinct spec's JSON text once. Only the index
+    is decoded here, and a spec when a line asks for it: decoding them all costs half of importing madtea.
+    """
+    head, _nl, body = data.partition(b"\n")
+    index = gitops.from_json(head.decode("ascii"))
+    if not isinstance(index, dict) or index.get("key") != key or index.get("size") != len(body):
+        return None
+    entries = index.get("table")
+    if not isinstance(entries, list) or not entries:
+        return None
+    table = _KeptTable(build, body)
+    for entry in entries:
+        if not (isinstance(entry, list) and len(entry) == 3 and _strs(entry[0]) and entry[0]
+                and type(entry[1]) is int and type(entry[2]) is int and 0 <= entry[1] < entry[2] <= len(body)):
+            return None
+        dict.__setitem__(table, tuple(entry[0]), (entry[1], entry[2]))
+    return table
+
+
+class _KeptTable(dict):  # type: ignore[type-arg]
+    """A kept CLI table: (noun, verb) -> the command's spec, decoded and checked when it is looked up.
+
+    A spec that does not decode to the shape of madtea's is not used: the table is then built anew
+    and the spec read from there.
+    """
+
+    def __init__(self, build: CliTable, body: bytes) -> None:
+        super().__init__()
+        self._build, self._body = build, body
+
+    def __getitem__(self, key: tuple[str, ...]) -> Any:
+        start, end = dict.__getitem__(self, key)
+        try:
+            spec = gitops.from_json(self._body[start:end].decode("ascii"))
+        except ValueError:
+            spec = None
+        return spec if _table_spec(spec) else self._build()[key]
+
+
+def _strs(value: Any) -> bool:
+    """Whether *value* is a list of strings (JSON's form; the table madtea builds may hold tuples)."""
+    return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+
+
+def _table_spec(spec: Any) -> bool:
+    """Whether *spec* has the shape of one command's entry in madtea's CLI table."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("tool"), (str, type(None))):
+        return False
+    if spec["tool"] is None:
+        return set(spec) == {"tool", "person"} and isinstance(spec["person"], bool)
+    params = spec.get("params")
+    if set(spec) != {"tool", "action", "params"} or not isinstance(spec["action"], (str, type(None))) \
+            or not isinstance(params, list):
+        return False
+    return all(isinstance(p, dict) and set(p) == _HOOK_TABLE_PARAM and isinstance(p["name"], str)
+               and isinstance(p["type"], str) and _strs(p["flags"]) and (p["choices"] is None or _strs(
+                   p["choices"])) and all(isinstance(p[k], bool) for k in _HOOK_TABLE_FLAGS) for p in params)
+
+
+_HOOK_TABLE_FLAGS = ("positional", "cli_only", "enum_flags", "secret")
+_HOOK_TABLE_PARAM = frozenset({"name", "type", "flags", "choices", *_HOOK_TABLE_FLAGS})
+
+
+def _table_write(path: str, key: list[Any], table: Mapping[tuple[str, ...], Any]) -> None:
+    """Keep *table* at *path* in one atomic write, when it is plain JSON data.
+
+    Its specs are checked when they are read, not here: a spec whose shape guard does not know is
+    then built anew at each lookup, and a test holds every spec madtea builds to that shape.
+    """
+    body: list[bytes] = []
+    spans: dict[int, tuple[int, int]] = {}  # by the spec's identity: a plural noun's commands share their specs
+    entries: list[tuple[list[str], int, int]] = []
+    size = 0
+    try:
+        for words, spec in table.items():
+            span = spans.get(id(spec))
+            if span is None:
+                text = to_json(spec, separators=(",", ":")).encode("ascii")
+                span = spans[id(spec)] = (size, size + len(text))
+                body.append(text)
+                size += len(text)
+            entries.append((list(words), *span))
+        head = to_json({"key": key, "size": size, "table": entries}, separators=(",", ":")).encode("ascii")
+    except (TypeError, ValueError):
+        return
+    try:
+        gitops.write_private(path, head + b"\n" + b"".join(body), durable=False)  # a cache: a lost write rebuilds
+    except OSError:
+        pass
 
 
 def runtime_dir(create: bool) -> str | None:

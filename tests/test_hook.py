@@ -482,6 +482,115 @@ def test_the_launchers_hook_reads_madteas_cli_table_for_a_madtea_line(sandbox: d
     assert not {n for n in names if n.split(".")[0] in _FORBIDDEN}
 
 
+# --------------------------------------------------------------------------- the kept CLI table
+
+def _copy_install(tmp_path: Path) -> Path:
+    """The launcher and the four modules, laid out as a checkout, to edit without touching this one."""
+    top = tmp_path / "install"
+    (top / "bin").mkdir(parents=True)
+    shutil.copy2(ROOT / "bin" / "madtea", top / "bin" / "madtea")
+    for name in ("madtea.py", "guard.py", "gitops.py", "forge.py"):
+        shutil.copy2(ROOT / name, top / name)
+    return top
+
+
+def _kept_tables() -> list[Path]:
+    return sorted((Path(guard.runtime_dir(create=True) or "/nonexistent")).glob("cli-table-*"))
+
+
+def _launch(top: Path, cwd: str, command: str) -> tuple[set[str], str]:
+    """(modules imported, stderr) of the launcher in *top* deciding *command*."""
+    event = json.dumps(_event("claude", command, cwd)).encode()
+    proc = subprocess.run([sys.executable, "-X", "importtime", str(top / "bin" / "madtea"), "hook"], input=event,
+                          capture_output=True, env=dict(os.environ), cwd=cwd, timeout=60)
+    assert proc.returncode == 2, proc.stderr.decode()
+    lines = proc.stderr.decode().splitlines()
+    names = {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:") and "|" in line}
+    return names, "\n".join(line for line in lines if not line.startswith("import time:"))
+
+
+def test_a_madtea_line_reads_the_kept_table_and_an_edit_of_madtea_makes_it_miss(
+        sandbox: dict[str, str], tmp_path: Path) -> None:
+    top = _copy_install(tmp_path)
+    first, text = _launch(top, sandbox["A"], "madtea issue list")
+    assert "madtea" in first and "Use: madt_issues action=list" in text
+    assert len(_kept_tables()) == 1
+    again, same = _launch(top, sandbox["A"], "madtea issue list")
+    assert "madtea" not in again and same == text  # the kept table, the same decision
+    mtime = (top / "madtea.py").stat().st_mtime_ns
+    with open(top / "madtea.py", "a", encoding="utf-8") as fh:
+        fh.write("\n_built = cli_table\n\n\ndef cli_table():\n    table = _built()\n"
+                 "    table[('issue', 'list')] = dict(table[('issue', 'list')], tool='madt_edited')\n"
+                 "    return table\n")
+    edited, text = _launch(top, sandbox["A"], "madtea issue list")
+    assert "madtea" in edited and "Use: madt_edited action=list" in text
+    # An edit of the same size whose modification time is put back still changes the file's change time.
+    source = (top / "madtea.py").read_text(encoding="utf-8").replace("madt_edited", "madt_edit2d")
+    (top / "madtea.py").write_text(source, encoding="utf-8")
+    os.utime(top / "madtea.py", ns=(mtime, mtime))
+    _names, text = _launch(top, sandbox["A"], "madtea issue list")
+    assert "Use: madt_edit2d action=list" in text
+    assert len(_kept_tables()) == 1  # one kept table per install folder
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated", "not-json", "other-key", "bad-spec", "wrong-size",
+                                    "symlink"])
+def test_a_damaged_kept_table_is_ignored_and_rebuilt(sandbox: dict[str, str], tmp_path: Path, damage: str) -> None:
+    top = _copy_install(tmp_path)
+    _names, text = _launch(top, sandbox["A"], "madtea issue list")
+    [kept] = _kept_tables()
+    data = kept.read_bytes()
+    head, _nl, body = data.partition(b"\n")
+    index = json.loads(head)
+    if damage == "empty":
+        data = b""
+    elif damage == "truncated":
+        data = data[:-40]
+    elif damage == "not-json":
+        data = b"\xff" + data[1:]
+    elif damage == "other-key":
+        index["table"] = [[["issue", "list"], *index["table"][0][1:]]]
+        index["key"][1] = "x"
+        data = json.dumps(index).encode() + b"\n" + body
+    elif damage == "bad-spec":  # the index agrees, the spec it points at is no spec: built anew, not trusted
+        start, end = next(e[1:] for e in index["table"] if e[0] == ["issue", "list"])
+        data = head + b"\n" + body[:start] + b'{"tool":"madt_x"}'.ljust(end - start) + body[end:]
+    elif damage == "wrong-size":
+        data = head + b"\n" + body + b" "
+    if damage == "symlink":
+        planted = tmp_path / "planted"
+        planted.write_bytes(data)
+        kept.unlink()
+        kept.symlink_to(planted)
+    else:
+        kept.write_bytes(data)
+    names, again = _launch(top, sandbox["A"], "madtea issue list")
+    assert again == text and "madt_x" not in again
+    assert "madtea" in names  # built from the registry, not read from the damaged copy
+    if damage != "bad-spec":  # a copy that was not read is written anew
+        assert not kept.is_symlink()
+        names, again = _launch(top, sandbox["A"], "madtea issue list")
+        assert "madtea" not in names and again == text
+
+
+def test_the_kept_table_gives_every_command_the_spec_the_registry_builds(sandbox: dict[str, str]) -> None:
+    built = madtea.cli_table()
+    folder = guard.runtime_dir(create=True)
+    assert folder is not None
+    where = guard._table_key()
+    assert where is not None
+    path = os.path.join(folder, where[0])
+    guard._table_write(path, where[1], built)
+    kept = guard._table_read(path, where[1], lambda: {})
+    assert kept is not None and set(kept) == set(built)
+    for words, spec in built.items():
+        assert kept[words] == json.loads(json.dumps(spec)), words
+    for command in ("madtea issue list --state closed", "madtea repo delete acme/web", "madtea issues view 3",
+                    "madtea pr merge 4 --style squash", "madtea update", "madtea version"):
+        words = command.split()[1:]
+        assert guard._madtea_registry(words, kept, "r") == guard._madtea_registry(words, built, "r")
+
+
 # --------------------------------------------------------------------------- the caller signal
 
 _SIGNAL_SCRIPT = r"""
