@@ -154,7 +154,20 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
-    from typing import Any
+    from typing import Any, ClassVar, NoReturn, Protocol, TypeAlias, TypeVar
+
+    # JSON: a forge's answers, a tool call's arguments, a record read back. The one Any this module names.
+    Json: TypeAlias = Any
+
+    class _Recorded(Protocol):
+        """An instance of a class ``_record`` made: what its methods read of it."""
+
+        _record_fields: ClassVar[tuple[str, ...]]
+        _record_names: ClassVar[frozenset[str]]
+        _record_defaults: ClassVar[dict[str, object]]
+        _record_plain: ClassVar[dict[str, object]]
+
+    _R = TypeVar("_R", bound=_Recorded)
 
 # --------------------------------------------------------------------------- stand-ins
 
@@ -163,15 +176,15 @@ class _Factory:
 
     __slots__ = ("make",)
 
-    def __init__(self, make: Callable[[], Any]) -> None:
+    def __init__(self, make: Callable[[], object]) -> None:
         self.make = make
 
 
-def _field(*, default_factory: Callable[[], Any]) -> Any:
+def _field(*, default_factory: Callable[[], object]) -> _Factory:
     return _Factory(default_factory)
 
 
-def _record(cls: type | None = None, /, *, frozen: bool = False) -> Any:
+def _record(cls: type | None = None, /, *, frozen: bool = False) -> type | Callable[[type], type]:
     """``@dataclass`` for madtea's value types, without importing dataclasses.
 
     Fields are the class's own annotations (after those of a record it
@@ -200,7 +213,7 @@ def _record(cls: type | None = None, /, *, frozen: bool = False) -> Any:
     return wrap if cls is None else wrap(cls)
 
 
-def _record_init(self: Any, *args: Any, **kwargs: Any) -> None:
+def _record_init(self: _Recorded, *args: object, **kwargs: object) -> None:
     cls = type(self)
     names = cls._record_fields
     if len(args) > len(names):
@@ -222,29 +235,29 @@ def _record_init(self: Any, *args: Any, **kwargs: Any) -> None:
     self.__dict__.update(values)
 
 
-def _record_repr(self: Any) -> str:
+def _record_repr(self: _Recorded) -> str:
     return f"{type(self).__name__}(" + ", ".join(f"{n}={self.__dict__[n]!r}" for n in self._record_fields) + ")"
 
 
-def _record_values(self: Any) -> tuple[Any, ...]:
+def _record_values(self: _Recorded) -> tuple[object, ...]:
     return tuple(self.__dict__[n] for n in self._record_fields)
 
 
-def _record_eq(self: Any, other: object) -> object:
+def _record_eq(self: _Recorded, other: object) -> object:
     if other.__class__ is not self.__class__:
         return NotImplemented
     return _record_values(self) == _record_values(other)
 
 
-def _record_hash(self: Any) -> int:
+def _record_hash(self: _Recorded) -> int:
     return hash(_record_values(self))
 
 
-def _record_frozen(self: Any, name: str, *value: Any) -> None:
+def _record_frozen(self: object, name: str, *value: object) -> NoReturn:
     raise AttributeError(f"cannot assign to field {name!r} of a frozen {type(self).__name__}")
 
 
-def _replace(obj: Any, /, **changes: Any) -> Any:
+def _replace(obj: _R, /, **changes: object) -> _R:
     """A copy of a record with some fields changed, as ``dataclasses.replace``."""
     return type(obj)(**{n: obj.__dict__[n] for n in obj._record_fields} | changes)
 
@@ -266,12 +279,12 @@ class _JsonContext:
     parse_float, parse_int, parse_constant = float, int, _JSON_CONSTANTS.__getitem__
 
 
-def _json_refused(value: Any) -> Any:
+def _json_refused(value: object) -> NoReturn:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def to_json(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str] = (", ", ": "),
-            default: Callable[[Any], Any] | None = None) -> str:
+def to_json(value: object, *, ensure_ascii: bool = True, separators: tuple[str, str] = (", ", ": "),
+            default: Callable[[object], object] | None = None) -> str:
     """``json.dumps(value, ensure_ascii=..., separators=..., default=...)``."""
     try:
         import _json
@@ -284,7 +297,7 @@ def to_json(value: Any, *, ensure_ascii: bool = True, separators: tuple[str, str
         return json.dumps(value, ensure_ascii=ensure_ascii, separators=separators, default=default)
 
 
-def from_json(text: str) -> Any:
+def from_json(text: str) -> Json:
     """``json.loads(text)`` for a str."""
     try:
         import _json
@@ -532,7 +545,7 @@ class Call:
         self.said: tuple[int, str] = (0, "")  # (how many messages so far, the latest)
         self._step = ""
         # The client's person, when it can ask one: (message, form schema) -> (action, content).
-        self.ask: Callable[[str, dict[str, Any]], tuple[str, dict[str, Any] | None]] | None = None
+        self.ask: Callable[[str, dict[str, Json]], tuple[str, dict[str, Json] | None]] | None = None
 
     @property
     def cancelled(self) -> bool:
