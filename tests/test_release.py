@@ -156,6 +156,9 @@ def test_the_zipapp_runs_help_version_and_hook_on_python_alone(tmp_path: Path) -
     assert hooked.returncode == 2 and "ask the user" in hooked.stderr
     allowed = subprocess.run([*bare, "hook"], input=event.replace("git reset --hard", "ls"), **run)
     assert allowed.returncode == 0 and allowed.stderr == ""
+    steered = subprocess.run([*bare, "hook"], input=event.replace("git reset --hard", "madtea issue list"), **run)
+    assert steered.returncode == 2 and "Use: madt_issues action=list" in steered.stderr
+    assert not list((Path.home() / ".cache" / "madtea").glob("*/cli-table-*"))  # its modules are no files to key on
     # the hook reads guard and gitops from their bytecode alone: no madtea, nothing the start-up does not load
     traced = subprocess.run([*bare[:-1], "-X", "importtime", str(pyz), "hook"], input=event, **run)
     imported = {line.rsplit("|", 1)[1].strip() for line in traced.stderr.splitlines() if line.startswith("import time")}
