@@ -162,12 +162,7 @@ def changelog(version: str, date: str, commits: Sequence[Commit]) -> str:
 # --------------------------------------------------------------------------- facts from git
 
 def _git(root: Path, *args: str, check: bool = True) -> str:
-    sys.path.insert(0, str(root))
-    try:
-        import gitops  # the one git funnel, from the tree being released
-    finally:
-        sys.path.pop(0)
-    result = gitops.git(*args, cwd=root, check=False, timeout=60)
+    result = versioning.git_funnel(root)(*args, cwd=root, check=False, timeout=60)
     if check and not result.ok:
         raise ReleaseError(f"git {' '.join(args)} failed in {root}: "
                            f"{result.stderr.decode('utf-8', 'replace').strip()}")
@@ -175,12 +170,7 @@ def _git(root: Path, *args: str, check: bool = True) -> str:
 
 
 def _git_bytes(root: Path, *args: str) -> bytes:
-    sys.path.insert(0, str(root))
-    try:
-        import gitops
-    finally:
-        sys.path.pop(0)
-    return gitops.git(*args, cwd=root, timeout=120).stdout
+    return versioning.git_funnel(root)(*args, cwd=root, timeout=120).stdout
 
 
 @dataclasses.dataclass

@@ -10,9 +10,14 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["UNKNOWN", "TAG_GLOB", "parse", "describe", "stamp", "version_of"]
+if TYPE_CHECKING:
+    from gitops import GitResult
+
+__all__ = ["UNKNOWN", "TAG_GLOB", "parse", "describe", "stamp", "version_of", "git_funnel"]
 
 UNKNOWN = "0.0.0+unknown"
 TAG_GLOB = "v[0-9]*.[0-9]*.[0-9]*"
@@ -26,13 +31,18 @@ def parse(tag: str) -> tuple[int, int, int] | None:
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
-def _git(root: Path, *args: str) -> str | None:
+def git_funnel(root: Path) -> Callable[..., GitResult]:
+    """``gitops.git``, the one git funnel, imported from the tree at *root* (the tree being built or released)."""
     sys.path.insert(0, str(root))
     try:
-        import gitops  # the one git funnel, imported from the tree being built
+        import gitops
     finally:
         sys.path.pop(0)
-    result = gitops.git(*args, cwd=root, check=False, timeout=30)
+    return gitops.git
+
+
+def _git(root: Path, *args: str) -> str | None:
+    result = git_funnel(root)(*args, cwd=root, check=False, timeout=30)
     return result.text.strip() if result.ok else None
 
 
