@@ -15,7 +15,7 @@ VERSION = versioning.describe(ROOT)
 
 
 class StampedBuildPy(build_py):
-    def build_module(self, module, module_file, package):  # type: ignore[no-untyped-def]
+    def build_module(self, module: str, module_file: str, package: str) -> tuple[str, bool]:
         outfile, copied = super().build_module(module, module_file, package)
         if module == "madtea":
             path = Path(outfile)
@@ -23,7 +23,7 @@ class StampedBuildPy(build_py):
         return outfile, copied
 
 
-def command_kwargs(os_name: str = os.name) -> dict:  # type: ignore[type-arg]
+def command_kwargs(os_name: str = os.name) -> dict[str, object]:
     """How the wheel provides the ``madtea`` command, for the platform it is built on.
 
     POSIX: the script ``bin/madtea`` (pip points its first line at the install's Python); pip's
