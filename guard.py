@@ -3456,7 +3456,7 @@ class _HookParser:
                 if st.cur is None and (last is None or last.text.endswith("()") or
                                        (last.text in _HOOK_RESERVED and not last.quoted)):
                     self.pos += 1  # a subshell, or a function body in one: its cd stays inside
-                    inner = {"dir": scope["dir"], "env": dict(scope["env"]), "alias": scope.get("alias")}
+                    inner = {"dir": scope["dir"], "env": dict(scope["env"]), "alias": dict(scope.get("alias") or {})}
                     self._list(inner, depth, ")")
                     st.start = None if not st.words else st.start
                 else:

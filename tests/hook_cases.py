@@ -440,6 +440,8 @@ COMPOUND: list[Case] = [
     ("eval \"git push $REMOTE\"", "deny", "madt_push"),
     ("sh -c \"sh -c 'sh -c \\\"sh -c \\\\\\\"sh -c git\\\\\\\\ push\\\\\\\"\\\"'\"", "deny", "madt_push"),
     ("shopt -s expand_aliases\nalias g=git\ng push", "deny", "madt_push"),
+    ("(alias g=git)\ngit push", "deny", "madt_push"),  # an alias made in a subshell, then git
+    ("(alias g=git)\nls", "allow", None),
     ("\\git push", "deny", "madt_push"),
     ("g\\it push", "deny", "madt_push"),
     ("gi''t push", "deny", "madt_push"),
