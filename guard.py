@@ -38,10 +38,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
     from pathlib import Path
-    from typing import Any, NoReturn, Protocol
+    from typing import IO, NoReturn, Protocol, TypedDict
+
+    from gitops import Json  # JSON: a tool call's arguments, a forge's answers, a record read back
 
     # Loads madtea's CLI table, (noun, verb) -> what the hook needs of it: only a line that runs madtea asks.
-    CliTable = Callable[[], Mapping[tuple[str, ...], Any]]
+    CliTable = Callable[[], Mapping[tuple[str, ...], Json]]
 
 
 __all__ = [
@@ -89,7 +91,7 @@ __all__ = [
 # =========================================================================== 1. rules over facts
 
 if TYPE_CHECKING:
-    Call = dict[str, Any]  # {"tool": "madt_x", "args": {...}}: a next step, as data
+    Call = dict[str, Json]  # {"tool": "madt_x", "args": {...}}: a next step, as data
 else:
     Call = dict
 
@@ -155,16 +157,16 @@ def placeholder(what: str) -> str:
     return f"<{what}>"
 
 
-def is_placeholder(value: Any) -> bool:
+def is_placeholder(value: object) -> bool:
     return isinstance(value, str) and len(value) > 2 and value.startswith("<") and value.endswith(">")
 
 
-def call(tool: str, **args: Any) -> Call:
+def call(tool: str, **args: Json) -> Call:
     """A next step as data; arguments whose value is None are left out."""
     return {"tool": tool, "args": {k: v for k, v in args.items() if v is not None}}
 
 
-def render_call(step: Mapping[str, Any]) -> str:
+def render_call(step: Mapping[str, Json]) -> str:
     """``madt_worktrees action=add dir="/x" files=["a.py","b.py"]``: how every text names a call.
 
     The action is a bare word; every other value is JSON (lists without spaces), so a call reads the same in a
@@ -177,7 +179,7 @@ def render_call(step: Mapping[str, Any]) -> str:
     return " ".join(parts).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _call_value(value: Any) -> str:
+def _call_value(value: Json) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -222,7 +224,7 @@ MAX_NUMBER = 2**63 - 1
 _DIGITS = r"#?([0-9]{1,19})"
 
 
-def _whole(value: Any) -> int | None:
+def _whole(value: object) -> int | None:
     """An integer, or a string of ASCII digits (``"7"``, ``"#7"``); None for anything else."""
     if isinstance(value, bool):
         return None
@@ -259,7 +261,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
-def _liberal_numbers(value: Any) -> list[int] | None:
+def _liberal_numbers(value: object) -> list[int] | None:
     if isinstance(value, str):
         import re
         value = [p for p in re.split(r"[\s,]+", value.strip()) if p]
@@ -279,15 +281,15 @@ def where_of(tool: str, action: str | None) -> str:
     return f"{tool} action={action}" if action else tool
 
 
-def _shown(value: Any, limit: int = 80) -> str:
+def _shown(value: object, limit: int = 80) -> str:
     """A caller's value as a refusal quotes it: JSON, cut to *limit* characters, lone surrogates escaped."""
     text = to_json(value, ensure_ascii=False, default=str)
     text = text if len(text) <= limit else text[:limit] + "…"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _bad(tool: str, action: str | None, name: str, expected: str, value: Any,
-         raw: Mapping[str, Any] | None = None, values: Sequence[Any] = (), *, hide: bool = False) -> Refusal:
+def _bad(tool: str, action: str | None, name: str, expected: str, value: object,
+         raw: Mapping[str, Json] | None = None, values: Sequence[Json] = (), *, hide: bool = False) -> Refusal:
     """A value of the wrong shape: the same call with it set right (each allowed value, when there are few).
 
     With *hide* (an action that carries a secret, whose *raw* values the caller has withheld), the value is
@@ -325,8 +327,8 @@ def _text_problem(name: str, values: Sequence[str]) -> str | None:
     return None
 
 
-def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Mapping[str, Any] | None = None,
-            hide: bool = False) -> Any:
+def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Json, raw: Mapping[str, Json] | None = None,
+            hide: bool = False) -> Json:
     kind = spec.type
     if kind in ("str", "enum"):
         if isinstance(value, int) and not isinstance(value, bool) and kind == "str":
@@ -371,7 +373,7 @@ def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Any, raw: Map
 
 
 def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec],
-                    raw: Mapping[str, Any], *, batch_action: str | None = None) -> dict[str, Any]:
+                    raw: Mapping[str, Json], *, batch_action: str | None = None) -> dict[str, Json]:
     """Strict names, liberal shapes, hard arity: the arguments a handler may trust.
 
     ``number`` and ``numbers`` are one identifier: a single-target action takes
@@ -380,7 +382,7 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
     where = where_of(tool, action)
     hide = any(getattr(spec, "secret", False) for spec in specs.values())
     shown = _withheld(specs, raw) if hide else raw
-    out: dict[str, Any] = {}
+    out: dict[str, Json] = {}
     for name, value in raw.items():
         if name == "action":
             continue
@@ -436,7 +438,7 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
     return out
 
 
-def _withheld(specs: Mapping[str, ParamSpec], args: Mapping[str, Any]) -> dict[str, Any]:
+def _withheld(specs: Mapping[str, ParamSpec], args: Mapping[str, Json]) -> dict[str, Json]:
     """The arguments of an action that carries a secret, each value replaced by a placeholder to fill again.
 
     A secret may come under any key (a misspelt one, or the wrong one), so no value given to such an action is
@@ -447,11 +449,11 @@ def _withheld(specs: Mapping[str, ParamSpec], args: Mapping[str, Any]) -> dict[s
         else f"the {key} again (not repeated: this action carries a secret)") for key, value in args.items()}
 
 
-def _with_action(action: str | None, args: dict[str, Any]) -> dict[str, Any]:
+def _with_action(action: str | None, args: dict[str, Json]) -> dict[str, Json]:
     return ({"action": action} if action else {}) | {k: v for k, v in args.items() if k}
 
 
-def check_not_option(value: str, name: str, where: str, args: Mapping[str, Any] | None = None) -> str:
+def check_not_option(value: str, name: str, where: str, args: Mapping[str, Json] | None = None) -> str:
     """Values that start with '-' are never handed to git, where they would read as options."""
     if value.startswith("-"):
         tool, _, action = where.partition(" action=")
@@ -461,7 +463,7 @@ def check_not_option(value: str, name: str, where: str, args: Mapping[str, Any] 
     return value
 
 
-def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action: str | None = None,
+def check_dir(raw: str, tool: str, args: Mapping[str, Json] | None = None, action: str | None = None,
               *, name: str = "dir") -> Path:
     """A ``dir=`` value (or another path parameter, *name*): any absolute path; never relative, empty or blank.
 
@@ -488,7 +490,7 @@ def check_dir(raw: str, tool: str, args: Mapping[str, Any] | None = None, action
     return Path(raw)
 
 
-def not_a_repo(tool: str, path: str, args: Mapping[str, Any] | None = None, action: str | None = None,
+def not_a_repo(tool: str, path: str, args: Mapping[str, Json] | None = None, action: str | None = None,
                why: gitops.NoWorkTree | None = None) -> Refusal:
     """A ``dir=`` that names no work tree: outside any repository, or (*why*) a bare repository or a git dir."""
     retry = {k: v for k, v in (args or {}).items() if k != "dir"} \
@@ -615,13 +617,13 @@ class _Guarded:
 
     tool: str
     action: str | None
-    args: Mapping[str, Any]
+    args: Mapping[str, Json]
 
     @property
     def where(self) -> str:
         return where_of(self.tool, self.action)
 
-    def retry(self, **changes: Any) -> Call:
+    def retry(self, **changes: Json) -> Call:
         return call(self.tool, **_with_action(self.action, dict(self.args) | changes))
 
 
@@ -1299,14 +1301,14 @@ def no_such_tool(tool: str, near: Sequence[Call]) -> Refusal:
                    target=shown, choices=tuple((step,) for step in near))
 
 
-def check_no_action(tool: str, action: Any, others: Mapping[str, Any]) -> None:
+def check_no_action(tool: str, action: object, others: Mapping[str, Json]) -> None:
     """A tool of one operation takes no action; the same call without it is the way on."""
     if action is not None:
         raise Refusal("UNKNOWN_PARAMETER", f"{tool} takes no action parameter.", target=tool,
                       next=(call(tool, **others),))
 
 
-def unknown_action(tool: str, action: Any, names: Sequence[str], others: Mapping[str, Any],
+def unknown_action(tool: str, action: object, names: Sequence[str], others: Mapping[str, Json],
                    every: Sequence[Sequence[Call]], required: Mapping[str, Sequence[str]] | None = None) -> Refusal:
     """A call whose action is missing, not one name, or none of the tool's *names*.
 
@@ -1332,7 +1334,7 @@ def unknown_action(tool: str, action: Any, names: Sequence[str], others: Mapping
                    choices=() if guess else every)
 
 
-def check_arguments_object(tool: str, raw: Any) -> None:
+def check_arguments_object(tool: str, raw: object) -> None:
     from collections.abc import Mapping
 
     if not isinstance(raw, Mapping):
@@ -1878,7 +1880,7 @@ def check_git_auth(host: str | None, exc: gitops.GitError) -> None:
                   user_action=login_way_on(host) if host else FORGE_NEXT["AUTH_MISSING"])
 
 
-def check_fields(c: _Guarded, names: Sequence[str], items: Sequence[Mapping[str, Any]]) -> None:
+def check_fields(c: _Guarded, names: Sequence[str], items: Sequence[Mapping[str, object]]) -> None:
     """Extra fields are named as the forge names them: one no answered item has is refused, with those it has."""
     unknown = [n for n in names if not any(n in item for item in items)]
     if unknown:
@@ -2074,7 +2076,7 @@ def covered_write(method: str, segments: Sequence[str], default_repo: str) -> tu
     return None
 
 
-def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], body: Any,
+def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], body: Json,
                     specs: Mapping[str, ParamSpec]) -> Refusal:
     """Forward a covered write to the tool that makes it safely (*specs* are its parameters), with what the
     call showed: the number and comment id in the path, and the body's plain values that tool takes."""
@@ -2082,7 +2084,7 @@ def covered_refusal(method: str, path: str, covered: tuple[str, str, str, str], 
     from collections.abc import Mapping
 
     tool, action, owner_repo, sub = covered
-    args: dict[str, Any] = {"owner_repo": owner_repo}
+    args: dict[str, Json] = {"owner_repo": owner_repo}
     number = re.match(r"(?:issues|pulls)/(\d+)", sub)
     if number and "number" in specs:
         args["number"] = int(number.group(1))
@@ -2177,7 +2179,7 @@ LOST = {
 }
 
 
-def confirmation_form(act: str, name: str, web: str | None, lost: str) -> tuple[str, dict[str, Any]]:
+def confirmation_form(act: str, name: str, web: str | None, lost: str) -> tuple[str, dict[str, Json]]:
     """The form a person confirms one of their own acts with, through the client: what, where, what is lost,
     and a field where they type the object's exact name (an agent never fills it in)."""
     where = f" ({web})" if web else ""
@@ -2189,7 +2191,7 @@ def confirmation_form(act: str, name: str, web: str | None, lost: str) -> tuple[
     return message, schema
 
 
-def check_confirmation(act: str, name: str, answer: str, typed: Any) -> None:
+def check_confirmation(act: str, name: str, answer: str, typed: object) -> None:
     """A person's answer to a confirmation form: only an accept carrying the exact name lets the act go on."""
     if answer == "accept" and typed == name:
         return
@@ -2234,7 +2236,7 @@ def check_checklist_item(item: str, found: int, view: Call) -> None:
                       f"one is needed.", next=(view,))
 
 
-def check_whole_body(seen: str | None, versions: Sequence[Any], view: Call, updated_at: Any,
+def check_whole_body(seen: str | None, versions: Sequence[object], view: Call, updated_at: Json,
                      shown: Callable[[], str], again: Call | None = None) -> None:
     """A whole-body replacement names the version it replaces (*seen*: its updated_at or body sha), and
     that version is one of the current *versions*; otherwise the current body (*shown*) comes back. The way on
@@ -2272,14 +2274,14 @@ def batch_stopped(done: Sequence[str], number: int, failed: Refusal, again: Call
                    target=failed.target, next=steps)
 
 
-def body_replaced(updated_at: Any, carried: str, shown: str, view: Call) -> Refusal:
+def body_replaced(updated_at: object, carried: str, shown: str, view: Call) -> Refusal:
     """A whole body madtea wrote that another edit replaced before it was read back."""
     return Refusal("STALE_BODY", f"madtea wrote your body, but another edit replaced it before it could be read back "
                    f"(it is now at updated_at {updated_at}); your text is not the current body.{carried} Current "
                    f"version:\n" + shown, next=(view,))
 
 
-def body_kept_changing(tries: int, edit: str, updated_at: Any, carried: str, shown: str, view: Call) -> Refusal:
+def body_kept_changing(tries: int, edit: str, updated_at: object, carried: str, shown: str, view: Call) -> Refusal:
     """An edit that every one of madtea's bounded writes lost to another writer."""
     return Refusal("STALE_BODY", f"The body changed under each of madtea's {tries} writes of {edit}, and the "
                    f"read-back does not show it (the body is now at updated_at {updated_at}).{carried} Current "
@@ -2375,7 +2377,7 @@ class FileWrite(_Guarded):
     writer: bool = True                  # the user may push to some branch without a protection rule
 
     @property
-    def file(self) -> Mapping[str, Any]:
+    def file(self) -> Mapping[str, Json]:
         """The arguments of the one file a rule is about: the call's own, or one of its changes."""
         return self.args if self.index is None else self.args["changes"][self.index]
 
@@ -2388,7 +2390,7 @@ class FileWrite(_Guarded):
         return "remove" if f.get("remove") else "rename" if f.get("from_path") else "edit" if f.get("sha") \
             else "create"
 
-    def again(self, **changes: Any) -> Call:
+    def again(self, **changes: Json) -> Call:
         """The same call with *changes* to that file's arguments (None leaves one out)."""
         if self.index is None:
             return self.retry(**changes)
@@ -2452,7 +2454,7 @@ MAX_CHANGES = 100  # files in one commit through the forge
 
 
 def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
-                  args: Mapping[str, Any]) -> list[dict[str, Any]]:
+                  args: Mapping[str, Json]) -> list[dict[str, Json]]:
     """The changes of one commit: 1 to MAX_CHANGES objects, each checked like a call's arguments, one per path."""
     where = where_of(tool, action)
     items = args.get("changes")
@@ -2468,7 +2470,7 @@ def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
         raise Refusal("BAD_ARGUMENT", f"{where}: changes must be a list of 1 to {MAX_CHANGES} objects, one per "
                       f"file, not {_shown(items)}.", target=where,
                       next=(call(tool, **_with_action(action, dict(args) | {"changes": [example]})),))
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Json]] = []
     for index, item in enumerate(items):
         try:
             out.append(check_arguments(tool, action, specs, item))
@@ -2753,7 +2755,7 @@ def check_host_scope(scope: Scope, where: str, host: str) -> None:
 
 
 def narrow_way_on(scope: Scope, next: Sequence[Call], choices: Sequence[Sequence[Call]], user_action: str | None,
-                  allowed: Any) -> tuple[list[Call], list[list[Call]], str | None, str | None]:
+                  allowed: Callable[[Call], bool]) -> tuple[list[Call], list[list[Call]], str | None, str | None]:
     """A refusal's way on, without any step the server's scope would refuse.
 
     *allowed(step)* says whether a step is in scope. A plan (``next``) with a
@@ -2868,7 +2870,7 @@ class ForgeCall(_Guarded):
     repo: str                     # owner/repo on the forge
     secret: str | None = None     # the parameter whose value is never repeated in a refusal
 
-    def retry(self, **changes: Any) -> Call:
+    def retry(self, **changes: Json) -> Call:
         kept = {k: v for k, v in self.args.items() if k != self.secret}
         if self.secret and self.secret in self.args and self.secret not in changes:
             kept[self.secret] = placeholder(f"the same {self.secret}")
@@ -2950,7 +2952,7 @@ def artifact_too_large(c: ForgeCall, name: str, size: int, limit: int, web: str)
                    user_action=f"Ask the user to download {name} from {web} if it is needed.")
 
 
-def inline_comments(c: ForgeCall, value: Any) -> list[dict[str, Any]]:
+def inline_comments(c: ForgeCall, value: object) -> list[dict[str, Json]]:
     """A review's inline comments as the forge takes them: each a path, a body and a line of the new file
     (``line``) or of the old one (``old_line``)."""
     shape = placeholder('a list such as [{"path": "a.py", "line": 3, "body": "..."}]')
@@ -2970,7 +2972,7 @@ def inline_comments(c: ForgeCall, value: Any) -> list[dict[str, Any]]:
     return out
 
 
-def dispatch_inputs(c: ForgeCall, value: Any) -> dict[str, str]:
+def dispatch_inputs(c: ForgeCall, value: object) -> dict[str, str]:
     """A workflow's inputs as the forge takes them: names to strings (numbers and true/false become text)."""
     if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, (str, int, float, bool))
                                        for k, v in value.items()):
@@ -3271,7 +3273,7 @@ def hook_failure_decision(command: str | None, reason: str) -> HookDecision:
         command)
 
 
-def classify_command(command: str, cwd: str, repo_facts: Any,
+def classify_command(command: str, cwd: str, repo_facts: Callable[[str], HookRepo | None],
                      cli_ops: CliTable, run_dir: str | None = None) -> HookDecision:
     """Decide on one shell command line run from *cwd* (or from *run_dir*, when the harness runs it there).
 
@@ -3319,6 +3321,17 @@ class _HookWord:
 
     def __repr__(self) -> str:
         return f"_HookWord({self.text!r}{', dynamic' if self.dynamic else ''})"
+
+
+if TYPE_CHECKING:
+    class _HookShell(TypedDict):
+        dir: str | None              # None once a cd went where only the shell knows
+        env: dict[str, _HookWord]    # the exported variables
+
+    class _HookScope(_HookShell, total=False):
+        """What a command list runs with: its directory, its variables and the aliases the line defined."""
+
+        alias: dict[str, list[_HookWord]]
 
 
 class _HookSeg:
@@ -3419,7 +3432,7 @@ class _HookParser:
         return self.out
 
     # -- the main loop: one command list, up to *stop* (")" for groups and substitutions)
-    def _list(self, scope: dict[str, Any], depth: int, stop: str | None) -> None:
+    def _list(self, scope: _HookScope, depth: int, stop: str | None) -> None:
         src = self.src
         st = _HookState()
         while self.pos < self.n:
@@ -3456,7 +3469,8 @@ class _HookParser:
                 if st.cur is None and (last is None or last.text.endswith("()") or
                                        (last.text in _HOOK_RESERVED and not last.quoted)):
                     self.pos += 1  # a subshell, or a function body in one: its cd stays inside
-                    inner = {"dir": scope["dir"], "env": dict(scope["env"]), "alias": dict(scope.get("alias") or {})}
+                    inner: _HookScope = {"dir": scope["dir"], "env": dict(scope["env"]),
+                                         "alias": dict(scope.get("alias") or {})}
                     self._list(inner, depth, ")")
                     st.start = None if not st.words else st.start
                 else:
@@ -3504,7 +3518,7 @@ class _HookParser:
                 self.pos = end
         self._end_seg(st, scope, depth, None)
 
-    def _expansions_in(self, text: str, scope: dict[str, Any], depth: int) -> None:
+    def _expansions_in(self, text: str, scope: _HookScope, depth: int) -> None:
         """The commands that substitutions inside *text* run (an array, ``${x:-...}``, ``$((...))``)."""
         if "$(" in text or "`" in text or "<(" in text or ">(" in text:
             inner = _HookParser(text, scope["dir"], depth + 1, scope["env"]).parse()
@@ -3535,7 +3549,7 @@ class _HookParser:
                 st.cases -= 1
             st.words.append(word)
 
-    def _end_seg(self, st: _HookState, scope: dict[str, Any], depth: int, sep: str | None) -> None:
+    def _end_seg(self, st: _HookState, scope: _HookScope, depth: int, sep: str | None) -> None:
         self._end_word(st)
         piped, st.piped = st.piped if st.prev_sep == "|" else None, None
         aliases = scope.get("alias")
@@ -3583,7 +3597,7 @@ class _HookParser:
             reader._dquote(st, {"dir": self.cwd, "env": self.env}, self.depth, closing=None)
             box[:] = [None, "".join(st.cur or [])]
 
-    def _redirect(self, st: _HookState, scope: dict[str, Any], depth: int) -> None:
+    def _redirect(self, st: _HookState, scope: _HookScope, depth: int) -> None:
         src = self.src
         if st.cur is not None and "".join(st.cur).isdigit() and not st.quoted:
             st.cur = None  # "2>": the digits name a file descriptor
@@ -3622,7 +3636,7 @@ class _HookParser:
                 break
         st.skip_next = True
 
-    def _dquote(self, st: _HookState, scope: dict[str, Any], depth: int, closing: str | None = '"') -> None:
+    def _dquote(self, st: _HookState, scope: _HookScope, depth: int, closing: str | None = '"') -> None:
         """A double-quoted string; with no *closing* quote, a here-document body read the same way."""
         src = self.src
         self.pos += 1 if closing else 0
@@ -3649,7 +3663,7 @@ class _HookParser:
                 self._add(st, src[self.pos:end], quoted=True)
                 self.pos = end
 
-    def _dollar(self, st: _HookState, scope: dict[str, Any], depth: int, in_dquote: bool) -> None:
+    def _dollar(self, st: _HookState, scope: _HookScope, depth: int, in_dquote: bool) -> None:
         src = self.src
         nxt = src[self.pos + 1:self.pos + 2]
         if src.startswith("$((", self.pos):
@@ -3709,7 +3723,7 @@ class _HookParser:
         self.pos += 1
         self._add(st, "".join(out), quoted=True)
 
-    def _backtick(self, st: _HookState, scope: dict[str, Any], depth: int) -> None:
+    def _backtick(self, st: _HookState, scope: _HookScope, depth: int) -> None:
         src = self.src
         self.pos += 1
         body: list[str] = []
@@ -3758,7 +3772,7 @@ class _HookParser:
         self._add(st, self.src[start:self.pos])
 
 
-def _scope_update(seg: _HookSeg, scope: dict[str, Any]) -> None:
+def _scope_update(seg: _HookSeg, scope: _HookScope) -> None:
     """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
     words = seg.words
     if all(_assigns(w.text) for w in words):
@@ -3837,7 +3851,7 @@ def _python(name: str) -> bool:
 
 
 class _HookCtx:
-    def __init__(self, cwd: str, repo_facts: Any) -> None:
+    def __init__(self, cwd: str, repo_facts: Callable[[str], HookRepo | None]) -> None:
         self.cwd = cwd
         self._facts = repo_facts
         self._cache: dict[str, HookRepo | None] = {}
@@ -4222,7 +4236,7 @@ def _madtea_name(name: str) -> bool:
 
 # --------------------------------------------------------------------------- rendering
 
-def _call(tool: str, *pairs: tuple[str, Any]) -> str:
+def _call(tool: str, *pairs: tuple[str, Json]) -> str:
     """``madt_add dir="/x" files=["a.py"]``: the call a hook text names (None values left out)."""
     return render_call(call(tool, **dict(pairs)))
 
@@ -4530,7 +4544,7 @@ class _HookGit:
             out.append(text)
         return out
 
-    def d(self) -> tuple[str, Any]:
+    def d(self) -> tuple[str, str | None]:
         return ("dir", self.dir)
 
     def where(self) -> str:
@@ -5127,7 +5141,7 @@ def _side_effects(seg: _HookSeg) -> list[tuple[str, str]]:
     return found
 
 
-def _madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], retry: str) -> tuple[str, str]:
+def _madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Json], retry: str) -> tuple[str, str]:
     """The CLI command's MCP twin, named from the registry's own declaration of both surfaces."""
     key = next((k for k in sorted(cli_ops, key=len, reverse=True) if tuple(words[:len(k)]) == tuple(k)), None)
     nouns = {k[0] for k in cli_ops}
@@ -5138,7 +5152,7 @@ def _madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], r
                         "delete it themselves.\n" + retry)
     if spec.get("tool") is None:
         return ("allow", "")  # help, version, hook, mcp, or a command with no MCP twin
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[tuple[str, Json]] = []
     if spec.get("action"):
         pairs.append(("action", spec["action"]))
     pairs.extend(_cli_registry_params(words[len(key or ()):], spec.get("params") or []))
@@ -5146,8 +5160,8 @@ def _madtea_registry(words: list[str], cli_ops: Mapping[tuple[str, ...], Any], r
                     f"results and errors.\nUse: {_call(spec['tool'], *pairs)}\n" + retry)
 
 
-def _cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> list[tuple[str, Any]]:
-    flags: dict[str, Mapping[str, Any]] = {}
+def _cli_registry_params(words: list[str], params: list[Mapping[str, Json]]) -> list[tuple[str, Json]]:
+    flags: dict[str, Mapping[str, Json]] = {}
     enum_flags: dict[str, tuple[str, str]] = {}
     for p in params:
         for f in p.get("flags") or ():
@@ -5156,7 +5170,7 @@ def _cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> l
             for choice in p.get("choices") or ():
                 enum_flags["--" + choice] = (p["name"], choice)
     positional = [p for p in params if p.get("positional")]
-    got: dict[str, Any] = {}
+    got: dict[str, Json] = {}
     i = 0
     while i < len(words):
         t = words[i]
@@ -5188,12 +5202,13 @@ def _cli_registry_params(words: list[str], params: list[Mapping[str, Any]]) -> l
             for p in params if p["name"] in got]
 
 
-def _cli_value(p: Mapping[str, Any], value: Any, before: Any) -> Any:
+def _cli_value(p: Mapping[str, Json], value: str | bool, before: Json) -> Json:
     kind = p.get("type")
     if kind in ("int", "number") and isinstance(value, str) and value.isdigit():
         return int(value)
     if kind in ("strs", "numbers"):
-        item: Any = int(value) if kind == "numbers" and isinstance(value, str) and value.isdigit() else value
+        item: int | str | bool = \
+            int(value) if kind == "numbers" and isinstance(value, str) and value.isdigit() else value
         return (before or []) + [item]
     return value
 
@@ -5328,7 +5343,7 @@ def _answer(harness: str, decision: HookDecision) -> int:
     return 0  # Gemini's BeforeTool takes no additional context: silence is the safe answer there
 
 
-def _write(stream: Any, text: str) -> None:
+def _write(stream: IO[str], text: str) -> None:
     try:
         stream.write(text)
         stream.flush()
@@ -5444,7 +5459,7 @@ _HOOK_RECORD_STALE = 86400.0  # records of agents gone for a day are swept when 
 _HOOK_RECORD_KEEP = 30.0
 
 
-def _read_record(path: str) -> dict[str, Any] | None:
+def _read_record(path: str) -> dict[str, Json] | None:
     """One record, read as a private file (see gitops.read_private); None when it is not one."""
     try:
         data = gitops.read_private(path, _HOOK_RECORD_MAX)
@@ -5524,7 +5539,7 @@ def _cached_table(build: CliTable) -> CliTable:
     is unreadable, keyed otherwise or not shaped as a table is ignored and rebuilt. It is written only
     when madtea was loaded from the folder it is keyed by.
     """
-    def load() -> Mapping[tuple[str, ...], Any]:
+    def load() -> Mapping[tuple[str, ...], Json]:
         where = _table_key()
         folder = runtime_dir(create=True) if where is not None else None
         if where is None or folder is None:
@@ -5541,12 +5556,12 @@ def _cached_table(build: CliTable) -> CliTable:
     return load
 
 
-def _table_key() -> tuple[str, list[Any]] | None:
+def _table_key() -> tuple[str, list[Json]] | None:
     """(file name, key) of the table built from the modules beside this one; None where they are not files."""
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         st = os.stat(here)
-        key: list[Any] = [here, _HOOK_TABLE_FORMAT]
+        key: list[Json] = [here, _HOOK_TABLE_FORMAT]
         for name in _HOOK_TABLE_SOURCES:
             sf = os.stat(os.path.join(here, name))
             key.append([name, sf.st_dev, sf.st_ino, sf.st_size, sf.st_mtime_ns, sf.st_ctime_ns])
@@ -5555,7 +5570,7 @@ def _table_key() -> tuple[str, list[Any]] | None:
     return f"cli-table-{st.st_dev}-{st.st_ino}", key
 
 
-def _table_read(path: str, key: list[Any], build: CliTable) -> _KeptTable | None:
+def _table_read(path: str, key: list[Json], build: CliTable) -> _KeptTable | None:
     """The table kept at *path* when it is keyed by *key* and shaped as a table, else None."""
     try:
         data = gitops.read_private(path, _HOOK_TABLE_MAX)
@@ -5564,7 +5579,7 @@ def _table_read(path: str, key: list[Any], build: CliTable) -> _KeptTable | None
         return None
 
 
-def _table_parse(data: bytes, key: list[Any], build: CliTable) -> _KeptTable | None:
+def _table_parse(data: bytes, key: list[Json], build: CliTable) -> _KeptTable | None:
     """The table in *data* when it is keyed by *key* and shaped as a table, else None.
 
     *data* is one line of JSON, the index (the key, the body's size, and for each command its words and
@@ -5598,7 +5613,7 @@ class _KeptTable(dict):  # type: ignore[type-arg]
         super().__init__()
         self._build, self._body = build, body
 
-    def __getitem__(self, key: tuple[str, ...]) -> Any:
+    def __getitem__(self, key: tuple[str, ...]) -> Json:
         start, end = dict.__getitem__(self, key)
         try:
             spec = gitops.from_json(self._body[start:end].decode("ascii"))
@@ -5607,12 +5622,12 @@ class _KeptTable(dict):  # type: ignore[type-arg]
         return spec if _table_spec(spec) else self._build()[key]
 
 
-def _strs(value: Any) -> bool:
+def _strs(value: object) -> bool:
     """Whether *value* is a list of strings (JSON's form; the table madtea builds may hold tuples)."""
     return isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
 
 
-def _table_spec(spec: Any) -> bool:
+def _table_spec(spec: object) -> bool:
     """Whether *spec* has the shape of one command's entry in madtea's CLI table."""
     if not isinstance(spec, dict) or not isinstance(spec.get("tool"), (str, type(None))):
         return False
@@ -5631,7 +5646,7 @@ _HOOK_TABLE_FLAGS = ("positional", "cli_only", "enum_flags", "secret")
 _HOOK_TABLE_PARAM = frozenset({"name", "type", "flags", "choices", *_HOOK_TABLE_FLAGS})
 
 
-def _table_write(path: str, key: list[Any], table: Mapping[tuple[str, ...], Any]) -> None:
+def _table_write(path: str, key: list[Json], table: Mapping[tuple[str, ...], Json]) -> None:
     """Keep *table* at *path* in one atomic write, when it is plain JSON data.
 
     Its specs are checked when they are read, not here: a spec whose shape guard does not know is
