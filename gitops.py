@@ -156,7 +156,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, ClassVar, NoReturn, Protocol, TypeAlias, TypeVar
 
-    # JSON: a forge's answers, a tool call's arguments, a record read back. The one Any this module names.
+    # JSON: a forge's answers, a tool call's arguments, a record read back. The one Any this module names;
+    # guard names it from here.
     Json: TypeAlias = Any
 
     class _Recorded(Protocol):
