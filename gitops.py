@@ -17,12 +17,10 @@ The file opens with stand-ins for the standard library, then follows a git call:
                           (gitfiles, config, refs, operations in progress)
   status, commits and history, remotes, branches, worktrees, containment
                           one section per group of git operations
-  private files           ``write_private`` and ``read_private``: madtea's own
-                          small files (tokens, logins, pins, journals, the
-                          hook's record) under one policy
-  private files           the one writer and one capped reader of madtea's own
-                          small files (tokens, logins, the release key's pin, an
-                          update's journal, the hook's record)
+  private files           ``write_private`` and ``read_private``, the one writer
+                          and one capped reader of madtea's own small files
+                          (tokens, logins, the release key's pin, an update's
+                          journal, the hook's record and its CLI table)
 
 ``git()`` is the only place a git subprocess is started: an argument list, an
 explicit working directory, stdin closed, and an environment from which every
