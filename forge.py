@@ -126,11 +126,36 @@ import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import gitops
 
+if TYPE_CHECKING:
+    import ctypes
+    from types import ModuleType
+    from typing import TypedDict
+
+    from typing_extensions import Unpack
+
+    class _ClientOptions(TypedDict, total=False):
+        """What :meth:`Client.from_target` passes on to :class:`Client`."""
+
+        timeout: float
+        total_timeout: float | None
+        retries: int
+        user_agent: str
+        sleep: Callable[[float], None]
+
+    class _Advapi32(Protocol):
+        """The four functions of Windows' advapi32 that :class:`WinCredStore` calls (BOOL answers)."""
+
+        def CredReadW(self, target: str, kind: int, flags: int, found: object, /) -> int: ...
+        def CredWriteW(self, cred: object, flags: int, /) -> int: ...
+        def CredDeleteW(self, target: str, kind: int, flags: int, /) -> int: ...
+        def CredFree(self, found: object, /) -> object: ...
+
 _T = TypeVar("_T")
+_Where = TypeVar("_Where")  # what a client's ``send`` takes: an API path, or a sub-path inside one repository
 
 # --------------------------------------------------------------------------- constants
 
@@ -330,7 +355,7 @@ class ForgeError(Exception):
         return ForgeError(self.code, message, self.status, self.method, self.path, transient=self.transient,
                           host=self.host)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | int | None]:
         """The error as plain data for a structured result."""
         return {"code": self.code, "message": self.message, "status": self.status,
                 "method": self.method, "path": self.path}
@@ -512,7 +537,7 @@ def is_loopback(host: str) -> bool:
 class _ProxyHandler(urllib.request.ProxyHandler):
     # Environment proxies are honoured (corporate networks need them), but
     # never for loopback: a proxy cannot reach this machine's 127.0.0.1.
-    def proxy_open(self, req: urllib.request.Request, proxy: str, type: str) -> Any:
+    def proxy_open(self, req: urllib.request.Request, proxy: str, type: str) -> http.client.HTTPResponse | None:
         if is_loopback(req.host):
             return None
         return super().proxy_open(req, proxy, type)
@@ -635,7 +660,7 @@ class _HTTPHandler(urllib.request.HTTPHandler):
         super().__init__()
         self._watch = watch
 
-    def http_open(self, req: urllib.request.Request) -> Any:
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(functools.partial(_WatchedHTTP, watch=self._watch), req)
 
 
@@ -645,7 +670,7 @@ class _HTTPSHandler(urllib.request.HTTPSHandler):
         self._watch = watch
         self._tls = context
 
-    def https_open(self, req: urllib.request.Request) -> Any:
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(functools.partial(_WatchedHTTPS, watch=self._watch), req, context=self._tls)
 
 
@@ -682,7 +707,8 @@ def _classify(exc: BaseException, sent: bool) -> _Transport:
     return _Transport("other", reason, sent)
 
 
-def _read_capped(resp: Any, deadline: float, max_bytes: int, host: str) -> bytes:
+def _read_capped(resp: http.client.HTTPResponse | urllib.error.HTTPError, deadline: float, max_bytes: int,
+                 host: str) -> bytes:
     chunks: list[bytes] = []
     total = 0
     while True:
@@ -734,7 +760,7 @@ def _open_watched(req: urllib.request.Request, scheme: str, ca_file: str | None,
     if on_send is not None:
         on_send(req.get_method(), req.full_url)
     try:
-        resp: Any = opener.open(req, timeout=timeout)
+        resp: http.client.HTTPResponse | urllib.error.HTTPError = opener.open(req, timeout=timeout)
     except urllib.error.HTTPError as err:
         resp = err  # non-2xx and every 3xx: an answer, not a failure
     except urllib.error.URLError as err:
@@ -748,7 +774,8 @@ def _open_watched(req: urllib.request.Request, scheme: str, ca_file: str | None,
         raise ForgeError("BAD_ARGUMENT", f"The request could not be built ({sanitise_snippet(str(err))}).") from None
     try:
         body = _read_capped(resp, deadline, max_bytes, host)
-        status = int(getattr(resp, "status", None) or resp.code)
+        # begin() sets HTTPResponse.code too, but typeshed declares it on HTTPError alone.
+        status = int(getattr(resp, "status", None) or resp.code)  # type: ignore[union-attr]
         headers: dict[str, str] = {}
         for name, value in resp.headers.items():
             key = name.lower()
@@ -1168,7 +1195,7 @@ def _check_api_path(path: str) -> str:
     return path
 
 
-def _encode_params(params: Mapping[str, Any] | None) -> str:
+def _encode_params(params: Mapping[str, object] | None) -> str:
     pairs: list[tuple[str, str]] = []
     for key, value in (params or {}).items():
         values = value if isinstance(value, (list, tuple)) else [value]
@@ -1227,7 +1254,7 @@ def _check_base_url(api_base: str) -> str:
     return api_base.rstrip("/")
 
 
-class _Verbs:
+class _Verbs(Generic[_Where]):
     """The HTTP verbs, defined once over ``send``: parsed JSON back (``None`` for an empty body).
 
     *where* is what the class's ``send`` takes: an API path for :class:`Client`; for :class:`RepoClient`,
@@ -1235,39 +1262,44 @@ class _Verbs:
     (``repo.get("issues", 12, "comments", params=...)``).
     """
 
-    def send(self, method: str, where: Any, params: Mapping[str, Any] | None = None, json: Any = None, *,
+    def send(self, method: str, where: _Where, params: Mapping[str, object] | None = None, json: Any = None, *,
              accept: str = "application/json") -> Response:
         raise NotImplementedError
 
-    def _address(self, where: tuple[Any, ...]) -> Any:
+    def _address(self, where: tuple[str | int | Sequence[str | int], ...]) -> _Where:
         """What ``send`` takes, from a verb's positional arguments."""
         raise NotImplementedError
 
-    def get(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+    def get(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
+            json: Any = None) -> Any:
         return self.send("GET", self._address(where), params, json).json()
 
-    def post(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+    def post(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
+             json: Any = None) -> Any:
         return self.send("POST", self._address(where), params, json).json()
 
-    def patch(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+    def patch(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
+              json: Any = None) -> Any:
         return self.send("PATCH", self._address(where), params, json).json()
 
-    def put(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+    def put(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
+            json: Any = None) -> Any:
         return self.send("PUT", self._address(where), params, json).json()
 
-    def delete(self, *where: Any, params: Mapping[str, Any] | None = None, json: Any = None) -> Any:
+    def delete(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
+               json: Any = None) -> Any:
         return self.send("DELETE", self._address(where), params, json).json()
 
-    def get_text(self, *where: Any, params: Mapping[str, Any] | None = None) -> str:
+    def get_text(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None) -> str:
         """A non-JSON answer (a diff, a log) as text."""
         return self.send("GET", self._address(where), params, accept="text/plain, */*").text()
 
-    def get_bytes(self, *where: Any, params: Mapping[str, Any] | None = None) -> bytes:
+    def get_bytes(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None) -> bytes:
         """A raw answer (a repository file's bytes) as it came, undecoded."""
         return self.send("GET", self._address(where), params, accept="application/octet-stream, */*").body
 
 
-class Client(_Verbs):
+class Client(_Verbs[str]):
     """A Gitea/Forgejo API v1 client for one host; paths are relative to *api_base*.
 
     ``get/post/patch/put/delete`` return the parsed JSON (``None`` for an
@@ -1301,7 +1333,8 @@ class Client(_Verbs):
         self._version: str | None = None
 
     @classmethod
-    def from_target(cls, target: ForgeTarget, token: str | None = None, **options: Any) -> Client:
+    def from_target(cls, target: ForgeTarget, token: str | None = None,
+                    **options: Unpack[_ClientOptions]) -> Client:
         """A client for a resolved :class:`ForgeTarget`."""
         return cls(target.api_base, target.host, token, ca_file=target.ca_file, **options)
 
@@ -1322,12 +1355,12 @@ class Client(_Verbs):
         with self._lock:
             self._requests += 1
 
-    def _address(self, where: tuple[Any, ...]) -> str:
+    def _address(self, where: tuple[str | int | Sequence[str | int], ...]) -> str:
         if len(where) != 1 or not isinstance(where[0], str):
             raise TypeError(f"Client verbs take one API path, not {len(where)} arguments")
         return where[0]
 
-    def send(self, method: str, path: str, params: Mapping[str, Any] | None = None, json: Any = None, *,
+    def send(self, method: str, path: str, params: Mapping[str, object] | None = None, json: Any = None, *,
              accept: str = "application/json", scope: str | None = None,
              upload: tuple[str, str, bytes] | None = None) -> Response:
         """The answer to one call; raises :class:`ForgeError` unless it is 2xx.
@@ -1398,12 +1431,12 @@ class Client(_Verbs):
         return resp.body
 
     def upload(self, path: str, filename: str, data: bytes, *, field: str = "attachment",
-               params: Mapping[str, Any] | None = None, scope: str | None = None) -> Any:
+               params: Mapping[str, object] | None = None, scope: str | None = None) -> Any:
         """POST one file as multipart/form-data (release assets); never retried, like every POST."""
         return self.send("POST", path, params, upload=(field, filename, data), scope=scope).json()
 
     def create(self, path: str, json: Any, *, lookup: Callable[[], Any] | None = None,
-               params: Mapping[str, Any] | None = None, scope: str | None = None) -> Created:
+               params: Mapping[str, object] | None = None, scope: str | None = None) -> Created:
         """POST a new object without ever creating it twice.
 
         A POST is never retried blindly. When it fails in a way that may
@@ -1451,7 +1484,7 @@ class Client(_Verbs):
         failed.outcome = outcome
         return failed
 
-    def paginate(self, path: str, params: Mapping[str, Any] | None = None,
+    def paginate(self, path: str, params: Mapping[str, object] | None = None,
                  limit: int | None = None, *, scope: str | None = None) -> tuple[list[Any], int | None]:
         """Every item of a list endpoint (or the first *limit*), and the server's total if it sent one.
 
@@ -1561,7 +1594,7 @@ def _confine(sub: str | Sequence[str | int], where: str) -> str:
     return "".join("/" + urllib.parse.quote(text, safe="") for text in decoded)
 
 
-class RepoClient(_Verbs):
+class RepoClient(_Verbs[str | Sequence[str | int]]):
     """A client confined by construction to ``/repos/{owner}/{repo}`` and below.
 
     Every method takes a sub-path relative to the repository — a string
@@ -1595,34 +1628,34 @@ class RepoClient(_Verbs):
         return self._prefix + _confine(sub, f"{self.owner}/{self.repo}")
 
     @staticmethod
-    def _address(where: tuple[Any, ...]) -> str | Sequence[str | int]:
+    def _address(where: tuple[str | int | Sequence[str | int], ...]) -> str | Sequence[str | int]:
         """One argument is the sub-path (a string, or a sequence of segments); several are the segments."""
         if len(where) == 1 and isinstance(where[0], (str, Sequence)):
             return where[0]
-        return where
+        return cast("tuple[str | int, ...]", where)  # a segment that is not text or a number: _confine refuses
 
     def _write(self, method: str) -> None:
         if self.read_only:
             raise ForgeError("OUT_OF_SCOPE", f"This client for {self.owner}/{self.repo} only reads; {method} "
                              "is outside what it may do.", None, method, self._prefix)
 
-    def send(self, method: str, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
+    def send(self, method: str, sub: str | Sequence[str | int] = "", params: Mapping[str, object] | None = None,
              json: Any = None, *, accept: str = "application/json") -> Response:
         if method.upper() not in ("GET", "HEAD"):
             self._write(method.upper())
         return self._client.send(method, self.path(sub), params, json, accept=accept, scope=self._prefix)
 
     def upload(self, sub: str | Sequence[str | int], filename: str, data: bytes, *,
-               params: Mapping[str, Any] | None = None) -> Any:
+               params: Mapping[str, object] | None = None) -> Any:
         self._write("POST")
         return self._client.upload(self.path(sub), filename, data, params=params, scope=self._prefix)
 
-    def paginate(self, sub: str | Sequence[str | int] = "", params: Mapping[str, Any] | None = None,
+    def paginate(self, sub: str | Sequence[str | int] = "", params: Mapping[str, object] | None = None,
                  limit: int | None = None) -> tuple[list[Any], int | None]:
         return self._client.paginate(self.path(sub), params, limit, scope=self._prefix)
 
     def create(self, sub: str | Sequence[str | int], json: Any, *, lookup: Callable[[], Any] | None = None,
-               params: Mapping[str, Any] | None = None) -> Created:
+               params: Mapping[str, object] | None = None) -> Created:
         self._write("POST")
         return self._client.create(self.path(sub), json, lookup=lookup, params=params, scope=self._prefix)
 
@@ -1797,7 +1830,7 @@ def _tool_error(what: str, code: int, err: bytes) -> StoreFailure:
 
 def _time_limited(fn: Callable[[], _T], what: str) -> _T:
     """Run *fn* in a daemon thread and give up after STORE_TIMEOUT (a library call cannot be killed)."""
-    box: dict[str, Any] = {}
+    box: dict[str, _T | BaseException] = {}
 
     def work() -> None:
         try:
@@ -1813,8 +1846,7 @@ def _time_limited(fn: Callable[[], _T], what: str) -> _T:
     if "error" in box:
         exc = box["error"]
         raise StoreFailure(f"{what} failed ({type(exc).__name__}: {sanitise_snippet(str(exc), limit=120)})")
-    value: _T = box["value"]
-    return value
+    return cast(_T, box["value"])
 
 
 class _HangMemory:
@@ -1912,7 +1944,7 @@ _ERROR_NOT_FOUND = 1168
 
 
 @functools.lru_cache(maxsize=1)
-def _credential_struct() -> Any:
+def _credential_struct() -> type[ctypes.Structure]:
     import ctypes
 
     class CREDENTIALW(ctypes.Structure):
@@ -1931,14 +1963,14 @@ class WinCredStore(_HangMemory):
 
     name = "wincred"
 
-    def __init__(self, advapi32: Any = None, last_error: Callable[[], int] | None = None) -> None:
+    def __init__(self, advapi32: _Advapi32 | None = None, last_error: Callable[[], int] | None = None) -> None:
         self._api = advapi32
         self._last_error = last_error
 
     def available(self) -> bool:
         return not self.hung and (self._api is not None or sys.platform == "win32")
 
-    def _lib(self) -> tuple[Any, Callable[[], int]]:
+    def _lib(self) -> tuple[_Advapi32, Callable[[], int]]:
         import ctypes
 
         if self._api is not None:
@@ -2018,7 +2050,7 @@ class KeyringStore(_HangMemory):
         except (ImportError, ValueError):
             return False
 
-    def _module(self) -> Any:
+    def _module(self) -> ModuleType:
         import importlib
         return importlib.import_module("keyring")
 
@@ -2290,7 +2322,7 @@ def forget_login(host: str) -> None:
         _write_private_json(logins_path(), {"hosts": data})
 
 
-def _logins() -> dict[str, Any]:
+def _logins() -> dict[str, dict[str, Any]]:
     try:
         hosts = read_private_json(logins_path()).get("hosts", {})
     except StoreFailure as exc:

@@ -3591,7 +3591,7 @@ def pr_delete_review_op(inv: Invocation) -> Result:
                   f"({review.get('comments_count') or 0} inline comments with it).", {"id": rid, "deleted": True})
 
 
-def _review_comments(remote: Api, number: int, review: Mapping[str, Json]) -> list[dict[str, Json]]:
+def _review_comments(remote: Api, number: int, review: Json) -> list[dict[str, Json]]:
     return list(remote.get("pulls", number, "reviews", review.get("id"), "comments") or []) \
         if review.get("comments_count") else []
 
@@ -3723,7 +3723,7 @@ def pr_comment_op(inv: Invocation) -> Result:
 def pr_checks_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     pr = api(inv).get("pulls", number)
-    sha = (pr.get("head") or {}).get("sha")
+    sha: Json = (pr.get("head") or {}).get("sha")
     combined = api(inv).get("commits", sha, "status")
     statuses = [{"context": clean_line(s.get("context")), "state": s.get("status") or s.get("state"),
                  "description": clean_line(s.get("description")), "url": s.get("target_url")}
