@@ -133,9 +133,13 @@ import gitops
 if TYPE_CHECKING:
     import ctypes
     from types import ModuleType
-    from typing import TypedDict
+    from typing import TypeAlias, TypedDict
 
     from typing_extensions import Unpack
+
+    # JSON: a forge's answers, the payloads sent to it, and madtea's config, token and login files. The one Any
+    # this module names.
+    Json: TypeAlias = Any
 
     class _ClientOptions(TypedDict, total=False):
         """What :meth:`Client.from_target` passes on to :class:`Client`."""
@@ -386,7 +390,7 @@ class Response:
     def text(self) -> str:
         return self.body.decode("utf-8", "replace")
 
-    def json(self) -> Any:
+    def json(self) -> Json:
         """The body as JSON; ``None`` for an empty body (a merge answers 200 with nothing)."""
         if not self.body.strip():
             return None
@@ -414,7 +418,7 @@ class Response:
 class Created:
     """The object a create produced; ``recovered`` when a look-up found it after a failed POST."""
 
-    value: Any
+    value: Json
     recovered: bool = False
 
 
@@ -1008,7 +1012,7 @@ def _check_token(token: str, host: str) -> _Secret:
 _MERGE_PATH = re.compile(r"/pulls/[^/]+/merge/?$")
 
 
-def _server_message(body: bytes, content_type: str | None) -> tuple[str, Any, bool]:
+def _server_message(body: bytes, content_type: str | None) -> tuple[str, Json, bool]:
     """(sanitised message, parsed JSON or None, whether the body was JSON)."""
     text = body[:65536].decode("utf-8", "replace").strip()
     if not text or _looks_html(text, content_type):
@@ -1262,7 +1266,7 @@ class _Verbs(Generic[_Where]):
     (``repo.get("issues", 12, "comments", params=...)``).
     """
 
-    def send(self, method: str, where: _Where, params: Mapping[str, object] | None = None, json: Any = None, *,
+    def send(self, method: str, where: _Where, params: Mapping[str, object] | None = None, json: Json = None, *,
              accept: str = "application/json") -> Response:
         raise NotImplementedError
 
@@ -1271,23 +1275,23 @@ class _Verbs(Generic[_Where]):
         raise NotImplementedError
 
     def get(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
-            json: Any = None) -> Any:
+            json: Json = None) -> Json:
         return self.send("GET", self._address(where), params, json).json()
 
     def post(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
-             json: Any = None) -> Any:
+             json: Json = None) -> Json:
         return self.send("POST", self._address(where), params, json).json()
 
     def patch(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
-              json: Any = None) -> Any:
+              json: Json = None) -> Json:
         return self.send("PATCH", self._address(where), params, json).json()
 
     def put(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
-            json: Any = None) -> Any:
+            json: Json = None) -> Json:
         return self.send("PUT", self._address(where), params, json).json()
 
     def delete(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None,
-               json: Any = None) -> Any:
+               json: Json = None) -> Json:
         return self.send("DELETE", self._address(where), params, json).json()
 
     def get_text(self, *where: str | int | Sequence[str | int], params: Mapping[str, object] | None = None) -> str:
@@ -1360,7 +1364,7 @@ class Client(_Verbs[str]):
             raise TypeError(f"Client verbs take one API path, not {len(where)} arguments")
         return where[0]
 
-    def send(self, method: str, path: str, params: Mapping[str, object] | None = None, json: Any = None, *,
+    def send(self, method: str, path: str, params: Mapping[str, object] | None = None, json: Json = None, *,
              accept: str = "application/json", scope: str | None = None,
              upload: tuple[str, str, bytes] | None = None) -> Response:
         """The answer to one call; raises :class:`ForgeError` unless it is 2xx.
@@ -1394,7 +1398,7 @@ class Client(_Verbs[str]):
                             answered_by=urllib.parse.urlsplit(resp.url).netloc if elsewhere else None)
         return resp
 
-    def asset_url(self, asset: Mapping[str, Any]) -> str:
+    def asset_url(self, asset: Mapping[str, Json]) -> str:
         """Where to fetch a release asset (an Attachment object) from: this forge's own ``/attachments/<uuid>``.
 
         The forge builds ``browser_download_url`` from its ROOT_URL, which may name it by another address
@@ -1431,11 +1435,11 @@ class Client(_Verbs[str]):
         return resp.body
 
     def upload(self, path: str, filename: str, data: bytes, *, field: str = "attachment",
-               params: Mapping[str, object] | None = None, scope: str | None = None) -> Any:
+               params: Mapping[str, object] | None = None, scope: str | None = None) -> Json:
         """POST one file as multipart/form-data (release assets); never retried, like every POST."""
         return self.send("POST", path, params, upload=(field, filename, data), scope=scope).json()
 
-    def create(self, path: str, json: Any, *, lookup: Callable[[], Any] | None = None,
+    def create(self, path: str, json: Json, *, lookup: Callable[[], Json] | None = None,
                params: Mapping[str, object] | None = None, scope: str | None = None) -> Created:
         """POST a new object without ever creating it twice.
 
@@ -1485,7 +1489,7 @@ class Client(_Verbs[str]):
         return failed
 
     def paginate(self, path: str, params: Mapping[str, object] | None = None,
-                 limit: int | None = None, *, scope: str | None = None) -> tuple[list[Any], int | None]:
+                 limit: int | None = None, *, scope: str | None = None) -> tuple[list[Json], int | None]:
         """Every item of a list endpoint (or the first *limit*), and the server's total if it sent one.
 
         Pages by number with a constant page size of at most 50. It never
@@ -1501,10 +1505,10 @@ class Client(_Verbs[str]):
             return [], None
         size = PAGE_SIZE if limit is None else min(PAGE_SIZE, limit)
         base = {k: v for k, v in (params or {}).items() if k not in ("page", "limit")}
-        items: list[Any] = []
+        items: list[Json] = []
         total: int | None = None
         longest = 0
-        previous: list[Any] | None = None
+        previous: list[Json] | None = None
         for page in range(1, MAX_PAGES + 1):
             resp = self.send("GET", path, {**base, "page": page, "limit": size}, scope=scope)
             batch = resp.json()
@@ -1640,21 +1644,21 @@ class RepoClient(_Verbs[str | Sequence[str | int]]):
                              "is outside what it may do.", None, method, self._prefix)
 
     def send(self, method: str, sub: str | Sequence[str | int] = "", params: Mapping[str, object] | None = None,
-             json: Any = None, *, accept: str = "application/json") -> Response:
+             json: Json = None, *, accept: str = "application/json") -> Response:
         if method.upper() not in ("GET", "HEAD"):
             self._write(method.upper())
         return self._client.send(method, self.path(sub), params, json, accept=accept, scope=self._prefix)
 
     def upload(self, sub: str | Sequence[str | int], filename: str, data: bytes, *,
-               params: Mapping[str, object] | None = None) -> Any:
+               params: Mapping[str, object] | None = None) -> Json:
         self._write("POST")
         return self._client.upload(self.path(sub), filename, data, params=params, scope=self._prefix)
 
     def paginate(self, sub: str | Sequence[str | int] = "", params: Mapping[str, object] | None = None,
-                 limit: int | None = None) -> tuple[list[Any], int | None]:
+                 limit: int | None = None) -> tuple[list[Json], int | None]:
         return self._client.paginate(self.path(sub), params, limit, scope=self._prefix)
 
-    def create(self, sub: str | Sequence[str | int], json: Any, *, lookup: Callable[[], Any] | None = None,
+    def create(self, sub: str | Sequence[str | int], json: Json, *, lookup: Callable[[], Json] | None = None,
                params: Mapping[str, object] | None = None) -> Created:
         self._write("POST")
         return self._client.create(self.path(sub), json, lookup=lookup, params=params, scope=self._prefix)
@@ -1683,7 +1687,7 @@ def config_path() -> Path:
     return root / "madtea" / "config.json"
 
 
-def load_config(path: Path | None = None) -> dict[str, Any]:
+def load_config(path: Path | None = None) -> dict[str, Json]:
     """The user's madtea config; ``{}`` when there is none.
 
     A file that exists but cannot be read or parsed is an error, not an
@@ -1724,7 +1728,7 @@ def _clean_host(host: str) -> str:
 
 
 def resolve_target(host: str, port: int | None = None, scheme: str = "https", path_prefix: str = "", *,
-                   config: Mapping[str, Any] | None = None) -> ForgeTarget:
+                   config: Mapping[str, Json] | None = None) -> ForgeTarget:
     """The API location for an origin's host, port, scheme and sub-path prefix.
 
     https keeps a non-default port; http keeps http and its port (the key is
@@ -2085,7 +2089,7 @@ def logins_path() -> Path:
     return config_path().parent / "logins.json"
 
 
-def read_private_json(path: Path) -> dict[str, Any]:
+def read_private_json(path: Path) -> dict[str, Json]:
     """A JSON object from a file only its owner can read; ``{}`` when it does not exist."""
     try:
         raw = gitops.read_private(path, 1 << 20)
@@ -2104,7 +2108,7 @@ def read_private_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _write_private_json(path: Path, data: Mapping[str, Any]) -> None:
+def _write_private_json(path: Path, data: Mapping[str, Json]) -> None:
     """Replace *path* with *data* whole, 0600 from its creation, synced to survive a crash (a token, a login)."""
     gitops.write_private(path, _json.dumps(data, indent=2, sort_keys=True).encode("utf-8") + b"\n")
 
@@ -2117,7 +2121,7 @@ class FileStore:
     def available(self) -> bool:
         return True
 
-    def _hosts(self) -> dict[str, Any]:
+    def _hosts(self) -> dict[str, Json]:
         hosts = read_private_json(hosts_path()).get("hosts", {})
         return hosts if isinstance(hosts, dict) else {}
 
@@ -2322,7 +2326,7 @@ def forget_login(host: str) -> None:
         _write_private_json(logins_path(), {"hosts": data})
 
 
-def _logins() -> dict[str, dict[str, Any]]:
+def _logins() -> dict[str, dict[str, Json]]:
     try:
         hosts = read_private_json(logins_path()).get("hosts", {})
     except StoreFailure as exc:
@@ -2331,7 +2335,7 @@ def _logins() -> dict[str, dict[str, Any]]:
     return {k: v for k, v in hosts.items() if isinstance(v, dict)} if isinstance(hosts, dict) else {}
 
 
-def known_logins() -> dict[str, dict[str, Any]]:
+def known_logins() -> dict[str, dict[str, Json]]:
     """Hosts madtea logged in to: ``{host: {"user": ..., "store": ...}}`` (no secrets)."""
     return _logins()
 
