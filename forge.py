@@ -133,13 +133,11 @@ import gitops
 if TYPE_CHECKING:
     import ctypes
     from types import ModuleType
-    from typing import TypeAlias, TypedDict
+    from typing import TypedDict
 
     from typing_extensions import Unpack
 
-    # JSON: a forge's answers, the payloads sent to it, and madtea's config, token and login files. The one Any
-    # this module names.
-    Json: TypeAlias = Any
+    from gitops import Json
 
     class _ClientOptions(TypedDict, total=False):
         """What :meth:`Client.from_target` passes on to :class:`Client`."""

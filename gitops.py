@@ -154,8 +154,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, ClassVar, NoReturn, Protocol, TypeAlias, TypeVar
 
-    # JSON: a forge's answers, a tool call's arguments, a record read back. The one Any this module names;
-    # guard names it from here.
+    # JSON as madtea reads and writes it: a forge's answers and the payloads sent to it, a tool call's arguments
+    # and the result carried back, madtea's own small files. The one Any madtea names: the other modules import it.
     Json: TypeAlias = Any
 
     class _Recorded(Protocol):

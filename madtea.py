@@ -45,18 +45,15 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
     from pathlib import Path
     from types import FrameType, SimpleNamespace, TracebackType
-    from typing import IO, Any, NoReturn, TypeAlias, TypeVar
+    from typing import IO, NoReturn, TypeVar
 
     import anyio
     from mcp.server import Server, ServerRequestContext
     from mcp.server.context import CallNext, HandlerResult
 
     import forge  # imported by each function that uses it, never by the module body (ssl, http.client)
-
-    # JSON: a forge's answers, a tool call's arguments, and the data and error a result carries back. The one
-    # Any this module names.
-    Json: TypeAlias = Any
     from forge import ForgeTarget
+    from gitops import Json  # JSON as it arrives or is sent: the one Any madtea names, defined in gitops
 
     _T = TypeVar("_T")
 
