@@ -3286,10 +3286,10 @@ def classify_command(command: str, cwd: str, repo_facts: Callable[[str], HookRep
     and the text says none of it ran. The own repository is always *cwd*'s: a
     *run_dir* in another repository is judged as a ``cd`` there would be.
     """
-    ctx = _HookCtx(cwd, repo_facts)
+    ctx = _LineContext(cwd, repo_facts)
     ctx.cli_ops = cli_ops
-    segs = _HookParser(command, run_dir or cwd).parse()
-    denied: list[tuple[_HookSeg, str]] = []
+    segs = _ShellParser(command, run_dir or cwd).parse()
+    denied: list[tuple[_ShellSegment, str]] = []
     notes: list[str] = []
     for seg in segs:
         for kind, text in _verdicts(seg, ctx, 0):
@@ -3310,7 +3310,7 @@ def classify_command(command: str, cwd: str, repo_facts: Callable[[str], HookRep
 
 # --------------------------------------------------------------------------- shell parsing
 
-class _HookWord:
+class _ShellWord:
     __slots__ = ("text", "dynamic", "quoted", "script")
 
     def __init__(self, text: str, dynamic: bool, quoted: bool, script: str | None = None) -> None:
@@ -3320,27 +3320,27 @@ class _HookWord:
         self.script = script  # a process substitution's output, when the line shows it
 
     def __repr__(self) -> str:
-        return f"_HookWord({self.text!r}{', dynamic' if self.dynamic else ''})"
+        return f"_ShellWord({self.text!r}{', dynamic' if self.dynamic else ''})"
 
 
 if TYPE_CHECKING:
-    class _HookShell(TypedDict):
+    class _ShellEnv(TypedDict):
         dir: str | None              # None once a cd went where only the shell knows
-        env: dict[str, _HookWord]    # the exported variables
+        env: dict[str, _ShellWord]    # the exported variables
 
-    class _HookScope(_HookShell, total=False):
+    class _ShellScope(_ShellEnv, total=False):
         """What a command list runs with: its directory, its variables and the aliases the line defined."""
 
-        alias: dict[str, list[_HookWord]]
+        alias: dict[str, list[_ShellWord]]
 
 
-class _HookSeg:
+class _ShellSegment:
     """One simple command, with the directory and exported variables in force when it starts."""
 
     __slots__ = ("words", "raw", "depth", "dir", "env", "heredoc", "writes")
 
-    def __init__(self, words: list[_HookWord], raw: str, depth: int, dir: str | None,
-                 env: dict[str, _HookWord]) -> None:
+    def __init__(self, words: list[_ShellWord], raw: str, depth: int, dir: str | None,
+                 env: dict[str, _ShellWord]) -> None:
         # what is fed to its stdin, once read: [the exact text or None, the text as written]
         self.heredoc: list[str | None] = [None, None]
         self.writes: list[str] = []  # files its redirections write
@@ -3351,7 +3351,7 @@ class _HookSeg:
         self.env = env
 
 
-class _HookState:
+class _ParseState:
     __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped",
                  "script", "redirect", "writes", "cases")
 
@@ -3361,7 +3361,7 @@ class _HookState:
         self.redirect = ""  # the operator whose target the next word is
         self.writes: list[str] = []
         self.cases = 0  # case statements open in this list, whose patterns end in ")"
-        self.words: list[_HookWord] = []
+        self.words: list[_ShellWord] = []
         self.cur: list[str] | None = None
         self.dyn = False
         self.quoted = False
@@ -3408,7 +3408,7 @@ _HOOK_DQUOTE_SPECIAL = frozenset("\"\\$`")
 _HOOK_HEREDOC_SPECIAL = frozenset("\\$`")
 
 
-class _HookParser:
+class _ShellParser:
     """A small POSIX-shell reader: enough to find every command a line would run.
 
     Quoted text is data; ``$(...)``, backticks and ``<(...)`` are commands that
@@ -3416,8 +3416,8 @@ class _HookParser:
     patterns and other rare syntax are read on a best-effort basis.
     """
 
-    def __init__(self, src: str, cwd: str | None, depth: int = 0, env: dict[str, _HookWord] | None = None,
-                 out: list[_HookSeg] | None = None) -> None:
+    def __init__(self, src: str, cwd: str | None, depth: int = 0, env: dict[str, _ShellWord] | None = None,
+                 out: list[_ShellSegment] | None = None) -> None:
         self.src = src
         self.n = len(src)
         self.pos = 0
@@ -3427,14 +3427,14 @@ class _HookParser:
         self.out = out if out is not None else []
         self.heredocs: list[tuple[str, int, list[str | None]]] = []  # (delimiter, flags, where the body goes)
 
-    def parse(self) -> list[_HookSeg]:
+    def parse(self) -> list[_ShellSegment]:
         self._list({"dir": self.cwd, "env": self.env}, self.depth, None)
         return self.out
 
     # -- the main loop: one command list, up to *stop* (")" for groups and substitutions)
-    def _list(self, scope: _HookScope, depth: int, stop: str | None) -> None:
+    def _list(self, scope: _ShellScope, depth: int, stop: str | None) -> None:
         src = self.src
-        st = _HookState()
+        st = _ParseState()
         while self.pos < self.n:
             c = src[self.pos]
             if st.start is None and c not in " \t\r\n;&|)":
@@ -3469,7 +3469,7 @@ class _HookParser:
                 if st.cur is None and (last is None or last.text.endswith("()") or
                                        (last.text in _HOOK_RESERVED and not last.quoted)):
                     self.pos += 1  # a subshell, or a function body in one: its cd stays inside
-                    inner: _HookScope = {"dir": scope["dir"], "env": dict(scope["env"]),
+                    inner: _ShellScope = {"dir": scope["dir"], "env": dict(scope["env"]),
                                          "alias": dict(scope.get("alias") or {})}
                     self._list(inner, depth, ")")
                     st.start = None if not st.words else st.start
@@ -3518,23 +3518,23 @@ class _HookParser:
                 self.pos = end
         self._end_seg(st, scope, depth, None)
 
-    def _expansions_in(self, text: str, scope: _HookScope, depth: int) -> None:
+    def _expansions_in(self, text: str, scope: _ShellScope, depth: int) -> None:
         """The commands that substitutions inside *text* run (an array, ``${x:-...}``, ``$((...))``)."""
         if "$(" in text or "`" in text or "<(" in text or ">(" in text:
-            inner = _HookParser(text, scope["dir"], depth + 1, scope["env"]).parse()
+            inner = _ShellParser(text, scope["dir"], depth + 1, scope["env"]).parse()
             self.out.extend(seg for seg in inner if seg.depth > depth + 1)
 
-    def _add(self, st: _HookState, text: str, quoted: bool = False, dynamic: bool = False) -> None:
+    def _add(self, st: _ParseState, text: str, quoted: bool = False, dynamic: bool = False) -> None:
         if st.cur is None:
             st.cur, st.dyn, st.quoted = [], False, False
         st.cur.append(text)
         st.quoted = st.quoted or quoted
         st.dyn = st.dyn or dynamic
 
-    def _end_word(self, st: _HookState) -> None:
+    def _end_word(self, st: _ParseState) -> None:
         if st.cur is None:
             return
-        word = _HookWord("".join(st.cur), st.dyn, st.quoted, st.script)
+        word = _ShellWord("".join(st.cur), st.dyn, st.quoted, st.script)
         st.cur, st.script = None, None
         if st.skip_next:
             if st.herestring:
@@ -3549,7 +3549,7 @@ class _HookParser:
                 st.cases -= 1
             st.words.append(word)
 
-    def _end_seg(self, st: _HookState, scope: _HookScope, depth: int, sep: str | None) -> None:
+    def _end_seg(self, st: _ParseState, scope: _ShellScope, depth: int, sep: str | None) -> None:
         self._end_word(st)
         piped, st.piped = st.piped if st.prev_sep == "|" else None, None
         aliases = scope.get("alias")
@@ -3557,7 +3557,7 @@ class _HookParser:
             st.words[:1] = aliases[st.words[0].text]  # an alias defined earlier on the line
         if st.words:
             raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
-            seg = _HookSeg(st.words, raw, depth, scope["dir"], dict(scope["env"]))
+            seg = _ShellSegment(st.words, raw, depth, scope["dir"], dict(scope["env"]))
             seg.writes = st.writes
             own_stdin = st.heredoc[1] is not None or any(box is st.heredoc for _d, _f, box in self.heredocs)
             seg.heredoc = st.heredoc if own_stdin or piped is None else piped
@@ -3592,12 +3592,12 @@ class _HookParser:
                 continue
             # an unquoted delimiter lets the shell expand $, ` and \ in the body: its exact text is unknown,
             # and the substitutions in it run
-            reader = _HookParser(text, self.cwd, self.depth, self.env, self.out)
-            st = _HookState()
+            reader = _ShellParser(text, self.cwd, self.depth, self.env, self.out)
+            st = _ParseState()
             reader._dquote(st, {"dir": self.cwd, "env": self.env}, self.depth, closing=None)
             box[:] = [None, "".join(st.cur or [])]
 
-    def _redirect(self, st: _HookState, scope: _HookScope, depth: int) -> None:
+    def _redirect(self, st: _ParseState, scope: _ShellScope, depth: int) -> None:
         src = self.src
         if st.cur is not None and "".join(st.cur).isdigit() and not st.quoted:
             st.cur = None  # "2>": the digits name a file descriptor
@@ -3636,7 +3636,7 @@ class _HookParser:
                 break
         st.skip_next = True
 
-    def _dquote(self, st: _HookState, scope: _HookScope, depth: int, closing: str | None = '"') -> None:
+    def _dquote(self, st: _ParseState, scope: _ShellScope, depth: int, closing: str | None = '"') -> None:
         """A double-quoted string; with no *closing* quote, a here-document body read the same way."""
         src = self.src
         self.pos += 1 if closing else 0
@@ -3663,7 +3663,7 @@ class _HookParser:
                 self._add(st, src[self.pos:end], quoted=True)
                 self.pos = end
 
-    def _dollar(self, st: _HookState, scope: _HookScope, depth: int, in_dquote: bool) -> None:
+    def _dollar(self, st: _ParseState, scope: _ShellScope, depth: int, in_dquote: bool) -> None:
         src = self.src
         nxt = src[self.pos + 1:self.pos + 2]
         if src.startswith("$((", self.pos):
@@ -3698,7 +3698,7 @@ class _HookParser:
                 self._add(st, "$")
                 self.pos += 1
 
-    def _ansi_c(self, st: _HookState) -> None:
+    def _ansi_c(self, st: _ParseState) -> None:
         src = self.src
         self.pos += 2
         out: list[str] = []
@@ -3723,7 +3723,7 @@ class _HookParser:
         self.pos += 1
         self._add(st, "".join(out), quoted=True)
 
-    def _backtick(self, st: _HookState, scope: _HookScope, depth: int) -> None:
+    def _backtick(self, st: _ParseState, scope: _ShellScope, depth: int) -> None:
         src = self.src
         self.pos += 1
         body: list[str] = []
@@ -3736,10 +3736,10 @@ class _HookParser:
                 self.pos += 1
         self.pos += 1
         first = len(self.out)
-        _HookParser("".join(body), scope["dir"], depth + 1, scope["env"], self.out).parse()
+        _ShellParser("".join(body), scope["dir"], depth + 1, scope["env"], self.out).parse()
         self._substituted(st, self.out[first:])
 
-    def _substituted(self, st: _HookState, inner: list[_HookSeg]) -> None:
+    def _substituted(self, st: _ParseState, inner: list[_ShellSegment]) -> None:
         """The word a command substitution leaves, when the line shows it: a here-document's text
         (``"$(cat <<'EOF' ...)"`` is how agents write a commit message) or the program a look-up
         names (``$(which git)``); otherwise a value only the shell knows."""
@@ -3766,13 +3766,13 @@ class _HookParser:
                 if level == 0:
                     return
 
-    def _balanced_literal(self, st: _HookState) -> None:
+    def _balanced_literal(self, st: _ParseState) -> None:
         start = self.pos
         self._skip_balanced("(", ")")
         self._add(st, self.src[start:self.pos])
 
 
-def _scope_update(seg: _HookSeg, scope: _HookScope) -> None:
+def _scope_update(seg: _ShellSegment, scope: _ShellScope) -> None:
     """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
     words = seg.words
     if all(_assigns(w.text) for w in words):
@@ -3782,7 +3782,7 @@ def _scope_update(seg: _HookSeg, scope: _HookScope) -> None:
     name = words[0].text
     if name in ("cd", "pushd"):
         args = [w for w in words[1:] if not (w.text.startswith("-") and w.text != "-")]
-        target = args[0] if args else _HookWord("~", False, False)
+        target = args[0] if args else _ShellWord("~", False, False)
         if target.dynamic or target.text == "-" or scope["dir"] is None and not target.text.startswith(("/", "~")):
             scope["dir"] = None
         else:
@@ -3801,11 +3801,11 @@ def _scope_update(seg: _HookSeg, scope: _HookScope) -> None:
         for w in words[1:]:
             alias, eq, value = w.text.partition("=")
             if eq and not w.dynamic:
-                found = _HookParser(value, None).parse()
+                found = _ShellParser(value, None).parse()
                 scope.setdefault("alias", {})[alias] = found[0].words if found else []
 
 
-def _pipe_text(seg: _HookSeg) -> list[str | None] | None:
+def _pipe_text(seg: _ShellSegment) -> list[str | None] | None:
     """What ``echo``/``printf``/``cat <<EOF`` writes into a pipe, when the line shows it (a box:
     a here-document body is read after the line that opens it)."""
     words = _strip(seg)[0]
@@ -3850,7 +3850,7 @@ def _python(name: str) -> bool:
     return not rest or major in ("2", "3") and (not dot or dot == "." and minor.isdecimal())
 
 
-class _HookCtx:
+class _LineContext:
     def __init__(self, cwd: str, repo_facts: Callable[[str], HookRepo | None]) -> None:
         self.cwd = cwd
         self._facts = repo_facts
@@ -3870,7 +3870,7 @@ def _basename(text: str) -> str:
     return name[:-4] if name.lower().endswith(".exe") else name
 
 
-def _strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], str | None]:
+def _strip(seg: _ShellSegment) -> tuple[list[_ShellWord], dict[str, _ShellWord], str | None]:
     """The command itself: reserved words, variable assignments and wrappers (env, sudo, xargs …) removed."""
     words = list(seg.words)
     env = dict(seg.env)
@@ -3899,12 +3899,12 @@ def _strip(seg: _HookSeg) -> tuple[list[_HookWord], dict[str, _HookWord], str | 
             break
         known = env.get(words[0].text[1:].strip("{}")) if words[0].dynamic and words[0].text[:1] == "$" else None
         if known is not None and not known.dynamic:  # cmd=git; $cmd push
-            words = [_HookWord(t, False, False) for t in known.text.split("=", 1)[1].split()] + words[1:]
+            words = [_ShellWord(t, False, False) for t in known.text.split("=", 1)[1].split()] + words[1:]
             if not words:
                 break
         first = words[0]
         if first.text[:1] == "{" and first.text[-1:] == "}" and "," in first.text and not first.quoted:
-            words = [_HookWord(t, False, False) for t in first.text[1:-1].split(",")] + words[1:]  # {git,push}
+            words = [_ShellWord(t, False, False) for t in first.text[1:-1].split(",")] + words[1:]  # {git,push}
         name = _basename(words[0].text)
         rest = words[1:]
         if name == "command" and rest and rest[0].text in ("-v", "-V"):
@@ -3967,7 +3967,7 @@ for _name in ("mamba", "micromamba"):
 _HOOK_VERB_LAUNCHERS = frozenset(n.partition(":")[0] for n in _HOOK_LAUNCHERS if ":" in n)  # uv run, nix develop
 
 
-def _unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
+def _unwrap(name: str, rest: list[_ShellWord]) -> list[_ShellWord] | None:
     """The command a wrapper runs, as words (a command line given as one string becomes ``sh -c``
     with it); None when it runs none the line shows."""
     if name in _HOOK_VERB_LAUNCHERS:
@@ -3994,7 +3994,7 @@ def _unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
             if name in ("fd", "fdfind") and not stuck:
                 return rest[i + 1:]  # fd -x runs the words that follow
             body = stuck or (rest[i + 1].text if i + 1 < len(rest) else "")
-            return [_HookWord("sh", False, False), _HookWord("-c", False, False), _HookWord(body, False, True)]
+            return [_ShellWord("sh", False, False), _ShellWord("-c", False, False), _ShellWord(body, False, True)]
         if not text.startswith("-") or text == "-" or word.dynamic:
             if count == 9 or positional < count:  # su's user, script's file, flock's lock, timeout's duration
                 positional += 1
@@ -4015,20 +4015,20 @@ def _unwrap(name: str, rest: list[_HookWord]) -> list[_HookWord] | None:
         cut = next((n for n, w in enumerate(rest) if w.text in (":::", "::::")), len(rest))
         command, items = rest[:cut], rest[cut + 1:]
         if not command:  # the items are the commands
-            return [_HookWord("sh", False, False), _HookWord("-c", False, False),
-                    _HookWord("\n".join(w.text for w in items), False, True)]
+            return [_ShellWord("sh", False, False), _ShellWord("-c", False, False),
+                    _ShellWord("\n".join(w.text for w in items), False, True)]
         if len(command) == 1 and " " in command[0].text:
-            return [_HookWord("sh", False, False), _HookWord("-c", False, False), command[0]]
-        return command + [_HookWord("<input>", True, False)]
+            return [_ShellWord("sh", False, False), _ShellWord("-c", False, False), command[0]]
+        return command + [_ShellWord("<input>", True, False)]
     if name == "xargs":
-        rest = rest + [_HookWord("<input>", True, False)]
+        rest = rest + [_ShellWord("<input>", True, False)]
     if name == "watch" and rest:  # watch joins its words into a command line for sh -c
-        return [_HookWord("sh", False, False), _HookWord("-c", False, False),
-                _HookWord(" ".join(w.text for w in rest), False, True)]
+        return [_ShellWord("sh", False, False), _ShellWord("-c", False, False),
+                _ShellWord(" ".join(w.text for w in rest), False, True)]
     return rest or None
 
 
-def _env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_HookWord], str | None]:
+def _env_wrapper(words: list[_ShellWord], cdir: str | None) -> tuple[list[_ShellWord], str | None]:
     i = 0
     while i < len(words):
         text = words[i].text
@@ -4044,7 +4044,7 @@ def _env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_HookWo
             joined = text in ("-S", "--split-string")
             value = words[i + 1] if joined and i + 1 < len(words) else words[i]
             body = value.text if joined else value.text.split("=", 1)[-1] if text.startswith("--") else value.text[2:]
-            split = [_HookWord(t, value.dynamic, False) for t in body.split()]
+            split = [_ShellWord(t, value.dynamic, False) for t in body.split()]
             return split + words[i + (2 if joined else 1):], cdir
         elif text.startswith("-") and text != "-":
             i += 1
@@ -4053,7 +4053,7 @@ def _env_wrapper(words: list[_HookWord], cdir: str | None) -> tuple[list[_HookWo
     return words[i:], cdir
 
 
-def _label(seg: _HookSeg) -> str:
+def _label(seg: _ShellSegment) -> str:
     """How the none-of-it-ran sentence names a command: "git add", "madtea issue", "npm"."""
     words, _env, _dir = _strip(seg)
     if not words:
@@ -4071,7 +4071,7 @@ def _label(seg: _HookSeg) -> str:
     return name
 
 
-def _verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
+def _verdicts(seg: _ShellSegment, ctx: _LineContext, nest: int) -> list[tuple[str, str]]:
     if nest > 24:
         return []
     found = _side_effects(seg)
@@ -4085,17 +4085,17 @@ def _verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
     if name == "find":
         return found + [v for s in _find_exec(words, seg, env, cdir) for v in _verdicts(s, ctx, nest + 1)]
     if name.startswith("git-") and len(name) > 4:  # git's own programs, such as .../git-core/git-commit
-        words = [_HookWord("git", False, False), _HookWord(name[4:], False, False)] + words[1:]
+        words = [_ShellWord("git", False, False), _ShellWord(name[4:], False, False)] + words[1:]
         name = "git"
     if name == "git":
-        git = _HookGit(words[1:], env, cdir, ctx, seg.heredoc[0])
+        git = _GitCall(words[1:], env, cdir, ctx, seg.heredoc[0])
         alias = next((v.text.partition("=")[2] for n, v in git.gopts if n == "-c" and v is not None and
                       v.text.partition("=")[0].lower() == f"alias.{(git.sub or '').lower()}"), None)
         if alias is not None and git.sub is not None:  # git -c alias.p=push p: an alias the line defines
             if alias.startswith("!"):
                 return found + _script_verdicts(alias[1:], cdir, seg.depth + 1, env, ctx, nest)
-            expanded = [_HookWord(t, False, False) for t in alias.split()] + git.args
-            git = _HookGit([w for w in words[1:len(words) - len(git.args) - 1]] + expanded, env, cdir, ctx,
+            expanded = [_ShellWord(t, False, False) for t in alias.split()] + git.args
+            git = _GitCall([w for w in words[1:len(words) - len(git.args) - 1]] + expanded, env, cdir, ctx,
                            seg.heredoc[0])
         if git.sub == "submodule" and git.args[:1] and git.args[0].text == "foreach":
             script = " ".join(w.text for w in git.args[1:] if w.text not in ("--recursive", "-q", "--quiet"))
@@ -4113,9 +4113,9 @@ def _verdicts(seg: _HookSeg, ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
     return found + _arguments(words, seg, env, cdir, ctx, nest)
 
 
-def _script_verdicts(script: str, cdir: str | None, depth: int, env: dict[str, _HookWord], ctx: _HookCtx,
+def _script_verdicts(script: str, cdir: str | None, depth: int, env: dict[str, _ShellWord], ctx: _LineContext,
                           nest: int) -> list[tuple[str, str]]:
-    return [v for s in _HookParser(script, cdir, depth, env).parse() for v in _verdicts(s, ctx, nest + 1)]
+    return [v for s in _ShellParser(script, cdir, depth, env).parse() for v in _verdicts(s, ctx, nest + 1)]
 
 
 # Commands that read or print their arguments and never run them.
@@ -4133,15 +4133,15 @@ _HOOK_RUNNERS = frozenset({"git", "madtea", "madtea.py", "gh", "tea", "rm", "eva
     _HOOK_SHELLS | frozenset(n.partition(":")[0] for n in _HOOK_LAUNCHERS)
 
 
-def _arguments(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord], cdir: str | None,
-                    ctx: _HookCtx, nest: int) -> list[tuple[str, str]]:
+def _arguments(words: list[_ShellWord], seg: _ShellSegment, env: dict[str, _ShellWord], cdir: str | None,
+                    ctx: _LineContext, nest: int) -> list[tuple[str, str]]:
     """A command the hook does not know may run what its arguments spell out (``ssh host git push``,
     ``watchexec -- 'git commit -am x'``): a denied form among them denies, a read is never held."""
     for i in range(1, len(words)):
         text = words[i].text
         base = _basename(text)
         if base in _HOOK_RUNNERS or base.startswith(("git-", "madtea")) or _python(base):
-            inner = _HookSeg(words[i:], seg.raw, seg.depth + 1, cdir, env)
+            inner = _ShellSegment(words[i:], seg.raw, seg.depth + 1, cdir, env)
             denied = [v for v in _verdicts(inner, ctx, nest + 1) if v[0] == "deny"]
         elif " " in text or "\n" in text or "\t" in text:
             denied = [v for v in _script_verdicts(text, cdir, seg.depth + 1, env, ctx, nest) if v[0] == "deny"]
@@ -4152,7 +4152,7 @@ def _arguments(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord],
     return []
 
 
-def _inner_script(name: str, words: list[_HookWord], stdin: str | None = None) -> str | None:
+def _inner_script(name: str, words: list[_ShellWord], stdin: str | None = None) -> str | None:
     """The text of ``bash -c '...'``, ``eval '...'``, a process substitution a shell runs or
     sources, or a script a shell reads from *stdin* (a here-document, a here-string, ``echo '...' |``);
     None when there is none to read. Expansions stay as written: a command spelt out around them
@@ -4184,24 +4184,24 @@ def _inner_script(name: str, words: list[_HookWord], stdin: str | None = None) -
     return stdin
 
 
-def _find_exec(words: list[_HookWord], seg: _HookSeg, env: dict[str, _HookWord],
-                    cdir: str | None) -> list[_HookSeg]:
-    found: list[_HookSeg] = []
+def _find_exec(words: list[_ShellWord], seg: _ShellSegment, env: dict[str, _ShellWord],
+                    cdir: str | None) -> list[_ShellSegment]:
+    found: list[_ShellSegment] = []
     i = 0
     while i < len(words):
         if words[i].text in ("-exec", "-execdir", "-ok", "-okdir"):
             j = i + 1
             while j < len(words) and words[j].text not in (";", "+"):
                 j += 1
-            cmd = [(_HookWord("<found>", True, False) if w.text == "{}" else w) for w in words[i + 1:j]]
+            cmd = [(_ShellWord("<found>", True, False) if w.text == "{}" else w) for w in words[i + 1:j]]
             if cmd:
-                found.append(_HookSeg(cmd, seg.raw, seg.depth + 1, cdir, env))
+                found.append(_ShellSegment(cmd, seg.raw, seg.depth + 1, cdir, env))
             i = j
         i += 1
     return found
 
 
-def _madtea_args(words: list[_HookWord]) -> list[_HookWord] | None:
+def _madtea_args(words: list[_ShellWord]) -> list[_ShellWord] | None:
     """The arguments of a madtea CLI run (``madtea ...``, ``python3 .../bin/madtea ...``,
     ``python -m madtea ...``, ``py madtea.pyz ...``), or None. Launchers such as ``uv run`` and
     ``pipx run`` are wrappers, removed before this."""
@@ -4263,9 +4263,9 @@ _HOOK_DESTROYS = "{what}, so only a person may do it: ask the user to run it the
 
 
 def _git_split(
-        args: list[_HookWord]) -> tuple[_HookWord | None, list[tuple[str, _HookWord | None]], list[_HookWord]]:
+        args: list[_ShellWord]) -> tuple[_ShellWord | None, list[tuple[str, _ShellWord | None]], list[_ShellWord]]:
     """git's own options, the subcommand word and its arguments."""
-    opts: list[tuple[str, _HookWord | None]] = []
+    opts: list[tuple[str, _ShellWord | None]] = []
     i = 0
     while i < len(args):
         text = args[i].text
@@ -4276,7 +4276,7 @@ def _git_split(
             opts.append((name, args[i + 1] if i + 1 < len(args) else None))
             i += 2
             continue
-        opts.append((name, _HookWord(value, args[i].dynamic, args[i].quoted) if eq else None))
+        opts.append((name, _ShellWord(value, args[i].dynamic, args[i].quoted) if eq else None))
         i += 1
     return None, opts, []
 
@@ -4398,8 +4398,8 @@ def _long_option(name: str, longs: Mapping[str, tuple[str, str]]) -> tuple[str, 
     return found.pop() if len(found) == 1 else None  # none, or ambiguous: git refuses the line
 
 
-def _getopt(args: list[_HookWord], key: str | None = None
-                 ) -> tuple[list[tuple[str, _HookWord | None]], list[_HookWord], bool]:
+def _getopt(args: list[_ShellWord], key: str | None = None
+                 ) -> tuple[list[tuple[str, _ShellWord | None]], list[_ShellWord], bool]:
     """Options (name, value) and positionals of a git subcommand; also whether ``--`` was given.
 
     With git's table for *key*, options read as git reads them: a long option by any unique
@@ -4409,8 +4409,8 @@ def _getopt(args: list[_HookWord], key: str | None = None
     """
     table = _option_table(key) if key else None
     longs, shorts = table if table is not None else ({}, {})
-    opts: list[tuple[str, _HookWord | None]] = []
-    pos: list[_HookWord] = []
+    opts: list[tuple[str, _ShellWord | None]] = []
+    pos: list[_ShellWord] = []
     i = 0
     while i < len(args):
         w = args[i]
@@ -4427,14 +4427,14 @@ def _getopt(args: list[_HookWord], key: str | None = None
             elif known is not None:
                 kind = longs[known[0]][1]
                 if eq:
-                    opts.append(("--" + known[0], _HookWord(value, w.dynamic, w.quoted)))
+                    opts.append(("--" + known[0], _ShellWord(value, w.dynamic, w.quoted)))
                 elif kind == "=" and i + 1 < len(args):
                     opts.append(("--" + known[0], args[i + 1]))
                     i += 1
                 else:
                     opts.append(("--" + known[0], None))
             else:
-                opts.append(("--" + name, _HookWord(value, w.dynamic, w.quoted) if eq else None))
+                opts.append(("--" + name, _ShellWord(value, w.dynamic, w.quoted) if eq else None))
         elif t.startswith("-") and len(t) > 1 and not w.dynamic:
             j = 1
             while j < len(t):
@@ -4442,7 +4442,7 @@ def _getopt(args: list[_HookWord], key: str | None = None
                 kind = shorts[letter][1] if letter in shorts else ""
                 if kind:
                     if j + 1 < len(t):
-                        opts.append(("-" + letter, _HookWord(t[j + 1:], False, w.quoted)))
+                        opts.append(("-" + letter, _ShellWord(t[j + 1:], False, w.quoted)))
                     elif kind == "=" and i + 1 < len(args):
                         opts.append(("-" + letter, args[i + 1]))
                         i += 1
@@ -4457,18 +4457,18 @@ def _getopt(args: list[_HookWord], key: str | None = None
     return opts, pos, False
 
 
-def _help(opts: list[tuple[str, _HookWord | None]], key: str) -> bool:
+def _help(opts: list[tuple[str, _ShellWord | None]], key: str) -> bool:
     """``-h`` or ``--help`` among a subcommand's options: git prints help and does nothing else."""
     table = _option_table(key)
     short_h = table is not None and "h" in table[1]
     return any(name == "--help" or (name == "-h" and not short_h) for name, _v in opts)
 
 
-def _has(opts: list[tuple[str, _HookWord | None]], *names: str) -> bool:
+def _has(opts: list[tuple[str, _ShellWord | None]], *names: str) -> bool:
     return any(name in names for name, _v in opts)
 
 
-def _val(opts: list[tuple[str, _HookWord | None]], *names: str) -> _HookWord | None:
+def _val(opts: list[tuple[str, _ShellWord | None]], *names: str) -> _ShellWord | None:
     for name, value in opts:
         if name in names and value is not None:
             return value
@@ -4486,10 +4486,10 @@ def _extra_header(key: str) -> bool:
     return key.startswith("http.") and key.endswith(".extraheader")
 
 
-class _HookGit:
+class _GitCall:
     """One ``git`` invocation: where it acts, and what the hook says about it."""
 
-    def __init__(self, args: list[_HookWord], env: dict[str, _HookWord], cdir: str | None, ctx: _HookCtx,
+    def __init__(self, args: list[_ShellWord], env: dict[str, _ShellWord], cdir: str | None, ctx: _LineContext,
                  stdin: str | None = None) -> None:
         self.ctx = ctx
         self.stdin = stdin  # a literal here-document fed to git, if any
@@ -4527,7 +4527,7 @@ class _HookGit:
         self.op = self.repo.operation if self.repo is not None else None
 
     # -- helpers for texts
-    def files(self, words: list[_HookWord]) -> list[str] | None:
+    def files(self, words: list[_ShellWord]) -> list[str] | None:
         """Paths relative to the repo top, or None when the shell decides them (globs, variables)."""
         out: list[str] = []
         prefix = self.repo.prefix if self.repo is not None and self.cdir is not None else ""
@@ -4740,7 +4740,7 @@ class _HookGit:
 
     _SWITCH_WHY = "madt_switch changes branches without carrying or discarding uncommitted work behind your back"
 
-    def _remote_branch(self, name: str, opts: list[tuple[str, _HookWord | None]]) -> tuple[str, str] | None:
+    def _remote_branch(self, name: str, opts: list[tuple[str, _ShellWord | None]]) -> tuple[str, str] | None:
         """The steer when the switch would make a new branch from a remote-tracking one (``--track``,
         or a name only a remote has): madt_switch takes existing local branches only."""
         kind = self.ref_kind(name) or ""
@@ -5049,7 +5049,7 @@ class _HookGit:
 
 # --------------------------------------------------------------------------- the madtea CLI
 
-def _madtea(args: list[_HookWord], cli_ops: CliTable) -> tuple[str, str]:
+def _madtea(args: list[_ShellWord], cli_ops: CliTable) -> tuple[str, str]:
     words = [w for w in args]
     while words and words[0].text.startswith("-"):
         words.pop(0)
@@ -5100,7 +5100,7 @@ def _forge_cli(name: str, args: list[str]) -> tuple[str, str]:
     return ("allow", "")
 
 
-def _rm(args: list[_HookWord]) -> tuple[str, str]:
+def _rm(args: list[_ShellWord]) -> tuple[str, str]:
     """``rm -r`` of a ``.git``: the repository's history, branches and stashes."""
     recursive = any(w.text in ("--recursive",) or (w.text[:1] == "-" and w.text[1:2] != "-" and
                                                    ("r" in w.text or "R" in w.text)) for w in args)
@@ -5120,7 +5120,7 @@ _HOOK_SIGNERS_READS = frozenset({"cat", "less", "more", "head", "tail", "grep", 
                                  "sha256sum", "file", "ssh-keygen"})
 
 
-def _side_effects(seg: _HookSeg) -> list[tuple[str, str]]:
+def _side_effects(seg: _ShellSegment) -> list[tuple[str, str]]:
     """What any command can do by its words alone: expand madtea's token, or write the file that
     pins madtea's release key."""
     found: list[tuple[str, str]] = []
