@@ -2929,18 +2929,22 @@ def no_such_variable(c: ForgeCall, name: str) -> Refusal:
                    user_action=FORGE_NEXT["NOT_FOUND_OR_NO_ACCESS"])
 
 
-def saved_file(c: ForgeCall, raw: str) -> "Path":
-    """Where a download is saved: a new file, by absolute path, in a folder that exists; nothing is overwritten."""
+def saved_file(c: ForgeCall, raw: str, exists: bool, folder: bool) -> "Path":
+    """Where a download is saved: a new file, by absolute path, in a folder that exists; nothing is overwritten.
+
+    *exists* says whether something (a link too) is at the path already, *folder* whether its folder exists;
+    both are read only for an absolute path.
+    """
     from pathlib import Path
     path = Path(raw.strip())
     new = placeholder("the absolute path of a file that does not exist yet")
     if not raw.strip() or not path.is_absolute():
         raise Refusal("BAD_ARGUMENT", f"{c.where}: output {raw[:80]!r} is not an absolute path; the server cannot "
                       f"know what it is relative to.", target=c.where, next=(c.retry(output=new),))
-    if path.exists() or path.is_symlink():
+    if exists:
         raise Refusal("PATH_EXISTS", f"{path} already exists, and a download never overwrites a file; nothing was "
                       f"fetched.", target=str(path), next=(c.retry(output=new),))
-    if not path.parent.is_dir():
+    if not folder:
         raise Refusal("BAD_ARGUMENT", f"{c.where}: the folder {path.parent} does not exist; nothing was fetched.",
                       target=str(path.parent), next=(c.retry(output=new),))
     return path

@@ -3191,13 +3191,22 @@ def issue_attach_op(inv: Invocation) -> Result:
     return Result(f"Attached {', '.join(done)} to {what} in {api(inv).target.slug}.", {"attached": done})
 
 
+def _new_file(c: guard.ForgeCall, raw: str) -> Path:
+    """Where a download is to be saved, checked by guard.saved_file against what is on disk there now."""
+    from pathlib import Path
+    path = Path(raw.strip())
+    on_disk = path.is_absolute()
+    return guard.saved_file(c, raw, exists=on_disk and (path.exists() or path.is_symlink()),
+                            folder=on_disk and path.parent.is_dir())
+
+
 def _save_new(c: guard.ForgeCall, path: Path, data: bytes) -> None:
-    """Write a download to *path*, a file that must not exist yet (checked by guard.saved_file)."""
+    """Write a download to *path*, a file that must not exist yet (checked by _new_file)."""
     try:
         with open(path, "xb") as out:  # never over a file that appeared meanwhile
             out.write(data)
     except FileExistsError:
-        guard.saved_file(c, str(path))  # refuses: the file is there now
+        _new_file(c, str(path))  # refuses: the file is there now
         raise
 
 
@@ -3215,7 +3224,7 @@ def _attachment(inv: Invocation) -> tuple[str, tuple[str | int, ...], dict[str, 
 def issue_download_op(inv: Invocation) -> Result:
     import forge
     remote, c = api(inv), forge_call(inv)
-    out = guard.saved_file(c, inv.text("output"))
+    out = _new_file(c, inv.text("output"))
     what, _path, asset = _attachment(inv)
     name, size, limit = clean_line(asset.get("name")), int(asset.get("size") or 0), forge.MAX_BODY_BYTES
     url = remote.client.asset_url(asset)
@@ -5142,7 +5151,7 @@ def actions_artifacts_op(inv: Invocation) -> Result:
 def actions_download_op(inv: Invocation) -> Result:
     import forge
     remote, c = api(inv), forge_call(inv)
-    path = guard.saved_file(c, inv.text("output"))
+    path = _new_file(c, inv.text("output"))
     artifact = _actions(inv, "artifacts", inv.number("artifact_id"))
     name, size, limit = clean_line(artifact.get("name")), int(artifact.get("size_in_bytes") or 0), \
         forge.MAX_BODY_BYTES

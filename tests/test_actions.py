@@ -83,16 +83,24 @@ def test_a_secret_is_never_repeated_in_a_refusal() -> None:
     assert caught.value.next[0]["args"]["body"] == "<the same body>"
 
 
-def test_a_download_never_overwrites(tmp_path: Any) -> None:
+@pytest.mark.parametrize(("raw", "exists", "folder", "code"), [
+    ("/tmp/x/a.zip", False, True, None),
+    (" /tmp/x/a.zip ", False, True, None),
+    ("/tmp/x/b.zip", True, True, "PATH_EXISTS"),
+    ("rel.zip", False, True, "BAD_ARGUMENT"),
+    ("", False, False, "BAD_ARGUMENT"),
+    ("/tmp/x/no/c.zip", False, False, "BAD_ARGUMENT"),
+])
+def test_a_download_never_overwrites(raw: str, exists: bool, folder: bool, code: str | None) -> None:
+    from pathlib import Path
     c = guard.ForgeCall("madt_actions", "download", {"artifact_id": 1}, "acme/web")
-    assert guard.saved_file(c, str(tmp_path / "a.zip")) == tmp_path / "a.zip"
-    (tmp_path / "b.zip").write_bytes(b"")
-    for raw, code in ((str(tmp_path / "b.zip"), "PATH_EXISTS"), ("rel.zip", "BAD_ARGUMENT"),
-                      (str(tmp_path / "no" / "c.zip"), "BAD_ARGUMENT")):
-        with pytest.raises(guard.Refusal) as caught:
-            guard.saved_file(c, raw)
-        assert caught.value.code == code
-        assert caught.value.next[0]["args"]["output"].startswith("<")
+    if code is None:
+        assert guard.saved_file(c, raw, exists=exists, folder=folder) == Path(raw.strip())
+        return
+    with pytest.raises(guard.Refusal) as caught:
+        guard.saved_file(c, raw, exists=exists, folder=folder)
+    assert caught.value.code == code
+    assert caught.value.next[0]["args"]["output"].startswith("<")
 
 
 _REVIEW = guard.ForgeCall("madt_pr", "review", {"number": 1, "event": "comment"}, "acme/web")
@@ -126,6 +134,9 @@ def test_actions_artifacts_download_and_dispatch(env: Env, tmp_path: Any) -> Non
         assert target.read_bytes() == b"PK\x03\x04 zip bytes" and saved.data["size"] == 14
         again = e.refused("PATH_EXISTS", "madt_actions", action="download", artifact_id=artifact, output=str(target))
         assert "never overwrites" in again.text
+        for output in ("dist.zip", str(tmp_path / "no" / "dist.zip")):
+            e.refused("BAD_ARGUMENT", "madt_actions", action="download", artifact_id=artifact, output=output)
+        assert not (tmp_path / "no").exists()
         started = e.ok("madt_actions", action="dispatch", workflow="deploy.yml", inputs={"level": 3})
         assert started.data["run_id"] is None and "does not say which run" in started.text
     assert e.forge.dispatches[-1] == {"workflow": "deploy.yml", "ref": "main", "inputs": {"level": "3"},
