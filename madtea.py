@@ -176,7 +176,7 @@ from gitops import record, replace  # noqa: E402
 
 __all__ = ["main", "run", "Context", "Result", "REGISTRY", "Op", "Param", "build_parser", "build_server",
            "warn", "notice", "__version__", "transport_env", "git_credential", "helper_command", "origin_problem",
-           "hook_main", "cli_table"]
+           "hook_main", "cli_table", "find_op", "resolve_local"]
 __version__ = "0.0.0+unknown"  # a build stamps the release tag's version here
 
 
@@ -805,7 +805,7 @@ def _run(tool: str, raw: Mapping[str, Json], ctx: Context) -> Result:
         check_repo_scope(op, args, ctx)
     invocation = Invocation(op, args, ctx)
     if op.kind == "local":
-        invocation.target = _resolve_local(op, args, ctx)
+        invocation.target = resolve_local(op, args, ctx)
         guard.check_local(invocation.target)
     else:
         api(invocation)  # resolves the forge target and runs its guard before the handler
@@ -966,7 +966,8 @@ def _dir_target(op: Op, args: Mapping[str, Json], path: Path) -> guard.RepoFacts
     return repo_facts(repo)
 
 
-def _resolve_local(op: Op, args: dict[str, Json], ctx: Context) -> guard.Target:
+def resolve_local(op: Op, args: dict[str, Json], ctx: Context) -> guard.Target:
+    """What a local call acts on and in what state, for guard.check_local: the step before its handler runs."""
     if "dir" in args:
         path = guard.check_dir(args["dir"], op.tool, args, op.action)
         target = _dir_target(op, args, path)

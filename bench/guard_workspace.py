@@ -2,7 +2,7 @@
 
 Builds, once, a repository whose top holds 200 nested clones with distinct
 origins, then times what the dispatcher does before a ``madt_add`` handler
-would run: ``madtea._resolve_local`` (target, state, the depth-1 nested scan,
+would run: ``madtea.resolve_local`` (target, state, the depth-1 nested scan,
 caller signals) and ``guard.check_local`` (here: the multi-repo fail-closed).
 The baseline is the same check in a repository with no nested repositories,
 same run. Also counts git subprocesses through ``gitops.call_count()``: the
@@ -45,7 +45,7 @@ def guard_check(top: Path) -> tuple[float, int, str]:
     cpu = time.process_time()
     start = time.perf_counter()
     try:
-        target = madtea._resolve_local(op, {"files": ["README.md"]}, ctx)
+        target = madtea.resolve_local(op, {"files": ["README.md"]}, ctx)
         guard.check_local(target)
         outcome = "allowed"
     except guard.Refusal as refusal:
