@@ -150,6 +150,7 @@ import time as _time
 # ``to_json`` and ``from_json``.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
     from typing import Any, ClassVar, NoReturn, Protocol, TypeAlias, TypeVar
@@ -646,30 +647,59 @@ def git(
     :func:`end_children` nothing starts. With *progress*, a call that asked
     for progress gets git's own progress lines as they come.
     """
-    # Imported here, not at the top: the hook imports this module for its
-    # filesystem helpers only and must not pay for subprocess on every event.
-    import subprocess
+    argv, where, env = _git_argv(args, cwd, repo, env)
+    call = CALL.get()
+    timeout, by_call = _git_budget(call, timeout)
+    _count_call()
+    _git_may_start(argv, call, timeout, by_call)
+    streamed = progress and call is not None and call.reporting
+    proc, err_pipe = _git_spawn(argv, where, env, input, streamed)
+    out, err = _git_collect(proc, argv, input, timeout, by_call, call, err_pipe)
+    return _git_result(proc, argv, out, err, call, check)
 
+
+def _git_argv(args: tuple[str | os.PathLike[str], ...], cwd: str | os.PathLike[str] | None, repo: Repo | None,
+              env: Mapping[str, str] | None
+              ) -> tuple[list[str], str | os.PathLike[str], Mapping[str, str] | None]:
+    """The argv, the directory to run in and the environment, with a resolved *repo* pinned by GIT_DIR and
+    GIT_WORK_TREE so that nothing git discovers can turn the call towards another repository."""
     argv = ["git", *(os.fspath(a) for a in args)]
     if repo is not None:
         env = {**(env or {}), "GIT_DIR": os.fspath(repo.git_dir), "GIT_WORK_TREE": os.fspath(repo.top)}
         cwd = repo.top if cwd is None else cwd
     if cwd is None:
         raise TypeError("git() needs the repo it acts on, or a cwd")
+    return argv, cwd, env
+
+
+def _git_budget(call: Call | None, timeout: float | None) -> tuple[float, bool]:
+    """The seconds git may run and whether the running call's deadline, not git's own limit, sets them:
+    the timeout message names which one ran out."""
     timeout = git_timeout() if timeout is None else timeout
-    call = CALL.get()
     left = call.remaining() if call is not None else None
     by_call = left is not None and left < timeout
     if by_call:
         timeout = max(0.0, left or 0.0)
-    _count_call()
+    return timeout, by_call
+
+
+def _git_may_start(argv: list[str], call: Call | None, timeout: float, by_call: bool) -> None:
+    """Refuse to start a child that shutdown, a cancel or a spent deadline would only have to end."""
     if _closing:
         raise GitError(argv, -1, "not started: madtea is shutting down")
     if call is not None and call.cancelled:
         raise GitCancelled(argv, started=False)
     if by_call and timeout <= 0:
         raise GitTimeout(argv, 0, by_call=True)
-    streamed = progress and call is not None and call.reporting
+
+
+def _git_spawn(argv: list[str], cwd: str | os.PathLike[str], env: Mapping[str, str] | None, input: bytes | None,
+               streamed: bool) -> tuple[subprocess.Popen[bytes], tuple[int, int] | None]:
+    """Start git; with *streamed*, its stderr goes to a pipe read as it comes (returned as its two ends)."""
+    # Imported here, not at the top: the hook imports this module for its
+    # filesystem helpers only and must not pay for subprocess on every event.
+    import subprocess
+
     err_read, err_write = os.pipe() if streamed else (-1, -1)
     try:
         proc = subprocess.Popen(
@@ -689,10 +719,19 @@ def git(
             os.close(err_read)
             os.close(err_write)
         raise GitError(argv, -1, str(exc)) from exc
+    return proc, (err_read, err_write) if streamed else None
+
+
+def _git_collect(proc: subprocess.Popen[bytes], argv: list[str], input: bytes | None, timeout: float, by_call: bool,
+                 call: Call | None, err_pipe: tuple[int, int] | None) -> tuple[bytes, bytes]:
+    """Hold the child where shutdown and a cancel can end it, wait for it within *timeout*, and give its
+    stdout and stderr; whatever ends the wait early ends the child's whole group first."""
+    import subprocess
+
     with _calls_lock:
         _children[proc.pid] = proc
     held = call.hold(lambda: _end_group(proc.pid)) if call is not None else 0
-    reader = _progress_reader(err_read, err_write, call) if streamed and call is not None else None
+    reader = _progress_reader(*err_pipe, call) if err_pipe is not None and call is not None else None
     try:
         if _closing:  # end_children ran between the check above and the registration
             _kill_group(proc.pid)
@@ -711,6 +750,12 @@ def git(
             call.release(held)
         if reader is not None:
             err = reader()
+    return out, err
+
+
+def _git_result(proc: subprocess.Popen[bytes], argv: list[str], out: bytes, err: bytes, call: Call | None,
+                check: bool) -> GitResult:
+    """Map how the child ended: shutdown and a cancel are told apart from git's own failure."""
     if _closing and proc.returncode < 0:
         raise GitError(argv, proc.returncode, "ended: madtea is shutting down")
     if call is not None and call.cancelled:
