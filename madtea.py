@@ -5764,6 +5764,31 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     branch_form = bool(inv.opt_text("branch"))
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") if branch_form else inv.state.branch)
     default = inv.state.default_branch
+    _finish_check_base(inv, repo, branch, default, branch_form)
+    closes, no_close = _finish_closes(inv)
+    if not branch_form and inv.texts("files"):
+        _finish_commit(inv, repo, steps, branch, no_close)
+    remote = _finish_api(inv)
+    open_pr_now = find_open_pr(remote, branch, default)
+    ahead = gitops.unpushed(repo, branch)
+    if "commit" not in steps.facts and ahead == 0 and open_pr_now is None:
+        done = _finish_nothing_new(inv, remote, repo, steps, branch, default, closes, no_close, branch_form)
+        if done is not None:
+            return done
+    if open_pr_now is None and not (inv.opt_text("title") or "").strip():
+        newest = gitops.log(repo, f"refs/heads/{branch}", 1)
+        raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
+    if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
+        _finish_push(inv, repo, steps, branch, branch_form)
+    head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
+    pr = _finish_open_pr(inv, remote, steps, branch, default, closes, no_close, open_pr_now)
+    merged = _finish_merge(inv, remote, steps, pr, branch, default, head_sha, no_close)
+    _close_issues(remote, steps, closes, no_close)
+    return _return_home(inv, steps, branch, default, merged, branch_form)
+
+
+def _finish_check_base(inv: Invocation, repo: gitops.Repo, branch: str, default: str, branch_form: bool) -> None:
+    """Refuse before anything is done when the branch or the base it merges into is not there."""
     if branch_form:
         guard.check_finish_branch_form(inv.local, branch, gitops.ref_exists(repo, f"refs/heads/{branch}"))
     if not gitops.ref_exists(repo, f"refs/remotes/origin/{default}"):
@@ -5772,55 +5797,70 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             origin_has = gitops.remote_branch_sha(repo, default, env=env) is not None
         guard.check_origin_has_base(inv.local, branch, default, origin_has=origin_has,
                                     local_has=gitops.ref_exists(repo, f"refs/heads/{default}"))
+
+
+def _finish_closes(inv: Invocation) -> tuple[list[int], bool]:
+    """The issues this work closes, and whether no_close holds (then none is closed)."""
     closes = list(inv.numbers("closes"))  # a copy: the call's own list is resumed as given
     no_close = guard.finish_no_close(inv.local)
     if inv.flag("close_linked") and not no_close:
         closes += [n for n in closing_refs(inv.opt_text("body")) if n not in closes]
+    return closes, no_close
+
+
+def _finish_commit(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, no_close: bool) -> None:
+    """Commit the declared files that changed; none changed is only a notice, since the work may already
+    be committed (a resumed finish meets its own earlier commit)."""
+    files = guard.declared_files(inv.local)
+    st = gitops.status(repo)
+    changed = set(st.staged) | set(st.modified) | set(st.untracked)
+    if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
+        guard.check_finish_title(inv.local)
+        title = inv.text("title")
+        body = strip_closing(inv.opt_text("body")) if no_close else inv.opt_text("body")
+        sha = gitops.commit(repo, files, title, body)
+        steps.add(f"Committed {sha[:9]} on {branch} ({guard.files_list(files)})", commit=sha)
+    else:
+        notice("the declared files have no changes to commit; finishing what is already committed.")
+
+
+def _finish_nothing_new(inv: Invocation, remote: Api, repo: gitops.Repo, steps: _Steps, branch: str, default: str,
+                        closes: list[int], no_close: bool, branch_form: bool) -> Result | None:
+    """With nothing committed, unpushed or open: the answer when the work already landed or there is none;
+    None when pushed work still waits for its pull request."""
+    merged = _merged_pr_for(remote, branch)
+    if merged is not None and (merged.get("head") or {}).get("sha") not in (None, gitops.head_sha(
+            repo, f"refs/heads/{branch}")):
+        merged = None  # an earlier PR of a reused branch name: this tip's work is not in it
+    if merged is not None:
+        steps.add(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]}",
+                  pr=merged["number"], merge_commit=merged.get("merge_commit_sha"))
+        _close_issues(remote, steps, closes, no_close)
+        return _return_home(inv, steps, branch, default, merged, branch_form)
+    # Pushed but with no PR yet (a resume after a failed PR create) still has work to land.
+    if not _contained(inv, f"refs/heads/{branch}"):
+        return None
     if not branch_form and inv.texts("files"):
-        files = guard.declared_files(inv.local)
-        st = gitops.status(repo)
-        changed = set(st.staged) | set(st.modified) | set(st.untracked)
-        if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
-            guard.check_finish_title(inv.local)
-            title = inv.text("title")
-            body = strip_closing(inv.opt_text("body")) if no_close else inv.opt_text("body")
-            sha = gitops.commit(repo, files, title, body)
-            steps.add(f"Committed {sha[:9]} on {branch} ({guard.files_list(files)})", commit=sha)
-        else:
-            notice("the declared files have no changes to commit; finishing what is already committed.")
-    remote = _finish_api(inv)
-    open_pr_now = find_open_pr(remote, branch, default)
-    ahead = gitops.unpushed(repo, branch)
-    if "commit" not in steps.facts and ahead == 0 and open_pr_now is None:
-        merged = _merged_pr_for(remote, branch)
-        if merged is not None and (merged.get("head") or {}).get("sha") not in (None, gitops.head_sha(
-                repo, f"refs/heads/{branch}")):
-            merged = None  # an earlier PR of a reused branch name: this tip's work is not in it
-        if merged is not None:
-            steps.add(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]}",
-                      pr=merged["number"], merge_commit=merged.get("merge_commit_sha"))
-            _close_issues(remote, steps, closes, no_close)
-            return _return_home(inv, steps, branch, default, merged, branch_form)
-        # Pushed but with no PR yet (a resume after a failed PR create) still has work to land.
-        if _contained(inv, f"refs/heads/{branch}"):
-            if not branch_form and inv.texts("files"):
-                # Declared files that were never committed anywhere are not a finished piece of work.
-                refusal = guard.git_failure(inv.local, gitops.NothingToCommit(
-                    ["git", "commit"], 1, "the declared files have no changes to commit"))
-                assert refusal is not None  # a rule foresees an empty commit
-                raise refusal
-            return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
-                          f"and no open pull request.", {"branch": branch, "completed": []})
-    if open_pr_now is None and not (inv.opt_text("title") or "").strip():
-        newest = gitops.log(repo, f"refs/heads/{branch}", 1)
-        raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
-    if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
-        _check_remote_urls(inv, repo, push=True)
-        progress(f"pushing {branch} to origin")
-        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-            pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
-        steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
-    head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
+        # Declared files that were never committed anywhere are not a finished piece of work.
+        refusal = guard.git_failure(inv.local, gitops.NothingToCommit(
+            ["git", "commit"], 1, "the declared files have no changes to commit"))
+        assert refusal is not None  # a rule foresees an empty commit
+        raise refusal
+    return Result(f"Nothing to finish on {branch} in {inv.identity()}: nothing to commit, nothing unpushed "
+                  f"and no open pull request.", {"branch": branch, "completed": []})
+
+
+def _finish_push(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, branch_form: bool) -> None:
+    _check_remote_urls(inv, repo, push=True)
+    progress(f"pushing {branch} to origin")
+    with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+        pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
+    steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
+
+
+def _finish_open_pr(inv: Invocation, remote: Api, steps: _Steps, branch: str, default: str, closes: list[int],
+                    no_close: bool, open_pr_now: dict[str, Json] | None) -> dict[str, Json]:
+    """Open the pull request, or reuse the open one, and wait until the forge has judged it mergeable."""
     title = inv.opt_text("title") or (open_pr_now or {}).get("title") or branch
     payload = {"title": title, "body": _pr_body(inv, closes, no_close), "head": branch, "base": default}
     progress(f"opening the pull request for {branch}" if open_pr_now is None else
@@ -5831,6 +5871,12 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     pr, polls = wait_mergeable(remote, pr["number"])
     if polls > 1:
         steps.add(f"Waited for the forge's mergeability check ({polls} looks)")
+    return pr
+
+
+def _finish_merge(inv: Invocation, remote: Api, steps: _Steps, pr: dict[str, Json], branch: str, default: str,
+                  head_sha: str | None, no_close: bool) -> dict[str, Json]:
+    """Merge only the head this checkout pushed: the forge's head must match it, and the merge names it."""
     forge_head = (pr.get("head") or {}).get("sha")
     guard.check_merge_head(remote.target.slug, pr["number"], forge_head, head_sha)
     style = inv.opt_text("style") or "merge"
@@ -5844,10 +5890,8 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
             f"(head {(head_sha or '')[:9]}).")
     if delete_branch:
         text += _branch_gone(remote, branch)
-
     steps.add(text, merge_commit=merged.get("merge_commit_sha"))
-    _close_issues(remote, steps, closes, no_close)
-    return _return_home(inv, steps, branch, default, merged, branch_form)
+    return merged
 
 
 def _close_issues(remote: Api, steps: _Steps, closes: list[int], no_close: bool) -> None:
