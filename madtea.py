@@ -4911,8 +4911,30 @@ def _file_landed(inv: Invocation, branch: str, change: _FileChange) -> tuple[boo
 
 def _write_file(inv: Invocation) -> Result:
     """A change of one file, or of several in one commit, through the forge: checked, written once, read back."""
-    import forge
     remote = api(inv)
+    w, count, default = _file_write_plan(inv, remote)
+    key = "/".join([remote.target.host, remote.target.owner.lower(), remote.target.repo.lower(), "branch",
+                    w.lands_on])
+    with body_lock(key) as locked:
+        if not locked:
+            notice(f"another madtea call kept the lock of branch {w.lands_on} for over {BODY_LOCK_WAIT:g} s; madtea "
+                   "wrote without waiting longer, and reports only what it reads back.")
+        changes = [_file_change(inv, replace(w, index=None if inv.op.action != "change" else index))
+                   for index in range(count)]
+        if all(c.old == c.new and c.w.op == "edit" for c in changes):
+            names = ", ".join(c.path for c in changes)
+            return Result(f"{remote.target.slug}: {names} on {w.base} already hold exactly this content; nothing was "
+                          "committed.",
+                          {"branch": w.base, "commit": None, "files": [{"path": c.path} for c in changes]})
+        sha = _file_commit(inv, remote, w, changes)
+        for c in changes:
+            c.landed, c.sha = _file_landed(inv, w.lands_on, c)
+    return _file_write_result(inv, remote, w, changes, sha, default)
+
+
+def _file_write_plan(inv: Invocation, remote: Api) -> tuple[guard.FileWrite, int, str]:
+    """The rule's view of the write, how many files it changes and the default branch, checked against the
+    forge's branches."""
     a = inv.args
     items = guard.check_changes(inv.op.tool, str(inv.op.action), CHANGE_SPECS, a) if inv.op.action == "change" \
         else [a]
@@ -4937,52 +4959,49 @@ def _write_file(inv: Invocation) -> Result:
         title = f"Change {len(items)} files"
     w = replace(first, title=inv.opt_text("title") or title)
     guard.check_file_branch(w)
-    key = "/".join([remote.target.host, remote.target.owner.lower(), remote.target.repo.lower(), "branch",
-                    w.lands_on])
-    with body_lock(key) as locked:
-        if not locked:
-            notice(f"another madtea call kept the lock of branch {w.lands_on} for over {BODY_LOCK_WAIT:g} s; madtea "
-                   "wrote without waiting longer, and reports only what it reads back.")
-        changes = [_file_change(inv, replace(w, index=None if inv.op.action != "change" else index))
-                   for index in range(len(items))]
-        if all(c.old == c.new and c.w.op == "edit" for c in changes):
-            names = ", ".join(c.path for c in changes)
-            return Result(f"{remote.target.slug}: {names} on {w.base} already hold exactly this content; nothing was "
-                          "committed.",
-                          {"branch": w.base, "commit": None, "files": [{"path": c.path} for c in changes]})
-        payload: dict[str, object] = {"branch": w.base, "message": w.title, "files": [c.operation() for c in changes]}
-        if inv.opt_text("new_branch"):
-            payload["new_branch"] = inv.text("new_branch")
-        look = _view_call(inv, changes[0].path if changes[0].new is not None else changes[0].source, w.lands_on)
+    return w, len(items), default
 
-        def shows() -> dict[str, Json] | None:
-            """The branch's head when every change shows on it; None when one does not (yet)."""
-            if inv.opt_text("new_branch") and w.lands_on not in {str(b.get("name")) for b in
-                                                          remote.list_items("branches", limit=1000)}:
-                return None
-            if not all(_file_landed(inv, w.lands_on, c)[0] for c in changes):
-                return None
-            return {"commit": {"sha": remote.get("branches", w.lands_on)["commit"]["id"]}}
-        try:
-            made = remote.create("contents", payload, lookup=shows)
-            value, recovered = made.value, made.recovered
-        except forge.ForgeError as exc:
-            # A refusal after a lost answer may be the forge meeting this very change a second time.
-            value = shows() if exc.code in ("BAD_ARGUMENT", "CONFLICT") and exc.status in (409, 422) else None
-            if value is None:
-                if exc.status in (409, 422):
-                    for c in changes:
-                        now = _file_at(inv, c.source, w.base)
-                        guard.check_file_sha(c.w, c.source, now.get("sha") if isinstance(now, dict) else None,
-                                             _view_call(inv, c.source, w.base))
-                raise settle_lost(inv, exc, "commit", look) from None
-            recovered = True
-        if recovered:
-            notice("the forge's answer was lost; a read-back found the change on "
-                   f"{w.lands_on}, so it was made once and not sent again.")
-        sha = str(((value or {}).get("commit") or {}).get("sha") or "")
-        for c in changes:
-            c.landed, c.sha = _file_landed(inv, w.lands_on, c)
+
+def _file_commit(inv: Invocation, remote: Api, w: guard.FileWrite, changes: list[_FileChange]) -> str:
+    """Send the commit once and give its sha; a lost answer is settled by reading the branch back, never by
+    sending the change again."""
+    import forge
+    payload: dict[str, object] = {"branch": w.base, "message": w.title, "files": [c.operation() for c in changes]}
+    if inv.opt_text("new_branch"):
+        payload["new_branch"] = inv.text("new_branch")
+    look = _view_call(inv, changes[0].path if changes[0].new is not None else changes[0].source, w.lands_on)
+
+    def shows() -> dict[str, Json] | None:
+        """The branch's head when every change shows on it; None when one does not (yet)."""
+        if inv.opt_text("new_branch") and w.lands_on not in {str(b.get("name")) for b in
+                                                      remote.list_items("branches", limit=1000)}:
+            return None
+        if not all(_file_landed(inv, w.lands_on, c)[0] for c in changes):
+            return None
+        return {"commit": {"sha": remote.get("branches", w.lands_on)["commit"]["id"]}}
+    try:
+        made = remote.create("contents", payload, lookup=shows)
+        value, recovered = made.value, made.recovered
+    except forge.ForgeError as exc:
+        # A refusal after a lost answer may be the forge meeting this very change a second time.
+        value = shows() if exc.code in ("BAD_ARGUMENT", "CONFLICT") and exc.status in (409, 422) else None
+        if value is None:
+            if exc.status in (409, 422):
+                for c in changes:
+                    now = _file_at(inv, c.source, w.base)
+                    guard.check_file_sha(c.w, c.source, now.get("sha") if isinstance(now, dict) else None,
+                                         _view_call(inv, c.source, w.base))
+            raise settle_lost(inv, exc, "commit", look) from None
+        recovered = True
+    if recovered:
+        notice("the forge's answer was lost; a read-back found the change on "
+               f"{w.lands_on}, so it was made once and not sent again.")
+    return str(((value or {}).get("commit") or {}).get("sha") or "")
+
+
+def _file_write_result(inv: Invocation, remote: Api, w: guard.FileWrite, changes: list[_FileChange], sha: str,
+                       default: str) -> Result:
+    """What the read-back shows, file by file, and the pull request a new branch still needs."""
     landed = all(c.landed for c in changes)
     check = "the read-back shows it" if landed else \
         "but the read-back does not show it all: another write to that branch came after it"
