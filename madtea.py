@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from typing import IO, NoReturn, TypeVar
 
     import anyio
+    import mcp.types
     from mcp.server import Server, ServerRequestContext
     from mcp.server.context import CallNext, HandlerResult
 
@@ -6728,7 +6729,6 @@ IN_FLIGHT = _InFlight()
 def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = None) -> Server:
     """The MCP server: tools generated from the registry (as far as *scope* offers them), raw arguments
     seen by the dispatcher."""
-    import time
     from pathlib import Path
     import anyio
     import mcp.types as types
@@ -6736,13 +6736,8 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
 
     launch = Path(launch_dir or os.getcwd())
     scope = scope or guard.Scope()
-    def listing(person: bool) -> list[types.Tool]:
-        return [types.Tool(name=name, title=TOOL_TITLES[name], description=tool_description(name, scope, person),
-                           input_schema=tool_schema(name, scope, person),
-                           annotations=types.ToolAnnotations(**tool_annotations(name, scope, person)))
-                for name in tool_names(scope)]
     # A client that can ask its person is also offered the deletions that person confirms (built when first asked).
-    listings: dict[bool, list[types.Tool]] = {False: listing(False)}
+    listings: dict[bool, list[types.Tool]] = {False: _tool_listing(scope, False)}
     lanes = {"network": anyio.CapacityLimiter(NETWORK_WORKERS), "local": anyio.CapacityLimiter(LOCAL_WORKERS)}
     IN_FLIGHT.start()
 
@@ -6750,7 +6745,7 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         person = _can_elicit(ctx)
         if person not in listings:
-            listings[person] = listing(person)
+            listings[person] = _tool_listing(scope, person)
         return types.ListToolsResult(tools=listings[person])
 
     def work(name: str, raw: Json, roots: list[str] | None, call: gitops.Call) -> Result:
@@ -6764,7 +6759,7 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         raw = params.arguments or {}
         roots = await _client_roots(ctx) if _needs_roots(params.name, raw) else None
-        return await answer(params.name, raw, roots, ctx)
+        return _tool_result(await _answer(name=params.name, raw=raw, roots=roots, ctx=ctx, work=work, lanes=lanes))
 
     async def malformed_calls(ctx: ServerRequestContext, call_next: CallNext) -> HandlerResult:
         """A tools/call the SDK would turn away with a bare JSON-RPC error (a name that is not a string,
@@ -6774,46 +6769,68 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
         arguments = params.get("arguments") if isinstance(params, dict) else None
         if isinstance(name, str) and (arguments is None or isinstance(arguments, dict)):
             return await call_next(ctx)
-        return await answer(name if isinstance(name, str) else str(name)[:200], arguments, None, None)
-
-    async def answer(name: str, raw: Json, roots: list[str] | None,
-                     ctx: ServerRequestContext | None) -> types.CallToolResult:
-        reporting = _progress_token(ctx) is not None
-        call = gitops.Call(None if reporting else time.monotonic() + call_deadline(), reporting)
-        result: Result | None = None
-        # Past the deadline the call's own limits have answered already; this is the backstop.
-        backstop = anyio.CancelScope(deadline=anyio.current_time() + call_deadline() + BACKSTOP
-                                     if not reporting else float("inf"))
-        if ctx is not None and _can_elicit(ctx):
-            call.ask = _person(ctx, call, backstop)
-        try:
-            async with anyio.create_task_group() as group:
-                if reporting and ctx is not None:
-                    group.start_soon(_report_progress, ctx, call)
-                with backstop:
-                    # abandon_on_cancel: a cancel or a hang-up does not wait for the thread; the
-                    # call's git children and forge connections are ended instead, so it returns soon.
-                    result = await anyio.to_thread.run_sync(work, name, raw, roots, call, abandon_on_cancel=True,
-                                                            limiter=lanes[_lane(name)])
-                group.cancel_scope.cancel()  # no progress after the answer
-        except BaseException:
-            call.cancel()  # notifications/cancelled, or the server going away: the work stops with the call
-            raise
-        if result is None:
-            call.cancel()
-            result = refusal_result(guard.call_ran_out(name, call_deadline()))
-        structured: dict[str, object] = {"ok": not result.is_error}
-        if result.error:
-            structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
-        elif result.data is not None:
-            structured["result"] = result.data
-        return types.CallToolResult(content=[types.TextContent(type="text", text=render_text(result, "mcp"))],
-                                    structured_content=structured, is_error=result.is_error)
+        return _tool_result(await _answer(name=name if isinstance(name, str) else str(name)[:200], raw=arguments,
+                                          roots=None, ctx=None, work=work, lanes=lanes))
 
     server = Server("madtea", version=__version__, instructions=server_instructions(scope),
                     on_list_tools=list_tools, on_call_tool=call_tool)
     server.middleware.append(malformed_calls)  # inside the SDK's own (tracing) middleware
     return server
+
+
+def _tool_listing(scope: guard.Scope, person: bool) -> list[mcp.types.Tool]:
+    import mcp.types as types
+    return [types.Tool(name=name, title=TOOL_TITLES[name], description=tool_description(name, scope, person),
+                       input_schema=tool_schema(name, scope, person),
+                       annotations=types.ToolAnnotations(**tool_annotations(name, scope, person)))
+            for name in tool_names(scope)]
+
+
+async def _answer(*, name: str, raw: Json, roots: list[str] | None, ctx: ServerRequestContext | None,
+                  work: Callable[[str, Json, list[str] | None, gitops.Call], Result],
+                  lanes: Mapping[str, anyio.CapacityLimiter]) -> Result:
+    """Run one tool call on a worker thread of its lane, within the call's deadline, and end everything it
+    holds when the client cancels or hangs up."""
+    import time
+    import anyio
+
+    reporting = _progress_token(ctx) is not None
+    call = gitops.Call(None if reporting else time.monotonic() + call_deadline(), reporting)
+    result: Result | None = None
+    # Past the deadline the call's own limits have answered already; this is the backstop.
+    backstop = anyio.CancelScope(deadline=anyio.current_time() + call_deadline() + BACKSTOP
+                                 if not reporting else float("inf"))
+    if ctx is not None and _can_elicit(ctx):
+        call.ask = _person(ctx, call, backstop)
+    try:
+        async with anyio.create_task_group() as group:
+            if reporting and ctx is not None:
+                group.start_soon(_report_progress, ctx, call)
+            with backstop:
+                # abandon_on_cancel: a cancel or a hang-up does not wait for the thread; the
+                # call's git children and forge connections are ended instead, so it returns soon.
+                result = await anyio.to_thread.run_sync(work, name, raw, roots, call, abandon_on_cancel=True,
+                                                        limiter=lanes[_lane(name)])
+            group.cancel_scope.cancel()  # no progress after the answer
+    except BaseException:
+        call.cancel()  # notifications/cancelled, or the server going away: the work stops with the call
+        raise
+    if result is None:
+        call.cancel()
+        result = refusal_result(guard.call_ran_out(name, call_deadline()))
+    return result
+
+
+def _tool_result(result: Result) -> mcp.types.CallToolResult:
+    """A result as MCP carries it: the text for the model, and the code, target and way on as structured content."""
+    import mcp.types as types
+    structured: dict[str, object] = {"ok": not result.is_error}
+    if result.error:
+        structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
+    elif result.data is not None:
+        structured["result"] = result.data
+    return types.CallToolResult(content=[types.TextContent(type="text", text=render_text(result, "mcp"))],
+                                structured_content=structured, is_error=result.is_error)
 
 
 # --- the MCP server: its scope, at start-up ---
