@@ -3437,90 +3437,110 @@ class _ShellParser:
 
     # -- the main loop: one command list, up to *stop* (")" for groups and substitutions)
     def _list(self, scope: _ShellScope, depth: int, stop: str | None) -> None:
-        src = self.src
         st = _ParseState()
         while self.pos < self.n:
-            c = src[self.pos]
+            c = self.src[self.pos]
             if st.start is None and c not in " \t\r\n;&|)":
                 st.start = self.pos
-            if c in " \t\r":
-                self._end_word(st)
-                self.pos += 1
-            elif c == "\n":
-                self._end_seg(st, scope, depth, ";")
-                self.pos += 1
-                self._skip_heredocs()
-            elif c == ";":
-                self._end_seg(st, scope, depth, ";")
-                self.pos += 2 if src.startswith((";;", ";&"), self.pos) else 1
-            elif c == "&":
-                if src.startswith("&&", self.pos):
-                    self._end_seg(st, scope, depth, "&&")
-                    self.pos += 2
-                elif src.startswith("&>", self.pos):
-                    self._end_word(st)
-                    self.pos += 3 if src.startswith("&>>", self.pos) else 2
-                    st.skip_next = True
-                else:
-                    self._end_seg(st, scope, depth, "&")
-                    self.pos += 1
-            elif c == "|":
-                two = src.startswith(("||", "|&"), self.pos)
-                self._end_seg(st, scope, depth, "||" if src.startswith("||", self.pos) else "|")
-                self.pos += 2 if two else 1
+            if c in " \t\r\n;&|":
+                self._separator(st, scope, depth, c)
             elif c == "(":
-                last = st.words[-1] if st.words else None
-                if st.cur is None and (last is None or last.text.endswith("()") or
-                                       (last.text in _HOOK_RESERVED and not last.quoted)):
-                    self.pos += 1  # a subshell, or a function body in one: its cd stays inside
-                    inner: _ShellScope = {"dir": scope["dir"], "env": dict(scope["env"]),
-                                         "alias": dict(scope.get("alias") or {})}
-                    self._list(inner, depth, ")")
-                    st.start = None if not st.words else st.start
-                else:
-                    start = self.pos
-                    self._balanced_literal(st)  # f() or a=(1 2): not a command, but $( ) in it runs
-                    self._expansions_in(self.src[start + 1:self.pos - 1], scope, depth)
+                self._open_paren(st, scope, depth)
             elif c == ")":
-                self._end_word(st)
-                head = st.words[0] if st.words else None
-                if head is not None and head.text == "case" and not head.quoted:
-                    st.cases += 1  # the first pattern of a case: its ")" closes nothing
-                elif stop == ")" and not st.cases:
-                    self._end_seg(st, scope, depth, None)
-                    self.pos += 1
+                if self._close_paren(st, scope, depth, stop):
                     return
-                self._end_seg(st, scope, depth, ";")  # a case pattern "a)": what follows is a command
-                self.pos += 1
-            elif c in "<>":
-                self._redirect(st, scope, depth)
-            elif c == "'":
-                end = src.find("'", self.pos + 1)
-                end = self.n if end < 0 else end
-                self._add(st, src[self.pos + 1:end], quoted=True)
-                self.pos = end + 1
-            elif c == '"':
-                self._dquote(st, scope, depth)
-            elif c == "\\":
-                if src.startswith("\\\n", self.pos):
-                    self.pos += 2
-                else:
-                    self._add(st, src[self.pos + 1:self.pos + 2], quoted=True)
-                    self.pos += 2
-            elif c == "$":
-                self._dollar(st, scope, depth, in_dquote=False)
-            elif c == "`":
-                self._backtick(st, scope, depth)
-            elif c == "#" and st.cur is None:
-                end = src.find("\n", self.pos)
-                self.pos = self.n if end < 0 else end
             else:
-                end = self.pos + 1
-                while end < self.n and src[end] not in _HOOK_SPECIAL:
-                    end += 1
-                self._add(st, src[self.pos:end])
-                self.pos = end
+                self._word_part(st, scope, depth, c)
         self._end_seg(st, scope, depth, None)
+
+    def _separator(self, st: _ParseState, scope: _ShellScope, depth: int, c: str) -> None:
+        """Blanks end a word; newlines and the control operators end a command (``&>`` is a redirect)."""
+        src = self.src
+        if c in " \t\r":
+            self._end_word(st)
+            self.pos += 1
+        elif c == "\n":
+            self._end_seg(st, scope, depth, ";")
+            self.pos += 1
+            self._skip_heredocs()
+        elif c == ";":
+            self._end_seg(st, scope, depth, ";")
+            self.pos += 2 if src.startswith((";;", ";&"), self.pos) else 1
+        elif c == "&":
+            if src.startswith("&&", self.pos):
+                self._end_seg(st, scope, depth, "&&")
+                self.pos += 2
+            elif src.startswith("&>", self.pos):
+                self._end_word(st)
+                self.pos += 3 if src.startswith("&>>", self.pos) else 2
+                st.skip_next = True
+            else:
+                self._end_seg(st, scope, depth, "&")
+                self.pos += 1
+        else:
+            two = src.startswith(("||", "|&"), self.pos)
+            self._end_seg(st, scope, depth, "||" if src.startswith("||", self.pos) else "|")
+            self.pos += 2 if two else 1
+
+    def _open_paren(self, st: _ParseState, scope: _ShellScope, depth: int) -> None:
+        last = st.words[-1] if st.words else None
+        if st.cur is None and (last is None or last.text.endswith("()") or
+                               (last.text in _HOOK_RESERVED and not last.quoted)):
+            self.pos += 1  # a subshell, or a function body in one: its cd stays inside
+            inner: _ShellScope = {"dir": scope["dir"], "env": dict(scope["env"]),
+                                 "alias": dict(scope.get("alias") or {})}
+            self._list(inner, depth, ")")
+            st.start = None if not st.words else st.start
+        else:
+            start = self.pos
+            self._balanced_literal(st)  # f() or a=(1 2): not a command, but $( ) in it runs
+            self._expansions_in(self.src[start + 1:self.pos - 1], scope, depth)
+
+    def _close_paren(self, st: _ParseState, scope: _ShellScope, depth: int, stop: str | None) -> bool:
+        """True when the ")" closes the list being read; a case pattern's ")" ends only a command."""
+        self._end_word(st)
+        head = st.words[0] if st.words else None
+        if head is not None and head.text == "case" and not head.quoted:
+            st.cases += 1  # the first pattern of a case: its ")" closes nothing
+        elif stop == ")" and not st.cases:
+            self._end_seg(st, scope, depth, None)
+            self.pos += 1
+            return True
+        self._end_seg(st, scope, depth, ";")  # a case pattern "a)": what follows is a command
+        self.pos += 1
+        return False
+
+    def _word_part(self, st: _ParseState, scope: _ShellScope, depth: int, c: str) -> None:
+        """Read the next piece of a word: a redirect, quoted text, an expansion, a comment or plain characters."""
+        src = self.src
+        if c in "<>":
+            self._redirect(st, scope, depth)
+        elif c == "'":
+            end = src.find("'", self.pos + 1)
+            end = self.n if end < 0 else end
+            self._add(st, src[self.pos + 1:end], quoted=True)
+            self.pos = end + 1
+        elif c == '"':
+            self._dquote(st, scope, depth)
+        elif c == "\\":
+            if src.startswith("\\\n", self.pos):
+                self.pos += 2
+            else:
+                self._add(st, src[self.pos + 1:self.pos + 2], quoted=True)
+                self.pos += 2
+        elif c == "$":
+            self._dollar(st, scope, depth, in_dquote=False)
+        elif c == "`":
+            self._backtick(st, scope, depth)
+        elif c == "#" and st.cur is None:
+            end = src.find("\n", self.pos)
+            self.pos = self.n if end < 0 else end
+        else:
+            end = self.pos + 1
+            while end < self.n and src[end] not in _HOOK_SPECIAL:
+                end += 1
+            self._add(st, src[self.pos:end])
+            self.pos = end
 
     def _expansions_in(self, text: str, scope: _ShellScope, depth: int) -> None:
         """The commands that substitutions inside *text* run (an array, ``${x:-...}``, ``$((...))``)."""
