@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,10 +59,15 @@ def _descendants(pid: int) -> dict[int, str]:
 
 
 def _server_pid() -> int:
-    """The pid of the one ``madtea mcp`` child of this test process."""
-    found = [pid for pid, cmd in _descendants(os.getpid()).items() if "madtea mcp" in cmd]
-    assert len(found) == 1, found
-    return found[0]
+    """The pid of the one ``madtea mcp`` child of this test process; an earlier test's server may still be
+    exiting on a loaded machine, so this waits (up to 30 s) until it has gone."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = [pid for pid, cmd in _descendants(os.getpid()).items() if "madtea mcp" in cmd]
+        if len(found) == 1 or time.monotonic() > deadline:
+            assert len(found) == 1, found
+            return found[0]
+        time.sleep(0.05)
 
 
 async def test_a_push_to_a_slow_remote_reports_gits_progress_and_keeps_counting(env: Env) -> None:
