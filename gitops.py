@@ -728,24 +728,13 @@ def _git_collect(proc: subprocess.Popen[bytes], argv: list[str], input: bytes | 
     stdout and stderr; whatever ends the wait early ends the child's whole group first."""
     import subprocess
 
-    with _calls_lock:
-        _children[proc.pid] = proc
     held = call.hold(lambda: _end_group(proc.pid)) if call is not None else 0
     reader = _progress_reader(*err_pipe, call) if err_pipe is not None and call is not None else None
     try:
-        if _closing:  # end_children ran between the check above and the registration
-            _kill_group(proc.pid)
-        out, err = proc.communicate(input, timeout=timeout)
+        out, err = _communicate(proc, input, timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.communicate()
         raise GitTimeout(argv, timeout, by_call=by_call) from None
-    except BaseException:
-        _kill_group(proc.pid)
-        raise
     finally:
-        with _calls_lock:
-            _children.pop(proc.pid, None)
         if call is not None:
             call.release(held)
         if reader is not None:
@@ -914,6 +903,29 @@ def _kill_group(pid: int, signo: int | None = None) -> None:
         pass  # already gone
 
 
+def _communicate(proc: subprocess.Popen[bytes], input: bytes | None, timeout: float) -> tuple[bytes, bytes]:
+    """Wait for a child within *timeout* where :func:`end_children` can reach it, and give its stdout and
+    stderr; whatever ends the wait early (past *timeout*: ``TimeoutExpired``) ends its whole group first."""
+    import subprocess
+
+    with _calls_lock:
+        _children[proc.pid] = proc
+    try:
+        if _closing:  # end_children ran between the caller's check and the registration
+            _kill_group(proc.pid)
+        return proc.communicate(input, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.communicate()
+        raise
+    except BaseException:
+        _kill_group(proc.pid)
+        raise
+    finally:
+        with _calls_lock:
+            _children.pop(proc.pid, None)
+
+
 def run_tool(argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
              cwd: str | os.PathLike[str] | None = None) -> tuple[int, bytes, bytes]:
     """(exit status, stdout, stderr) of a program that is not git, run as git is: its own session, bytes out.
@@ -934,22 +946,10 @@ def run_tool(argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
         raise ToolMissing(name, "is not on PATH" if name == argv[0] else f"is not at {argv[0]}") from None
     except OSError as exc:
         raise ToolFailed(name, f"could not be started ({exc.strerror or exc})") from None
-    with _calls_lock:
-        _children[proc.pid] = proc
     try:
-        if _closing:  # end_children ran between the check above and the registration
-            _kill_group(proc.pid)
-        out, err = proc.communicate(stdin, timeout=timeout)
+        out, err = _communicate(proc, stdin, timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.communicate()
         raise ToolFailed(name, f"did not answer within {timeout:g} s") from None
-    except BaseException:
-        _kill_group(proc.pid)
-        raise
-    finally:
-        with _calls_lock:
-            _children.pop(proc.pid, None)
     if proc.returncode < 0:
         raise ToolFailed(name, "was ended: madtea is shutting down" if _closing else
                          f"was ended by signal {-proc.returncode}")
