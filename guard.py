@@ -3292,15 +3292,21 @@ def classify_command(command: str, cwd: str, repo_facts: Callable[[str], HookRep
     """
     ctx = _LineContext(cwd, repo_facts)
     ctx.cli_ops = cli_ops
-    segs = _ShellParser(command, run_dir or cwd).parse()
     denied: list[tuple[_ShellSegment, str]] = []
     notes: list[str] = []
-    for seg in segs:
-        for kind, text in _verdicts(seg, ctx, 0):
-            if kind == "deny":
-                denied.append((seg, text))
-            elif kind == "note" and text not in notes:
-                notes.append(text)
+    try:
+        segs = _ShellParser(command, run_dir or cwd).parse()
+        for seg in segs:
+            for kind, text in _verdicts(seg, ctx, 0):
+                if kind == "deny":
+                    denied.append((seg, text))
+                elif kind == "note" and text not in notes:
+                    notes.append(text)
+    except (_Unreadable, RecursionError) as exc:  # a line deeper than the reader goes: held if git could hide there
+        why = str(exc) if isinstance(exc, _Unreadable) else _TOO_DEEP
+        if not mentions_git_or_madtea(command):
+            return HookDecision("allow")
+        return HookDecision("deny", _unreadable_text(why), command)
     if denied:  # only a denial names the line's commands
         top_level = [label for s in segs if s.depth == 0 and (label := _label(s))]
         lines = [NONE_RAN.format(first=top_level[0])] if len(top_level) > 1 else []
@@ -3310,6 +3316,26 @@ def classify_command(command: str, cwd: str, repo_facts: Callable[[str], HookRep
     if notes:
         return HookDecision("note", "\n".join(notes))
     return HookDecision("allow")
+
+
+UNREADABLE = ("madtea's hook could not read this command to its end ({why}), and it holds a git or madtea word, "
+              "so it was held back; none of it ran.\n"
+              "Write the git or madtea step as a plain command of its own, not inside a string, a here-document or "
+              "a nested shell, so the hook can check it.")
+_TOO_DEEP = "it nests shells, evals or substitutions deeper than the hook follows"
+
+
+class _Unreadable(Exception):
+    """The reader cannot finish the line: the reason, said to the agent."""
+
+
+def _unreadable_text(why: str) -> str:
+    return UNREADABLE.format(why=why)
+
+
+def _unreadable(words: Iterable[str], why: str = _TOO_DEEP) -> list[tuple[str, str]]:
+    """The verdict on a part the reader cannot read: held when a git or madtea word is in it, else nothing."""
+    return [("deny", _unreadable_text(why))] if mentions_git_or_madtea(" ".join(words)) else []
 
 
 # --------------------------------------------------------------------------- shell parsing
@@ -3437,6 +3463,8 @@ class _ShellParser:
 
     # -- the main loop: one command list, up to *stop* (")" for groups and substitutions)
     def _list(self, scope: _ShellScope, depth: int, stop: str | None) -> None:
+        if depth > _HOOK_MAX_DEPTH:
+            raise _Unreadable(_TOO_DEEP)
         st = _ParseState()
         while self.pos < self.n:
             c = self.src[self.pos]
@@ -3861,6 +3889,8 @@ _HOOK_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "w
                           "time", "[[", "]]", "function", "coproc", "esac"})
 _HOOK_NOT_A_COMMAND = frozenset({"for", "select", "case", "in"})
 _HOOK_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
+_HOOK_MAX_NEST = 24   # inner shells and evals the reader follows; past them a git word is held
+_HOOK_MAX_DEPTH = 60  # substitutions and subshells nested inside one another, likewise
 
 
 def _python(name: str) -> bool:
@@ -4096,8 +4126,8 @@ def _label(seg: _ShellSegment) -> str:
 
 
 def _verdicts(seg: _ShellSegment, ctx: _LineContext, nest: int) -> list[tuple[str, str]]:
-    if nest > 24:
-        return []
+    if nest > _HOOK_MAX_NEST:
+        return _unreadable([seg.raw] + [w.text for w in seg.words])
     found = _side_effects(seg)
     words, env, cdir = _strip(seg)
     if not words:

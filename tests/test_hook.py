@@ -270,6 +270,30 @@ def test_failure_rule() -> None:
     assert guard.hook_failure_decision(None, "x").kind == "allow"
 
 
+# Lines nested deeper than the reader follows: held when a git or madtea word is inside, read otherwise.
+_DEEP = [("eval " * 25 + "git push", True), ("eval " * 30 + "ls -la", False),
+         ("echo " + "$(" * 200 + "git push" + ")" * 200, True), ("echo " + "$(" * 200 + "date" + ")" * 200, False),
+         ("x=" + "`echo " * 3 + "$(" * 150 + "madtea pr merge 3" + ")" * 150 + "`" * 3, True)]
+
+
+@pytest.mark.parametrize("line, held", _DEEP, ids=[f"{i}-{'held' if h else 'read'}" for i, (_l, h) in enumerate(_DEEP)])
+def test_a_line_the_reader_cannot_finish_is_held_when_git_could_hide_there(sandbox: dict[str, str], line: str,
+                                                                          held: bool) -> None:
+    decision = classify(line, sandbox["A"])
+    if not held:
+        assert decision.kind == "allow", decision.text
+        return
+    assert decision.kind == "deny"
+    said, way_on = decision.text.split("\n")
+    assert said.startswith("madtea's hook could not read this command to its end") and "none of it ran" in said
+    assert way_on.startswith("Write the git or madtea step as a plain command of its own")
+
+
+def test_the_nesting_limit_holds_through_the_installed_hook(sandbox: dict[str, str]) -> None:
+    proc = run_hook(_event("claude", "eval " * 25 + "git push", sandbox["A"]), cwd=sandbox["A"])
+    assert proc.returncode == 2 and "could not read this command" in proc.stderr and "Traceback" not in proc.stderr
+
+
 # --------------------------------------------------------------------------- the hook process, per harness
 
 def _event(harness: str, command: str, cwd: str) -> dict:
