@@ -329,10 +329,12 @@ class ForgeError(Exception):
         *,
         transient: bool = False,
         host: str | None = None,
+        rule: str | None = None,
     ) -> None:
         message = scrub(message)
         super().__init__(message)
         self.code = code
+        self.rule = rule or gitops.rule_at(sys._getframe(1))  # the function that raised it, as guard's refusals
         self.message = message
         self.status = status
         self.method = method
@@ -355,7 +357,7 @@ class ForgeError(Exception):
     def restated(self, message: str) -> ForgeError:
         """The same failure (code, request, host) in *message*: the forge's answer beside what madtea knows."""
         return ForgeError(self.code, message, self.status, self.method, self.path, transient=self.transient,
-                          host=self.host)
+                          host=self.host, rule=self.rule)
 
     def to_dict(self) -> dict[str, str | int | None]:
         """The error as plain data for a structured result."""
@@ -1056,7 +1058,8 @@ def map_error(
     tries = f" after {attempts} attempts" if attempts > 1 else ""
 
     def err(code: str, text: str, transient: bool = False) -> ForgeError:
-        return ForgeError(code, text, status, method, path, transient=transient, host=host or None)
+        return ForgeError(code, text, status, method, path, transient=transient, host=host or None,
+                          rule="map_error")
 
     raw = body[:65536].decode("utf-8", "replace")
     if answered_by and status in (401, 403):

@@ -9,7 +9,8 @@ The file opens with stand-ins for the standard library, then follows a git call:
                           command an agent runs; without ``record`` or the JSON
                           pair it measured over its start-up goal, and with
                           threading's lock within a tenth of it
-  errors                  GitError and its typed kinds, ToolFailed
+  errors                  ``rule_at`` (the rule an expected failure names),
+                          GitError and its typed kinds, ToolFailed
   the running call        Call and CALL: one call's deadline, progress and cancel
   the funnel              ``git()``, its time limit and children; ``run_tool()``
   remote URLs             RemoteId, parsed from a remote's URL
@@ -40,6 +41,7 @@ agent hook and the nested-repo scan run them on every call and must stay fast.
 from __future__ import annotations
 
 __all__ = [
+    "rule_at",
     "GitError",
     "GitTimeout",
     "GitCancelled",
@@ -153,6 +155,7 @@ if TYPE_CHECKING:
     import subprocess
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
+    from types import FrameType
     from typing import Any, ClassVar, NoReturn, Protocol, TypeAlias, TypeVar
 
     # JSON as madtea reads and writes it: a forge's answers and the payloads sent to it, a tool call's arguments
@@ -346,6 +349,14 @@ _closing: list[bool] = []  # non-empty once end_children ran: nothing more start
 
 
 # --------------------------------------------------------------------------- errors
+
+def rule_at(frame: FrameType | None) -> str:
+    """The rule an expected failure built in *frame* comes from: the function building it (a comprehension or
+    a lambda is part of the function it stands in). guard's refusals and forge's errors carry it as ``rule``."""
+    while frame is not None and frame.f_code.co_name.startswith("<"):
+        frame = frame.f_back
+    return frame.f_code.co_name if frame is not None else "unknown"
+
 
 class GitError(Exception):
     """A git command failed; carries its argv (no secrets), exit status and stderr."""

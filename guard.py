@@ -106,13 +106,18 @@ class Refusal(Exception):
     steps, when only the caller knows which is meant; ``user_action`` is words
     for a person, when only a person can continue. :func:`way_on_problem` says
     when a refusal carries other than exactly one of them.
+
+    ``rule`` names the rule that made the refusal: the guard function that
+    builds it, unless the builder names another (a refusal re-raised with more
+    context keeps the rule of the one it carries). RULES.md lists them all.
     """
 
     def __init__(self, code: str, message: str, *, target: str | None = None,
                  next: Sequence[Call] = (), choices: Sequence[Sequence[Call]] = (),
-                 user_action: str | None = None) -> None:
+                 user_action: str | None = None, rule: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.rule = rule or gitops.rule_at(sys._getframe(1))
         self.message = message
         self.target = target
         if len(choices) == 1 and not next:
@@ -2271,7 +2276,7 @@ def batch_stopped(done: Sequence[str], number: int, failed: Refusal, again: Call
     (*again*) is sent again for the *rest* of the numbers only (those before are done)."""
     steps = [dict(s, args=s["args"] | {"numbers": list(rest)}) if s == again else s for s in failed.next]
     return Refusal(failed.code, "\n".join([*done, f"#{number} failed, and the rest were not tried: {failed.message}"]),
-                   target=failed.target, next=steps)
+                   target=failed.target, next=steps, rule=failed.rule)
 
 
 def body_replaced(updated_at: object, carried: str, shown: str, view: Call) -> Refusal:
@@ -2482,7 +2487,7 @@ def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
             raise Refusal(bad.code, bad.message.replace(where, f"{where} changes[{index}]", 1), target=where,
                           next=tuple(fixed(step) for step in bad.next),
                           choices=tuple(tuple(fixed(step) for step in choice) for choice in bad.choices),
-                          user_action=bad.user_action) from None
+                          user_action=bad.user_action, rule=bad.rule) from None
     import unicodedata  # two spellings of one path (NFC, NFD) are one file to a person, two to git
 
     paths = [unicodedata.normalize("NFC", item[key]) for key in ("path", "from_path") for item in out

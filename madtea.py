@@ -193,7 +193,7 @@ class Result:
         self.text = text
         self.data = data
         self.content = content      # the exact bytes a view shows, for a person's pipe (files view > copy)
-        self.error = error          # {"code", "target", "next", "choices", "user_action"} on a refusal
+        self.error = error          # {"code", "rule", "target", "next", "choices", "user_action"} on a refusal
         self.notes: list[tuple[str, str]] = []
 
     @property
@@ -241,14 +241,17 @@ def _emit(severity: str, text: str) -> None:
 
 def refusal_result(refusal: guard.Refusal) -> Result:
     return error_result(refusal.code, refusal.message, refusal.target, next=refusal.next,
-                        choices=refusal.choices, user_action=refusal.user_action)
+                        choices=refusal.choices, user_action=refusal.user_action, rule=refusal.rule)
 
 
 def error_result(code: str, message: str, target: str | None = None, *, user_action: str | None = None,
-                 next: Sequence[guard.Call] = (), choices: Sequence[Sequence[guard.Call]] = ()) -> Result:
+                 next: Sequence[guard.Call] = (), choices: Sequence[Sequence[guard.Call]] = (),
+                 rule: str | None = None) -> Result:
+    """An error as a result. *rule* names the guard or forge function that decided it (RULES.md lists them);
+    None for an unforeseen failure, which no rule decided."""
     if not next and not choices and user_action is None:
         user_action = guard.NOTHING_FURTHER
-    return Result(message, error={"code": code, "target": target, "next": list(next),
+    return Result(message, error={"code": code, "rule": rule, "target": target, "next": list(next),
                                   "choices": [list(choice) for choice in choices], "user_action": user_action})
 
 
@@ -1358,7 +1361,7 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
         steps = (guard.call("madt_pr", action="view", **pr),
                  inv.again(match_head_commit=guard.placeholder("the head sha the view shows"))) \
             if code == "HEAD_MOVED" else (guard.call("madt_pr", action="update_branch", **pr), inv.again())
-        return error_result(code, str(exc), getattr(exc, "host", None), next=steps)
+        return error_result(code, str(exc), getattr(exc, "host", None), next=steps, rule=getattr(exc, "rule", None))
     host = getattr(exc, "host", None)
     source = getattr(exc, "redirected_from", None)
     if code == "AUTH_MISSING" and host and source:
@@ -1369,7 +1372,7 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
     where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)
     host = getattr(exc, "host", None)
     target = f"{where} on {host}" if where and host else (where or host or (inv.op.where if inv else None))
-    return error_result(code, str(exc), target, user_action=user_action)
+    return error_result(code, str(exc), target, user_action=user_action, rule=getattr(exc, "rule", None))
 
 
 def run_error(exc: BaseException, inv: Invocation | None = None) -> Result:
@@ -6374,7 +6377,8 @@ def _open_web(result: Result) -> int:
 def json_error(result: Result) -> dict[str, object]:
     """A refusal as ``--json`` prints it: its code, words for a person, and the way on as madtea commands."""
     error = result.error or {}
-    shown = {"code": error.get("code"), "message": _for_people(result.text), "target": error.get("target")}
+    shown = {"code": error.get("code"), "rule": error.get("rule"), "message": _for_people(result.text),
+             "target": error.get("target")}
     if error.get("next"):
         shown["next"] = [cli_render(step) for step in error["next"]]
     if error.get("choices"):
@@ -6826,7 +6830,8 @@ def _tool_result(result: Result) -> mcp.types.CallToolResult:
     import mcp.types as types
     structured: dict[str, object] = {"ok": not result.is_error}
     if result.error:
-        structured.update({"code": result.error["code"], "target": result.error["target"]}, **way_on(result.error))
+        structured.update({"code": result.error["code"], "rule": result.error.get("rule"),
+                           "target": result.error["target"]}, **way_on(result.error))
     elif result.data is not None:
         structured["result"] = result.data
     return types.CallToolResult(content=[types.TextContent(type="text", text=render_text(result, "mcp"))],

@@ -1,0 +1,68 @@
+"""Named rules: every refusal names the guard function that decided it, on both surfaces.
+
+A rule is a function in guard.py (or, for a forge's answer, in forge.py); a
+refusal's ``rule`` is the function that built it. The refusals come from the
+chain test's producers (the rules driven over a grid of facts) and from real
+calls, so a refusal that lost its rule, or names a function that never builds
+its code, fails here.
+"""
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+import forge
+import guard
+import madtea
+from test_chain import argument_refusals, identity_refusals, local_refusals, remote_refusals, runtime_refusals
+
+
+def assert_names_its_rule(label: str, code: str, rule: object) -> None:
+    """*rule* is a function of guard.py or forge.py whose own source builds a refusal with *code*."""
+    assert isinstance(rule, str), f"{label}: {code} carries no rule"
+    function = getattr(guard, rule, None) or getattr(forge, rule, None)
+    assert inspect.isfunction(function), f"{label}: {code} names {rule}, which is no function of guard or forge"
+    assert f'"{code}"' in inspect.getsource(function), f"{label}: {rule} never builds {code}"
+
+
+def test_every_rule_refusal_names_the_function_that_built_it() -> None:
+    rules = set()
+    for label, refusal in itertools.chain(local_refusals(), remote_refusals(), argument_refusals(),
+                                          identity_refusals()):
+        assert_names_its_rule(label, refusal.code, refusal.rule)
+        rules.add(refusal.rule)
+    assert {"check_signals", "check_foreign", "check_arguments", "unknown_action", "check_dir"} <= rules
+
+
+def test_every_runtime_refusal_shows_its_rule_on_both_surfaces(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    for label, result in runtime_refusals(tmp_path / "rt"):
+        assert result.error is not None, label
+        assert_names_its_rule(label, result.error["code"], result.error["rule"])
+        shown = madtea._tool_result(result).structured_content
+        assert shown is not None and shown["rule"] == result.error["rule"], label
+        printed = json.loads(json.dumps(madtea.json_error(result)))
+        assert printed["error"]["rule"] == result.error["rule"], label
+
+
+def test_a_refusal_carried_with_more_context_keeps_its_rule() -> None:
+    with pytest.raises(guard.Refusal) as caught:
+        guard.check_changes("madt_files", "change", madtea.CHANGE_SPECS, {"changes": [{"path": "a", "bogus": 1}]})
+    assert (caught.value.code, caught.value.rule) == ("UNKNOWN_PARAMETER", "check_arguments")
+    assert "changes[0]" in caught.value.message
+
+
+def test_a_forge_answer_names_the_function_that_mapped_it() -> None:
+    error = forge.map_error(404, b'{"message": "not found"}', content_type="application/json", method="GET",
+                            path="/repos/acme/web/issues/9", host="forge.example.test")
+    assert (error.code, error.rule) == ("NOT_FOUND_OR_NO_ACCESS", "map_error")
+    assert error.restated("said again").rule == "map_error"
+
+
+def test_an_unforeseen_failure_names_no_rule() -> None:
+    result = madtea.run_error(RuntimeError("boom"))
+    assert result.error is not None and (result.error["code"], result.error["rule"]) == ("INTERNAL_ERROR", None)
