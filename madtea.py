@@ -6826,15 +6826,22 @@ async def _answer(*, name: str, raw: Json, roots: list[str] | None, ctx: ServerR
 
 
 def _tool_result(result: Result) -> mcp.types.CallToolResult:
-    """A result as MCP carries it: the text for the model, and the code, target and way on as structured content."""
+    """A result as MCP carries it: the text, and structured content that says the same words first.
+
+    Some clients hand their model only the structured content (Claude Code for a success, Codex for every
+    result), others only the text (Gemini): the structured content carries the whole text (fences, notices,
+    the closing line, git's or the forge's own message and the way on) ahead of the code, target, way on
+    and data that programs read.
+    """
     import mcp.types as types
-    structured: dict[str, object] = {"ok": not result.is_error}
+    text = render_text(result, "mcp")
+    structured: dict[str, object] = {"ok": not result.is_error, "text": text}
     if result.error:
         structured.update({"code": result.error["code"], "rule": result.error.get("rule"),
                            "target": result.error["target"]}, **way_on(result.error))
     elif result.data is not None:
         structured["result"] = result.data
-    return types.CallToolResult(content=[types.TextContent(type="text", text=render_text(result, "mcp"))],
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=structured, is_error=result.is_error)
 
 
