@@ -794,6 +794,16 @@ def _without_secrets(result: Result, secrets: Sequence[str]) -> Result:
 
 
 def _run(tool: str, raw: Mapping[str, Json], ctx: Context) -> Result:
+    """The call pipeline: a call takes these steps in this order, each a function of its own. RULES.md is
+    generated from them: the rules each step can apply, for every tool and action."""
+    op = _step_operation(tool, raw, ctx)
+    inv = Invocation(op, _step_arguments(op, raw, ctx), ctx)
+    _step_target(inv)
+    return _step_handler(inv)
+
+
+def _step_operation(tool: str, raw: Mapping[str, Json], ctx: Context) -> Op:
+    """The operation the call names, within the server's tool scope (a person's deletion is refused first)."""
     guard.check_arguments_object(tool, raw)
     action = raw.get("action")
     person = ctx.surface == "mcp" and person_can_confirm()
@@ -804,23 +814,36 @@ def _run(tool: str, raw: Mapping[str, Json], ctx: Context) -> Result:
     op = find_op(tool, action, ctx.surface, raw, ctx.scope, person)  # a person's act: confirmed in the client
     if ctx.scope.active:
         check_op_scope(op, raw, ctx.scope)
+    return op
+
+
+def _step_arguments(op: Op, raw: Mapping[str, Json], ctx: Context) -> dict[str, Json]:
+    """The arguments in their declared types, and the repositories they name within the server's list."""
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
     if ctx.scope.repos:
         check_repo_scope(op, args, ctx)
-    invocation = Invocation(op, args, ctx)
-    if op.kind == "local":
-        invocation.target = resolve_local(op, args, ctx)
-        guard.check_local(invocation.target)
+    return args
+
+
+def _step_target(inv: Invocation) -> None:
+    """The target, resolved once, and the rules every call on it meets, before the handler runs."""
+    if inv.op.kind == "local":
+        inv.target = resolve_local(inv.op, inv.args, inv.ctx)
+        guard.check_local(inv.target)
     else:
-        api(invocation)  # resolves the forge target and runs its guard before the handler
+        api(inv)  # resolves the forge target and runs its guard before the handler
+
+
+def _step_handler(inv: Invocation) -> Result:
+    """The handler; a foreseen git failure or forge answer it meets becomes its coded refusal."""
     try:
-        return op.handler(invocation)
+        return inv.op.handler(inv)
     except guard.Refusal:
         raise
     except gitops.GitError as exc:
-        raise _git_refusal(invocation, exc) or exc from None
+        raise _git_refusal(inv, exc) or exc from None
     except Exception as exc:  # a forge answer's way on names this call's own steps
-        answered = _forge_error(exc, invocation)
+        answered = _forge_error(exc, inv)
         if answered is None:
             raise
         return answered

@@ -1,17 +1,20 @@
-"""Named rules: every refusal names the guard function that decided it, on both surfaces.
+"""Named rules: every refusal names the guard function that decided it, on both surfaces; RULES.md lists them.
 
 A rule is a function in guard.py (or, for a forge's answer, in forge.py); a
 refusal's ``rule`` is the function that built it. The refusals come from the
 chain test's producers (the rules driven over a grid of facts) and from real
-calls, so a refusal that lost its rule, or names a function that never builds
-its code, fails here.
+calls, so a refusal that lost its rule, or names a function RULES.md does not
+list for its code, fails here; so does a RULES.md the generator would write
+otherwise.
 """
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import itertools
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -21,12 +24,40 @@ import madtea
 from test_chain import argument_refusals, identity_refusals, local_refusals, remote_refusals, runtime_refusals
 
 
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("rules_md", Path(__file__).resolve().parent.parent / "release"
+                                                  / "rules_md.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+rules_md = _generator()
+SITES = {(code, rule) for code, rule, _ in rules_md.rule_sites()}
+
+
 def assert_names_its_rule(label: str, code: str, rule: object) -> None:
-    """*rule* is a function of guard.py or forge.py whose own source builds a refusal with *code*."""
+    """*rule* is a function of guard.py or forge.py that builds a refusal with *code*, as RULES.md lists it."""
     assert isinstance(rule, str), f"{label}: {code} carries no rule"
     function = getattr(guard, rule, None) or getattr(forge, rule, None)
     assert inspect.isfunction(function), f"{label}: {code} names {rule}, which is no function of guard or forge"
-    assert f'"{code}"' in inspect.getsource(function), f"{label}: {rule} never builds {code}"
+    assert (code, rule) in SITES, f"{label}: RULES.md does not list {rule} for {code}"
+
+
+def test_rules_md_is_what_the_generator_writes() -> None:
+    assert (rules_md.ROOT / "RULES.md").read_text(encoding="utf-8") == rules_md.render(), \
+        "RULES.md is stale: run python release/rules_md.py"
+
+
+def test_rules_md_maps_the_guards_codes_to_their_rules() -> None:
+    text = (rules_md.ROOT / "RULES.md").read_text(encoding="utf-8")
+    for row in ("| `FOREIGN_PRIMARY` | `check_foreign` | guard.py |", "| `WRONG_REPO` | `check_signals` | guard.py |",
+                "| `NOT_FOUND_OR_NO_ACCESS` | `map_error` | forge.py |"):
+        assert row in text
+    assert "`madt_commit` | `commit_op` |" in text and "`_step_target`" in text
 
 
 def test_every_rule_refusal_names_the_function_that_built_it() -> None:
