@@ -1722,6 +1722,25 @@ def fs_checked_out(common_dir: str | os.PathLike[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+def fs_came_from(git_dir: str | os.PathLike[str]) -> str | None:
+    """The branch this worktree's HEAD was last moved away from by a checkout or switch, from its reflog's
+    newest line (``checkout: moving from <branch> to <where>``); None when HEAD moved some other way since."""
+    path = os.path.join(os.fspath(git_dir), "logs", "HEAD")
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4096))
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    message = _decode(lines[-1]).partition("\t")[2] if lines else ""
+    moved = message.removeprefix("checkout: moving from ")
+    if moved == message:
+        return None
+    source, _, _ = moved.partition(" to ")
+    return source or None
+
+
 def _fs_ref_exists(common: Path, ref: str) -> bool:
     if (common / ref).is_file():
         return True
@@ -2165,6 +2184,38 @@ def switch(repo: Repo, branch: str) -> None:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
 
 
+def switch_detach(repo: Repo, commit: str) -> None:
+    """Detach the worktree's HEAD at *commit*; never discards changes (git refuses a switch that would)."""
+    argv = ["switch", "--detach", "--end-of-options", reject_option(commit, "commit")]
+    result = git(*argv, repo=repo, check=False)
+    if result.returncode != 0:
+        raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=commit)
+
+
+def fast_forward(repo: Repo, branch: str, new_sha: str) -> str | None:
+    """Move ``refs/heads/<branch>``, which no worktree may have checked out, forward to *new_sha*, or create it
+    there; compare-and-swap against what it held. Returns what it held (None: created). Raises
+    :class:`NotFastForward` when it holds commits *new_sha* lacks, :class:`RefMoved` when it moved meanwhile,
+    :class:`BranchCheckedOut` when a worktree has it."""
+    ref = f"refs/heads/{reject_option(branch, 'branch')}"
+    argv = ["update-ref", "-m", f"madtea: fast-forward {branch}", ref, new_sha]
+    for wt in worktree_list(repo):
+        if wt.branch == branch:
+            raise BranchCheckedOut(["git", *argv], branch, wt.path)
+    old = head_sha(repo, ref)
+    if old is not None and old != new_sha and not is_ancestor(repo, old, new_sha):
+        raise NotFastForward(["git", *argv], 1, f"{branch} has commits that {new_sha[:9]} does not; "
+                             "nothing was changed")
+    if old == new_sha:
+        return old
+    result = git(*argv, old or "", repo=repo, check=False)
+    if result.returncode != 0:
+        err = _decode(result.stderr)
+        cls = RefMoved if "cannot lock ref" in err or "expected" in err else GitError
+        raise cls(["git", *argv], result.returncode, err)
+    return old
+
+
 def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
     """Delete ``refs/heads/<name>`` only if it still points at *expected_sha*.
 
@@ -2358,7 +2409,7 @@ def containment(repo: Repo, branch: str, target: str) -> str | None:
     """
     reject_option(branch, "branch")
     reject_option(target, "target")
-    if _is_ancestor(repo, branch, target):
+    if is_ancestor(repo, branch, target):
         return "ancestor"
     if _all_in_target(repo, target, branch):
         return "patch-id"
@@ -2370,7 +2421,8 @@ def containment(repo: Repo, branch: str, target: str) -> str | None:
     return "squash" if _all_in_target(repo, target, probe) else None
 
 
-def _is_ancestor(repo: Repo, branch: str, target: str) -> bool:
+def is_ancestor(repo: Repo, branch: str, target: str) -> bool:
+    """True when *branch* (any commit-ish) is *target* or one of its ancestors."""
     args = ("merge-base", "--is-ancestor", "--end-of-options", branch, target)
     result = git(*args, repo=repo, check=False)
     if result.returncode not in (0, 1):

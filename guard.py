@@ -613,6 +613,7 @@ class RepoState:
     blanket_files: frozenset[str] = frozenset()  # the BLANKET_WORDS that name a file or folder at the top
     worktree_home: str | None = None    # where new worktrees go (see gitops.fs_worktree_home); None: beside top
     home_names: frozenset[str] = frozenset()  # the names already in that folder
+    came_from: str | None = None        # finish on the default branch or detached: the branch HEAD last left
 
 
 @record(frozen=True)
@@ -953,6 +954,8 @@ def check_default_branch(t: Target) -> None:
         return
     if branch is None or branch != t.state.default_branch:
         return
+    if t.tool == "madt_finish" and not t.args.get("branch") and t.state.came_from is not None:
+        return  # perhaps a finish that already came home from that branch: finish asks the forge, then decides
     new = "work/" + slug(str(t.args.get("title") or "change"))
     dir_arg = str(t.target.top) if t.explicit else None
     if t.tool == "madt_finish" and t.args.get("branch"):
@@ -1253,8 +1256,8 @@ def carry_conflict(t: Target, base: str, paths: Sequence[str]) -> Refusal:
 def check_detached(t: Target) -> None:
     """A commit on a detached HEAD belongs to no branch: it can be neither pushed nor merged by name."""
     if t.tool not in ("madt_commit", "madt_finish") or t.state is None or t.state.branch is not None \
-            or t.state.unborn or (t.tool == "madt_finish" and t.args.get("branch")):
-        return
+            or t.state.unborn or (t.tool == "madt_finish" and (t.args.get("branch") or t.state.came_from)):
+        return  # a finish that left a branch for a detached HEAD may be one that came home: finish decides
     new = fresh_branch(t, _suggested_branch(t))
     raise Refusal("DETACHED_HEAD",
                   f"{t.target.describe()} is on a detached HEAD, so {t.where} would leave its commit on no "

@@ -947,7 +947,18 @@ def _state(op: Op, repo: guard.RepoFacts, ctx: Context) -> guard.RepoState:
                            branches=gitops.fs_branches(repo.common_dir),
                            checked_out=gitops.fs_checked_out(repo.common_dir), default_known=known,
                            blanket_files=gitops.fs_names(repo.top) & guard.BLANKET_WORDS, worktree_home=home,
-                           home_names=gitops.fs_names(home))
+                           home_names=gitops.fs_names(home), came_from=_came_from(op, repo, st.branch, default))
+
+
+def _came_from(op: Op, repo: guard.RepoFacts, branch: str | None, default: str) -> str | None:
+    """For a finish on the default branch or a detached HEAD: the local branch HEAD last left by a switch,
+    which may be the finished work this checkout already came home from (finish asks the forge)."""
+    if op.tool != "madt_finish" or branch not in (None, default):
+        return None
+    source = gitops.fs_came_from(repo.git_dir)
+    if source in (None, default) or source not in gitops.fs_branches(repo.common_dir):
+        return None
+    return source
 
 
 # The calls whose rules turn on the default branch: these ask the remote when git has no record of it.
@@ -5690,9 +5701,11 @@ def strip_closing(text: str | None) -> str:
 
 
 class _Steps:
-    """What finish has done so far, step by step, with identifiers: the basis of an honest resume."""
+    """What finish found already done and what it did, step by step, with identifiers: the basis of an honest
+    resume. What it found is read from git and the forge by this call, never remembered from an earlier one."""
 
     def __init__(self) -> None:
+        self.found: list[str] = []
         self.done: list[str] = []
         self.facts: dict[str, object] = {}
 
@@ -5700,6 +5713,21 @@ class _Steps:
         self.done.append(text)
         self.facts.update(facts)
         progress(f"done: {text}")
+
+    def saw(self, text: str, **facts: object) -> None:
+        self.found.append(text)
+        self.facts.update(facts)
+        progress(f"found: {text}")
+
+    @property
+    def started(self) -> bool:
+        """Past finish's checks: a failure from here on is a step to resume, whether or not this call took one."""
+        return bool(self.found or self.done)
+
+    def report(self, prefixed: bool = False) -> list[str]:
+        if prefixed:
+            return [f"found: {s}" for s in self.found] + [f"done: {s}" for s in self.done]
+        return [f"Found: {s}" for s in self.found] + self.done
 
 
 def _finish_api(inv: Invocation) -> Api:
@@ -5764,11 +5792,11 @@ def finish_op(inv: Invocation) -> Result:
     except (guard.Refusal, gitops.GitError, Exception) as exc:  # reported with the resume call
         if isinstance(exc, gitops.GitError):
             exc = _git_refusal(inv, exc) or exc
-        if not steps.done:
+        if not steps.started:
             raise exc from None
         failed = run_error(exc)
         assert failed.error is not None
-        done = "\n".join(f"done: {s}" for s in steps.done)
+        done = "\n".join(steps.report(prefixed=True) + _finish_where(inv))
         resume = _finish_resume(inv, steps)
         text = (f"{failed.text}\n{done}\nNot done: the steps after that. Nothing done was undone; the local "
                 f"commit and branch are intact. Resume with the call below: it repeats nothing already done.")
@@ -5786,8 +5814,27 @@ def finish_op(inv: Invocation) -> Result:
         else:
             failed.error |= {"next": steps_next + list(failed.error.get("next") or []), "choices": [],
                              "user_action": None}
-        failed.data = {"completed": steps.done} | steps.facts
+        failed.data = {"completed": steps.done, "found": steps.found} | steps.facts
         return failed
+
+
+def _finish_where(inv: Invocation) -> list[str]:
+    """Where the checkout stands now, read from git: a failed step's result says it (nothing for branch=)."""
+    if inv.opt_text("branch"):
+        return []
+    repo = _grepo(inv)
+    try:
+        st = gitops.status(repo)
+        sha = gitops.head_sha(repo) or ""
+    except gitops.GitError:
+        return []
+    if st.branch is None:
+        return [f"where: the checkout is detached at {sha[:9]}."]
+    if st.branch == inv.state.default_branch:
+        return [f"where: the checkout is already on {st.branch} at {sha[:9]}."]
+    if st.branch == inv.state.branch:
+        return [f"where: the checkout is still on {st.branch} at {sha[:9]}."]
+    return [f"where: the checkout is on {st.branch} at {sha[:9]}."]
 
 
 # Failures a person resolves before a resumed finish can succeed; after any other, resuming is the way on.
@@ -5806,31 +5853,72 @@ def _head_moved_steps(inv: Invocation, steps: _Steps, resume: guard.Call) -> lis
 
 
 def _finish(inv: Invocation, steps: _Steps) -> Result:
+    """finish as a walk over facts: each step reads from git and the forge whether it is done, and takes
+    itself only when it is not, so a resume or the same call again after any stop takes only what is left."""
     repo = _grepo(inv)
     branch_form = bool(inv.opt_text("branch"))
-    branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") if branch_form else inv.state.branch)
     default = inv.state.default_branch
+    if not branch_form and inv.state.came_from is not None:
+        return _finish_came_home(inv, repo, steps, inv.state.came_from, default)
+    branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") if branch_form else inv.state.branch)
     _finish_check_base(inv, repo, branch, default, branch_form)
     closes, no_close = _finish_closes(inv)
-    if not branch_form and inv.texts("files"):
-        _finish_commit(inv, repo, steps, branch, no_close)
+    # 1. the commit: the declared files that changed
+    committed = bool(not branch_form and inv.texts("files") and _finish_commit(inv, repo, steps, branch, no_close))
     remote = _finish_api(inv)
     open_pr_now = find_open_pr(remote, branch, default)
     ahead = gitops.unpushed(repo, branch)
-    if "commit" not in steps.facts and ahead == 0 and open_pr_now is None:
+    if not committed and ahead == 0 and open_pr_now is None:
         done = _finish_nothing_new(inv, remote, repo, steps, branch, default, closes, no_close, branch_form)
         if done is not None:
             return done
     if open_pr_now is None and not (inv.opt_text("title") or "").strip():
         newest = gitops.log(repo, f"refs/heads/{branch}", 1)
         raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
-    if ahead or not gitops.ref_exists(repo, f"refs/remotes/origin/{branch}"):
-        _finish_push(inv, repo, steps, branch, branch_form)
+    # 2. the push: origin has the branch at its tip
     head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
+    on_origin = gitops.ref_exists(repo, f"refs/remotes/origin/{branch}")
+    if not committed and head_sha:
+        steps.saw(f"{branch} is at {head_sha[:9]}, {ahead} commit(s) not on origin yet" if ahead or not on_origin
+                  else f"origin has {branch} at {head_sha[:9]}", commit=head_sha)
+    if ahead or not on_origin:
+        head_sha = _finish_push(inv, repo, steps, branch, branch_form)
+    # 3. the pull request: open, or reused
     pr = _finish_open_pr(inv, remote, steps, branch, default, closes, no_close, open_pr_now)
+    # 4. the merge, of exactly the head this call saw on origin
     merged = _finish_merge(inv, remote, steps, pr, branch, default, head_sha, no_close)
+    # 5. the issues it closes, 6. the checkout home
     _close_issues(remote, steps, closes, no_close)
     return _return_home(inv, steps, branch, default, merged, branch_form)
+
+
+def _finish_came_home(inv: Invocation, repo: gitops.Repo, steps: _Steps, came_from: str, default: str) -> Result:
+    """A checkout on the default branch, or detached, that last left *came_from*: finish was stopped after its
+    switch home when the forge shows that branch's tip merged; then only the last step is left."""
+    if inv.texts("files") and _declared_changed(inv, repo):
+        _refuse_off_branch(inv)  # new work on the default branch is never a finish that came home
+    remote = _finish_api(inv)
+    merged = _merged_pr_for(remote, came_from)
+    if merged is None or (merged.get("head") or {}).get("sha") != gitops.head_sha(repo, f"refs/heads/{came_from}"):
+        _refuse_off_branch(inv)
+    assert merged is not None
+    steps.saw(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]} "
+              f"({came_from} → {default})", pr=merged["number"],
+              merge_commit=merged.get("merge_commit_sha"))
+    here = inv.state.branch
+    steps.saw(f"the checkout already left {came_from}: it is " +
+              (f"already on {here}" if here else f"detached at {(gitops.head_sha(repo) or '')[:9]}"))
+    closes, no_close = _finish_closes(inv)
+    _close_issues(remote, steps, closes, no_close)
+    return _return_home(inv, steps, came_from, default, merged, False)
+
+
+def _refuse_off_branch(inv: Invocation) -> None:
+    """The refusal a finish on the default branch or a detached HEAD gets when it is not one that came home."""
+    plain = replace(inv.local, state=replace(inv.state, came_from=None))
+    guard.check_detached(plain)
+    guard.check_default_branch(plain)
+    guard.check_branch_named(plain, inv.state.branch)
 
 
 def _finish_check_base(inv: Invocation, repo: gitops.Repo, branch: str, default: str, branch_form: bool) -> None:
@@ -5854,20 +5942,27 @@ def _finish_closes(inv: Invocation) -> tuple[list[int], bool]:
     return closes, no_close
 
 
-def _finish_commit(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, no_close: bool) -> None:
-    """Commit the declared files that changed; none changed is only a notice, since the work may already
-    be committed (a resumed finish meets its own earlier commit)."""
+def _declared_changed(inv: Invocation, repo: gitops.Repo) -> bool:
+    """Whether any declared file (or a file under a declared folder) has a change git would commit."""
     files = guard.declared_files(inv.local)
     st = gitops.status(repo)
     changed = set(st.staged) | set(st.modified) | set(st.untracked)
-    if any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed):
-        guard.check_finish_title(inv.local)
-        title = inv.text("title")
-        body = strip_closing(inv.opt_text("body")) if no_close else inv.opt_text("body")
-        sha = gitops.commit(repo, files, title, body)
-        steps.add(f"Committed {sha[:9]} on {branch} ({guard.files_list(files)})", commit=sha)
-    else:
+    return any(f == c or c.startswith(f.rstrip("/") + "/") for f in files for c in changed)
+
+
+def _finish_commit(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, no_close: bool) -> bool:
+    """Commit the declared files that changed (True); none changed is only a notice, since the work may already
+    be committed (a resumed finish meets its own earlier commit)."""
+    if not _declared_changed(inv, repo):
         notice("the declared files have no changes to commit; finishing what is already committed.")
+        return False
+    files = guard.declared_files(inv.local)
+    guard.check_finish_title(inv.local)
+    title = inv.text("title")
+    body = strip_closing(inv.opt_text("body")) if no_close else inv.opt_text("body")
+    sha = gitops.commit(repo, files, title, body)
+    steps.add(f"Committed {sha[:9]} on {branch} ({guard.files_list(files)})", commit=sha)
+    return True
 
 
 def _finish_nothing_new(inv: Invocation, remote: Api, repo: gitops.Repo, steps: _Steps, branch: str, default: str,
@@ -5879,7 +5974,7 @@ def _finish_nothing_new(inv: Invocation, remote: Api, repo: gitops.Repo, steps: 
             repo, f"refs/heads/{branch}")):
         merged = None  # an earlier PR of a reused branch name: this tip's work is not in it
     if merged is not None:
-        steps.add(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]}",
+        steps.saw(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]}",
                   pr=merged["number"], merge_commit=merged.get("merge_commit_sha"))
         _close_issues(remote, steps, closes, no_close)
         return _return_home(inv, steps, branch, default, merged, branch_form)
@@ -5896,12 +5991,14 @@ def _finish_nothing_new(inv: Invocation, remote: Api, repo: gitops.Repo, steps: 
                   f"and no open pull request.", {"branch": branch, "completed": []})
 
 
-def _finish_push(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, branch_form: bool) -> None:
+def _finish_push(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, branch_form: bool) -> str:
+    """Push the branch; the sha origin got, which is the head the merge names."""
     _check_remote_urls(inv, repo, push=True)
     progress(f"pushing {branch} to origin")
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
         pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
     steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
+    return pushed.new_sha
 
 
 def _finish_open_pr(inv: Invocation, remote: Api, steps: _Steps, branch: str, default: str, closes: list[int],
@@ -5954,30 +6051,53 @@ def _close_issues(remote: Api, steps: _Steps, closes: list[int], no_close: bool)
 
 def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: Mapping[str, Json],
                  branch_form: bool) -> Result:
-    """Back to the default branch and fast-forward it; the branch= form touches no working tree."""
+    """The last step, fitted to the checkout; the branch= form touches no working tree."""
     repo = _grepo(inv)
     number, merge_sha = pr["number"], str(pr.get("merge_commit_sha") or "")
     if branch_form:
         closing_line = closing(f"PR #{number} is merged on the forge at {merge_sha[:9]}; no working tree was touched")
     else:
-        _check_remote_urls(inv, repo, push=False)
-        progress(f"switching to {default} and pulling it")
-        with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-            if not gitops.ref_exists(repo, f"refs/heads/{default}"):
-                # A checkout without its own default branch gets it back from origin: a switch
-                # to a branch that is not there would fail the same way on every resume.
-                gitops.fetch(repo, env=env)
-                sha = gitops.branch_create(repo, default, f"refs/remotes/origin/{default}")
-                steps.add(f"Created the local {default} at origin/{default} ({sha[:9]})")
-            gitops.switch(repo, default)
-            pulled = gitops.pull_ff(repo, default, env=env)
-        steps.add(f"Switched to {default} and pulled to {str(pulled.after)[:9]}", local=pulled.after)
+        closing_line = closing(f"PR #{number} is merged on the forge and " + _finish_go_home(inv, repo, steps, default))
         if branch != default and gitops.ref_exists(repo, f"refs/heads/{branch}"):
             notice(f"the local branch {branch} is kept; madt_prune deletes it once its work is proven in {default}.")
-        closing_line = closing(f"PR #{number} is merged on the forge and your local {default} is at "
-                               f"{str(pulled.after)[:9]}")
-    text = "\n".join(steps.done) + "\n" + closing_line
-    return Result(f"{inv.identity()}\n{text}", {"completed": steps.done} | steps.facts)
+    text = "\n".join(steps.report()) + "\n" + closing_line
+    return Result(f"{inv.identity()}\n{text}", {"completed": steps.done, "found": steps.found} | steps.facts)
+
+
+def _finish_go_home(inv: Invocation, repo: gitops.Repo, steps: _Steps, default: str) -> str:
+    """Bring the checkout to the forge's default branch, and say where it stands. The local default branch is
+    moved only where no other worktree has it checked out (its files there would no longer match it): then
+    it is fast-forwarded to origin's and switched to, last, so a checkout on it is a checkout that is home.
+    Where another worktree has it, this one is left detached at origin's default, the branch kept."""
+    _check_remote_urls(inv, repo, push=False)
+    top = str(repo.top)
+    with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
+        if gitops.status(repo).branch == default:  # came home before it was stopped: only the pull is left
+            progress(f"pulling {default}")
+            pulled = gitops.pull_ff(repo, default, env=env)
+            steps.add(f"Pulled {default} to {str(pulled.after)[:9]}", local=pulled.after,
+                      checkout={"dir": top, "detached": None, "branch": default})
+            return f"your local {default} is at {str(pulled.after)[:9]}"
+        progress(f"fetching {default} from origin")
+        gitops.fetch(repo, env=env)
+    target = gitops.head_sha(repo, f"refs/remotes/origin/{default}") or ""
+    holder = next((wt.path for wt in gitops.worktree_list(repo) if wt.branch == default), None)
+    if holder is not None:
+        gitops.switch_detach(repo, target)
+        steps.add(f"Detached this worktree at {target[:9]}, origin's {default}: {default} is checked out at "
+                  f"{holder}, so it was left as it is there", local=target,
+                  checkout={"dir": top, "detached": target, "branch": None})
+        notice(f"to start new work in {top}, create a branch there (madt_branch_create with checkout=true); "
+               f"{default} at {holder} moves only when it is pulled there.")
+        return (f"this worktree is detached at {target[:9]}, the forge's {default}; {default} is checked out at "
+                f"{holder} and was not moved")
+    progress(f"switching to {default}")
+    if gitops.fast_forward(repo, default, target) is None:
+        steps.add(f"Created the local {default} at origin/{default} ({target[:9]})")
+    gitops.switch(repo, default)
+    steps.add(f"Switched to {default} and pulled to {target[:9]}", local=target,
+              checkout={"dir": top, "detached": None, "branch": default})
+    return f"your local {default} is at {target[:9]}"
 
 
 # --- the CLI ---
