@@ -63,6 +63,8 @@ __all__ = [
     "known_tokens",
     "sanitise_snippet",
     "flavour_of",
+    "release_of",
+    "SINCE",
     "api_path",
     "repo_path",
     "Client",
@@ -1250,6 +1252,51 @@ def flavour_of(version: str) -> str:
     return "forgejo" if major and int(major.group(1)) >= 7 else "gitea"
 
 
+# The first release with each endpoint (or query parameter) madtea uses that not every supported release has:
+# (Gitea, Forgejo); None where no release of that flavour has it. Read from the servers' source: the forge
+# contract in tests/forge_contract.py cites the function for each, and a test holds this table to it.
+SINCE: dict[str, tuple[str | None, str | None]] = {
+    "GET /repos/{owner}/{repo}/actions/runs": ("1.25", "12"),
+    "GET /repos/{owner}/{repo}/actions/runs/{run}": ("1.25", "12"),
+    "GET /repos/{owner}/{repo}/actions/runs/{run}/jobs": ("1.25", None),
+    "GET /repos/{owner}/{repo}/actions/workflows": ("1.24", None),
+    "POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches": ("1.24", "11"),
+    "GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs": ("1.24", None),
+    "GET /repos/{owner}/{repo}/actions/artifacts": ("1.24", None),
+    "GET /repos/{owner}/{repo}/actions/runs/{run}/artifacts": ("1.24", None),
+    "GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}": ("1.24", None),
+    "GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/zip": ("1.24", None),
+    "GET /repos/{owner}/{repo}/actions/secrets": ("1.22", "11"),
+    "GET /repos/{owner}/{repo}/actions/variables": ("1.22", "11"),
+    "GET /repos/{owner}/{repo}/actions/variables/{variablename}": ("1.22", "11"),
+    "POST /repos/{owner}/{repo}/actions/variables/{variablename}": ("1.22", "11"),
+    "PUT /repos/{owner}/{repo}/actions/variables/{variablename}": ("1.22", "11"),
+    "DELETE /repos/{owner}/{repo}/actions/variables/{variablename}": ("1.22", "11"),
+    "PUT /repos/{owner}/{repo}/issues/{index}/lock": ("1.24", None),
+    "DELETE /repos/{owner}/{repo}/issues/{index}/lock": ("1.24", None),
+    "PATCH /repos/{owner}/{repo}/branches/{branch*}": ("1.23", "11"),
+    "GET /repos/{owner}/{repo}/pulls/{base}/{head}": ("1.22", "11"),
+    "GET /packages/{owner}/{type}/{name}": ("1.24", None),
+    "POST /repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments": (None, "11"),
+    "GET /repos/{owner}/{repo}/pulls?poster": ("1.23", "11"),
+}
+
+
+def release_of(version: str) -> tuple[str, tuple[int, ...]] | None:
+    """(flavour, release) from a ``/version`` string: ("gitea", (1, 25)) from "1.25.4", ("forgejo", (15,)) from
+    "15.0.3+gitea-1.22.0"; None when it names no release (a build of unknown age)."""
+    found = re.match(r"v?(\d+)\.(\d+)", version.strip())
+    if not found:
+        return None
+    flavour = flavour_of(version)
+    major, minor = int(found.group(1)), int(found.group(2))
+    return flavour, ((major,) if flavour == "forgejo" else (major, minor))
+
+
+def _release_name(flavour: str, release: str) -> str:
+    return f"{'Forgejo' if flavour == 'forgejo' else 'Gitea'} {release}"
+
+
 # --------------------------------------------------------------------------- clients
 
 def _check_base_url(api_base: str) -> str:
@@ -1556,6 +1603,23 @@ class Client(_Verbs[str]):
         """The Gitea version whose API this server follows (Forgejo names it after ``+gitea-``)."""
         version = self.version()
         return version.split("+gitea-", 1)[1] if "+gitea-" in version else version
+
+    def brings(self, what: str) -> str | None:
+        """None when this server has *what* (a :data:`SINCE` key); else the release that brings it ("Gitea 1.25"),
+        or "" when no release of this server's flavour has it. A version that names no release has everything."""
+        release = release_of(self.version())
+        if release is None:
+            return None
+        flavour, have = release
+        first = SINCE[what][0 if flavour == "gitea" else 1]
+        if first is None:
+            return ""
+        return None if have >= tuple(int(n) for n in first.split(".")) else _release_name(flavour, first)
+
+    def server(self) -> str:
+        """The server as a person names it: "Gitea 1.25.4", "Forgejo 15.0.3"."""
+        version = self.version()
+        return _release_name(self.flavour(), version.split("+", 1)[0])
 
     def not_supported(self, feature: str, reason: str) -> ForgeError:
         """A ``NOT_SUPPORTED`` error naming the feature, this forge and why (to raise)."""

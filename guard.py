@@ -2925,6 +2925,20 @@ def check_forgejo_offers(c: ForgeCall, code: str, flavour: Callable[[], str], wh
                       user_action=NOTHING_FURTHER)
 
 
+def server_lacks(c: ForgeCall, feature: str, server: str, brings: str, by_hand: str) -> Refusal:
+    """*feature* needs an endpoint the forge's release lacks: name the release that brings it (*brings*; "" when
+    no release of that server has it), rather than send a request that can only 404 or be ignored. *by_hand*
+    says where a person can do it instead ("" when nowhere)."""
+    if brings:
+        reason = f"{feature} needs {brings} or newer, and the forge of {c.repo} runs {server}."
+        action = (f"Tell the user this needs {brings} or newer; only the forge's administrator can upgrade it"
+                  + (f" (meanwhile {by_hand})." if by_hand else "."))
+    else:
+        reason = f"{feature} is not in the API of {server}, which the forge of {c.repo} runs."
+        action = f"Tell the user {by_hand}." if by_hand else NOTHING_FURTHER
+    return Refusal("NOT_SUPPORTED", reason, target=c.repo, user_action=action)
+
+
 def check_secret_listed(c: ForgeCall, name: str, listed: bool) -> None:
     """A secret is set only when the forge lists it afterwards (its name is all it ever shows of it)."""
     if not listed:

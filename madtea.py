@@ -1345,6 +1345,21 @@ class Api:
         """A NOT_SUPPORTED error naming the feature, this forge's flavour and version, and why (to raise)."""
         return self._about.not_supported(feature, reason)
 
+    def brings(self, what: str) -> str | None:
+        """None when the forge's release has *what* (a ``forge.SINCE`` key), else the release that brings it ("" for
+        none); None too on another host whose /version wants a token (none is sent there)."""
+        import forge
+        try:
+            return self._about.brings(what)
+        except forge.ForgeError:
+            if not self.confined:
+                raise
+            return None
+
+    def server(self) -> str:
+        """The forge's server and version, as a person names them ("Gitea 1.25.4")."""
+        return self._about.server()
+
 
 def api(inv: Invocation) -> Api:
     """Resolve, guard and connect: the remote half of the dispatcher."""
@@ -1359,6 +1374,15 @@ def api(inv: Invocation) -> Api:
         writes = guard.cross_host_write(inv.op.tool, inv.op.action)
         inv.remote = Api(target, confined=cross_host, read_only=cross_host and not writes, scope=inv.ctx.scope)
     return inv.remote
+
+
+def needs(inv: Invocation, what: str, feature: str, by_hand: str = "") -> None:
+    """Refuse *feature* before asking a forge whose release lacks *what* (a ``forge.SINCE`` key): NOT_SUPPORTED
+    naming the release that brings it, never the 404 (or the ignored parameter) the forge would answer."""
+    remote = api(inv)
+    brings = remote.brings(what)
+    if brings is not None:
+        raise guard.server_lacks(forge_call(inv), feature, remote.server(), brings, by_hand)
 
 
 def forge_call(inv: Invocation, secret: str | None = None) -> guard.ForgeCall:
@@ -2975,11 +2999,11 @@ def issue_comment_op(inv: Invocation) -> Result:
 
 
 def _lock_supported(inv: Invocation) -> None:
-    """Forgejo has no issue-lock endpoint: say so, rather than send a request that can only 404."""
-    remote = api(inv)
-    if remote.flavour() == "forgejo":
-        raise remote.not_supported("Locking an issue's conversation", "Forgejo's API has no issue lock "
-                                   "endpoint; a person can lock it on the issue's web page")
+    """Gitea before 1.24 and Forgejo have no issue-lock endpoint: say so, rather than send a request that can
+    only 404."""
+    action = inv.op.action or "lock"  # "lock" or "unlock"
+    needs(inv, f"{'PUT' if action == 'lock' else 'DELETE'} /repos/{{owner}}/{{repo}}/issues/{{index}}/lock",
+          f"{action.capitalize()}ing an issue's conversation", f"a person can {action} it on the issue's web page")
 
 
 @operation("madt_issues", "lock", cli=("issue", "lock"), kind="remote", mutating=True, idempotent=True,
@@ -3309,7 +3333,8 @@ def pr_list_op(inv: Invocation) -> Result:
     params: dict[str, Json] = {"state": "closed" if state == "merged" else state} | _page_params(inv)
     if inv.texts("label"):
         params["labels"] = label_ids(inv, inv.texts("label"))
-    if inv.opt_text("author"):
+    if inv.opt_text("author"):  # a release without the filter ignores it and lists every pull request
+        needs(inv, "GET /repos/{owner}/{repo}/pulls?poster", "Listing pull requests by author")
         params["poster"] = inv.text("author")
     everything = inv.opt_text("base") or inv.opt_text("head") or state == "merged"  # filtered here, after the listing
     items = api(inv).list_items("pulls", params=params, limit=1000 if everything else _limit(inv))
@@ -3336,10 +3361,12 @@ def pr_view_op(inv: Invocation) -> Result:
 
 def find_open_pr(a: Api, head: str, base: str) -> dict[str, Json] | None:
     """The open PR from head into base, if there is one (the forge refuses a second)."""
-    try:
-        item = a.get("pulls", base, head)
-    except Exception:  # older forges lack this lookup; fall back to listing
-        item = None
+    item = None
+    if a.brings("GET /repos/{owner}/{repo}/pulls/{base}/{head}") is None:  # Gitea 1.21 lacks it: list instead
+        try:
+            item = a.get("pulls", base, head)
+        except Exception:  # a forge of unknown age may lack it too
+            item = None
     if item and item.get("state") == "open":
         return dict(item)
     for pr in a.list_items("pulls", params={"state": "open"}, limit=1000):
@@ -3707,9 +3734,8 @@ def pr_reviews_op(inv: Invocation) -> Result:
                                  required=True, minimum=1), replace(BODY_NEW, required=True), BODY_FILE))
 def pr_reply_op(inv: Invocation) -> Result:
     number, remote, body = _issue_number(inv), api(inv), inv.text("body")
-    if remote.flavour() == "gitea":
-        raise remote.not_supported("Replying to a review comment", "Gitea's API has no endpoint for it; a person "
-                                   "can reply on the pull request's files page")
+    needs(inv, "POST /repos/{owner}/{repo}/pulls/{index}/reviews/{id}/comments", "Replying to a review comment",
+          "a person can reply on the pull request's files page")
     found = next(((r, c) for r in remote.list_items("pulls", number, "reviews", limit=1000)
                   for c in _review_comments(remote, number, r) if c.get("id") == inv.number("comment_id")), None)
     if found is None:
@@ -4292,6 +4318,8 @@ def repo_rename_branch_op(inv: Invocation) -> Result:
     if _found(inv, "branches", new) is not None:
         raise guard.ref_exists(facts, "branch", new, "new_name")
     guard.check_branch_rename(facts, old, new)
+    needs(inv, "PATCH /repos/{owner}/{repo}/branches/{branch*}", "Renaming a branch", "a person can rename it in "
+          "the repository's branch settings")
     remote = api(inv)
     try:
         remote.patch("branches", old, json={"name": new})
@@ -4502,8 +4530,9 @@ def people_package_versions_op(inv: Invocation) -> Result:
     import forge
     owner, kind, name = inv.text("owner"), inv.text("type"), inv.text("name")
     guard.check_package_type(inv.op.where, kind, lambda v: inv.again(type=v))
-    if api(inv).flavour() == "forgejo":
-        # Forgejo has no versions endpoint; its package list is one entry per version, filtered by name here.
+    if api(inv).brings("GET /packages/{owner}/{type}/{name}") is not None:
+        # Forgejo and Gitea before 1.24 have no versions endpoint; their package list is one entry per version,
+        # filtered by name here.
         every = api(inv).root_list("packages", owner, params={"type": kind, "q": name}, limit=1000)
         found = [p for p in every if p.get("name") == name and p.get("type") == kind][:_limit(inv)]
     else:
@@ -5105,20 +5134,29 @@ def files_change_op(inv: Invocation) -> Result:
 
 # --- madt_actions ---
 
-def _forgejo_lacks(remote: Api, endpoint: str) -> None:
-    """Forgejo's API lists Actions runs (and shows one) but has no jobs, workflows or logs: say so before asking."""
-    if remote.flavour() == "forgejo":
-        raise remote.not_supported(f"The Actions endpoint {endpoint}", "Forgejo's API offers only the "
-                                   "list of workflow runs and one run; see the rest on the run's web page")
+_ACTIONS = "/repos/{owner}/{repo}/actions/"
+# The Actions endpoints madtea reads, by their path's shape (a number where the path holds an id): the
+# endpoint's forge.SINCE key and what it does, as a refusal names it.
+_ACTIONS_READS: dict[tuple[str | int, ...], tuple[str, str]] = {
+    ("runs",): ("runs", "Listing workflow runs"),
+    ("runs", 0): ("runs/{run}", "Showing a workflow run"),
+    ("runs", 0, "jobs"): ("runs/{run}/jobs", "Listing a workflow run's jobs"),
+    ("workflows",): ("workflows", "Listing workflows"),
+    ("artifacts",): ("artifacts", "Listing artifacts"),
+    ("runs", 0, "artifacts"): ("runs/{run}/artifacts", "Listing a run's artifacts"),
+    ("artifacts", 0): ("artifacts/{artifact_id}", "Reading an artifact"),
+}
+_ON_THE_WEB = "a person can see it on the repository's Actions web page"
 
 
 def _actions(inv: Invocation, *segments: str | int, params: Mapping[str, object] | None = None,
              listing: str | None = None) -> Json:
-    """Actions endpoints, with Forgejo's gaps reported as NOT_SUPPORTED rather than a bare 404."""
+    """Actions endpoints, refused as NOT_SUPPORTED (naming the release that brings them) where the forge's release
+    lacks them, rather than a bare 404."""
     import forge
     remote = api(inv)
-    if not (segments[:1] == ("runs",) and len(segments) <= 2):
-        _forgejo_lacks(remote, "actions/" + "/".join(map(str, segments)))
+    endpoint, feature = _ACTIONS_READS[tuple(0 if isinstance(s, int) else s for s in segments)]
+    needs(inv, "GET " + _ACTIONS + endpoint, feature, _ON_THE_WEB)
     try:
         found = remote.get("actions", *segments, params=params)
     except forge.ForgeError as exc:
@@ -5179,7 +5217,7 @@ def actions_workflows_op(inv: Invocation) -> Result:
 def actions_logs_op(inv: Invocation) -> Result:
     import forge
     remote = api(inv)
-    _forgejo_lacks(remote, "actions/jobs/{job_id}/logs")
+    needs(inv, "GET " + _ACTIONS + "jobs/{job_id}/logs", "Reading a job's log", _ON_THE_WEB)
     try:
         text = remote.get_text(f"actions/jobs/{inv.number('job_id')}/logs")
     except forge.ForgeError as exc:
@@ -5252,8 +5290,11 @@ def actions_dispatch_op(inv: Invocation) -> Result:
     forgejo = remote.flavour() == "forgejo"
     if forgejo:
         payload["return_run_info"] = True
+    needs(inv, "POST " + _ACTIONS + "workflows/{workflow_id}/dispatches", "Dispatching a workflow",
+          "a person can run it from the repository's Actions web page")
     runs = guard.call("madt_actions", action="runs", owner_repo=remote.target.full)
-    since = _dispatched_since(inv)
+    # Without a runs list (Gitea before 1.25, Forgejo 11) a lost answer cannot be looked up: it stays lost.
+    since = _dispatched_since(inv) if remote.brings("GET " + _ACTIONS + "runs") is None else list
     try:
         started = remote.post("actions", "workflows", inv.text("workflow"), "dispatches", json=payload)
     except forge.ForgeError as exc:
@@ -5296,6 +5337,11 @@ def actions_set_secret_op(inv: Invocation) -> Result:
 
     def names() -> set[str]:  # the secrets' names (the only thing the forge ever shows of them)
         return {str(s.get("name")).upper() for s in remote.list_items("actions", "secrets", limit=1000)}
+    if remote.brings("GET " + _ACTIONS + "secrets") is not None:  # Gitea 1.21 sets a secret but cannot list them
+        remote.put("actions", "secrets", name, json={"data": inv.text("body")})
+        return Result(f"Set the secret {name} in {remote.target.slug}; its value is not shown and cannot be read "
+                      f"back, and {remote.server()} cannot list secrets, so whether it was new is not known.",
+                      {"name": name, "created": None})
     had = name in names()
     remote.put("actions", "secrets", name, json={"data": inv.text("body")})
     guard.check_secret_listed(forge_call(inv, "body"), name, name in names())
@@ -5322,6 +5368,8 @@ def _variable_text(name: str, value: object) -> str:
 @operation("madt_actions", "secrets", cli=("actions", "secrets"), kind="remote", mutating=False, idempotent=True,
            summary="List secret names (values are never readable).", params=(LIMIT,))
 def actions_secrets_op(inv: Invocation) -> Result:
+    needs(inv, "GET " + _ACTIONS + "secrets", "Listing secrets", "a person can see their names in the "
+          "repository's Actions settings")
     rows = [{"name": clean_line(x.get("name")), "created": str(x.get("created_at") or "")[:19]}
             for x in api(inv).list_items("actions", "secrets", limit=_limit(inv, 1000))]
     return Result("\n".join(f"{r['name']} (set {r['created'][:10]})" for r in rows)
@@ -5333,6 +5381,8 @@ def actions_secrets_op(inv: Invocation) -> Result:
            params=(replace(NAME, required=False),))
 def actions_variables_op(inv: Invocation) -> Result:
     remote = api(inv)
+    needs(inv, "GET " + _ACTIONS + "variables", "Reading Actions variables", "a person can see them in the "
+          "repository's Actions settings")
     if inv.opt_text("name"):
         name = guard.actions_name(forge_call(inv), inv.text("name"), "variable")
         found = _variable(remote, name)
@@ -5352,6 +5402,8 @@ def actions_set_variable_op(inv: Invocation) -> Result:
     import forge
     remote, value = api(inv), inv.text("body")
     name = guard.actions_name(forge_call(inv), inv.text("name"), "variable")
+    needs(inv, "POST " + _ACTIONS + "variables/{variablename}", "Setting an Actions variable", "a person can set "
+          "it in the repository's Actions settings")
 
     had = _variable(remote, name) is not None
     try:
@@ -5644,6 +5696,8 @@ def secret_delete_op(inv: Invocation) -> Result:
            destructive=True, cli_only=True, summary=_delete_summary("variable"), params=(ACTIONS_NAME,))
 def variable_delete_op(inv: Invocation) -> Result:
     name = guard.actions_name(forge_call(inv), inv.text("name"), "variable")
+    needs(inv, "DELETE " + _ACTIONS + "variables/{variablename}", "Deleting an Actions variable", "a person can "
+          "delete it in the repository's Actions settings")
     return _delete(inv, "variable", ACTIONS_NAME, lambda: ("actions", "variables", name))
 
 

@@ -169,5 +169,5 @@ def anyio_backend() -> str:
 
 # --- fixture modules ---
 from topologies import *  # noqa: E402, F403 - sandbox repo fixtures
-from fakeforge import fake_forge, forgejo_forge, gitea_forge  # noqa: E402,F401 - fake forge fixtures
+from fakeforge import fake_forge, forgejo_forge, gitea_forge, release_forge  # noqa: E402,F401 - fake forge fixtures
 from credseal import sealed_credential_stores  # noqa: E402,F401 - no test reaches a real keychain

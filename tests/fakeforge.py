@@ -69,6 +69,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import pytest
 
+import forge_contract
 import speccheck
 
 # --------------------------------------------------------------------------- constants
@@ -711,6 +712,16 @@ _ROUTES: tuple[_Route, ...] = (
 _COMPILED = tuple((route, route.compile()) for route in _ROUTES)
 
 
+def _contract_key(method: str, pattern: str) -> str:
+    return method + " " + re.sub(r"\{[^}]*\}", "{}", pattern)
+
+
+_BY_SHAPE = {_contract_key(e.method, e.path): e for e in forge_contract.ENDPOINTS}
+#: Each route's entry in the forge contract (a route missing here is a failure of tests/test_forge_contract.py).
+_CONTRACTED = {route: _BY_SHAPE[key] for route in _ROUTES
+               if (key := _contract_key(route.method, route.pattern)) in _BY_SHAPE}
+
+
 @dataclass
 class _Ctx:
     """What a handler needs to know about the request."""
@@ -771,11 +782,14 @@ class FakeForge:
         mergeable_delay: int = 0,
         defaults: bool = True,
     ) -> None:
-        if flavour not in ("gitea", "forgejo"):
-            raise ValueError(f"flavour must be 'gitea' or 'forgejo', not {flavour!r}")
+        # "gitea" and "forgejo" are the newest release of each; "gitea-1.21", "forgejo-11" an older one.
+        flavour, line = forge_contract.release(flavour)
         self.flavour = flavour
+        #: The release line played ("1.25", "11"): which endpoints answer follows the forge contract.
+        self.line = line
+        self.release = f"{flavour}-{line}"
         self.root_url = root_url if root_url.endswith("/") else root_url + "/"
-        self.version = VERSIONS[flavour]
+        self.version = forge_contract.VERSION_STRINGS[self.release]
         #: Number of reads of a new (or changed) pull request that still report
         #: ``mergeable: false`` while the "background" conflict check runs.
         self.mergeable_delay = mergeable_delay
@@ -828,6 +842,12 @@ class FakeForge:
             self.add_user("bob", token="bob-token", full_name="Bob Example")
             self.add_org(DEFAULT_OWNER, owners=[DEFAULT_USER])
             self.add_repo(DEFAULT_OWNER, DEFAULT_REPO)
+
+    def since(self, gitea: str | None, forgejo: str | None) -> bool:
+        """Whether the release played is at least *gitea* (a Gitea) or *forgejo* (a Forgejo); None: never."""
+        first = gitea if self.flavour == "gitea" else forgejo
+        lines = list(forge_contract.RELEASES[self.flavour])
+        return first is not None and lines.index(first) <= lines.index(self.line)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -1940,7 +1960,9 @@ class FakeForge:
             return _plain_not_found()
         api_path = raw_path[len("/api/v1"):]
         lookup = "GET" if method == "HEAD" else method
-        route, params, other_methods = _match_route(lookup, api_path, self.flavour)
+        route, params, other_methods = _match_route(lookup, api_path, self.flavour, self.line)
+        if forge_contract.endpoint(lookup, api_path.split("?", 1)[0]) is None:
+            self.violations.append(f"{method} {api_path}: an endpoint the forge contract does not list")
         warning: str | None = None
         with self._lock:
             try:
@@ -3424,8 +3446,9 @@ class FakeForge:
         state = ctx.q("state") or "open"
         labels = {int(v) for v in ctx.query_all.get("labels", []) if v.isdigit()}
         milestone = ctx.q_int("milestone", 0)
-        poster = ctx.q("poster").lower()
-        base = ctx.q("base_branch") if self.flavour == "gitea" else ""
+        # poster= from Gitea 1.23 (older ones ignore it), base_branch= from Gitea 1.24, never in Forgejo
+        poster = ctx.q("poster").lower() if self.since("1.23", "11") else ""
+        base = ctx.q("base_branch") if self.since("1.24", None) else ""
         found = [i for i in repo.issues.values() if i.pull is not None
                  and (state == "all" or i.state == state)
                  and labels <= set(i.labels)
@@ -4900,11 +4923,19 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
-def _match_route(method: str, path: str, flavour: str) -> tuple[_Route | None, dict[str, str], list[str]]:
-    """The first route for *path* and *method*; else the methods the path has (for a 405)."""
+def _offered(route: _Route, flavour: str, line: str) -> bool:
+    """Whether release *line* of *flavour* has *route*: the forge contract says (the route's own flavours for one
+    it does not list yet)."""
+    entry = _CONTRACTED.get(route)
+    return forge_contract.offered(entry, flavour, line) if entry else flavour in route.flavours
+
+
+def _match_route(method: str, path: str, flavour: str, line: str) -> tuple[_Route | None, dict[str, str], list[str]]:
+    """The first route for *path* and *method* that release *line* of *flavour* has; else the methods the path has
+    there (for a 405)."""
     others: list[str] = []
     for route, regex in _COMPILED:
-        if flavour not in route.flavours:
+        if not _offered(route, flavour, line):
             continue
         found = regex.match(path)
         if not found:
@@ -5150,7 +5181,21 @@ def forgejo_forge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForg
     yield from forge_fixture("forgejo", tmp_path_factory)
 
 
-@pytest.fixture(params=["gitea", "forgejo"])
+# The releases fake_forge plays: the newest Gitea and Forgejo, or those MADTEA_FAKE_RELEASES names
+# (comma-separated, e.g. "gitea-1.21,forgejo-11", to run every forge-facing test on older releases).
+FAKE_RELEASES = tuple(r.strip() for r in os.environ.get("MADTEA_FAKE_RELEASES", "gitea,forgejo").split(",")
+                      if r.strip())
+# The oldest and newest release of each flavour the contract covers: release_forge plays each.
+EDGE_RELEASES = ("gitea-1.21", "gitea-1.25", "forgejo-11", "forgejo-15")
+
+
+@pytest.fixture(params=FAKE_RELEASES)
 def fake_forge(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
     """A started fake forge, once per flavour."""
+    yield from forge_fixture(request.param, tmp_path_factory)
+
+
+@pytest.fixture(params=EDGE_RELEASES)
+def release_forge(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeForge]:
+    """A started fake forge, once per release in EDGE_RELEASES (the oldest and newest of each flavour)."""
     yield from forge_fixture(request.param, tmp_path_factory)

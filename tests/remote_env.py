@@ -100,6 +100,13 @@ def env(fake_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
+def release_env(release_forge: FakeForge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
+    """``env`` on each of the oldest and newest Gitea and Forgejo releases the forge contract covers."""
+    monkeypatch.setenv("MADTEA_TOKEN", DEFAULT_TOKEN)
+    return Env(release_forge, clone_of(release_forge, tmp_path / "web"))
+
+
+@pytest.fixture
 def clone(env: Env) -> Path:
     """The clone of acme/web on the fake forge, with the forge's token set (``env``'s clone)."""
     return env.clone

@@ -1,0 +1,142 @@
+"""madtea on the oldest and newest Gitea and Forgejo releases the forge contract covers.
+
+Each test runs once per release (``release_env``: gitea-1.21, gitea-1.25, forgejo-11, forgejo-15). What a
+release has comes from the forge contract (tests/forge_contract.py, read from the servers' source), never from
+madtea's own table: an action the release lacks is refused as NOT_SUPPORTED naming the release that brings it,
+before any request to the missing endpoint, and an action it has works.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import forge_contract
+from fakeforge import call, open_pull
+from remote_env import Env, release_env  # noqa: F401 - fixtures
+
+_R = "/repos/{owner}/{repo}"
+
+
+def _offered(e: Env, method: str, path: str) -> bool:
+    entry = forge_contract.endpoint(method, path.replace("{owner}", "acme").replace("{repo}", "web"))
+    assert entry is not None, f"{method} {path} is not in the forge contract"
+    return forge_contract.offered(entry, e.forge.flavour, e.forge.line)
+
+
+def _brings(e: Env, method: str, path: str) -> str:
+    """The release the contract says brings the endpoint, as madtea names it ("" when none of this flavour)."""
+    entry = forge_contract.endpoint(method, path.replace("{owner}", "acme").replace("{repo}", "web"))
+    assert entry is not None
+    side = entry.side(e.forge.flavour)
+    return f"{e.forge.flavour.capitalize()} {side.since}" if side else ""
+
+
+def _refused_naming(e: Env, method: str, path: str, tool: str, **args: Any) -> None:
+    """The call is NOT_SUPPORTED, names the release that brings the endpoint (or says there is none), and sent
+    nothing to the endpoint."""
+    e.forge.clear_requests()
+    result = e.refused("NOT_SUPPORTED", tool, **args)
+    brings = _brings(e, method, path)
+    server = f"{e.forge.flavour.capitalize()} {e.forge.version.split('+')[0]}"
+    assert server in result.text, result.text
+    assert (f"needs {brings} or newer" if brings else "is not in the API of") in result.text, result.text
+    assert "404" not in result.text and "not found" not in result.text.lower()
+    literal = path.split("{repo}", 1)[1].split("{", 1)[0]
+    sent = [r for r in e.forge.requests if r.method == method and literal in r.path]
+    assert not sent, [f"{r.method} {r.path}" for r in sent]
+
+
+def test_the_fake_plays_the_release(release_env: Env) -> None:
+    e = release_env
+    status, _, body = call(e.forge, "GET", "/version")
+    assert status == 200 and body == {"version": forge_contract.VERSION_STRINGS[e.forge.release]}
+    who = e.ok("madt_whoami")
+    assert e.forge.version in who.text
+
+
+def test_actions_reads_follow_the_release(release_env: Env) -> None:
+    e = release_env
+    run = e.forge.add_action_run("acme", "web", title="CI on main")
+    e.forge.commit("acme", "web", "main", {".gitea/workflows/deploy.yml": "on: workflow_dispatch\n"}, "ci")
+    reads = (
+        ("GET", f"{_R}/actions/runs", {"action": "runs"}),
+        ("GET", f"{_R}/actions/runs/{{run}}/jobs", {"action": "jobs", "run_id": run.id}),
+        ("GET", f"{_R}/actions/workflows", {"action": "workflows"}),
+        ("GET", f"{_R}/actions/jobs/{{job_id}}/logs", {"action": "logs", "job_id": run.jobs[0].id}),
+        ("GET", f"{_R}/actions/artifacts", {"action": "artifacts"}),
+        ("POST", f"{_R}/actions/workflows/{{workflow_id}}/dispatches", {"action": "dispatch",
+                                                                       "workflow": "deploy.yml"}),
+    )
+    for method, path, args in reads:
+        if _offered(e, method, path):
+            done = e.ok("madt_actions", **args)
+            if args["action"] == "runs":
+                assert "CI on main" in done.text
+        else:
+            _refused_naming(e, method, path, "madt_actions", **args)
+
+
+def test_pull_request_author_filter_is_never_ignored(release_env: Env) -> None:
+    """Gitea 1.21 and 1.22 ignore poster= and list every pull request: madtea refuses rather than list them."""
+    e = release_env
+    open_pull(e.forge, "mine", title="Alice's change")
+    e.forge.commit("acme", "web", "theirs", {"b.txt": "b\n"}, "Bob's work")
+    status, _, _ = call(e.forge, "POST", "/repos/acme/web/pulls", token="bob-token",
+                        body={"head": "theirs", "base": "main", "title": "Bob's change"})
+    assert status in (201, 403)
+    listed = e.call("madt_pr", action="list", author="alice")
+    if e.forge.since("1.23", "11"):
+        assert not listed.is_error and [p["title"] for p in listed.data] == ["Alice's change"], listed.text
+    else:
+        assert listed.is_error and listed.error["code"] == "NOT_SUPPORTED", listed.text
+        assert "Gitea 1.23 or newer" in listed.text and "Gitea 1.21.11" in listed.text
+
+
+def test_issue_lock_follows_the_release(release_env: Env) -> None:
+    e = release_env
+    e.forge.create_issue("acme", "web", "Loud thread", "words")
+    path = f"{_R}/issues/{{index}}/lock"
+    if _offered(e, "PUT", path):
+        e.ok("madt_issues", action="lock", number=1, reason="resolved")
+        assert e.issue(1).locked
+    else:
+        _refused_naming(e, "PUT", path, "madt_issues", action="lock", number=1)
+        assert not e.issue(1).locked
+
+
+def test_secrets_and_variables_follow_the_release(release_env: Env) -> None:
+    e = release_env
+    listing = f"{_R}/actions/secrets"
+    if _offered(e, "GET", listing):
+        e.ok("madt_actions", action="set_secret", name="DEPLOY_KEY", body="s3cret")
+        assert e.ok("madt_actions", action="secrets").data[0]["name"] == "DEPLOY_KEY"
+    else:
+        _refused_naming(e, "GET", listing, "madt_actions", action="secrets")
+        # setting one still works, and says it cannot tell whether it was new
+        done = e.ok("madt_actions", action="set_secret", name="DEPLOY_KEY", body="s3cret")
+        assert "cannot list secrets" in done.text and "s3cret" not in done.text
+    variable = f"{_R}/actions/variables/{{variablename}}"
+    if _offered(e, "POST", variable):
+        e.ok("madt_actions", action="set_variable", name="LEVEL", body="3")
+        assert e.ok("madt_actions", action="variables").data == [{"name": "LEVEL", "value": "3"}]
+    else:
+        _refused_naming(e, "POST", variable, "madt_actions", action="set_variable", name="LEVEL", body="3")
+        _refused_naming(e, "GET", f"{_R}/actions/variables", "madt_actions", action="variables")
+
+
+def test_everyday_work_on_every_release(release_env: Env) -> None:
+    """Issues, labels, comments, files and a pull request's whole life work alike on every release."""
+    e = release_env
+    e.forge.create_label("acme", "web", "bug", "#ee0701")
+    made = e.ok("madt_issues", action="create", title="Crash on start", body="It crashes.", label=["bug"])
+    number = made.data["number"]
+    e.ok("madt_issues", action="comment", number=number, body="Seen it too.")
+    assert [i["title"] for i in e.ok("madt_issues", action="list", label=["bug"]).data] == ["Crash on start"]
+    e.ok("madt_issues", action="close", number=number)
+    assert e.issue(number).state == "closed"
+    shown = e.ok("madt_files", action="view", path="README.md")
+    assert shown.data["sha"]
+    pr = open_pull(e.forge, "feature", title="A change")
+    view = e.ok("madt_pr", action="view", number=pr)
+    assert "A change" in view.text
+    merged = e.ok("madt_pr", action="merge", number=pr, style="merge")
+    assert merged.data["merge_commit_sha"] and e.forge.repo("acme", "web").issues[pr].pull.merged
