@@ -140,3 +140,15 @@ def test_everyday_work_on_every_release(release_env: Env) -> None:
     assert "A change" in view.text
     merged = e.ok("madt_pr", action="merge", number=pr, style="merge")
     assert merged.data["merge_commit_sha"] and e.forge.repo("acme", "web").issues[pr].pull.merged
+
+
+def test_server_lacks_names_the_release_and_a_person_s_way_on() -> None:
+    import guard
+    c = guard.ForgeCall("madt_actions", "runs", {}, "forge.example/acme/web", None)
+    newer = guard.server_lacks(c, "Listing workflow runs", "Gitea 1.24.7", "Gitea 1.25", "a person can see it there")
+    assert (newer.code, newer.target) == ("NOT_SUPPORTED", "forge.example/acme/web")
+    assert newer.message == ("Listing workflow runs needs Gitea 1.25 or newer, and the forge of "
+                             "forge.example/acme/web runs Gitea 1.24.7.")
+    assert "administrator" in (newer.user_action or "") and not newer.next
+    never = guard.server_lacks(c, "Listing workflow runs", "Forgejo 11.0.15", "", "")
+    assert "is not in the API of Forgejo 11.0.15" in never.message and never.user_action == guard.NOTHING_FURTHER
