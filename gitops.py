@@ -2033,6 +2033,24 @@ def pushes_running(repo: Repo) -> list[tuple[str, str]]:
     return [(branch, sha) for branch, sha, running in _push_marks(repo) if running]
 
 
+def settle_push_marks(repo: Repo, branch: str, landed: str) -> int:
+    """Clear this worktree's marks of interrupted pushes of *branch* whose sha *landed* holds (origin has it, or
+    it was merged): their outcome is known. A push still in flight keeps its mark. Returns how many it cleared."""
+    cleared = 0
+    for name, sha, running in _push_marks(repo):
+        try:
+            known = name == branch and not running and (sha == landed or is_ancestor(repo, sha, landed))
+        except GitError:
+            known = False  # a sha this repository no longer has: only a push settles it
+        if known:
+            try:
+                os.unlink(_push_mark(repo, branch))
+                cleared += 1
+            except OSError:
+                pass  # gone already, or not ours to remove: status goes on reading it
+    return cleared
+
+
 def _push_marks(repo: Repo) -> list[tuple[str, str, bool]]:
     import re
     found = []

@@ -5935,6 +5935,8 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     if not committed and head_sha:
         steps.saw(f"{branch} is at {head_sha[:9]}, {ahead} commit(s) not on origin yet" if ahead or not on_origin
                   else f"origin has {branch} at {head_sha[:9]}", commit=head_sha)
+        if on_origin and not ahead:
+            gitops.settle_push_marks(repo, branch, head_sha)  # an interrupted push of it did land
     if ahead or not on_origin:
         head_sha = _finish_push(inv, repo, steps, branch, branch_form)
     # 3. the pull request: open, or reused
@@ -6108,6 +6110,9 @@ def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: 
     """The last step, fitted to the checkout; the branch= form touches no working tree."""
     repo = _grepo(inv)
     number, merge_sha = pr["number"], str(pr.get("merge_commit_sha") or "")
+    merged_head = (pr.get("head") or {}).get("sha") or gitops.head_sha(repo, f"refs/heads/{branch}")
+    if merged_head:
+        gitops.settle_push_marks(repo, branch, str(merged_head))  # merged: no interrupted push of it is open
     if branch_form:
         closing_line = closing(f"PR #{number} is merged on the forge at {merge_sha[:9]}; no working tree was touched")
     else:

@@ -212,3 +212,28 @@ def test_finish_on_main_with_changed_files_is_still_refused(fake_forge: FakeForg
     write_files(web, {"c.py": "c\n"})
     result = finish(web, title="Add c", files=["c.py"])
     assert result.error and result.error["code"] == "DEFAULT_BRANCH", result.text
+
+
+# --------------------------------------------------------------------------- nothing left behind
+
+def marks(clone: Path) -> list[str]:
+    return sorted(n for n in os.listdir(clone / ".git") if n.startswith("madtea-push-"))
+
+
+def test_a_push_killed_after_origin_took_it_leaves_no_mark_once_the_finish_completes(
+        fake_forge: FakeForge, web: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_git = gitops.git
+    kill_after(monkeypatch, "git", lambda *args, **kwargs: "push" in args)
+    with pytest.raises(Killed):
+        finish(web, title="Add a", files=["a.py"])
+    monkeypatch.setattr(gitops, "git", real_git)
+    assert len(marks(web)) == 1  # the push's mark outlives the kill, as it must
+    status = madtea.run("madt_status", {}, madtea.Context("mcp", web))
+    assert "was interrupted" in status.text
+    done = finish(web, title="Add a", files=["a.py"])
+    assert not done.is_error, done.text
+    assert "Found: origin has feat at" in done.text and "Pushed" not in done.text
+    one_of_each(fake_forge, web)
+    assert marks(web) == []
+    status = madtea.run("madt_status", {}, madtea.Context("mcp", web))
+    assert "a push of" not in status.text and status.data["interrupted_pushes"] == []
