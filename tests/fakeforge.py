@@ -46,6 +46,7 @@ __all__ = [
 
 import base64
 import email.parser
+import fnmatch
 import email.policy
 import hashlib
 import http.client
@@ -265,6 +266,9 @@ class Pull:
     allow_maintainer_edit: bool = False
     reviews: list[Review] = field(default_factory=list)
     requested: list[str] = field(default_factory=list)  # logins asked to review
+    # merge_when_checks_succeed: (doer, style, message, delete branch) until the forge merges it or it is cancelled.
+    # Like Gitea's pull_auto_merge row it keeps no head commit: the head as it is then is merged.
+    auto_merge: tuple[str, str, str, bool] | None = None
 
 
 @dataclass
@@ -411,6 +415,9 @@ class Repo:
     runs: dict[int, ActionRun] = field(default_factory=dict)
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     protected: set[str] = field(default_factory=set)  # branch protection rules, by exact branch name
+    # A protected branch's required status checks (enable_status_check), as glob patterns; [] requires every
+    # context the head reports (services/pull/commit_status.go MergeRequiredContextsCommitStatus).
+    required_checks: dict[str, list[str]] = field(default_factory=dict)
     secrets: dict[str, str] = field(default_factory=dict)  # write-only through the API, as on a forge
     variables: dict[str, str] = field(default_factory=dict)
 
@@ -562,6 +569,8 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("GET", _R + "/tags/{tag*}", "tag_get", scope="repository"),
     _Route("DELETE", _R + "/tags/{tag*}", "tag_delete", scope="repository", token=True, perm="write"),
     _Route("GET", _R + "/commits/{ref}/status", "commit_status", scope="repository"),
+    _Route("GET", _R + "/commits/{ref}/statuses", "commit_statuses", scope="repository"),
+    _Route("GET", _R + "/statuses/{sha}", "commit_statuses", scope="repository"),
     _Route("GET", _R + "/contents", "contents_root", scope="repository"),
     _Route("POST", _R + "/contents", "files_change", scope="repository", token=True, perm="write", form=True),
     _Route("GET", _R + "/contents/{filepath*}", "contents_get", scope="repository"),
@@ -617,6 +626,7 @@ _ROUTES: tuple[_Route, ...] = (
     _Route("PATCH", _R + "/pulls/{index}", "pull_edit", scope="repository", token=True, form=True),
     _Route("GET", _R + "/pulls/{index}/merge", "pull_is_merged", scope="repository"),
     _Route("POST", _R + "/pulls/{index}/merge", "pull_merge", scope="repository", token=True, form=True),
+    _Route("DELETE", _R + "/pulls/{index}/merge", "pull_merge_cancel", scope="repository", token=True),
     _Route("GET", _R + "/pulls/{index}/reviews", "reviews_list", scope="repository"),
     _Route("POST", _R + "/pulls/{index}/reviews", "review_create", scope="repository", token=True, form=True),
     _Route("GET", _R + "/pulls/{index}/files", "pull_files", scope="repository"),
@@ -1108,10 +1118,15 @@ class FakeForge:
             self.org_labels.setdefault(org.lower(), []).append(label)
             return label
 
-    def protect_branch(self, owner: str, name: str, branch: str) -> None:
-        """Add a branch protection rule for exactly *branch*."""
+    def protect_branch(self, owner: str, name: str, branch: str, *,
+                       status_checks: Sequence[str] | None = None) -> None:
+        """Add a branch protection rule for exactly *branch*; *status_checks* (glob patterns; [] for every
+        context) turns on its required status checks."""
         with self._lock:
-            self.repo(owner, name).protected.add(branch)
+            repo = self.repo(owner, name)
+            repo.protected.add(branch)
+            if status_checks is not None:
+                repo.required_checks[branch] = list(status_checks)
 
     def add_repo(
         self,
@@ -1342,8 +1357,10 @@ class FakeForge:
     def add_action_run(self, owner: str, name: str, *, workflow: str = "ci.yml", title: str = "CI",
                        event: str = "push", status: str = "completed", conclusion: str = "success",
                        branch: str | None = None, head_sha: str | None = None, actor: str = DEFAULT_USER,
-                       jobs: Sequence[tuple[str, str, str]] = (("build", "success", "build ok\n"),)) -> ActionRun:
-        """Record an Actions run with jobs given as (name, conclusion, log text)."""
+                       jobs: Sequence[tuple[str, str, str]] = (("build", "success", "build ok\n"),),
+                       post_statuses: bool = False) -> ActionRun:
+        """Record an Actions run with jobs given as (name, conclusion, log text); *post_statuses* adds the commit
+        status each job reports on the head, as the forge's Actions do."""
         with self._lock:
             repo = self.repo(owner, name)
             branch = branch or repo.default_branch
@@ -1353,6 +1370,15 @@ class FakeForge:
             for job_name, job_conclusion, log in jobs:
                 run.jobs.append(ActionJob(self._next("job"), job_name, status, job_conclusion, log))
             repo.runs[run.id] = run
+            if post_statuses:  # services/actions/commit_status.go: one status per job, "<workflow> / <job> (<event>)"
+                for index, job in enumerate(run.jobs):
+                    state = ("pending" if job.status != "completed" else job.conclusion
+                             if job.conclusion in ("success", "failure", "skipped") else "error")
+                    self.add_commit_status(owner, name, run.head_sha, state, creator=actor,
+                                           context=f"{workflow.rsplit('.', 1)[0]} / {job.name} ({event})",
+                                           description=f"Job {job.status}", target_url=self._html_url(
+                                               repo.owner, repo.name, "actions", "runs", str(run.number),
+                                               "jobs", str(index)))
             return run
 
     def add_artifact(self, owner: str, name: str, run_id: int, artifact: str, data: bytes) -> int:
@@ -1363,14 +1389,17 @@ class FakeForge:
             return number
 
     def add_commit_status(self, owner: str, name: str, sha: str, state: str = "success", *,
-                          context: str = "ci/build", description: str = "") -> None:
-        """Add a commit status (as a CI system would) for the combined-status endpoint."""
+                          context: str = "ci/build", description: str = "", target_url: str = "",
+                          creator: str = DEFAULT_USER) -> None:
+        """Add a commit status (as a CI system would: POST /statuses/{sha}); a pull request scheduled to merge
+        when its checks succeed is merged if this status makes its head pass (services/automerge)."""
         with self._lock:
             repo = self.repo(owner, name)
-            repo.statuses.setdefault(sha, []).append({
-                "id": self._next("status"), "status": state, "context": context, "description": description,
-                "target_url": "", "created_at": _ts(self._tick()),
-            })
+            kept = repo.statuses.setdefault(sha, [])
+            kept.append({"id": self._next("status"), "index": len(kept) + 1, "status": state, "context": context,
+                         "description": description, "target_url": target_url, "created": self._tick(),
+                         "creator": self.users[creator.lower()].login})
+            self._auto_merge_scan(repo, sha)
 
     def comment_ids(self) -> list[int]:
         """The id of every comment on every issue and pull request, in order."""
@@ -1844,7 +1873,8 @@ class FakeForge:
     def _branch_json(self, repo: Repo, info: Mapping[str, str], access: int) -> dict[str, Any]:
         protected = info["name"] in repo.protected
         return {"name": info["name"], "commit": self._payload_commit(repo, info), "protected": protected,
-                "required_approvals": 0, "enable_status_check": False, "status_check_contexts": [],
+                "required_approvals": 0, "enable_status_check": info["name"] in repo.required_checks,
+                "status_check_contexts": list(repo.required_checks.get(info["name"], [])),
                 "user_can_push": access >= (3 if protected else 2), "user_can_merge": access >= 2,
                 "effective_branch_protection_name": info["name"] if protected else ""}
 
@@ -2843,27 +2873,93 @@ class FakeForge:
             return _Response(204, b"", None)
         raise self._not_found()
 
+    def _status_json(self, repo: Repo, sha: str, status: Mapping[str, Any]) -> dict[str, Any]:
+        """convert.ToCommitStatus."""
+        return {"id": status["id"], "status": status["status"], "target_url": status["target_url"],
+                "description": status["description"], "context": status["context"],
+                "url": self._api_url("repos", repo.owner, repo.name, "statuses", sha),
+                "creator": self._user_json(self.users.get(status["creator"].lower())),
+                "created_at": _ts(status["created"]), "updated_at": _ts(status["created"])}
+
+    @staticmethod
+    def _latest_statuses(repo: Repo, sha: str) -> list[dict[str, Any]]:
+        """models/git/commit_status.go GetLatestCommitStatus: each context's newest status, newest first."""
+        latest: dict[str, dict[str, Any]] = {}
+        for status in repo.statuses.get(sha, []):
+            latest[status["context"]] = status
+        return sorted(latest.values(), key=lambda st: st["index"], reverse=True)
+
+    def _combine(self, states: Sequence[str]) -> str:
+        """The combined state of *states* as each flavour computes it. Gitea 1.24+:
+        modules/commitstatus/commit_status.go CommitStatusStates.Combine (any failure or error is failure; all
+        of success, warning, skipped is success; else pending). Forgejo: models/git/commit_status.go
+        CalcCommitStatus, the worst by modules/structs/commit_status.go NoBetterThan's priorities (error,
+        failure, warning, pending, success; an unknown state never counts); "" with no status."""
+        if self.flavour == "gitea":
+            if any(st in ("failure", "error") for st in states):
+                return "failure"
+            good = [st for st in states if st in ("success", "warning", "skipped")]
+            return "success" if good and len(good) == len(states) else "pending"
+        order = ("error", "failure", "warning", "pending", "success")
+        worst = states[0] if states else ""
+        for st in states[1:]:
+            if st in order and worst in order and order.index(st) <= order.index(worst):
+                worst = st
+        return worst
+
+    def _required_state(self, repo: Repo, base: str, sha: str) -> str | None:
+        """services/pull/commit_status.go GetPullRequestCommitStatusState with MergeRequiredContextsCommitStatus:
+        the state of the required contexts (globs) on the head; None when the base requires no status check."""
+        if base not in repo.required_checks:
+            return None
+        latest = self._latest_statuses(repo, sha)
+        patterns = repo.required_checks[base]
+        if not patterns:
+            return self._combine([st["status"] for st in latest]) if latest else "pending"
+        matched, every = [], True
+        for pattern in patterns:
+            found = [st for st in latest if fnmatch.fnmatchcase(st["context"], pattern)]
+            matched += [st for st in found if st not in matched]
+            every = every and bool(found)
+        if not matched:
+            return "pending"
+        state = self._combine([st["status"] for st in matched])
+        return state if every or state in ("failure", "error") else "pending"
+
     def _h_commit_status(self, ctx: _Ctx) -> _Response:
+        """GetCombinedCommitStatusByRef: GetLatestCommitStatus paged by page/limit, and the combined state of that
+        page only (the forge never combines the pages it did not return)."""
         repo = ctx.repo
         assert repo is not None
-        ref = unquote(ctx.params["ref"])
-        sha = self._resolve_commit(repo, ref)
+        sha = self._resolve_commit(repo, unquote(ctx.params["ref"]))
         if sha is None:
             raise self._not_found()
-        statuses = repo.statuses.get(sha, [])
-        # The newest status per context counts; any failure/error wins, then pending, else success.
-        latest: dict[str, dict[str, Any]] = {}
-        for status in statuses:
-            latest[status["context"]] = status
-        states = {s["status"] for s in latest.values()}
-        combined = ("" if not states else "error" if "error" in states else "failure" if "failure" in states
-                    else "pending" if "pending" in states else "success")
-        items, headers = self._page(ctx, list(latest.values()), link=False)
-        return self._json(200, {"state": combined, "sha": sha, "total_count": len(latest), "statuses": items,
+        latest = self._latest_statuses(repo, sha)
+        items, headers = self._page(ctx, latest, link=False)
+        state = self._combine([st["status"] for st in items]) if items else ""
+        return self._json(200, {"state": state, "sha": sha, "total_count": len(latest),
+                                "statuses": [self._status_json(repo, sha, st) for st in items],
                                 "repository": self._repo_json(repo, ctx.user),
                                 "commit_url": self._api_url("repos", repo.owner, repo.name, "commits", sha),
                                 "url": self._api_url("repos", repo.owner, repo.name, "commits", sha, "status")},
                           headers)
+
+    def _h_commit_statuses(self, ctx: _Ctx) -> _Response:
+        """GetCommitStatusesByRef and GetCommitStatuses: every status (not only each context's latest), newest
+        first by default, filtered by state, paged with Link and X-Total-Count."""
+        repo = ctx.repo
+        assert repo is not None
+        ref = unquote(ctx.params.get("ref") or ctx.params.get("sha") or "")
+        sha = self._resolve_commit(repo, ref) or ref
+        kept = list(repo.statuses.get(sha, []))
+        if ctx.q("state"):
+            kept = [st for st in kept if st["status"] == ctx.q("state")]
+        order = {"oldest": ("created", False), "leastindex": ("index", True), "highestindex": ("index", False),
+                 "recentupdate": ("created", True), "leastupdate": ("created", False)}
+        key, newest = order.get(ctx.q("sort"), ("created", True))
+        kept.sort(key=lambda st: (st[key], st["index"]), reverse=newest)
+        items, headers = self._page(ctx, kept)
+        return self._json(200, [self._status_json(repo, sha, st) for st in items], headers)
 
     # ================================================================== endpoints: issues
 
@@ -3585,6 +3681,13 @@ class FakeForge:
                 raise self._error(405, "Please try again later")
         if not repo.settings[_STYLE_SETTING[style]]:
             raise self._error(405, f"{style} is not allowed an allowed merge style for this repository")
+        _, head_sha = self._pull_shas(repo, issue)
+        required = self._required_state(repo, pull.base_branch, head_sha)
+        if self._field(form, "merge_when_checks_succeed", bool, False) and style != "manually-merged":
+            return self._schedule_merge(ctx, repo, issue, form, style, required)
+        if required not in (None, "success") and style != "manually-merged":
+            # services/pull/merge.go CheckPullBranchProtections: ErrDisallowedToMerge, answered 405 by the API
+            raise self._error(405, "not allowed to merge [reason: Not all required status checks successful]")
         if style == "manually-merged":
             commit = self._field(form, "MergeCommitID", str, "")
             if not re.fullmatch(r"[0-9a-f]{40}", commit) or _git(
@@ -3593,7 +3696,6 @@ class FakeForge:
                 return self._json(409, {})  # errors.New("Wrong commit ID") serialised by ctx.JSON
             self._mark_merged(repo, issue, commit, ctx.user.login)
             return _Response(200, b"", None)
-        _, head_sha = self._pull_shas(repo, issue)
         expected = self._field(form, "head_commit_id", str, "")
         if expected and expected != head_sha:
             raise self._error(409, "head out of date")
@@ -3605,6 +3707,77 @@ class FakeForge:
         merged_sha = self._git_merge(repo, issue, style, message, ctx.user.login)
         self._mark_merged(repo, issue, merged_sha, ctx.user.login)
         return self._after_merge_delete(ctx, repo, issue, form) or _Response(200, b"", None)
+
+    def _schedule_merge(self, ctx: _Ctx, repo: Repo, issue: Issue, form: Mapping[str, Any], style: str,
+                        required: str | None) -> _Response:
+        """merge_when_checks_succeed (routers/api/v1/repo/pull.go MergePullRequest, services/automerge
+        ScheduleAutoMerge): 409 when one is scheduled already; Forgejo merges at once (200) when the head already
+        passes; otherwise 201, and the forge merges the head as it is whenever its checks pass, at once where the
+        base requires no status check (handlePullRequestAutoMerge's IsPullCommitStatusPass)."""
+        pull = issue.pull
+        assert pull is not None and ctx.user is not None
+        if pull.auto_merge is not None:
+            raise self._error(409, f"PR is already scheduled to auto merge [pull_id: {pull.id}]")
+        message = self._field(form, "MergeTitleField", str, "").strip() or self._default_merge_message(
+            repo, issue, style)
+        delete = bool(self._field(form, "delete_branch_after_merge", bool, False))
+        if self.flavour == "forgejo" and required in (None, "success") and self._head_state(repo, issue) == \
+                "success":
+            self._mark_merged(repo, issue, self._git_merge(repo, issue, style, message, ctx.user.login),
+                              ctx.user.login)
+            return _Response(200, b"", None)
+        pull.auto_merge = (ctx.user.login, style, message, delete)
+        self._event(issue, "pull_scheduled_merge", ctx.user.login)
+        if self.flavour == "gitea":
+            self._auto_merge(repo, issue)
+        return _Response(201, b"", None)
+
+    def _head_state(self, repo: Repo, issue: Issue) -> str:
+        _, head_sha = self._pull_shas(repo, issue)
+        latest = self._latest_statuses(repo, head_sha)
+        return self._combine([st["status"] for st in latest]) if latest else ""
+
+    def _auto_merge(self, repo: Repo, issue: Issue) -> None:
+        """handlePullRequestAutoMerge: merge the head as it is now when the base's required checks pass."""
+        pull = issue.pull
+        assert pull is not None
+        if pull.auto_merge is None or pull.merged or issue.state != "open":
+            return
+        self._refresh_pull(repo, issue, poll=False)
+        if pull.status == "checking":
+            self._finish_check(repo, issue)
+        _, head_sha = self._pull_shas(repo, issue)
+        if self._required_state(repo, pull.base_branch, head_sha) not in (None, "success") \
+                or pull.status != "mergeable":
+            return
+        login, style, message, delete = pull.auto_merge
+        pull.auto_merge = None
+        self._mark_merged(repo, issue, self._git_merge(repo, issue, style, message, login), login)
+        if delete and pull.head_branch != self._head_repo(issue).default_branch:
+            _git("update-ref", "-d", f"refs/heads/{pull.head_branch}", git_dir=self._head_repo(issue).bare,
+                 check=False)
+
+    def _auto_merge_scan(self, repo: Repo, sha: str) -> None:
+        """A new commit status: the pull requests scheduled to merge whose head is *sha* are looked at again."""
+        for issue in list(repo.issues.values()):
+            if issue.pull is not None and issue.pull.auto_merge is not None and \
+                    self._pull_shas(repo, issue)[1] == sha:
+                self._auto_merge(repo, issue)
+
+    def _h_pull_merge_cancel(self, ctx: _Ctx) -> _Response:
+        """CancelScheduledAutoMerge: 404 when none is scheduled; only its scheduler or a repo admin may (403)."""
+        repo = ctx.repo
+        assert repo is not None and ctx.user is not None
+        issue = self._pull_issue(ctx)
+        pull = issue.pull
+        assert pull is not None
+        if pull.auto_merge is None:
+            raise self._not_found()
+        if pull.auto_merge[0].lower() != ctx.user.login.lower() and ctx.access < 3:
+            raise self._error(403, "user has no permission to cancel the scheduled auto merge")
+        pull.auto_merge = None
+        self._event(issue, "pull_cancel_scheduled_merge", ctx.user.login)
+        return _Response(204, b"", None)
 
     def _default_merge_message(self, repo: Repo, issue: Issue, style: str) -> str:
         pull = issue.pull
