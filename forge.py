@@ -50,6 +50,7 @@ from __future__ import annotations
 __all__ = [
     "ERROR_CODES",
     "PAGE_SIZE",
+    "combined_state",
     "ForgeError",
     "Response",
     "Created",
@@ -1295,6 +1296,35 @@ def release_of(version: str) -> tuple[str, tuple[int, ...]] | None:
 
 def _release_name(flavour: str, release: str) -> str:
     return f"{'Forgejo' if flavour == 'forgejo' else 'Gitea'} {release}"
+
+
+# Commit status states in Forgejo's order, worst first (modules/structs/commit_status.go commitStatusPriorities);
+# Gitea kept the same order until its Combine rule (1.24).
+_WORST_FIRST = ("error", "failure", "warning", "pending", "success")
+
+
+def combined_state(flavour: str, version: str, states: Sequence[str]) -> str:
+    """The state the forge gives a head whose contexts' latest states are *states* ("" when there are none).
+
+    Gitea 1.24 on (modules/commitstatus/commit_status.go ``CommitStatusStates.Combine``): any failure or error
+    is "failure"; all of success, warning and skipped is "success"; anything else "pending". Forgejo, and
+    Gitea before 1.24 (models/git/commit_status.go ``CalcCommitStatus`` with ``NoBetterThan``): the worst
+    state in the order above, starting from the newest; a state outside it never counts, and a warning is
+    not green.
+    """
+    if not states:
+        return ""
+    release = release_of(version)
+    if flavour == "gitea" and (release is None or release[1] >= (1, 24)):  # an unknown build is taken as new
+        if any(s in ("failure", "error") for s in states):
+            return "failure"
+        return "success" if all(s in ("success", "warning", "skipped") for s in states) else "pending"
+    worst = states[0]
+    for state in states[1:]:
+        if state in _WORST_FIRST and worst in _WORST_FIRST and \
+                _WORST_FIRST.index(state) <= _WORST_FIRST.index(worst):
+            worst = state
+    return worst
 
 
 # --------------------------------------------------------------------------- clients

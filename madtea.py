@@ -3789,19 +3789,145 @@ def pr_comment_op(inv: Invocation) -> Result:
     return _comment(inv, "pull request")
 
 
+# --- a head's checks ---
+#
+# A head is judged on its checks whole: every page of its commit statuses (Gitea pages them, and its combined
+# state covers only the page it returns), each context's latest, and the forge's Actions runs for that sha.
+# The state is the forge's own rule (forge.combined_state); gh's three outcomes are read from it.
+
+_MAX_STATUSES = 5000        # statuses read for one head: a bound, not an expectation
+_LOG_LINES = 40             # the last lines of a failed job's log that a refusal shows
+_LOG_CHARS = 4000
+_MAX_LOGS = 5               # failed jobs whose logs are fetched for one answer
+_RUN_STATE = {"success": "success", "skipped": "success", "failure": "failure", "cancelled": "failure"}
+
+
+def checks_verdict(state: str) -> str:
+    """gh's outcome of a combined state: passed (green, or no checks at all), pending, or failed (red, and a
+    Forgejo warning, which is not green)."""
+    return "passed" if state in ("", "success") else "pending" if state == "pending" else "failed"
+
+
+def _head_runs(remote: Api, sha: str) -> list[dict[str, Json]]:
+    """The Actions runs for *sha* (none where the forge has no Actions, or their API). The forge may ignore
+    head_sha (Gitea before 1.25), so the sha is also matched here."""
+    import forge
+    try:
+        found = remote.get("actions", "runs", params={"head_sha": sha, "limit": forge.PAGE_SIZE})
+    except forge.ForgeError as exc:
+        if exc.code in ("NOT_FOUND_OR_NO_ACCESS", "NOT_SUPPORTED"):
+            return []
+        raise
+    runs = found.get("workflow_runs") if isinstance(found, dict) else None
+    return [_run_row(r) | {"number": r.get("run_number") or r.get("index_in_repo"),
+                           "actor": _login(r.get("actor") or r.get("trigger_user"))}
+            for r in runs or [] if (r.get("head_sha") or r.get("commit_sha")) == sha]
+
+
+def _log_tail(remote: Api, job_id: Json) -> str | None:
+    """The last lines of a job's log (Gitea 1.24's job logs), or None where the forge does not give it."""
+    import forge
+    if remote.flavour() != "gitea":
+        return None
+    try:
+        text = remote.get_text(f"actions/jobs/{job_id}/logs")
+    except forge.ForgeError:
+        return None
+    tail = "\n".join(clean(text).rstrip("\n").splitlines()[-_LOG_LINES:])
+    return tail[-_LOG_CHARS:]
+
+
+def _failed_jobs(remote: Api, rows: list[dict[str, Json]], runs: list[dict[str, Json]]) -> None:
+    """Give the failed Actions jobs their log tails: on the status row that links to the job, else a row of its
+    own (Gitea lists a run's jobs; Forgejo's API has no jobs, so its rows keep only the run's address)."""
+    import forge
+    fetched = 0
+    for run in runs:
+        if run.get("conclusion") not in ("failure", "cancelled") or remote.flavour() != "gitea":
+            continue
+        try:
+            jobs = (remote.get("actions", "runs", int(run.get("id") or 0), "jobs") or {}).get("jobs") or []
+        except forge.ForgeError:
+            continue
+        for job in jobs:
+            if job.get("conclusion") not in ("failure", "cancelled") or fetched >= _MAX_LOGS:
+                continue
+            fetched += 1
+            row = next((r for r in rows if r.get("url") and r.get("url") == job.get("html_url")), None)
+            if row is None:
+                row = {"context": f"{run.get('title')} / {clean_line(job.get('name'))} (Actions)",
+                       "state": "failure", "description": "", "url": job.get("html_url")}
+                rows.append(row)
+            row |= {"job_id": job.get("id"), "actor": run.get("actor"), "log": _log_tail(remote, job.get("id"))}
+
+
+def read_checks(remote: Api, sha: str) -> dict[str, Json]:
+    """A head's checks whole: each context's latest status over every page, the Actions runs no status
+    reports, the combined state as the forge computes it, and the failed jobs' log tails."""
+    listed = remote.list_items("commits", sha, "statuses", limit=_MAX_STATUSES)
+    latest: dict[str, Mapping[str, Json]] = {}
+    for status in sorted(listed, key=lambda st: int(st.get("id") or 0)):
+        latest[str(status.get("context") or "")] = status
+    rows: list[dict[str, Json]] = [
+        {"context": clean_line(name), "state": str(st.get("status") or st.get("state") or ""),
+         "description": clean_line(st.get("description")), "url": st.get("target_url") or None}
+        for name, st in sorted(latest.items(), key=lambda item: -int(item[1].get("id") or 0))]
+    runs = _head_runs(remote, sha)
+    for run in runs:
+        web = str(run.get("url") or "")
+        if web and any(str(r.get("url") or "").startswith(web + "/") or r.get("url") == web for r in rows):
+            continue  # the run reports through its jobs' statuses
+        state = _RUN_STATE.get(str(run.get("conclusion"))) if run.get("status") == "completed" else "pending"
+        rows.append({"context": f"{run.get('title')} (Actions run {run.get('number')})",
+                     "state": state or "failure", "description": f"run {run.get('status')}", "url": web or None})
+    _failed_jobs(remote, rows, runs)
+    state = forge_state(remote, [str(r["state"]) for r in rows])
+    return {"sha": sha, "state": state, "verdict": checks_verdict(state), "statuses": rows}
+
+
+def forge_state(remote: Api, states: Sequence[str]) -> str:
+    import forge
+    flavour = remote.flavour()
+    return forge.combined_state(flavour, remote.version() if flavour == "gitea" else "", states)
+
+
+def checks_lines(inv: Invocation, checks: Mapping[str, Json]) -> list[str]:
+    """Each context on a line: its state, its name, its description and its address; a failed Actions job's
+    log tail under it, fenced (the log prints what the branch's code and its tests wrote)."""
+    lines = []
+    for r in checks["statuses"]:
+        lines.append(f"{r['state']:<8} {r['context']}" + (f": {r['description']}" if r.get("description") else "")
+                     + (f" {r['url']}" if r.get("url") else ""))
+        if r.get("log"):
+            who = str(r.get("actor") or "unknown")
+            lines.append(fence(str(r["log"]), who, _relation(inv, who, {}), f"log of job {r.get('job_id')} (last "
+                               f"lines)") + "\n[the whole log: " + shown_call(guard.call(
+                                   "madt_actions", action="logs", owner_repo=api(inv).target.full,
+                                   job_id=r.get("job_id"))) + "]")
+    return lines
+
+
+def checks_summary(checks: Mapping[str, Json]) -> str:
+    counts: dict[str, int] = {}
+    for r in checks["statuses"]:
+        verdict = checks_verdict(str(r["state"]))
+        counts[verdict] = counts.get(verdict, 0) + 1
+    said = ", ".join(f"{counts[v]} {v}" for v in ("failed", "pending", "passed") if counts.get(v))
+    return f"{checks['state'] or 'no checks'}" + (f" ({said})" if said else "")
+
+
 @operation("madt_pr", "checks", cli=("pr", "checks"), kind="remote", mutating=False, idempotent=True,
-           summary="Show the head's status checks.", params=(NUMBER,))
+           summary="Show every check of the head, with the forge's combined state.",
+           params=(NUMBER, Param("watch", "bool", "Wait, showing a live summary, until no check is pending.",
+                                 cli_only=True),
+                   Param("interval", "int", "Seconds between looks with --watch (default 10).", cli_only=True,
+                         minimum=1)))
 def pr_checks_op(inv: Invocation) -> Result:
-    number = _issue_number(inv)
-    pr = api(inv).get("pulls", number)
-    sha: Json = (pr.get("head") or {}).get("sha")
-    combined = api(inv).get("commits", sha, "status")
-    statuses = [{"context": clean_line(s.get("context")), "state": s.get("status") or s.get("state"),
-                 "description": clean_line(s.get("description")), "url": s.get("target_url")}
-                for s in combined.get("statuses") or []]
-    lines = [f"{s['state']:<8} {s['context']}: {s['description']}" for s in statuses] or ["no checks reported"]
-    return Result(f"PR #{number} head {str(sha)[:9]}: {combined.get('state') or 'no status'}\n" + "\n".join(lines),
-                  {"sha": sha, "state": combined.get("state"), "statuses": statuses})
+    number, remote = _issue_number(inv), api(inv)
+    sha = str((remote.get("pulls", number).get("head") or {}).get("sha") or "")
+    checks = read_checks(remote, sha)
+    lines = checks_lines(inv, checks) or ["no checks reported"]
+    return Result(f"PR #{number} head {sha[:9]}: {checks_summary(checks)}\n" + "\n".join(lines), checks)
 
 
 @operation("madt_pr", "update_branch", cli=("pr", "update-branch"), kind="remote", mutating=True, destructive=True,
@@ -6519,6 +6645,8 @@ def _cli_main(args: list[str]) -> int:
         result = refusal_result(guard.unreadable_body_file(" ".join(op.cli), str(exc)))
     else:
         result = _current_pull_request(op, raw, ctx) or run(op.tool, raw, ctx)
+    if (op.tool, op.action) == ("madt_pr", "checks") and getattr(ns, "watch", False) and not result.is_error:
+        result = _watch_checks(op, raw, ctx, result, getattr(ns, "interval", None) or 10)
     if getattr(ns, "_web", False) and not result.is_error:
         return _open_web(result)
     for severity, text in result.notes:
@@ -6536,7 +6664,31 @@ def _cli_main(args: list[str]) -> int:
         sys.stdout.buffer.write(result.content)  # a pipe gets the exact bytes: `files view PATH > copy`
     else:
         print(result.text)
+    if (op.tool, op.action) == ("madt_pr", "checks") and isinstance(result.data, dict):
+        return _CHECKS_EXIT[str(result.data.get("verdict"))]  # gh's: `pr checks N && pr merge N` never merges red
     return 0
+
+
+_CHECKS_EXIT = {"passed": 0, "failed": 1, "pending": 8}
+
+
+def _watch_checks(op: Op, raw: dict[str, Json], ctx: Context, result: Result, interval: int) -> Result:
+    """``pr checks --watch``: look again every *interval* seconds until no check is pending, with a live
+    summary (redrawn at a terminal, a line per look elsewhere); the last look is the answer."""
+    import time
+    live = sys.stdout.isatty()
+    while not result.is_error and isinstance(result.data, dict) and result.data.get("verdict") == "pending":
+        if live:
+            sys.stdout.write("\033[H\033[2J" + result.text + f"\n\nLooking again every {interval} s; Ctrl+C "
+                             "stops watching.\n")
+        else:
+            sys.stdout.write(result.text.splitlines()[0] + "\n")
+        sys.stdout.flush()
+        time.sleep(interval)
+        result = run(op.tool, raw, ctx)
+    if live:
+        sys.stdout.write("\033[H\033[2J")
+    return result
 
 
 def _current_pull_request(op: Op, raw: dict[str, Json], ctx: Context) -> Result | None:
