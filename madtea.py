@@ -3812,6 +3812,8 @@ def _head_runs(remote: Api, sha: str) -> list[dict[str, Json]]:
     """The Actions runs for *sha* (none where the forge has no Actions, or their API). The forge may ignore
     head_sha (Gitea before 1.25), so the sha is also matched here."""
     import forge
+    if remote.brings("GET /repos/{owner}/{repo}/actions/runs") is not None:
+        return []
     try:
         found = remote.get("actions", "runs", params={"head_sha": sha, "limit": forge.PAGE_SIZE})
     except forge.ForgeError as exc:
@@ -3827,7 +3829,7 @@ def _head_runs(remote: Api, sha: str) -> list[dict[str, Json]]:
 def _log_tail(remote: Api, job_id: Json) -> str | None:
     """The last lines of a job's log (Gitea 1.24's job logs), or None where the forge does not give it."""
     import forge
-    if remote.flavour() != "gitea":
+    if remote.brings("GET /repos/{owner}/{repo}/actions/jobs/{job_id}/logs") is not None:
         return None
     try:
         text = remote.get_text(f"actions/jobs/{job_id}/logs")
@@ -3843,7 +3845,8 @@ def _failed_jobs(remote: Api, rows: list[dict[str, Json]], runs: list[dict[str, 
     import forge
     fetched = 0
     for run in runs:
-        if run.get("conclusion") not in ("failure", "cancelled") or remote.flavour() != "gitea":
+        if run.get("conclusion") not in ("failure", "cancelled") or \
+                remote.brings("GET /repos/{owner}/{repo}/actions/runs/{run}/jobs") is not None:
             continue
         try:
             jobs = (remote.get("actions", "runs", int(run.get("id") or 0), "jobs") or {}).get("jobs") or []
