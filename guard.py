@@ -62,7 +62,7 @@ __all__ = [
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement", "file_too_large",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
-    "LOST", "confirmation_form", "check_confirmation",
+    "LOST", "confirmation_form", "check_confirmation", "persons_route", "asked_before", "not_confirmed",
     "check_no_action", "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo",
     "check_owner_repo_host",
     "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha",
@@ -2199,20 +2199,40 @@ def confirmation_form(act: str, name: str, web: str | None, lost: str) -> tuple[
     return message, schema
 
 
-def check_confirmation(act: str, name: str, answer: str, typed: object) -> None:
-    """A person's answer to a confirmation form: only an accept carrying the exact name lets the act go on."""
+def persons_route(web: str | None, command: str) -> str:
+    """Where a person does an act themselves: the object's web page (if it has one) and the exact command."""
+    where = f"on its web page, {web}, or " if web else ""
+    return f"{where}in their own terminal with: {command}"
+
+
+def check_confirmation(act: str, name: str, answer: str, typed: object, route: str) -> None:
+    """A person's answer to a confirmation form: only an accept carrying the exact name lets the act go on.
+
+    Anything else is said as it happened: not confirmed, nothing changed. A client with no person at it
+    (a headless run) declines or closes the form at once, so a decline or a close is not taken for a
+    person's choice, and the way on is the person's own *route*, never the same call again."""
     if answer == "accept" and typed == name:
         return
     if answer == "accept":
-        why = f"The person typed {_shown(typed)}, not {_shown(name)}, so nothing was done ({act} was not confirmed)."
-        ask = f"Ask the user whether they meant to {act}; confirming needs its exact name."
-    elif answer == "decline":
-        why = f"The person declined to {act}; nothing was done."
-        ask = f"Ask the user before trying again: they chose to keep it ({act} was declined)."
+        why = f"The name typed in the confirmation was {_shown(typed)}, not {_shown(name)}"
     else:
-        why = f"The person closed the confirmation to {act} without answering; nothing was done."
-        ask = f"Ask the user whether they want to {act} before trying again."
-    raise Refusal("USER_ACTION_REQUIRED", why, target=act, user_action=ask)
+        how = "declined" if answer == "decline" else "closed without an answer"
+        why = (f"The confirmation to {act} was {how}; a client with no person at it answers so at once, so no "
+               f"person may have seen it")
+    raise not_confirmed(act, f"{why}. It was not confirmed, and nothing changed.", route)
+
+
+def asked_before(act: str, route: str) -> Refusal:
+    """The same act, asked about again in one session after its confirmation was not accepted: not asked twice."""
+    return not_confirmed(act, f"The confirmation to {act} was not accepted earlier in this session, so it is not "
+                              f"asked again; nothing changed.", route)
+
+
+def not_confirmed(act: str, why: str, route: str) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", why, target=act,
+                   user_action=f"Tell the user that the confirmation to {act} was not accepted and nothing changed; "
+                               f"if they want it done, they can do it themselves {route}. Do not call this again "
+                               f"to ask once more.")
 
 
 def delete_is_a_persons_act(noun: str, what: str, web: str) -> Refusal:

@@ -1963,7 +1963,8 @@ def branch_delete_op(inv: Invocation) -> Result:
                                     tip=sha or "", unmerged=unmerged)
     assert sha is not None
     if ask is not None:
-        confirm(inv, ask.act, ask.name, web=None, lost=ask.lost)
+        confirm(inv, ask.act, ask.name, web=None, lost=ask.lost, command=f"git -C {guard.shell_quote(str(repo.top))} "
+                f"branch -D {guard.shell_quote(name)}")
         gitops.branch_delete(repo, name, sha)  # still a compare-and-swap on the sha the person was shown
         return Result(closing(f"Deleted branch {name} (was {sha[:9]}) in {inv.identity()}, with work not in "
                               f"{default}, as the person confirmed through the client"),
@@ -2074,7 +2075,9 @@ def worktree_remove_op(inv: Invocation) -> Result:
     ask = guard.check_worktree_remove(inv.local, path, linked=linked, status=st, unsaved=unsaved,
                                       person=person_can_confirm())
     if ask is not None:
-        confirm(inv, ask.act, ask.name, web=None, lost=ask.lost)
+        top = guard.shell_quote(str(inv.repo.top))
+        confirm(inv, ask.act, ask.name, web=None, lost=ask.lost,
+                command=f"git -C {top} worktree remove --force {guard.shell_quote(path)}")
     confirmed = ", discarding its unsaved work as the person confirmed through the client" if ask else ""
     assert tree is not None
     gitops.worktree_remove(_grepo(inv), path, discard=bool(confirmed))
@@ -5685,16 +5688,34 @@ def person_can_confirm() -> bool:
     return call is not None and call.ask is not None
 
 
-def confirm(inv: Invocation, act: str, name: str, *, web: str | None, lost: str) -> None:
+# The acts whose confirmation was not accepted in this server's session: each is asked about once.
+_NOT_CONFIRMED: set[str] = set()
+
+
+def confirm(inv: Invocation, act: str, name: str, *, web: str | None, lost: str, command: str) -> None:
     """A person's act goes on only once that person typed *name*: at a terminal on the CLI, in a form the
-    MCP client shows them otherwise. Anything else raises, and nothing was done."""
+    MCP client shows them otherwise. Anything else raises, and nothing was done; the refusal names the
+    person's own route (*web*, the exact *command*), and the same act is not asked about again."""
     call = gitops.CALL.get()
     if inv.ctx.surface == "cli" or call is None or call.ask is None:
         _confirm_at_terminal(act, name)
         return
+    route = guard.persons_route(web, command)
+    if act in _NOT_CONFIRMED:
+        raise guard.asked_before(act, route)
     message, schema = guard.confirmation_form(act, name, web, lost)
     answer, content = call.ask(message, schema)
-    guard.check_confirmation(act, name, answer, (content or {}).get("name"))
+    try:
+        guard.check_confirmation(act, name, answer, (content or {}).get("name"), route)
+    except guard.Refusal:
+        _NOT_CONFIRMED.add(act)
+        raise
+
+
+def persons_command(inv: Invocation) -> str:
+    """The exact command a person runs for a forge act only they take (the call's own, on the CLI)."""
+    args = {k: v for k, v in inv.args.items() if k not in ("action", "owner_repo")}
+    return cli_render(guard.call(inv.op.tool, action=inv.op.action, **args, owner_repo=api(inv).target.full))
 
 
 def _confirm_at_terminal(what: str, name: str) -> None:
@@ -5713,7 +5734,7 @@ def _delete(inv: Invocation, what: str, param: Param, path: Callable[[], tuple[s
     label = f"{what} {name} in {remote.target.slug}"
     target = path()  # an object that is not there is said before anyone is asked
     web = _DELETABLE[inv.op.tool][1](inv) if inv.op.tool in _DELETABLE and inv.op.action == "delete" else None
-    confirm(inv, f"delete the {label}", name, web=web, lost=guard.LOST[what])
+    confirm(inv, f"delete the {label}", name, web=web, lost=guard.LOST[what], command=persons_command(inv))
     remote.delete(*target)
     return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": name})
 
@@ -5780,7 +5801,8 @@ _DELETABLE: dict[str, tuple[str, Callable[[Invocation], str]]] = {
 def tag_delete_op(inv: Invocation) -> Result:
     tag = inv.text("tag")
     label = f"tag {tag} in {api(inv).target.slug}"
-    confirm(inv, f"delete the {label}", tag, web=_untabled_web(inv), lost=guard.LOST["tag"])
+    confirm(inv, f"delete the {label}", tag, web=_untabled_web(inv), lost=guard.LOST["tag"],
+            command=persons_command(inv))
     api(inv).delete("tags", tag)
     return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": tag})
 
@@ -5792,7 +5814,8 @@ def tag_delete_op(inv: Invocation) -> Result:
 def comment_delete_op(inv: Invocation) -> Result:
     comment_id = inv.number("comment_id")
     label = f"comment {comment_id} in {api(inv).target.slug}"
-    confirm(inv, f"delete the {label}", str(comment_id), web=_untabled_web(inv), lost=guard.LOST["comment"])
+    confirm(inv, f"delete the {label}", str(comment_id), web=_untabled_web(inv), lost=guard.LOST["comment"],
+            command=persons_command(inv))
     api(inv).delete("issues", "comments", comment_id)
     return Result(closing(f"Deleted {label}" + _confirmed_by(inv)), {"deleted": comment_id})
 
@@ -5806,7 +5829,7 @@ def attachment_delete_op(inv: Invocation) -> Result:
     label = f"{what} in {api(inv).target.slug}"
     name = str(asset.get("name"))
     confirm(inv, f"delete {clean_line(name)} ({label})", name, web=str(asset.get("browser_download_url") or "")
-            or None, lost=guard.LOST["attached file"])
+            or None, lost=guard.LOST["attached file"], command=persons_command(inv))
     api(inv).delete(*path)
     return Result(closing(f"Deleted {clean_line(name)} ({label})" + _confirmed_by(inv)), {"deleted": asset.get("id")})
 
@@ -6501,7 +6524,7 @@ def cli_render(step: Mapping[str, Json]) -> str:
         return str(step["shell"])
     args = dict(step.get("args", {}))
     try:
-        op = find_op(step["tool"], args.pop("action", None))
+        op = find_op(step["tool"], args.pop("action", None), "cli")
     except guard.Refusal:
         ops = tool_ops(step["tool"], "cli")
         return f"madtea {ops[0].cli[0]}" if ops and not args else guard.render_call(step)

@@ -65,10 +65,15 @@ async def test_deleting_a_label_is_the_persons_typed_choice(env: Env, answer: st
         assert not result.is_error and "Deleted label bug in acme/web, as the person confirmed" in text
         return
     data = result.structured_content
-    assert result.is_error and data["code"] == "USER_ACTION_REQUIRED" and "nothing was done" in text, text
-    said = {"accept": 'The person typed "bugs", not "bug"', "decline": "The person declined",
-            "cancel": "closed the confirmation"}[answer]
-    assert said in text
+    assert result.is_error and data["code"] == "USER_ACTION_REQUIRED" and "nothing changed" in text, text
+    said = {"accept": 'The name typed in the confirmation was "bugs", not "bug"',
+            "decline": "was declined; a client with no person at it answers so at once, so no person may have seen it",
+            "cancel": "was closed without an answer; a client with no person at it answers so at once"}[answer]
+    assert said in text and "It was not confirmed" in text, text
+    # the way on is the person's own route: the web page and the exact command, never the same call again
+    route = data["user_action"]
+    assert "/acme/web/labels" in route and f"madtea label delete bug --repo {env.forge.host}/acme/web" in route, route
+    assert "Do not call this again" in route and "try" not in route and "declined to" not in text, route
 
 
 async def test_a_release_and_a_tag_name_their_web_address_and_loss(env: Env) -> None:
@@ -127,6 +132,7 @@ async def test_a_branch_with_unproven_work_goes_only_on_the_persons_word(tmp_pat
     if not gone:
         assert result.structured_content["code"] == "USER_ACTION_REQUIRED"
         assert run_git(repo, "rev-parse", "spike") == tip
+        assert f"in their own terminal with: git -C {repo} branch -D spike" in result.structured_content["user_action"]
     else:
         assert "as the person confirmed through the client" in result.content[0].text
 
@@ -167,7 +173,22 @@ async def test_a_client_that_cannot_show_the_form_deletes_nothing(tmp_path: Path
     async with Client(_params(repo), mode="legacy", elicitation_callback=_failing_client) as client:
         result = await client.call_tool("madt_branch_delete", {"name": "spike"})
     assert result.structured_content["code"] == "USER_ACTION_REQUIRED", result.content[0].text
-    assert "closed the confirmation" in result.content[0].text and run_git(repo, "branch", "--list", "spike")
+    assert "closed without an answer" in result.content[0].text and run_git(repo, "branch", "--list", "spike")
+
+
+@pytest.mark.parametrize("answer", ["decline", "cancel"])
+async def test_a_confirmation_not_accepted_is_not_asked_again_in_the_session(env: Env, answer: str) -> None:
+    """A headless client answers at once with no person involved: asking again would only loop."""
+    env.forge.create_label("acme", "web", "bug")
+    person = Person(answer)
+    async with Client(_params(env.clone), mode="legacy", elicitation_callback=person) as client:
+        first = await client.call_tool("madt_labels", {"action": "delete", "name": "bug"})
+        again = await client.call_tool("madt_labels", {"action": "delete", "name": "bug"})
+    assert len(person.forms) == 1 and "bug" in _labels(env), person.forms
+    assert first.structured_content["code"] == again.structured_content["code"] == "USER_ACTION_REQUIRED"
+    text = again.content[0].text
+    assert "was not accepted earlier in this session, so it is not asked again; nothing changed" in text, text
+    assert f"madtea label delete bug --repo {env.forge.host}/acme/web" in again.structured_content["user_action"], text
 
 
 async def test_a_worktree_is_not_asked_about_without_the_capability(tmp_path: Path) -> None:

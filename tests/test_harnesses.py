@@ -360,6 +360,22 @@ def test_every_client_shows_its_model_the_fence_the_closing_line_and_gits_messag
     assert "GIT_ERROR" in commit and "the team rule: no x files" in commit, commit
 
 
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_a_headless_confirmation_is_said_as_not_accepted_with_the_persons_route(
+        client: str, gitea_forge: FakeForge, tmp_path: Path) -> None:
+    """Headless, Claude Code closes a confirmation form at once and Codex declines it: the model reads that it
+    was not accepted, that no person may have seen it, and the person's own route; a second ask is not sent."""
+    gitea_forge.create_label("acme", "web", "bug")
+    first, again = _model_reads(client, gitea_forge, tmp_path, [
+        _call(client, "madt_labels", action="delete", name="bug"),
+        _call(client, "madt_labels", action="delete", name="bug")])
+    assert "no person may have seen it" in first and "It was not confirmed, and nothing changed" in first, first
+    assert "/acme/web/labels" in first and "madtea label delete bug --repo" in first, first
+    assert "Do not call this again" in first and "trying again" not in first, first
+    assert "not accepted earlier in this session, so it is not asked again" in again, again
+    assert any(label.name == "bug" for label in gitea_forge.repo("acme", "web").labels.values())
+
+
 # --------------------------------------------------------------------------- the harnesses' own validators
 
 def test_the_harnesses_accept_the_shipped_manifests() -> None:
