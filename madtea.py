@@ -2135,13 +2135,71 @@ _CLEAN = dict.fromkeys(_HIDDEN) | dict.fromkeys([0x0B, 0x0C, 0x1C, 0x1D, 0x1E, 0
 
 
 def clean(text: str | None) -> str:
-    """Remove invisible, bidirectional and control characters that can hide instructions."""
-    return (text or "").translate(_CLEAN)
+    """Remove invisible, bidirectional and control characters that can hide instructions from an agent.
+
+    A person's text is left whole here: the CLI's sinks show each such character escaped (for_terminal, for_json),
+    so a name that holds one never reads as the name without it.
+    """
+    return (text or "") if _SURFACE.get() == "cli" else (text or "").translate(_CLEAN)
 
 
 def clean_line(text: str | None) -> str:
     """A one-line field (a title, a name, a label): cleaned, on one line, so it cannot start a line of its own."""
     return " ".join(clean(text).split())
+
+
+# Each sink's one cleaning step, applied where the text leaves madtea (the CLI's streams, its --json, the MCP
+# result), whatever verb made it. A character a sink may not carry is shown escaped, never dropped, so a name
+# that holds one still reads as different from the name without it.
+def _escape(code: int, json: bool = False) -> str:
+    if code > 0xFFFF:  # JSON spells these as a surrogate pair; a person and an agent read Python's spelling
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}" if json else f"\\U{code + 0x10000:08x}"
+    return f"\\u{code:04x}"
+
+
+def _sink_table(sink: str, _made: dict[str, dict[int, str]] = {}) -> dict[int, str]:  # a cache, built on first use
+    """What *sink* (terminal, json or agent) shows for each character it may not carry."""
+    table = _made.get(sink)
+    if table is None:
+        hidden = {*_HIDDEN, 0x7F, 0x85, 0x2028, 0x2029} - {9, 10}
+        if sink == "terminal":  # emoji presentation selectors are safe on a screen (the agent's are escaped)
+            hidden -= set(range(0xFE00, 0xFE10))
+        table = {c: _escape(c, sink == "json") for c in hidden}
+        if sink == "terminal":  # gh's caret notation for C0 controls: ESC is ^[, CR is ^M, DEL is ^?
+            table |= {c: "^" + chr(c + 64) for c in range(32) if c not in (9, 10)} | {0x7F: "^?"}
+        _made[sink] = table
+    return table
+
+
+def for_terminal(text: str) -> str:
+    """Text for a person's terminal, or a pipe that gets no raw content: no control character but newline and
+    tab, no C1, bidirectional, zero-width or other invisible character, each shown escaped. A CR before a newline
+    (a body written in a browser) ends the line as the newline does; a CR alone, which rewrites the line, is ^M."""
+    return text.replace("\r\n", "\n").translate(_sink_table("terminal"))
+
+
+def for_json(data: Json) -> str:
+    """``--json`` output: every control, C1, bidirectional and invisible character escaped as ``\\uXXXX``."""
+    import json
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str).translate(_sink_table("json"))
+
+
+def for_agent(text: str) -> str:
+    """Text for an agent: every control (but newline and tab), C1, bidirectional and invisible character escaped,
+    so nothing an agent reads is hidden from the person reviewing it."""
+    return text.translate(_sink_table("agent"))
+
+
+def for_agent_data(data: Json) -> Json:
+    """Structured content for an agent: each string (keys too) as :func:`for_agent` shows text."""
+    if isinstance(data, str):
+        return for_agent(data)
+    if isinstance(data, list):
+        return [for_agent_data(v) for v in data]
+    if isinstance(data, dict):
+        return {for_agent(str(k)): for_agent_data(v) for k, v in data.items()}
+    return data
 
 
 MAX_TEXT = 20_000
@@ -3577,12 +3635,15 @@ def pr_diff_op(inv: Invocation) -> Result:
     number = _issue_number(inv)
     remote = api(inv)
     author = _login(remote.get("pulls", number).get("user"))
-    text = clean(remote.get_text(f"pulls/{number}.diff"))
+    data = remote.get_bytes(f"pulls/{number}.diff")
+    text = clean(data.decode("utf-8", "replace"))
     offset = int(inv.opt_number("offset") or 0)
     chunk, end, more = window(text, offset, _continue("madt_pr", "diff", remote.target, number=number), "diff")
     # The diff is the PR author's content: fenced like a body, with madtea's continuation line after the fence.
+    # A person's pipe gets the patch itself, whole and byte for byte (`madtea pr diff 3 > x.patch`).
     lines = [fence(chunk, author, _relation(inv, author, {}), "diff")] + ([more] if more else [])
-    return Result("\n".join(lines), {"number": number, "length": len(text), "offset": offset, "end": end})
+    return Result("\n".join(lines), {"number": number, "length": len(text), "offset": offset, "end": end},
+                  content=data)
 
 
 _EVENTS = {"approve": "APPROVED", "request_changes": "REQUEST_CHANGES", "comment": "COMMENT", "pending": "PENDING"}
@@ -5351,13 +5412,14 @@ def actions_logs_op(inv: Invocation) -> Result:
     remote = api(inv)
     needs(inv, "GET " + _ACTIONS + "jobs/{job_id}/logs", "Reading a job's log", _ON_THE_WEB)
     try:
-        text = remote.get_text(f"actions/jobs/{inv.number('job_id')}/logs")
+        data = remote.get_bytes(f"actions/jobs/{inv.number('job_id')}/logs")
     except forge.ForgeError as exc:
         guard.check_forgejo_offers(forge_call(inv), exc.code, remote.flavour, "job logs")
         raise
+    text = data.decode("utf-8", "replace")
     offset = int(inv.opt_number("offset") or 0)
     shown = bounded(clean(text), offset, _continue("madt_actions", "logs", remote.target, job_id=inv.number("job_id")))
-    return Result(shown, {"job_id": inv.number("job_id"), "length": len(text)})
+    return Result(shown, {"job_id": inv.number("job_id"), "length": len(text)}, content=data)
 
 
 @operation("madt_actions", "artifacts", cli=("actions", "artifacts"), kind="remote", mutating=False, idempotent=True,
@@ -5656,16 +5718,19 @@ def api_call_op(inv: Invocation) -> Result:
         if paginate:
             found: Json = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
         else:
-            found = scoped.send(method, segments[3:], query, body).json()
+            answer = scoped.send(method, segments[3:], query, body)
     else:
         remote._check_root()
         if paginate:
             found = remote.client.paginate(path, params=query, limit=100_000)[0]
         else:
-            found = remote.client.send(method, path, query, body).json()
+            answer = remote.client.send(method, path, query, body)
+    if not paginate:
+        found = answer.json()
     text = clean(json.dumps(found, indent=1, ensure_ascii=False))
-    if inv.ctx.surface == "cli":
-        return Result(text, found)  # a person gets the forge's JSON whole, like gh api
+    if inv.ctx.surface == "cli":  # a person gets the forge's JSON whole, like gh api; a pipe, its exact bytes
+        return Result(text, found, content=(json.dumps(found, indent=1, ensure_ascii=False).encode() + b"\n"
+                                            if paginate else answer.body))
 
     def more(end: int) -> str:
         if method == "GET":
@@ -6369,9 +6434,8 @@ def build_parser() -> argparse.ArgumentParser:
 
         def error(self, message: str) -> NoReturn:
             if self.get_default("_json_errors"):
-                import json
-                print(json.dumps({"error": {"code": "BAD_ARGUMENT", "message": f"{self.prog}: {message}",
-                                            "usage": " ".join(self.format_usage().split())}}, indent=2))
+                print(for_json({"error": {"code": "BAD_ARGUMENT", "message": f"{self.prog}: {message}",
+                                          "usage": " ".join(self.format_usage().split())}}))
                 sys.exit(2)
             super().error(message)
 
@@ -6645,7 +6709,6 @@ def render_text(result: Result, surface: str) -> str:
 
 
 def _cli_main(args: list[str]) -> int:
-    import json
     from pathlib import Path
     for stream in (sys.stdout, sys.stderr):  # a terminal that is not UTF-8 gets '?' for what it cannot show
         if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
@@ -6679,17 +6742,17 @@ def _cli_main(args: list[str]) -> int:
         _stderr(f"{severity}: {_for_people(text)}", "33" if severity == "warning" else "36")
     if result.is_error:
         if getattr(ns, "json", None):  # a script that asked for JSON reads its error as JSON too
-            print(json.dumps(json_error(result), indent=2, ensure_ascii=False, default=str))
+            print(for_json(json_error(result)))
         else:
             _stderr(render_text(result, "cli"), "31")
         return 1
     if getattr(ns, "json", None):
-        print(json.dumps(result.data, indent=2, ensure_ascii=False, default=str))
+        print(for_json(result.data))
     elif result.content is not None and not sys.stdout.isatty():
         sys.stdout.flush()
         sys.stdout.buffer.write(result.content)  # a pipe gets the exact bytes: `files view PATH > copy`
     else:
-        print(result.text)
+        print(for_terminal(result.text))
     if (op.tool, op.action) == ("madt_pr", "checks") and isinstance(result.data, dict):
         return _CHECKS_EXIT[str(result.data.get("verdict"))]  # gh's: `pr checks N && pr merge N` never merges red
     return 0
@@ -6747,7 +6810,7 @@ def _open_web(result: Result) -> int:
     if not url:
         _stderr("NOT_SUPPORTED:\nthis has no web page to open; nothing was opened.", "31")
         return 1
-    print(url)
+    print(for_terminal(str(url)))
     if sys.stdout.isatty() and sys.stdin.isatty():
         import webbrowser
         webbrowser.open(str(url))
@@ -6792,6 +6855,8 @@ def _apply_cli_extras(op: Op, ns: argparse.Namespace, raw: dict[str, Json]) -> N
 
 
 def _stderr(text: str, colour: str) -> None:
+    """A message for a person on stderr, cleaned for a terminal; the only colour in it is madtea's own."""
+    text = for_terminal(text)
     if sys.stderr.isatty() and not os.environ.get("NO_COLOR"):
         text = f"\033[{colour}m{text}\033[0m"
     sys.stderr.write(text + "\n")
@@ -7221,8 +7286,8 @@ def _tool_result(result: Result) -> mcp.types.CallToolResult:
                            "target": result.error["target"]}, **way_on(result.error))
     elif result.data is not None:
         structured["result"] = result.data
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                structured_content=structured, is_error=result.is_error)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=for_agent(text))],
+                                structured_content=for_agent_data(structured), is_error=result.is_error)
 
 
 # --- the MCP server: its scope, at start-up ---
@@ -7464,7 +7529,7 @@ def _auth_login(ns: argparse.Namespace) -> int:
         forge.record_login(target.host, user, where, target.api_base)
     except (forge.ForgeError, guard.Refusal) as exc:
         return _auth_fail(exc)
-    print(f"Logged in to {target.host} as {user}; the token is in {forge.describe_source(where)}.")
+    print(for_terminal(f"Logged in to {target.host} as {user}; the token is in {forge.describe_source(where)}."))
     return 0
 
 
@@ -7488,7 +7553,6 @@ def _auth_logout(ns: argparse.Namespace) -> int:
 
 
 def _auth_status(ns: argparse.Namespace) -> int:
-    import json
     import forge
     here = _cwd_target()
     logins = forge.known_logins()
@@ -7535,9 +7599,9 @@ def _auth_status(ns: argparse.Namespace) -> int:
     if not hosts:
         lines.append("Not logged in to any forge host; log in with: madtea auth login --hostname <host>")
     if ns.json:
-        print(json.dumps({"hosts": rows, "environment": environment}, indent=2, ensure_ascii=False))
+        print(for_json({"hosts": rows, "environment": environment}))
     else:
-        print("\n".join(lines))
+        print(for_terminal("\n".join(lines)))
     return 0 if hosts and all(r["confirmed"] for r in rows) else 1
 
 
@@ -7580,7 +7644,8 @@ def _auth_import_tea(ns: argparse.Namespace) -> int:
             warn(f"tea login {login.name!r} is skipped: {exc}")
     print(f"tea ({forge.tea_config_path()}) has logins for:")
     for target, login in plan:
-        print(f"  {target.host}" + (f" as {login.user}" if login.user else "") + f" (tea login {login.name!r})")
+        print(for_terminal(f"  {target.host}" + (f" as {login.user}" if login.user else "")
+                           + f" (tea login {login.name!r})"))
     if not sys.stdin.isatty():
         return _auth_fail(guard.import_needs_terminal())
     try:
@@ -7600,10 +7665,10 @@ def _auth_import_tea(ns: argparse.Namespace) -> int:
             where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
             forge.record_login(target.host, user, where, target.api_base)
         except forge.ForgeError as exc:
-            print(f"{target.host}: not imported ({exc})")
+            print(for_terminal(f"{target.host}: not imported ({exc})"))
             failed += 1
             continue
-        print(f"{target.host}: imported as {user}; the token is in {forge.describe_source(where)}")
+        print(for_terminal(f"{target.host}: imported as {user}; the token is in {forge.describe_source(where)}"))
     return 1 if failed else 0
 
 
@@ -7828,16 +7893,14 @@ def _doctor_cli(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="Print the checks as JSON.")
 
     def run_doctor(ns: argparse.Namespace) -> int:
-        import json
         from pathlib import Path
         rows = doctor_report(Path(os.getcwd())) + _doctor_scope(ns, Path(os.getcwd()))
         if ns.json:
-            print(json.dumps([{"status": status, "topic": topic, "detail": detail} for status, topic, detail in rows],
-                             indent=2, ensure_ascii=False))
+            print(for_json([{"status": status, "topic": topic, "detail": detail} for status, topic, detail in rows]))
         else:
             width = max(len(topic) for _, topic, _ in rows)
             for status, topic, detail in rows:
-                print(f"{status:>4}  {topic:<{width}}  {detail}")
+                print(for_terminal(f"{status:>4}  {topic:<{width}}  {detail}"))
         return 1 if any(status == "fail" for status, _, _ in rows) else 0
     parser.set_defaults(_run=run_doctor)
 
