@@ -51,10 +51,13 @@ __all__ = [
     "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote", "check_arguments",
     "check_not_option", "check_dir", "not_a_repo", "no_work_tree", "unpinnable", "names_origin",
     "no_signal", "launch_problem", "distinct_children", "check_local", "check_signals",
-    "check_workspace", "check_foreign", "BLANKET_WORDS", "new_worktree_path", "declared_files",
+    "check_workspace", "check_foreign", "foreign_finish_by_branch", "foreign_push_names_branch",
+    "foreign_primary", "foreign_dirty_switch", "foreign_prune", "foreign_branch_on_dirty", "BLANKET_WORDS",
+    "new_worktree_path", "declared_files",
     "contribution_flow", "continue_rail", "slug",
     "check_remote_urls", "check_worktree_home", "check_files_from_top", "outside_sparse",
-    "RemoteCall", "check_remote", "Scope", "listed", "check_scope", "repo_in_scope", "check_repo_scope",
+    "RemoteCall", "check_remote", "remote_signals", "remote_workspace_hosts", "cross_host_change", "Scope", "listed",
+    "check_scope", "server_read_only", "tool_not_offered", "account_wide", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
     "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
     "artifact_too_large", "no_stopwatch", "no_time_entry", "check_review_pending", "inline_comments",
@@ -790,54 +793,90 @@ _PRIMARY_IMMUTABLE = {"madt_commit", "madt_add", "madt_switch", "madt_pull", "ma
 
 
 def check_foreign(t: Target) -> None:
-    """On another repository's checkout, never sweep up or move a stranger's work."""
+    """On another repository's checkout, never sweep up or move a stranger's work: the rules below, in order."""
     if t.remote or not t.foreign:
         return
+    foreign_finish_by_branch(t)
+    foreign_push_names_branch(t)
+    foreign_primary(t)
+    foreign_dirty_switch(t)
+    foreign_prune(t)
+    foreign_branch_on_dirty(t)
+
+
+def _whose(t: Target) -> str:
+    return "another repository's main checkout" if not t.target.is_linked else "a worktree of another repository"
+
+
+def foreign_finish_by_branch(t: Target) -> None:
+    """madt_finish on another repository's checkout takes only the branch= form, which touches no working tree."""
+    if t.tool != "madt_finish" or t.args.get("branch"):
+        return
     primary = not t.target.is_linked
-    whose = "another repository's main checkout" if primary else "a worktree of another repository"
-    if t.tool == "madt_finish" and not t.args.get("branch"):
-        branch = t.state.branch if t.state and t.state.branch else _suggested_branch(t)
-        top = str(t.target.top)
-        # The branch= form commits nothing: declared files are committed first, in a worktree
-        # (a main checkout's own refusal forwards to one); every other argument carries over.
-        files, title = t.args.get("files"), t.args.get("title")
-        commit = (call("madt_commit", dir=top, files=files, title=title or placeholder("the commit subject"),
-                       body=t.args.get("body")),) if files else ()
-        raise Refusal("FOREIGN_TARGET",
-                      f"{t.target.describe()} is {whose}, so madt_finish takes only the branch= form, "
-                      f"which commits, switches and pulls nothing there"
-                      + ("; commit the declared files first." if files else "."),
-                      target=t.target.describe(),
-                      # On a main checkout the current branch is its owner's: never offer to merge it.
-                      next=contribution_flow(t) if primary else commit + (t.retry(dir=top, branch=branch,
-                                                                                  files=None),))
-    if t.tool == "madt_push" and not t.args.get("branch"):
-        current = t.state.branch if t.state and t.state.branch else None
-        raise Refusal("FOREIGN_TARGET",
-                      f"{t.target.describe()} is {whose}, so madt_push must name the branch to push.",
-                      target=t.target.describe(),
-                      choices=[[t.retry(branch=current)]] if current else _push_which(t))
-    if primary and (t.tool in _PRIMARY_IMMUTABLE or (t.tool, t.action) == ("madt_worktrees", "remove")
-                    or (t.tool == "madt_branch_create" and t.args.get("checkout"))):
-        raise Refusal("FOREIGN_PRIMARY",
-                      f"{t.target.describe()} is {whose}; its working tree belongs to its owner, so "
-                      f"{t.where} does not change it. Work in a worktree of your own"
-                      + ("." if t.tool in ("madt_switch", "madt_pull") else " and finish by branch."),
-                      target=t.target.describe(), next=contribution_flow(t))
-    if not primary and t.tool in ("madt_switch", "madt_pull") and t.state and t.state.dirty_tracked:
+    branch = t.state.branch if t.state and t.state.branch else _suggested_branch(t)
+    top = str(t.target.top)
+    # The branch= form commits nothing: declared files are committed first, in a worktree
+    # (a main checkout's own refusal forwards to one); every other argument carries over.
+    files, title = t.args.get("files"), t.args.get("title")
+    commit = (call("madt_commit", dir=top, files=files, title=title or placeholder("the commit subject"),
+                   body=t.args.get("body")),) if files else ()
+    raise Refusal("FOREIGN_TARGET",
+                  f"{t.target.describe()} is {_whose(t)}, so madt_finish takes only the branch= form, "
+                  f"which commits, switches and pulls nothing there"
+                  + ("; commit the declared files first." if files else "."),
+                  target=t.target.describe(),
+                  # On a main checkout the current branch is its owner's: never offer to merge it.
+                  next=contribution_flow(t) if primary else commit + (t.retry(dir=top, branch=branch,
+                                                                              files=None),))
+
+
+def foreign_push_names_branch(t: Target) -> None:
+    """madt_push on another repository's checkout names the branch: its current one may be its owner's."""
+    if t.tool != "madt_push" or t.args.get("branch"):
+        return
+    current = t.state.branch if t.state and t.state.branch else None
+    raise Refusal("FOREIGN_TARGET",
+                  f"{t.target.describe()} is {_whose(t)}, so madt_push must name the branch to push.",
+                  target=t.target.describe(),
+                  choices=[[t.retry(branch=current)]] if current else _push_which(t))
+
+
+def foreign_primary(t: Target) -> None:
+    """Another repository's main working tree is its owner's: nothing that changes it runs there."""
+    if t.target.is_linked or not (t.tool in _PRIMARY_IMMUTABLE or (t.tool, t.action) == ("madt_worktrees", "remove")
+                                  or (t.tool == "madt_branch_create" and t.args.get("checkout"))):
+        return
+    raise Refusal("FOREIGN_PRIMARY",
+                  f"{t.target.describe()} is {_whose(t)}; its working tree belongs to its owner, so "
+                  f"{t.where} does not change it. Work in a worktree of your own"
+                  + ("." if t.tool in ("madt_switch", "madt_pull") else " and finish by branch."),
+                  target=t.target.describe(), next=contribution_flow(t))
+
+
+def foreign_dirty_switch(t: Target) -> None:
+    """A switch or pull in another repository's worktree with tracked changes would carry its owner's work."""
+    if t.target.is_linked and t.tool in ("madt_switch", "madt_pull") and t.state and t.state.dirty_tracked:
         raise Refusal("DIRTY_TREE",
-                      f"{t.target.describe()} is {whose} and has modified or staged tracked files; a "
+                      f"{t.target.describe()} is {_whose(t)} and has modified or staged tracked files; a "
                       f"{'switch' if t.tool == 'madt_switch' else 'pull'} there would carry or mix in its "
                       f"owner's unfinished work, so nothing was changed.",
                       target=t.target.describe(), next=contribution_flow(t))
-    if not primary and t.tool == "madt_prune":
+
+
+def foreign_prune(t: Target) -> None:
+    """Pruning another repository's branches is its owner's housekeeping."""
+    if t.target.is_linked and t.tool == "madt_prune":
         raise Refusal("FOREIGN_TARGET",
-                      f"{t.target.describe()} is {whose}; pruning its branches is its owner's housekeeping.",
+                      f"{t.target.describe()} is {_whose(t)}; pruning its branches is its owner's housekeeping.",
                       target=t.target.describe(),
                       user_action="Ask the person who owns that repository to prune its branches.")
-    if not primary and t.tool == "madt_branch_create" and t.state and t.state.dirty_tracked:
+
+
+def foreign_branch_on_dirty(t: Target) -> None:
+    """A new branch in another repository's worktree with tracked changes could carry its owner's work."""
+    if t.target.is_linked and t.tool == "madt_branch_create" and t.state and t.state.dirty_tracked:
         raise Refusal("FOREIGN_TARGET",
-                      f"{t.target.describe()} is {whose} and has modified or staged tracked files; a new "
+                      f"{t.target.describe()} is {_whose(t)} and has modified or staged tracked files; a new "
                       f"branch there could carry its owner's unfinished work.",
                       target=t.target.describe(), next=contribution_flow(t))
 
@@ -1806,23 +1845,41 @@ def cross_host_write(tool: str, action: str | None) -> bool:
 
 
 def check_remote(c: RemoteCall) -> None:
-    """Signals, the multi-host workspace and the launch scope, for a forge call."""
-    if not c.explicit and c.surface == "mcp":
-        for signal in c.signals:
-            if _remote_agrees(signal, c.target):
-                continue
-            raise Refusal("WRONG_REPO",
-                          f"This call would reach {c.target}, the launch repo's origin, but {signal.source} "
-                          f"points at {_signal_names(signal)}. Name the repository with owner_repo=.",
-                          target=c.target,
-                          choices=((c.retry(owner_repo=_signal_names(signal)),), (c.retry(owner_repo=c.target),)))
-        if c.nested_hosts:
-            others = ", ".join(f"{name} at {path}" for name, path in c.nested_hosts[:5])
-            raise Refusal("MULTI_REPO_WORKSPACE",
-                          f"The launch repo holds repositories on other forge hosts ({others}), so a call "
-                          f"without owner_repo cannot tell which forge you mean.", target=c.target,
-                          choices=((c.retry(owner_repo=c.target),),) +
-                          tuple((c.retry(owner_repo=name),) for name, _ in c.nested_hosts[:5]))
+    """Signals, the multi-host workspace and the launch scope, for a forge call: the rules below, in order."""
+    remote_signals(c)
+    remote_workspace_hosts(c)
+    cross_host_change(c)
+
+
+def remote_signals(c: RemoteCall) -> None:
+    """A forge call without owner_repo is refused when independent evidence names another repository."""
+    if c.explicit or c.surface != "mcp":
+        return
+    for signal in c.signals:
+        if _remote_agrees(signal, c.target):
+            continue
+        raise Refusal("WRONG_REPO",
+                      f"This call would reach {c.target}, the launch repo's origin, but {signal.source} "
+                      f"points at {_signal_names(signal)}. Name the repository with owner_repo=.",
+                      target=c.target,
+                      choices=((c.retry(owner_repo=_signal_names(signal)),), (c.retry(owner_repo=c.target),)))
+
+
+def remote_workspace_hosts(c: RemoteCall) -> None:
+    """A launch repo holding repositories on other forge hosts leaves a call without owner_repo no forge to
+    assume."""
+    if c.explicit or c.surface != "mcp" or not c.nested_hosts:
+        return
+    others = ", ".join(f"{name} at {path}" for name, path in c.nested_hosts[:5])
+    raise Refusal("MULTI_REPO_WORKSPACE",
+                  f"The launch repo holds repositories on other forge hosts ({others}), so a call "
+                  f"without owner_repo cannot tell which forge you mean.", target=c.target,
+                  choices=((c.retry(owner_repo=c.target),),) +
+                  tuple((c.retry(owner_repo=name),) for name, _ in c.nested_hosts[:5]))
+
+
+def cross_host_change(c: RemoteCall) -> None:
+    """A change on another forge host than the launch repo's is outside the server's credential scope."""
     launch_host = c.launch_host
     if launch_host and c.target_host != launch_host and c.mutating and (c.tool, c.action) not in _CROSS_HOST_WRITES:
         raise Refusal("OUT_OF_SCOPE",
@@ -2732,18 +2789,33 @@ def check_scope(scope: Scope, tool: str, action: str | None, *, writes: bool, re
     """
     where = where_of(tool, action)
     if scope.read_only and writes:
-        only = f"; only {read_values} is allowed" if read_values else ""
-        raise Refusal("READ_ONLY", f"{where} changes things, and this server was started read-only "
-                      f"({scope.read_only_by}){only}; nothing was done.", target=where,
-                      user_action=_widen(f"without {scope.read_only_by}"))
+        raise server_read_only(scope, where, read_values)
     option = _narrowed_by(scope, tool, action)
     if option is not None:
-        raise Refusal("OUT_OF_SCOPE", f"{where} is not among the tools this server offers ({option}); "
-                      f"nothing was done.", target=where, user_action=_widen(option))
+        raise tool_not_offered(where, option)
     if scope.repos and reach == "account":
-        raise Refusal("OUT_OF_SCOPE", f"{where} acts on the whole account, which cannot be confined to the "
-                      f"repositories this server is pinned to ({', '.join(scope.repos)}); nothing was sent.",
-                      target=where, user_action=_widen(scope.repos_by))
+        raise account_wide(scope, where)
+
+
+def server_read_only(scope: Scope, where: str, read_values: str | None) -> Refusal:
+    """A server started read-only changes nothing."""
+    only = f"; only {read_values} is allowed" if read_values else ""
+    return Refusal("READ_ONLY", f"{where} changes things, and this server was started read-only "
+                   f"({scope.read_only_by}){only}; nothing was done.", target=where,
+                   user_action=_widen(f"without {scope.read_only_by}"))
+
+
+def tool_not_offered(where: str, option: str) -> Refusal:
+    """A tool or action the server's tool lists leave out is not called."""
+    return Refusal("OUT_OF_SCOPE", f"{where} is not among the tools this server offers ({option}); "
+                   f"nothing was done.", target=where, user_action=_widen(option))
+
+
+def account_wide(scope: Scope, where: str) -> Refusal:
+    """A server pinned to repositories makes no call that acts on the whole account."""
+    return Refusal("OUT_OF_SCOPE", f"{where} acts on the whole account, which cannot be confined to the "
+                   f"repositories this server is pinned to ({', '.join(scope.repos)}); nothing was sent.",
+                   target=where, user_action=_widen(scope.repos_by))
 
 
 def repo_in_scope(scope: Scope, repo: str | None) -> bool:

@@ -54,7 +54,7 @@ def test_rules_md_is_what_the_generator_writes() -> None:
 
 def test_rules_md_maps_the_guards_codes_to_their_rules() -> None:
     text = (rules_md.ROOT / "RULES.md").read_text(encoding="utf-8")
-    for row in ("| `FOREIGN_PRIMARY` | `check_foreign` | guard.py |", "| `WRONG_REPO` | `check_signals` | guard.py |",
+    for row in ("| `FOREIGN_PRIMARY` | `foreign_primary` | guard.py |", "| `WRONG_REPO` | `check_signals` | guard.py |",
                 "| `NOT_FOUND_OR_NO_ACCESS` | `map_error` | forge.py |"):
         assert row in text
     assert "`madt_commit` | `commit_op` |" in text and "`_step_target`" in text
@@ -66,7 +66,8 @@ def test_every_rule_refusal_names_the_function_that_built_it() -> None:
                                           identity_refusals()):
         assert_names_its_rule(label, refusal.code, refusal.rule)
         rules.add(refusal.rule)
-    assert {"check_signals", "check_foreign", "check_arguments", "unknown_action", "check_dir"} <= rules
+    assert {"check_signals", "foreign_primary", "foreign_finish_by_branch", "check_arguments", "unknown_action",
+            "check_dir", "remote_signals", "cross_host_change"} <= rules
 
 
 def test_every_runtime_refusal_shows_its_rule_on_both_surfaces(tmp_path: Path) -> None:
