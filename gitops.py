@@ -52,6 +52,7 @@ __all__ = [
     "NotFastForward",
     "NothingToCommit",
     "RefMoved",
+    "UnsafeSetting",
     "BranchCheckedOut",
     "BranchExists",
     "PathExists",
@@ -110,6 +111,8 @@ __all__ = [
     "remote_branch_sha",
     "fetch",
     "fetch_pull_head",
+    "fetch_refspecs",
+    "check_tracking",
     "pull_ff",
     "branch_create",
     "switch",
@@ -327,6 +330,11 @@ _REPO_SELECTING = (
     "GIT_NAMESPACE",
     "GIT_PREFIX",
 )
+# GIT_CONFIG redirects ``git config`` alone: a check made with ``git config`` would read another file than
+# the push or pull it checks. Every other variable that chooses git's configuration (GIT_CONFIG_GLOBAL,
+# GIT_CONFIG_SYSTEM, GIT_CONFIG_NOSYSTEM, GIT_CONFIG_COUNT/KEY/VALUE, GIT_CONFIG_PARAMETERS) is read by every
+# git command alike, so it is kept: the check and the act see one configuration.
+_ONE_COMMAND_CONFIG = ("GIT_CONFIG",)
 _FIXED_ENV = {
     "GIT_TERMINAL_PROMPT": "0",  # a prompt would hang: stdin is closed or is the MCP protocol
     "GIT_EDITOR": "true",
@@ -435,6 +443,17 @@ class NothingToCommit(GitError):
 
 class RefMoved(GitError):
     """A compare-and-swap ref update found the ref elsewhere than expected (or gone)."""
+
+
+class UnsafeSetting(GitError):
+    """A git setting would make a write do more, or other, than madtea asked, and no per-call option turns it
+    off: the setting (``remote.origin.fetch``), its value, and what it would do."""
+
+    def __init__(self, argv: Sequence[str], setting: str, value: str, effect: str) -> None:
+        super().__init__(argv, -1, f"{setting}={value} {effect}")
+        self.setting = setting
+        self.value = value
+        self.effect = effect
 
 
 class BranchCheckedOut(GitError):
@@ -893,7 +912,8 @@ def _child_env(extra: Mapping[str, str] | None) -> dict[str, str]:
     # madtea's tokens never reach git or what git runs (hooks, helpers): git
     # transport gets its credential from madtea's helper, which reads it itself.
     env = {k: v for k, v in os.environ.items()
-           if k.upper() not in _REPO_SELECTING and not k.upper().startswith("MADTEA_TOKEN")}
+           if k.upper() not in _REPO_SELECTING and k.upper() not in _ONE_COMMAND_CONFIG
+           and not k.upper().startswith("MADTEA_TOKEN")}
     env.update(_FIXED_ENV)
     if "GIT_SSH_COMMAND" not in env and "GIT_SSH" not in env:
         env["GIT_SSH_COMMAND"] = _SSH_BATCH
@@ -1964,29 +1984,93 @@ class PullResult:
         return self.before != self.after
 
 
+# What a push, fetch or pull does is also what git's configuration says it does; each write below names exactly
+# what it writes and turns off, for that call alone, every setting that would make it write more or other
+# (the table and the reasons: the "every git write on madtea's terms" decision record).
+#
+# On every call that reaches a remote (a credential may be in play):
+#   core.hooksPath=/dev/null  no hook runs (pre-push, reference-transaction, post-merge): a hook is the
+#                             repository's code, and it would run beside madtea's credential helper
+#   core.askPass=             git never runs an askpass program (which would also inherit that environment)
+#   remote.<r>.mirror=false   a mirror remote would push every ref, deleting what is not local
+#   push.pushOption=          no push option the configuration adds is sent
+_TRANSPORT_ENV = {"GIT_ASKPASS": ""}  # over core.askPass and SSH_ASKPASS, in git's order
+
+
+def _transport_config(remote: str) -> list[str]:
+    return ["-c", "core.hooksPath=/dev/null", "-c", "core.askPass=", "-c", f"remote.{remote}.mirror=false",
+            "-c", "push.pushOption="]
+
+
+def _transport_env(env: Mapping[str, str] | None) -> dict[str, str]:
+    return {**(env or {}), **_TRANSPORT_ENV}
+
+
+def fetch_refspecs(repo: Repo, remote: str = "origin") -> list[str]:
+    """*remote*'s configured fetch refspecs (``remote.<name>.fetch``), in git's order, from every scope."""
+    found = git("config", "-z", "--get-all", f"remote.{remote}.fetch", repo=repo, check=False)
+    return [_decode(v) for v in found.stdout.split(b"\0") if v] if found.ok else []
+
+
+def _mapped(refspec: str, ref: str) -> str | None:
+    """Where the fetch *refspec* maps *ref* (a glob maps its one ``*``); None when it does not match."""
+    src, colon, dst = refspec.lstrip("+").partition(":")
+    if refspec.startswith("^") or not colon or not dst:
+        return None
+    if "*" not in src:
+        return dst if src == ref else None
+    head, _, tail = src.partition("*")
+    if not (ref.startswith(head) and ref.endswith(tail) and len(ref) >= len(head) + len(tail)):
+        return None
+    return dst.replace("*", ref[len(head):len(ref) - len(tail)], 1)
+
+
+def check_tracking(repo: Repo, remote: str, ref: str) -> None:
+    """Raise :class:`UnsafeSetting` when a push of *ref* would make git update a ref outside ``refs/remotes/``:
+    git moves the "remote-tracking" ref the configured fetch refspecs name after every push, and no push
+    option turns that off."""
+    for refspec in fetch_refspecs(repo, remote):
+        dst = _mapped(refspec, ref)
+        if dst is not None and not dst.startswith("refs/remotes/"):
+            raise UnsafeSetting(["git", "push", remote, ref], f"remote.{remote}.fetch", refspec,
+                                f"makes every push of {ref} also move {dst}, a ref that is not a remote-tracking "
+                                f"ref")
+
+
 def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None = None,
-         set_upstream: bool = False, env: Mapping[str, str] | None = None) -> PushResult:
-    """Push ``refs/heads/<branch>`` to the same name on *remote*; never a blind force.
+         set_upstream: bool = False, env: Mapping[str, str] | None = None, sha: str | None = None) -> PushResult:
+    """Push one commit to ``refs/heads/<branch>`` on *remote*, and nothing else; never a blind force.
+
+    The commit is *sha*, or what ``refs/heads/<branch>`` holds when this starts, read once: git is
+    told ``<sha>:refs/heads/<branch>``, so a branch that moves while the push runs does not change what
+    is sent. The result's ``new_sha`` is that commit. No tag, submodule, mirror or push option goes
+    along, no hook runs, and :func:`check_tracking` refuses a configuration that would make git move a
+    ref other than a remote-tracking one afterwards.
 
     With *lease_sha*, the push may rewrite the remote branch only if it is
     still at that sha (``""`` means "must not exist yet"); a moved branch
     raises :class:`LeaseRejected`. Without it, only fast-forwards happen.
+    With *set_upstream*, a successful push records ``<remote>/<branch>`` as the branch's upstream.
     *env* reaches the git child only (the transport's credential helper).
     """
     import re
     reject_option(branch, "branch")
     reject_option(remote, "remote")
     ref = f"refs/heads/{branch}"
-    local = head_sha(repo, ref)
+    local = sha if sha is not None else head_sha(repo, ref)
     if local is None:
         raise NoSuchBranch(["git", "push", remote, ref], -1, f"there is no local branch {branch!r}", ref=branch)
-    options = ["--porcelain"] + (["--set-upstream"] if set_upstream else []) + _progress_option()
+    if not re.fullmatch(_HEX_SHA, local):
+        raise ValueError(f"a push sends a full commit sha, not {local!r}")
+    check_tracking(repo, remote, ref)
+    options = ["--porcelain", "--no-follow-tags", "--recurse-submodules=no", "--no-signed",
+               "--no-force-if-includes", *_progress_option()]
     if lease_sha is not None:
         if lease_sha and not re.fullmatch(_HEX_SHA, lease_sha):
             raise ValueError(f"a lease needs a full commit sha, not {lease_sha!r}")
         options.append(f"--force-with-lease={ref}:{lease_sha}")
     # core.abbrev=no: the porcelain summary then carries full old..new shas.
-    argv = ["-c", "core.abbrev=no", "push", *options, "--", remote, f"{ref}:{ref}"]
+    argv = [*_transport_config(remote), "-c", "core.abbrev=no", "push", *options, "--", remote, f"{local}:{ref}"]
     # The mark outlives a push that never ended by itself (a timeout, a cancel, a
     # shutdown, a killed process), which may or may not have reached the remote;
     # while the push runs, the pid in it and the set below say it is in flight.
@@ -1999,7 +2083,7 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
     with _calls_lock:
         _pushing.add(mark)
     try:
-        result = git(*argv, repo=repo, check=False, env=env, progress=True)
+        result = git(*argv, repo=repo, check=False, env=_transport_env(env), progress=True)
     finally:
         with _calls_lock:
             _pushing.discard(mark)
@@ -2007,7 +2091,11 @@ def push(repo: Repo, branch: str, remote: str = "origin", lease_sha: str | None 
         os.unlink(mark)
     except OSError:
         pass
-    return _push_outcome(["git", *argv], result, remote, branch, ref, local)
+    pushed = _push_outcome(["git", *argv], result, remote, branch, f"{local}:{ref}", local)
+    if set_upstream:
+        git("config", f"branch.{branch}.remote", remote, repo=repo)
+        git("config", f"branch.{branch}.merge", ref, repo=repo)
+    return pushed
 
 
 _pushing: set[str] = set()  # the marks of the pushes this process is running now
@@ -2095,10 +2183,10 @@ def remote_branch_sha(repo: Repo, branch: str, remote: str = "origin",
     return None
 
 
-def _push_outcome(argv: list[str], result: GitResult, remote: str, branch: str, ref: str,
+def _push_outcome(argv: list[str], result: GitResult, remote: str, branch: str, refspec: str,
                   local: str) -> PushResult:
     # --porcelain prints "<flag>\t<from>:<to>\t<summary>" for each ref, on stdout.
-    line = next((ln for ln in result.text.splitlines() if f"\t{ref}:{ref}\t" in ln), None)
+    line = next((ln for ln in result.text.splitlines() if f"\t{refspec}\t" in ln), None)
     if line is None:  # nothing was attempted: no such remote, no access, ...
         raise GitError(argv, result.returncode or -1, _decode(result.stderr) or result.text)
     flag, _, summary = line.split("\t", 2)
@@ -2129,9 +2217,21 @@ def _rejection_kind(summary: str, reason: str) -> str:
     return "other"
 
 
-def fetch(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = None) -> None:
-    """Update *remote*'s tracking refs (nothing is pruned); *env* reaches the git child only."""
-    git("fetch", *_progress_option(), "--", reject_option(remote, "remote"), repo=repo, env=env, progress=True)
+# A fetch writes the remote-tracking refs it names and nothing else: --refmap= drops the configured fetch
+# refspecs (a "+refs/heads/*:refs/heads/*" would force-move local branches), and no tag is followed, no
+# remote-tracking ref or tag pruned, no submodule fetched, no maintenance started.
+_FETCH_OPTIONS = ("--no-tags", "--no-prune", "--recurse-submodules=no", "--no-auto-maintenance", "--refmap=")
+
+
+def fetch(repo: Repo, remote: str = "origin", env: Mapping[str, str] | None = None,
+          branches: Sequence[str] = ()) -> None:
+    """Update *remote*'s remote-tracking refs ``refs/remotes/<remote>/<branch>``, for *branches* or for every
+    branch; no local branch or tag is written, nothing is pruned. *env* reaches the git child only."""
+    reject_option(remote, "remote")
+    specs = [f"+refs/heads/{reject_option(b, 'branch')}:refs/remotes/{remote}/{b}" for b in branches] or \
+        [f"+refs/heads/*:refs/remotes/{remote}/*"]
+    git(*_transport_config(remote), "fetch", *_FETCH_OPTIONS, *_progress_option(), "--", remote, *specs,
+        repo=repo, env=_transport_env(env), progress=True)
 
 
 def fetch_pull_head(repo: Repo, number: int, branch: str, remote: str = "origin",
@@ -2139,23 +2239,56 @@ def fetch_pull_head(repo: Repo, number: int, branch: str, remote: str = "origin"
     """Create local *branch* at pull request *number*'s head on *remote*, or fast-forward it there (never forced:
     git refuses a branch that would lose commits, and the checked-out one)."""
     refspec = f"refs/pull/{int(number)}/head:refs/heads/{reject_option(branch, 'branch')}"
-    argv = ["fetch", *_progress_option(), "--", reject_option(remote, "remote"), refspec]
-    result = git(*argv, repo=repo, check=False, env=env, progress=True)
+    argv = [*_transport_config(remote), "fetch", *_FETCH_OPTIONS, *_progress_option(), "--",
+            reject_option(remote, "remote"), refspec]
+    result = git(*argv, repo=repo, check=False, env=_transport_env(env), progress=True)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
 
 
+def _fetch_one(repo: Repo, remote: str, source: str, env: Mapping[str, str] | None) -> tuple[list[str], str]:
+    """Fetch one remote ref; a branch lands on its remote-tracking ref. The argv and the commit fetched, read
+    from this worktree's FETCH_HEAD as the fetch itself wrote it."""
+    spec = source
+    if source.startswith("refs/heads/"):
+        spec = f"+{source}:refs/remotes/{remote}/{source[len('refs/heads/'):]}"
+    argv = [*_transport_config(remote), "fetch", *_FETCH_OPTIONS, "--write-fetch-head", *_progress_option(), "--",
+            remote, spec]
+    result = git(*argv, repo=repo, check=False, env=_transport_env(env), progress=True)
+    if result.returncode != 0:
+        raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=source)
+    import re
+    line = (_read_text(repo.git_dir / "FETCH_HEAD") or "").partition("\n")[0]
+    sha = line.partition("\t")[0]
+    if not re.fullmatch(_HEX_SHA, sha):
+        raise GitError(["git", *argv], -1, f"the fetch of {source} left no commit to merge")
+    return argv, sha
+
+
 def pull_ff(repo: Repo, branch: str | None = None, remote: str = "origin",
             env: Mapping[str, str] | None = None) -> PullResult:
-    """Fast-forward the checked-out branch to *remote*'s *branch* (its upstream when None).
+    """Fast-forward the checked-out branch to *remote*'s *branch* (a branch name or a full ref; the
+    checked-out branch's upstream, else its own name, when None).
 
+    A fetch that writes only the remote-tracking ref, then a fast-forward-only merge of exactly the commit
+    fetched: no configured rebase, autostash, submodule update or signature check takes part.
     Raises :class:`NotFastForward`, changing nothing, when histories diverged.
     """
-    args = ["pull", "--no-rebase", "--ff-only", *_progress_option()]
+    reject_option(remote, "remote")
     if branch is not None:
-        args += ["--", reject_option(remote, "remote"), reject_option(branch, "branch")]
+        reject_option(branch, "branch")
+    current = git("symbolic-ref", "-q", "--short", "HEAD", repo=repo, check=False).text or None
+    if branch is None:
+        merge = git("config", "--get", f"branch.{current}.merge", repo=repo, check=False).text if current else ""
+        branch = merge or current
+        if branch is None:
+            raise GitError(["git", "pull"], -1, "HEAD is detached and no branch was named")
+    source = branch if branch.startswith("refs/") else f"refs/heads/{reject_option(branch, 'branch')}"
     before = head_sha(repo)
-    result = git(*args, repo=repo, check=False, env=env, progress=True)
+    _argv, sha = _fetch_one(repo, remote, source, env)
+    args = ["-c", "submodule.recurse=false", "merge", "--ff-only", "--no-autostash", "--no-verify-signatures",
+            "--no-stat", "--no-edit", sha]
+    result = git(*args, repo=repo, check=False)
     if result.returncode != 0:
         err = _decode(result.stderr)
         if "Not possible to fast-forward" in err or "Diverging branches" in err:
@@ -2196,7 +2329,7 @@ def name_unborn(repo: Repo, name: str) -> None:
 
 def switch(repo: Repo, branch: str) -> None:
     """Check out an existing local branch; never creates one, never discards changes."""
-    argv = ["switch", "--no-guess", "--", reject_option(branch, "branch")]
+    argv = ["switch", "--no-guess", "--no-recurse-submodules", "--", reject_option(branch, "branch")]
     result = git(*argv, repo=repo, check=False)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)

@@ -1168,6 +1168,8 @@ def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) ->
         return Refusal("BRANCH_CHECKED_OUT", f"{exc.branch} is checked out at {exc.worktree}; nothing was changed.",
                        target=where, user_action=f"Leave {exc.branch} to the checkout at {exc.worktree}, or ask "
                                                  f"its owner to switch that checkout away from it.")
+    if isinstance(exc, gitops.UnsafeSetting):
+        return unsafe_setting(where, exc)
     if isinstance(exc, gitops.OutsideSparse):
         return outside_sparse(t, exc.paths)
     if isinstance(exc, gitops.NoSuchPath):
@@ -1179,6 +1181,17 @@ def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) ->
     if isinstance(exc, gitops.GitTimeout):
         return git_timeout_refusal(where, exc)
     return None
+
+
+def unsafe_setting(where: str, exc: gitops.UnsafeSetting) -> Refusal:
+    """A git setting that would make madtea's write do more than it names, and that no option of that one
+    call turns off: the setting is named, and only a person changes their configuration."""
+    return Refusal("USER_ACTION_REQUIRED",
+                   f"The git configuration of {where} sets {exc.setting} to {exc.value}, which {exc.effect}; "
+                   f"madtea writes only what it names, so nothing was changed.", target=where,
+                   user_action=f"Ask the user whether the {exc.setting} entry {exc.value} may be removed from "
+                               f"their git configuration (git config --show-origin --get-all {exc.setting} names "
+                               f"the file that holds it); the same call can then be made again.")
 
 
 def git_timeout_refusal(where: str, exc: gitops.GitTimeout) -> Refusal:
