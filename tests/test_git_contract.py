@@ -22,6 +22,14 @@ def _refs(repo: Path) -> dict[str, str]:
     return dict(line.split(" ", 1) for line in out.splitlines() if line)
 
 
+def _origin_moves(bare: Path, tmp_path: Path, files: dict[str, str] | None = None) -> Path:
+    """Another clone of *bare* that pushed one more commit to main; returned."""
+    other = make_clone(str(bare), tmp_path / "other")
+    commit_files(other, files or {"o.txt": "o\n"}, "origin moves on")
+    run_git(other, "push", "-q", "origin", "main")
+    return other
+
+
 @pytest.fixture
 def pushed(tmp_path: Path, hermetic_seal: Path) -> tuple[Path, Path]:
     """A clone ``work`` of the bare ``origin.git`` whose main is there, on a branch ``feat`` one commit ahead."""
@@ -116,17 +124,19 @@ def test_a_fetch_refspec_onto_local_branches_is_refused_before_a_push(pushed):
 
 def test_a_forced_fetch_refspec_never_moves_a_local_branch_on_pull(pushed, tmp_path):
     work, bare = pushed
-    other = make_clone(str(bare), tmp_path / "other")
-    commit_files(other, {"o.txt": "o\n"}, "origin moves on")
-    run_git(other, "push", "-q", "origin", "main")
+    other = _origin_moves(bare, tmp_path)
     run_git(work, "switch", "-q", "main")
     commit_files(work, {"mine.txt": "unpushed\n"}, "unpushed work on main")
     mine = run_git(work, "rev-parse", "main")
     run_git(work, "switch", "-q", "feat")
     run_git(work, "config", "--add", "remote.origin.fetch", "+refs/heads/*:refs/heads/*")
-    with pytest.raises(gitops.NotFastForward):  # feat and origin/main diverged: nothing merges
+    run_git(work, "config", "pull.rebase", "true")
+    feat = run_git(work, "rev-parse", "feat")
+    with pytest.raises(gitops.NotFastForward):  # feat and origin/main diverged: nothing merges, nothing rebases
         gitops.pull_ff(_repo(work), "main")
     assert run_git(work, "rev-parse", "main") == mine
+    assert run_git(work, "rev-parse", "feat") == feat
+    assert not (Path(run_git(work, "rev-parse", "--absolute-git-dir")) / "rebase-merge").exists()
     assert run_git(work, "rev-parse", "refs/remotes/origin/main") == run_git(other, "rev-parse", "main")
     gitops.fetch(_repo(work))
     assert run_git(work, "rev-parse", "main") == mine
@@ -136,9 +146,7 @@ def test_a_forced_fetch_refspec_never_moves_a_local_branch_on_pull(pushed, tmp_p
                                      ("merge.ff", "false")])
 def test_pull_fast_forwards_whatever_pull_and_merge_settings_say(pushed, tmp_path, setting):
     work, bare = pushed
-    other = make_clone(str(bare), tmp_path / "other")
-    commit_files(other, {"o.txt": "o\n"}, "origin moves on")
-    run_git(other, "push", "-q", "origin", "main")
+    other = _origin_moves(bare, tmp_path)
     run_git(work, "switch", "-q", "main")
     run_git(work, "config", *setting)
     result = gitops.pull_ff(_repo(work), "main")
@@ -149,9 +157,7 @@ def test_pull_fast_forwards_whatever_pull_and_merge_settings_say(pushed, tmp_pat
 @pytest.mark.parametrize("setting", [("merge.autoStash", "true"), ("rebase.autoStash", "true")])
 def test_pull_never_stashes(pushed, tmp_path, setting):
     work, bare = pushed
-    other = make_clone(str(bare), tmp_path / "other")
-    commit_files(other, {"README.md": "changed there\n"}, "origin changes the readme")
-    run_git(other, "push", "-q", "origin", "main")
+    _origin_moves(bare, tmp_path, {"README.md": "changed there\n"})
     run_git(work, "switch", "-q", "main")
     (work / "README.md").write_text("changed here\n")
     run_git(work, "config", *setting)
@@ -159,21 +165,6 @@ def test_pull_never_stashes(pushed, tmp_path, setting):
         gitops.pull_ff(_repo(work), "main")
     assert run_git(work, "stash", "list") == ""
     assert (work / "README.md").read_text() == "changed here\n"
-
-
-def test_pull_diverged_with_pull_rebase_changes_nothing(pushed, tmp_path):
-    work, bare = pushed
-    other = make_clone(str(bare), tmp_path / "other")
-    commit_files(other, {"o.txt": "o\n"}, "origin moves on")
-    run_git(other, "push", "-q", "origin", "main")
-    run_git(work, "switch", "-q", "main")
-    commit_files(work, {"mine.txt": "mine\n"}, "local work")
-    mine = run_git(work, "rev-parse", "main")
-    run_git(work, "config", "pull.rebase", "true")
-    with pytest.raises(gitops.NotFastForward):
-        gitops.pull_ff(_repo(work), "main")
-    assert run_git(work, "rev-parse", "main") == mine
-    assert not (Path(run_git(work, "rev-parse", "--absolute-git-dir")) / "rebase-merge").exists()
 
 
 def test_fetch_writes_remote_tracking_refs_only(pushed, tmp_path):
@@ -236,16 +227,14 @@ def test_madt_push_names_the_setting_it_cannot_neutralise(tmp_path, hermetic_sea
     run_git(repo, "config", "--add", "remote.origin.fetch", "+refs/heads/*:refs/heads/*")
     result = refused("USER_ACTION_REQUIRED", "madt_push", repo, branch="feat")
     assert "remote.origin.fetch" in result.text and "+refs/heads/*:refs/heads/*" in result.text
-    assert "remote.origin.fetch" in result.error["user_action"]
+    assert "remote.origin.fetch" in result.error["user_action"] and result.error["rule"] == "unsafe_setting"
     assert run_git(tmp_path / "origin.git", "branch", "--list", "feat") == ""
 
 
 def test_madt_pull_of_another_branch_leaves_local_main_where_it_was(tmp_path, hermetic_seal):
     from helpers import ok
     repo = make_pushed_repo(tmp_path)
-    other = make_clone(str(tmp_path / "origin.git"), tmp_path / "other")
-    commit_files(other, {"o.txt": "o\n"}, "origin moves on")
-    run_git(other, "push", "-q", "origin", "main")
+    other = _origin_moves(tmp_path / "origin.git", tmp_path)
     commit_files(repo, {"mine.txt": "unpushed\n"}, "unpushed work on main")
     mine = run_git(repo, "rev-parse", "main")
     run_git(repo, "switch", "-q", "-c", "topic", "HEAD~1")
