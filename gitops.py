@@ -524,6 +524,7 @@ class LocalChanges(GitError):
 _CHECKED_OUT = r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'"
 _OUTSIDE_SPARSE = (r"outside of your sparse-checkout definition, so will not be\s+updated in the index:\n"
                    r"((?:(?!hint:)[^\n]*\n?)*)")
+_REF_TAKEN = r"cannot lock ref 'refs/heads/([^'\n]+)': reference already exists"
 _NO_PATH = r"pathspec '([^'\n]*)' did not match any files?"
 _NO_COMMIT = (r"invalid reference|not a valid object name|bad revision|unknown revision|"
               r"couldn't find remote ref|is not a commit|needed a single revision")
@@ -543,6 +544,9 @@ def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | No
     if checked_out:
         from pathlib import Path
         return BranchCheckedOut(argv, checked_out.group(1), Path(checked_out.group(2)))
+    taken = re.search(_REF_TAKEN, stderr)
+    if taken:  # the loser of a race for a new branch's name: git's own check passed, its lock did not
+        return BranchExists(argv, returncode, stderr, branch=branch or taken.group(1))
     if branch is not None and "a branch named" in stderr and "already exists" in stderr:
         return BranchExists(argv, returncode, stderr, branch=branch)
     if path is not None and "already exists" in stderr:

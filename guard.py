@@ -1099,9 +1099,10 @@ def check_ref_names(t: Target) -> None:
     raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(), choices=ways)
 
 
-def fresh_branch(t: Target, name: str) -> str:
-    """*name*, or *name*-2, -3 ...: the first that is not a local branch of the target."""
-    taken = t.state.branches if t.state and t.state.branches is not None else frozenset()
+def fresh_branch(t: Target, name: str, *also: str) -> str:
+    """*name*, or *name*-2, -3 ...: the first that is not a local branch of the target (nor one of *also*, which
+    git has just said exist though the state read before the call did not have them)."""
+    taken = (t.state.branches if t.state and t.state.branches is not None else frozenset()) | set(also)
     return next(c for c in (name if i == 1 else f"{name}-{i}" for i in range(1, len(taken) + 3)) if c not in taken)
 
 
@@ -1117,8 +1118,11 @@ def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) ->
     """A git failure a rule foresees, as its own code and way on; None for what no rule foresaw. *taken* is
     the names in the folder of a worktree path that is already there."""
     top, where = str(t.target.top), t.target.describe()
-    fresh = fresh_branch(t, exc.branch) if isinstance(exc, (gitops.BranchExists, gitops.BranchCheckedOut)) else \
-        fresh_path(exc.path, taken) if isinstance(exc, gitops.PathExists) else None
+    fresh = None
+    if isinstance(exc, (gitops.BranchExists, gitops.BranchCheckedOut)):
+        fresh = fresh_branch(t, exc.branch, exc.branch)  # git just saw it, though the state read before may not
+    elif isinstance(exc, gitops.PathExists):
+        fresh = fresh_path(exc.path, taken)
     if isinstance(exc, gitops.NothingToCommit):
         return Refusal("NOTHING_TO_COMMIT",
                        f"The declared files carry no change against HEAD in {where}, so nothing was committed.",
