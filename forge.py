@@ -1099,6 +1099,9 @@ def map_error(
         hint = ""
         if msg and not is_json:
             hint = "; a plain-text 404 usually means this forge has no such API route"
+        if not token_sent and not hint:  # Gitea's repoAssignment: a private repository is a 404 to the anonymous
+            return err("NOT_FOUND_OR_NO_ACCESS", f"{path} was not found on {host}; no token was sent, and a private "
+                       f"repository answers a request without one as if it did not exist ({status}{said}).")
         return err("NOT_FOUND_OR_NO_ACCESS", f"{path} was not found on {host}, or this token cannot see it "
                    f"({status}{said}{hint}).")
     if status == 405:

@@ -74,6 +74,7 @@ __all__ = [
     "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
     "check_confined", "FORGE_NEXT", "NOTHING_FURTHER", "check_merge_head", "check_merged", "check_forgejo_offers",
+    "server_lacks", "check_pr_open", "anonymous_not_found_way_on", "check_filter_names",
     "check_secret_listed", "no_such_variable", "stopped_time_unseen", "login_way_on", "check_git_auth",
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
     "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
@@ -1951,6 +1952,12 @@ def login_way_on(host: str) -> str:
             f"and checks it with the forge), then call again.")
 
 
+def anonymous_not_found_way_on(host: str) -> str:
+    """A 404 to a request sent without a token: the repository may be private, which only a login can tell."""
+    return (f"Check the owner/repo and number; if they are right, the repository may be private: ask the user to "
+            f"run `madtea auth login --hostname {host}` in their own terminal, then call again.")
+
+
 def check_git_auth(host: str | None, exc: gitops.GitError) -> None:
     """A git transport failure that says no credential worked (a rejected push never does) is a person's
     login for *host*, the origin's forge host."""
@@ -1983,6 +1990,30 @@ def check_labels(c: _Guarded, repo: str, names: Sequence[str], known: Sequence[s
                               for name in missing), c.retry()))
 
 
+def check_filter_names(c: _Guarded, repo: str, what: str, param: str, given: Sequence[str],
+                       known: Sequence[str], *, many: bool = False) -> list[str]:
+    """A list filter's names, as the forge spells them: Gitea and Forgejo drop a name that matches nothing from
+    the filter, so a typo would list everything. An unknown one is refused, with the name it most likely meant
+    (*param* takes a list of names when *many*)."""
+    spelled = {k.casefold(): k for k in known}
+    missing = [n for n in given if n.casefold() not in spelled]
+    if not missing:
+        return [spelled[n.casefold()] for n in given]
+    import difflib
+    folded = list(spelled)
+    meant = {n: difflib.get_close_matches(n.casefold(), folded, n=1, cutoff=0.6) for n in missing}
+    hints = "; ".join((f"did you mean {spelled[m[0]]!r}" + (f" for {n}" if len(missing) > 1 else "") + "?")
+                      if m else f"nothing is close to {n}" for n, m in meant.items())
+    reason = (f"{repo} has no {what} {', '.join(missing)} ({hints}); its {what}s are: "
+              f"{', '.join(sorted(known)) or 'none'}.")
+    if all(meant.values()):
+        fixed = [spelled[meant[n][0]] if n in meant else n for n in given]
+        retried: Json = list(fixed) if many else fixed[0]
+        raise Refusal("BAD_ARGUMENT", reason, target=repo, next=(c.retry(**{param: retried}),))
+    raise Refusal("BAD_ARGUMENT", reason, target=repo,
+                  user_action=f"Ask the user which {what} they mean; its names are listed above.")
+
+
 def no_such_milestone(repo: str, name: str, known: Sequence[str]) -> Refusal:
     return Refusal("BAD_ARGUMENT", f"{repo} has no milestone {name!r}; its milestones are: "
                    f"{', '.join(known) or 'none'}.", target=repo,
@@ -2011,6 +2042,14 @@ def check_merge_head(repo: str, number: int, forge_head: str | None, pushed: str
         raise Refusal("HEAD_MOVED", f"PR #{number}'s head on the forge is {forge_head[:9]}, not the "
                       f"{(pushed or '')[:9]} madtea pushed; nothing was merged.", target=f"{repo}#{number}",
                       user_action=FORGE_NEXT["HEAD_MOVED"])
+
+
+def check_pr_open(repo: str, number: int, state: object) -> None:
+    """A closed pull request cannot be merged (Gitea and Forgejo answer its merge with a bare 404)."""
+    if state == "closed":
+        raise Refusal("MERGE_BLOCKED", f"PR #{number} is closed, so it cannot be merged; nothing was merged.",
+                      target=f"{repo}#{number}", user_action="Ask the user whether the pull request should be "
+                      "reopened; once it is open again it can be merged.")
 
 
 def check_merged(repo: str, number: int, merged: bool) -> None:

@@ -1427,6 +1427,8 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
                        f"sign-in; madtea never sends a token to another host, so it cannot be read from here.")
     elif code == "AUTH_MISSING" and host:
         user_action = guard.login_way_on(host)
+    elif code == "NOT_FOUND_OR_NO_ACCESS" and host and "no token was sent" in str(exc):
+        user_action = guard.anonymous_not_found_way_on(host)
     where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)
     host = getattr(exc, "host", None)
     target = f"{where} on {host}" if where and host else (where or host or (inv.op.where if inv else None))
@@ -2966,11 +2968,18 @@ def _comment(inv: Invocation, noun: str) -> Result:
                    FIELDS))
 def issue_list_op(inv: Invocation) -> Result:
     params: dict[str, Json] = {"type": "issues", "state": inv.opt_text("state") or "open"} | _page_params(inv)
+    # The API drops label and milestone names that match nothing, so a typo would list every issue: they are
+    # resolved here first, and an unknown one refused.
     if inv.texts("label"):
-        label_ids(inv, inv.texts("label"))  # the API drops unknown names silently; we refuse them
-        params["labels"] = ",".join(inv.texts("label"))
-    for ours, theirs in (("assignee", "assigned_by"), ("author", "created_by"), ("milestone", "milestones"),
-                         ("search", "q")):
+        params["labels"] = ",".join(guard.check_filter_names(
+            forge_call(inv), api(inv).target.slug, "label", "label", inv.texts("label"),
+            [str(l["name"]) for l in _all_labels(inv)], many=True))
+    if inv.opt_text("milestone"):
+        known = api(inv).list_items("milestones", params={"state": "all"}, limit=1000)
+        params["milestones"] = guard.check_filter_names(
+            forge_call(inv), api(inv).target.slug, "milestone", "milestone", [inv.text("milestone")],
+            [str(m.get("title")) for m in known])[0]
+    for ours, theirs in (("assignee", "assigned_by"), ("author", "created_by"), ("search", "q")):
         if inv.opt_text(ours):
             params[theirs] = inv.text(ours)
     items = api(inv).list_items("issues", params=params, limit=_limit(inv))
@@ -3605,6 +3614,7 @@ def pr_merge_op(inv: Invocation) -> Result:
     if pr.get("merged"):
         return Result(closing(f"PR #{number} in {remote.target.slug} was already merged at "
                               f"{str(pr.get('merge_commit_sha'))[:9]}"), issue_row(pr))
+    guard.check_pr_open(remote.target.slug, number, pr.get("state"))
     merged = merge_pr(remote, number, style=inv.opt_text("style") or "merge", head_sha=expected,
                       delete_branch=inv.flag("delete_branch"), subject=inv.opt_text("subject"),
                       body=inv.opt_text("body"))

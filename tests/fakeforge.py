@@ -2989,7 +2989,8 @@ class FakeForge:
                     continue
                 if label_ids and not label_ids <= set(issue.labels):
                     continue
-                if milestone_keys and issue.milestone not in milestone_ids:
+                # ListIssues drops milestone names that match nothing: none known is no milestone filter at all
+                if milestone_ids and issue.milestone not in milestone_ids:
                     continue
                 if query and query not in issue.title.lower() and query not in issue.body.lower():
                     continue

@@ -152,3 +152,44 @@ def test_server_lacks_names_the_release_and_a_person_s_way_on() -> None:
     assert "administrator" in (newer.user_action or "") and not newer.next
     never = guard.server_lacks(c, "Listing workflow runs", "Forgejo 11.0.15", "", "")
     assert "is not in the API of Forgejo 11.0.15" in never.message and never.user_action == guard.NOTHING_FURTHER
+
+
+def test_a_closed_pull_request_is_said_closed_not_missing(release_env: Env) -> None:
+    """Gitea and Forgejo answer the merge of a closed pull request with a bare 404 (pull_service.ErrIsClosed)."""
+    e = release_env
+    number = open_pull(e.forge, "dropped", title="Dropped idea")
+    e.ok("madt_pr", action="close", number=number)
+    refused = e.refused("MERGE_BLOCKED", "madt_pr", action="merge", number=number)
+    assert f"PR #{number} is closed" in refused.text and "not found" not in refused.text
+    assert "reopen" in (refused.error["user_action"] or "")
+    assert not e.forge.find_requests("POST", path_contains="/merge")
+
+
+def test_a_typo_in_a_list_filter_is_refused_not_dropped(release_env: Env) -> None:
+    """The forge drops a milestone or label name that matches nothing, which would list every issue."""
+    e = release_env
+    v1 = e.forge.create_milestone("acme", "web", "Release 1")["id"]
+    e.forge.create_label("acme", "web", "bug", "#ee0701")
+    e.forge.create_issue("acme", "web", "In the milestone", milestone=v1, labels=["bug"])
+    e.forge.create_issue("acme", "web", "Elsewhere")
+    _, _, everything = call(e.forge, "GET", "/repos/acme/web/issues", query={"milestones": "Relase 1"})
+    assert len(everything) == 2  # the server's own answer to the typo: no filter at all
+    refused = e.refused("BAD_ARGUMENT", "madt_issues", action="list", milestone="Relase 1")
+    assert "did you mean 'Release 1'" in refused.text
+    assert refused.error["next"][0]["args"]["milestone"] == "Release 1"
+    refused = e.refused("BAD_ARGUMENT", "madt_issues", action="list", label=["bgu"])
+    assert refused.error["next"][0]["args"]["label"] == ["bug"]
+    assert [i["title"] for i in e.ok("madt_issues", action="list", milestone="release 1").data] == \
+        ["In the milestone"]
+
+
+def test_a_private_repository_without_a_token_suggests_logging_in(release_env: Env, monkeypatch: Any) -> None:
+    """repoAssignment answers 404 to a request without a token for a private repository, as if it were not
+    there: the way on is a person's login, never "check the name"."""
+    e = release_env
+    e.forge.add_repo("acme", "secret", private=True)
+    monkeypatch.delenv("MADTEA_TOKEN")
+    result = e.call("madt_issues", action="list", owner_repo="acme/secret")
+    assert result.is_error and result.error["code"] in ("NOT_FOUND_OR_NO_ACCESS", "AUTH_MISSING"), result.text
+    assert result.error["code"] == "NOT_FOUND_OR_NO_ACCESS" and "no token was sent" in result.text, result.text
+    assert "madtea auth login" in (result.error["user_action"] or ""), result.error
