@@ -62,7 +62,8 @@ __all__ = [
     "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
     "artifact_too_large", "no_stopwatch", "no_time_entry", "check_review_pending", "inline_comments",
     "dispatch_inputs", "lost_write", "no_review_comment",
-    "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "check_replacement", "file_too_large",
+    "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "file_changed", "check_replacement",
+    "file_too_large",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
     "LOST", "confirmation_form", "check_confirmation", "persons_route", "asked_before", "not_confirmed",
@@ -70,18 +71,22 @@ __all__ = [
     "check_owner_repo_host",
     "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha",
     "is_short_sha", "check_lease",
-    "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "check_worktree_path_given",
+    "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "branch_checked_out",
+    "not_contained", "check_worktree_path_given",
     "check_worktree_remove", "check_finish_branch_form", "check_finish_title", "finish_no_close",
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
     "check_confined", "FORGE_NEXT", "NOTHING_FURTHER", "check_merge_head", "check_merged", "check_forgejo_offers",
     "server_lacks", "check_pr_open", "anonymous_not_found_way_on", "check_filter_names",
     "check_secret_listed", "no_such_variable", "stopped_time_unseen", "login_way_on", "check_git_auth",
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
-    "check_upload_content", "check_api_path", "check_api_method", "check_api_secret", "covered_write",
+    "upload_without_repo", "upload_outside_tree",
+    "check_upload_content", "check_api_path", "api_path_leaves", "check_api_method", "check_api_secret",
+    "covered_write",
     "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
     "no_login_to_default", "no_terminal_for_token", "no_token_given",
     "no_stored_token", "import_needs_terminal", "unreadable_body_file",
-    "batch_stopped", "check_checklist_item", "check_whole_body", "check_replace_once", "body_replaced",
+    "batch_stopped", "check_checklist_item", "check_whole_body", "body_version_missing", "body_changed",
+    "check_replace_once", "body_replaced",
     "body_kept_changing", "check_update_install", "update_not_a_release", "update_no_signature",
     "update_wrong_kind", "check_update_signer", "update_bad_signature", "update_trust_needs_terminal",
     "update_not_trusted", "check_update_version", "update_tool_failed", "update_replace_failed",
@@ -1634,10 +1639,7 @@ def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: s
     check_local_branch(t, name, exists)
     where = t.target.describe()
     if checked_out_at is not None:
-        raise Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out_at}; a checked-out branch is never "
-                      f"deleted.", target=where,
-                      next=(call("madt_switch", dir=checked_out_at, branch=placeholder("another branch")),
-                            t.retry()))
+        raise branch_checked_out(t, name, checked_out_at)
     if proven:
         return None
     if person:
@@ -1645,12 +1647,26 @@ def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: s
         more = " and more" if len(unmerged) > 5 else ""
         lost = f"commits not in {default}: {shown}{more}" if unmerged else f"its tip {tip[:9]}"
         return Confirmation(f"delete the branch {name} in {where}", name, lost)
-    raise Refusal("NOT_CONTAINED",
-                  f"{name} in {where} has work that is not in {default}: its tip is not an ancestor, its "
-                  f"patches are not there, and it does not match a squash merge. Deleting it would lose that "
-                  f"work.", target=where,
-                  user_action=f"Ask the user whether the unmerged work on {name} may be discarded; only a "
-                              f"person deletes it.")
+    raise not_contained(t, name, default)
+
+
+def branch_checked_out(t: Target, name: str, checked_out_at: str) -> Refusal:
+    """A branch checked out in any worktree is never deleted."""
+    return Refusal("BAD_ARGUMENT", f"{name} is checked out at {checked_out_at}; a checked-out branch is never "
+                   f"deleted.", target=t.target.describe(),
+                   next=(call("madt_switch", dir=checked_out_at, branch=placeholder("another branch")), t.retry()))
+
+
+def not_contained(t: Target, name: str, default: str) -> Refusal:
+    """A branch whose work git cannot prove is in the default branch (by ancestry, patch ids or a squash merge)
+    is a person's to discard."""
+    where = t.target.describe()
+    return Refusal("NOT_CONTAINED",
+                   f"{name} in {where} has work that is not in {default}: its tip is not an ancestor, its "
+                   f"patches are not there, and it does not match a squash merge. Deleting it would lose that "
+                   f"work.", target=where,
+                   user_action=f"Ask the user whether the unmerged work on {name} may be discarded; only a "
+                               f"person deletes it.")
 
 
 def check_origin_has_base(t: Target, branch: str, default: str, *, origin_has: bool, local_has: bool) -> None:
@@ -2077,6 +2093,19 @@ _CREDENTIAL_TEXT = (rb"PRIVATE KEY( BLOCK)?-----|aws_secret_access_key|\b(ghp|gh
                     rb"[_-][A-Za-z0-9_]{16,}")
 
 
+def upload_without_repo(raw: str) -> Refusal:
+    """A server started outside a repository has no work tree to upload from."""
+    return Refusal("OUT_OF_SCOPE", f"{raw!r}: this server was started outside a repository, so it uploads no "
+                   f"file.", target=raw, user_action="Ask the user to upload it themselves.")
+
+
+def upload_outside_tree(raw: str, tree: str, again: Call) -> Refusal:
+    """Only files in the launch repository's work tree are uploaded: nothing else on the machine leaves it."""
+    return Refusal("OUT_OF_SCOPE", f"{raw!r} is outside the launch repository's work tree {tree}; only files "
+                   f"there are uploaded from here, so nothing else on this machine leaves it.", target=raw,
+                   next=(again,))
+
+
 def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: str | None) -> None:
     """One file to upload, before it is read: *real* is where it resolves (symbolic links followed), *size* its
     size when it is a regular file, *tree* the work tree it must be in (None on the command line, where a
@@ -2085,12 +2114,9 @@ def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: 
 
     again = c.retry(files=[placeholder("a file in the launch repository's work tree" if tree else "a file")])
     if tree == "":
-        raise Refusal("OUT_OF_SCOPE", f"{raw!r}: this server was started outside a repository, so it uploads no "
-                      f"file.", target=raw, user_action="Ask the user to upload it themselves.")
+        raise upload_without_repo(raw)
     if tree is not None and not real.startswith(tree.rstrip("/") + "/"):
-        raise Refusal("OUT_OF_SCOPE", f"{raw!r} is outside the launch repository's work tree {tree}; only files "
-                      f"there are uploaded from here, so nothing else on this machine leaves it.", target=raw,
-                      next=(again,))
+        raise upload_outside_tree(raw, tree, again)
     if size is None:
         raise Refusal("BAD_ARGUMENT", f"{raw!r} is not a file.", target=raw, next=(again,))
     parts = PurePath(real[len(tree):] if tree else real).parts
@@ -2121,9 +2147,14 @@ def check_api_path(text: str, segments: Sequence[str]) -> None:
                       f"characters, backslashes or '#').", target="madt_api_call",
                       next=(call("madt_api_call", path=placeholder("a plain path such as /repos/owner/repo/issues")),))
     if any(s in (".", "..") or "/" in s or "\\" in s for s in segments):
-        raise Refusal("OUT_OF_SCOPE", f"The API path {text[:120]!r} has '.', '..' or encoded '/' segments; madtea "
-                      f"does not send paths that could leave where they point.", target=text[:120],
-                      next=(call("madt_api_call", path=placeholder("the path written out plainly")),))
+        raise api_path_leaves(text)
+
+
+def api_path_leaves(text: str) -> Refusal:
+    """A passthrough path whose segments could climb out of where it points is not sent."""
+    return Refusal("OUT_OF_SCOPE", f"The API path {text[:120]!r} has '.', '..' or encoded '/' segments; madtea "
+                   f"does not send paths that could leave where they point.", target=text[:120],
+                   next=(call("madt_api_call", path=placeholder("the path written out plainly")),))
 
 
 def check_api_method(c: _Guarded, method: str, path: str, host: str, has_body: bool) -> None:
@@ -2383,17 +2414,27 @@ def check_whole_body(seen: str | None, versions: Sequence[object], view: Call, u
     that version is one of the current *versions*; otherwise the current body (*shown*) comes back. The way on
     reads the current version, then sends the edit *again* naming it."""
     if not seen:
-        follow = (call(again["tool"], **again["args"] | {"updated_at": placeholder("the updated_at the view shows")}),
-                  ) if again else ()
-        raise Refusal("BAD_ARGUMENT", "Replacing the whole body needs updated_at from the version you read, so an "
-                      "edit you have not seen is never overwritten.", next=(view, *follow))
+        raise body_version_missing(view, again)
     if seen not in versions:
-        # The caller's body was built on the old version: the way on rebuilds it, never sends it again.
-        rebuilt = (call(again["tool"], **again["args"] | {
-            "updated_at": updated_at, "body": placeholder("the whole body, rebuilt from the current version")}),
-        ) if again and updated_at else ()
-        raise Refusal("STALE_BODY", f"The body changed since you read it (it is now at updated_at {updated_at}); "
-                      f"nothing was written. Current version:\n" + shown(), next=(view, *rebuilt))
+        raise body_changed(view, updated_at, shown(), again)
+
+
+def body_version_missing(view: Call, again: Call | None) -> Refusal:
+    """A whole-body replacement names the version it replaces."""
+    follow = (call(again["tool"], **again["args"] | {"updated_at": placeholder("the updated_at the view shows")}),
+              ) if again else ()
+    return Refusal("BAD_ARGUMENT", "Replacing the whole body needs updated_at from the version you read, so an "
+                   "edit you have not seen is never overwritten.", next=(view, *follow))
+
+
+def body_changed(view: Call, updated_at: Json, shown: str, again: Call | None) -> Refusal:
+    """A whole body built on a version that is no longer current is not written."""
+    # The caller's body was built on the old version: the way on rebuilds it, never sends it again.
+    rebuilt = (call(again["tool"], **again["args"] | {
+        "updated_at": updated_at, "body": placeholder("the whole body, rebuilt from the current version")}),
+    ) if again and updated_at else ()
+    return Refusal("STALE_BODY", f"The body changed since you read it (it is now at updated_at {updated_at}); "
+                   f"nothing was written. Current version:\n" + shown, next=(view, *rebuilt))
 
 
 def check_replace_once(count: int, view: Call, again: Call | None = None) -> None:
@@ -2659,15 +2700,21 @@ def check_file_sha(w: FileWrite, path: str, current: str | None, view: Call) -> 
     # A sha as git and the forge's pages abbreviate it (seven digits or more) names the version it starts.
     if given != current and not (len(given) >= 7 and is_short_sha(given.lower()) and
                                  current.startswith(given.lower())):
-        whole = next((k for k in ("content", "content_base64") if w.file.get(k) is not None), None)
-        if whole is None:  # a targeted edit is checked again on the current version: sending it again is safe
-            raise Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, "
-                          f"not {given}. Nothing was written.", target=path, next=(view, w.again(sha=current)))
-        raise Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, not "
-                      f"{given}. Nothing was written. Your {whole} was built on the old version: rebuild it from the "
-                      f"current one (sending it again would undo the change made since).", target=path,
-                      next=(view, w.again(sha=current, **{whole: placeholder(
-                          "the whole new content, rebuilt from the current version")})))
+        raise file_changed(w, path, current, given, view)
+
+
+def file_changed(w: FileWrite, path: str, current: str, given: str, view: Call) -> Refusal:
+    """A file write built on a version that is no longer current is not written."""
+    on = f"{w.base} of {w.repo}"
+    whole = next((k for k in ("content", "content_base64") if w.file.get(k) is not None), None)
+    if whole is None:  # a targeted edit is checked again on the current version: sending it again is safe
+        return Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, "
+                       f"not {given}. Nothing was written.", target=path, next=(view, w.again(sha=current)))
+    return Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, not "
+                   f"{given}. Nothing was written. Your {whole} was built on the old version: rebuild it from the "
+                   f"current one (sending it again would undo the change made since).", target=path,
+                   next=(view, w.again(sha=current, **{whole: placeholder(
+                       "the whole new content, rebuilt from the current version")})))
 
 
 def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) -> None:
