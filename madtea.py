@@ -6156,16 +6156,17 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     if open_pr_now is None and not (inv.opt_text("title") or "").strip():
         newest = gitops.log(repo, f"refs/heads/{branch}", 1)
         raise guard.finish_needs_title(inv.local, newest[0].subject if newest else None)
-    # 2. the push: origin has the branch at its tip
-    head_sha = gitops.head_sha(repo, f"refs/heads/{branch}")
+    # 2. the push: origin has the branch at its tip. The tip is read once, here (or is the commit just made):
+    # that sha is what is pushed and what the merge names, whatever another writer commits meanwhile.
+    head_sha = str(steps.facts["commit"]) if committed else gitops.head_sha(repo, f"refs/heads/{branch}")
     on_origin = gitops.ref_exists(repo, f"refs/remotes/origin/{branch}")
     if not committed and head_sha:
         steps.saw(f"{branch} is at {head_sha[:9]}, {ahead} commit(s) not on origin yet" if ahead or not on_origin
                   else f"origin has {branch} at {head_sha[:9]}", commit=head_sha)
         if on_origin and not ahead:
             gitops.settle_push_marks(repo, branch, head_sha)  # an interrupted push of it did land
-    if ahead or not on_origin:
-        head_sha = _finish_push(inv, repo, steps, branch, branch_form)
+    if (ahead or not on_origin) and head_sha:
+        head_sha = _finish_push(inv, repo, steps, branch, head_sha, branch_form)
     # 3. the pull request: open, or reused
     pr = _finish_open_pr(inv, remote, steps, branch, default, closes, no_close, open_pr_now)
     # 4. the merge, of exactly the head this call saw on origin
@@ -6274,12 +6275,12 @@ def _finish_nothing_new(inv: Invocation, remote: Api, repo: gitops.Repo, steps: 
                   f"and no open pull request.", {"branch": branch, "completed": []})
 
 
-def _finish_push(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, branch_form: bool) -> str:
-    """Push the branch; the sha origin got, which is the head the merge names."""
+def _finish_push(inv: Invocation, repo: gitops.Repo, steps: _Steps, branch: str, sha: str, branch_form: bool) -> str:
+    """Push exactly *sha* as the branch; the sha origin got, which is the head the merge names."""
     _check_remote_urls(inv, repo, push=True)
     progress(f"pushing {branch} to origin")
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-        pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env)
+        pushed = gitops.push(repo, branch, set_upstream=not branch_form, env=env, sha=sha)
     steps.add(f"Pushed {branch} to origin ({pushed.new_sha[:9]})", pushed=pushed.new_sha)
     return pushed.new_sha
 

@@ -237,3 +237,32 @@ def test_a_push_killed_after_origin_took_it_leaves_no_mark_once_the_finish_compl
     assert marks(web) == []
     status = madtea.run("madt_status", {}, madtea.Context("mcp", web))
     assert "a push of" not in status.text and status.data["interrupted_pushes"] == []
+
+
+# --------------------------------------------------------------------------- the sha sent
+
+def test_the_sha_pushed_and_merged_is_the_one_finish_read_though_another_writer_commits_meanwhile(
+        fake_forge: FakeForge, web: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = gitops.push
+
+    def push(repo: Any, branch: str, *args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(gitops, "push", real)
+        write_files(web, {"theirs.py": "another writer's\n"})
+        run_git(web, "add", "theirs.py")
+        run_git(web, "commit", "-q", "-m", "another writer's commit")  # lands on feat after finish read it
+        return real(repo, branch, *args, **kwargs)
+
+    monkeypatch.setattr(gitops, "push", push)
+    fake_forge.clear_requests()
+    result = finish(web, title="Add a", files=["a.py"])
+    assert not result.is_error, result.text
+    commit = result.data["commit"]
+    assert result.data["pushed"] == commit
+    [merge] = fake_forge.find_requests("POST", "/merge")
+    assert merge.json["head_commit_id"] == commit
+    [pr] = pulls(fake_forge)
+    assert pr.pull.merged
+    main = fake_forge.branch_sha("acme", "web", "main")
+    assert fake_forge.git("acme", "web", "ls-tree", "--name-only", main).split() == ["README.md", "a.py"]
+    theirs = run_git(web, "rev-parse", "feat")
+    assert theirs != commit and run_git(web, "rev-parse", "feat~1") == commit  # their commit is kept, unsent
