@@ -48,7 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Refusal", "where_of", "RepoFacts", "RepoState", "Signal", "Target", "call", "render_call", "did_you_mean",
-    "way_on_problem", "placeholder", "is_placeholder", "render_way_on", "shell_quote", "check_arguments",
+    "way_on_problem", "placeholder", "is_placeholder", "placeholders_in",
+    "check_no_placeholder", "render_way_on", "shell_quote", "check_arguments",
     "check_not_option", "check_dir", "not_a_repo", "no_work_tree", "unpinnable", "names_origin",
     "no_signal", "launch_problem", "distinct_children", "check_local", "check_signals",
     "check_workspace", "check_foreign", "foreign_finish_by_branch", "foreign_push_names_branch",
@@ -66,7 +67,7 @@ __all__ = [
     "file_too_large",
     "check_file_content", "no_such_file", "no_ref_to_read", "check_file_input", "bad_base64", "check_rename_target",
     "check_path_spelling", "check_changes", "check_package_type", "Asked", "call_ran_out", "no_such_tool",
-    "LOST", "confirmation_form", "check_confirmation", "persons_route", "asked_before", "not_confirmed",
+    "LOST", "confirmation_form", "check_confirmation", "persons_route", "asked_before",
     "check_no_action", "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo",
     "check_owner_repo_host",
     "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha",
@@ -173,6 +174,42 @@ def placeholder(what: str) -> str:
 
 def is_placeholder(value: object) -> bool:
     return isinstance(value, str) and len(value) > 2 and value.startswith("<") and value.endswith(">")
+
+
+# A way on's placeholder as placeholder() writes it: words between angle brackets that start with a letter, on
+# one line, with no "=" and no other angle bracket (so markup with attributes, or <!DOCTYPE html>, is not one).
+# One word is a placeholder when it is a parameter's name (``<title>``) or a shape (``<owner/repo>``).
+_PLACEHOLDER_TEXT = r"<[^\W\d_][^<>=\n]*>"
+
+
+def placeholders_in(value: Json, names: Collection[str], where: str = "") -> Iterable[tuple[str, str]]:
+    """Each (argument path, value) in *value*, at any depth, that is still a way on's placeholder."""
+    import re
+
+    if isinstance(value, str):
+        text = value.strip()
+        inner = text[1:-1].strip()
+        if re.fullmatch(_PLACEHOLDER_TEXT, text) and (" " in inner or "/" in inner or inner in names):
+            yield where, text
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from placeholders_in(item, names, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from placeholders_in(item, names, f"{where}.{key}" if where else str(key))
+
+
+def check_no_placeholder(tool: str, action: str | None, args: Mapping[str, Json], names: Collection[str]) -> None:
+    """A call whose argument is still a placeholder a way on gave (``<the whole new content>``) is refused:
+    sent as it is, it would be written as it is (a file's content, a body, a title)."""
+    found = next(iter(placeholders_in(dict(args), names)), None)
+    if found is None:
+        return
+    where, text = found
+    raise Refusal("BAD_ARGUMENT", f"{where} is still the placeholder {_shown(text, 200)}, which a way on gave for "
+                  f"the caller to fill in with the real value; madtea never sends or writes it as it is, so nothing "
+                  f"was done.", target=f"{tool}{' ' + action if action else ''}",
+                  next=(call(tool, **_with_action(action, dict(args))),))
 
 
 def call(tool: str, **args: Json) -> Call:
@@ -2363,20 +2400,19 @@ def check_confirmation(act: str, name: str, answer: str, typed: object, route: s
         how = "declined" if answer == "decline" else "closed without an answer"
         why = (f"The confirmation to {act} was {how}; a client with no person at it answers so at once, so no "
                f"person may have seen it")
-    raise not_confirmed(act, f"{why}. It was not confirmed, and nothing changed.", route)
+    raise Refusal("USER_ACTION_REQUIRED", f"{why}. It was not confirmed, and nothing changed.", target=act,
+                  user_action=_persons_way_on(act, route))
 
 
 def asked_before(act: str, route: str) -> Refusal:
     """The same act, asked about again in one session after its confirmation was not accepted: not asked twice."""
-    return not_confirmed(act, f"The confirmation to {act} was not accepted earlier in this session, so it is not "
-                              f"asked again; nothing changed.", route)
+    return Refusal("USER_ACTION_REQUIRED", f"The confirmation to {act} was not accepted earlier in this session, so "
+                   f"it is not asked again; nothing changed.", target=act, user_action=_persons_way_on(act, route))
 
 
-def not_confirmed(act: str, why: str, route: str) -> Refusal:
-    return Refusal("USER_ACTION_REQUIRED", why, target=act,
-                   user_action=f"Tell the user that the confirmation to {act} was not accepted and nothing changed; "
-                               f"if they want it done, they can do it themselves {route}. Do not call this again "
-                               f"to ask once more.")
+def _persons_way_on(act: str, route: str) -> str:
+    return (f"Tell the user that the confirmation to {act} was not accepted and nothing changed; if they want it "
+            f"done, they can do it themselves {route}. Do not call this again to ask once more.")
 
 
 def delete_is_a_persons_act(noun: str, what: str, web: str) -> Refusal:

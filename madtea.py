@@ -820,9 +820,20 @@ def _step_operation(tool: str, raw: Mapping[str, Json], ctx: Context) -> Op:
 def _step_arguments(op: Op, raw: Mapping[str, Json], ctx: Context) -> dict[str, Json]:
     """The arguments in their declared types, and the repositories they name within the server's list."""
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
+    guard.check_no_placeholder(op.tool, op.action, args, _param_names())
     if ctx.scope.repos:
         check_repo_scope(op, args, ctx)
     return args
+
+
+_PARAM_NAMES: list[frozenset[str]] = []
+
+
+def _param_names() -> frozenset[str]:
+    """Every parameter's name: a way on names a missing argument as ``<name>``."""
+    if not _PARAM_NAMES:
+        _PARAM_NAMES.append(frozenset(p.name for op in REGISTRY for p in op.params))
+    return _PARAM_NAMES[0]
 
 
 def _step_target(inv: Invocation) -> None:

@@ -367,6 +367,26 @@ def test_a_file_changed_since_it_was_read_is_stale(files: Env) -> None:
     assert _show(e, "src/app.py", "dev") == "print('someone else')\nmine"  # both edits kept
 
 
+@pytest.mark.parametrize("batch", [False, True])
+def test_a_way_ons_placeholder_sent_as_it_is_is_never_written(files: Env, batch: bool) -> None:
+    """The way on of a stale write asks for the content rebuilt: sent back unfilled, at any depth, it is refused."""
+    e = files
+    read = _sha(e, "src/app.py", "dev")
+    e.forge.commit("acme", "web", "dev", {"src/app.py": "print('someone else')\n"})
+    stale = e.refused("STALE_BODY", "madt_files", action="edit", path="src/app.py", sha=read, branch="dev",
+                      content="mine\n")
+    _view, again = stale.error["next"]
+    unfilled = again["args"]["content"]
+    args = again["args"]
+    if batch:  # the same placeholder one level down, in a change of a batch write
+        args = {"action": "change", "branch": "dev", "title": "Edit app",
+                "changes": [{"path": "src/app.py", "sha": args["sha"], "content": unfilled}]}
+    refused = e.refused("BAD_ARGUMENT", again["tool"], **args)
+    where = "changes[0].content" if batch else "content"
+    assert f"{where} is still the placeholder {json.dumps(unfilled)}" in refused.text, refused.text
+    assert _show(e, "src/app.py", "dev") == "print('someone else')"
+
+
 def test_a_race_the_forge_catches_is_still_stale(files: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     e = files
     read = _sha(e, "src/app.py", "dev")

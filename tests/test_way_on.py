@@ -103,3 +103,45 @@ def test_a_value_of_the_wrong_shape_is_refused_with_a_way_on() -> None:
     assert result.error["next"] == [
         {"tool": "madt_log", "args": {"limit": "<a whole number of at least 1 (and below 2^63)>"}}]
     assert not result.error["user_action"]
+
+
+def _placeholders_in_the_source() -> list[str]:
+    """Every placeholder guard.py and madtea.py write: each literal one, and each built one with its gaps filled."""
+    import ast
+
+    found = []
+    for module in (guard, madtea):
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None))
+                    == "placeholder" and node.args):
+                continue
+            for arg in [node.args[0], *([node.args[0].body, node.args[0].orelse]
+                                        if isinstance(node.args[0], ast.IfExp) else [])]:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    found.append(guard.placeholder(arg.value))
+                elif isinstance(arg, ast.JoinedStr):
+                    found.append(guard.placeholder("".join(
+                        str(part.value) if isinstance(part, ast.Constant) else "x" for part in arg.values)))
+    return found
+
+
+def test_every_placeholder_a_way_on_gives_is_refused_when_sent_back() -> None:
+    """A placeholder is found at any depth, from the source and from every rule's own refusals."""
+    from test_chain import argument_refusals, identity_refusals, local_refusals, remote_refusals
+
+    names = madtea._param_names()
+    given = _placeholders_in_the_source()
+    for _label, refusal in [*local_refusals(), *remote_refusals(), *argument_refusals(), *identity_refusals()]:
+        for step in [*refusal.next, *(s for choice in refusal.choices for s in choice)]:
+            given += [v for v in step.get("args", {}).values() if guard.is_placeholder(v)]
+    assert len(set(given)) > 80 and "<the whole new content, rebuilt from the current version>" in given
+    for text in set(given):
+        assert list(guard.placeholders_in({"changes": [{"content": text}]}, names)) == [
+            ("changes[0].content", text)], text
+
+
+@pytest.mark.parametrize("value", ["<br>", '<div class="x">', "<!DOCTYPE html>", "<alice@example.com>",
+                                   "a <b>bold</b> word", "<<< fenced >>>", "x < y > z", "<3"])
+def test_markup_and_ordinary_text_are_not_placeholders(value: str) -> None:
+    assert list(guard.placeholders_in({"body": value}, madtea._param_names())) == []
