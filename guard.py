@@ -572,17 +572,11 @@ def unpinnable(target: str, exc: gitops.Unpinnable) -> Refusal:
 # --------------------------------------------------------------------------- facts
 
 @record(frozen=True)
-class RepoFacts:
-    """What the guard knows of one repository: where it is and whom it belongs to."""
+class RepoFacts(gitops.Repo):
+    """What the guard knows of one repository: the work tree git resolved (a ``gitops.Repo``, so every git call
+    is pinned to it as it is) and whom it belongs to."""
 
-    top: Path
-    git_dir: Path
-    common_dir: Path
     origin: gitops.RemoteId | None = None
-
-    @property
-    def is_linked(self) -> bool:
-        return self.git_dir != self.common_dir
 
     @property
     def name(self) -> str:

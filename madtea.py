@@ -949,9 +949,8 @@ def _nested(launch: guard.RepoFacts) -> tuple[Path, ...]:
 def _state(op: Op, repo: guard.RepoFacts, ctx: Context) -> guard.RepoState:
     """Branch, default branch, operation in progress and dirtiness; and what the rules would otherwise look for
     on disk: blanket-word files at the top, where new worktrees go and the names already there."""
-    grepo = gitops.Repo(repo.top, repo.git_dir, repo.common_dir)
-    st = gitops.status(grepo)
-    default, known = _default_branch(op, grepo, st.branch, ctx)
+    st = gitops.status(repo)
+    default, known = _default_branch(op, repo, st.branch, ctx)
     home = gitops.fs_worktree_home(repo.top)
     return guard.RepoState(st.branch, default, st.operation, st.dirty_tracked,
                            tuple(st.conflicted), unborn=st.head is None and st.branch is not None,
@@ -1734,11 +1733,6 @@ def origin_problem(facts: guard.RepoFacts) -> str:
 
 # --- local git: shared helpers ---
 
-def _grepo(inv: Invocation) -> gitops.Repo:
-    r = inv.repo
-    return gitops.Repo(r.top, r.git_dir, r.common_dir)
-
-
 def _ref_arg(inv: Invocation, name: str) -> str | None:
     value = inv.opt_text(name)
     return guard.check_not_option(value, name, inv.op.where, inv.args) if value else None
@@ -1756,7 +1750,7 @@ def _required_ref(inv: Invocation, name: str) -> str:
 @operation("madt_status", cli=("status",), kind="local", mutating=False, idempotent=True,
            summary="Show the repository, branch, upstream and working-tree changes (read-only).")
 def status_op(inv: Invocation) -> Result:
-    st = gitops.status(_grepo(inv))
+    st = gitops.status(inv.repo)
     op = st.operation  # status read it from the git dir already
     lines = [f"{inv.repo.describe()} ({st.branch or 'detached HEAD'})"]
     if st.upstream:
@@ -1769,7 +1763,7 @@ def status_op(inv: Invocation) -> Result:
         lines.append("working tree clean")
     if op:
         lines.append(f"a {op} is in progress")
-    repo = _grepo(inv)
+    repo = inv.repo
     pushes = [_interrupted_push(repo, branch, sha) for branch, sha in gitops.interrupted_pushes(repo)]
     running = gitops.pushes_running(repo)
     lines += [text for text, _ in pushes]
@@ -1806,7 +1800,7 @@ def _interrupted_push(repo: gitops.Repo, branch: str, sha: str) -> tuple[str, di
 def log_op(inv: Invocation) -> Result:
     ref = _ref_arg(inv, "ref") or "HEAD"
     limit = max(1, min(int(inv.opt_number("limit") or 20), 200))
-    entries = gitops.log(_grepo(inv), ref, limit)
+    entries = gitops.log(inv.repo, ref, limit)
     lines = [f"{e.sha[:9]} {e.date[:10]} {e.author}: {e.subject}" for e in entries]
     data = [{"sha": e.sha, "author": e.author, "date": e.date, "subject": e.subject} for e in entries]
     return Result("\n".join(lines) or f"no commits on {ref}", data)
@@ -1818,7 +1812,7 @@ def log_op(inv: Invocation) -> Result:
            summary="Stage exactly the named files; nothing else is swept in.", params=(FILES,))
 def add_op(inv: Invocation) -> Result:
     files = guard.declared_files(inv.local)
-    gitops.add(_grepo(inv), files)
+    gitops.add(inv.repo, files)
     return Result(f"Staged {guard.files_list(files)} in {inv.identity()}.", {"staged": files})
 
 
@@ -1833,7 +1827,7 @@ def add_op(inv: Invocation) -> Result:
                          "Commit even though the checkout is on its default branch (this call only).")))
 def commit_op(inv: Invocation) -> Result:
     files = guard.declared_files(inv.local)
-    repo = _grepo(inv)
+    repo = inv.repo
     sha = gitops.commit(repo, files, inv.text("title"), inv.opt_text("body"))
     held = gitops.changed_paths(repo, sha, files)  # as git recorded it: an unchanged declared file is not in it
     same = [f for f in files if not any(p == f or p.startswith(f.rstrip("/") + "/") for p in held)]
@@ -1853,7 +1847,7 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
         return None
     lease = lease.strip().lower()
     short = guard.is_short_sha(lease) and not guard.is_full_sha(lease)
-    return guard.check_lease(inv.local, branch, lease, gitops.head_sha(_grepo(inv), lease) if short else None)
+    return guard.check_lease(inv.local, branch, lease, gitops.head_sha(inv.repo, lease) if short else None)
 
 
 @operation("madt_push", cli=("push",), kind="local", mutating=True, destructive=True, remote_git=True,
@@ -1866,16 +1860,16 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
 def push_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     lease = _lease_arg(inv, branch)
-    _check_remote_urls(inv, _grepo(inv), push=True)
+    _check_remote_urls(inv, inv.repo, push=True)
     progress(f"pushing {branch} to origin")
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-            pushed = gitops.push(_grepo(inv), branch, lease_sha=lease,
+            pushed = gitops.push(inv.repo, branch, lease_sha=lease,
                                  set_upstream=inv.flag("set_upstream"), env=env)
     except gitops.LeaseRejected as exc:
         raise guard.lease_rejected(inv.local, branch, lease, exc.stderr) from None
     except gitops.PushRejected as exc:
-        st = gitops.status(_grepo(inv)) if exc.kind == "non-fast-forward" else None
+        st = gitops.status(inv.repo) if exc.kind == "non-fast-forward" else None
         raise guard.push_rejected(inv.local, branch, exc.kind, exc.reason, lease=bool(lease),
                                   behind_only=st is not None and st.branch == branch and st.ahead == 0) from None
     return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.",
@@ -1896,10 +1890,10 @@ def _check_remote_urls(inv: Invocation, repo: gitops.Repo, *, push: bool) -> Non
                          positional=True),))
 def pull_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
-    _check_remote_urls(inv, _grepo(inv), push=False)
+    _check_remote_urls(inv, inv.repo, push=False)
     progress(f"pulling origin/{branch}")
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
-        pulled = gitops.pull_ff(_grepo(inv), branch, env=env)
+        pulled = gitops.pull_ff(inv.repo, branch, env=env)
     old, new = pulled.before, pulled.after or ""
     moved = "already up to date" if old == new else f"{(old or '0')[:9]}..{new[:9]} (fast-forward)"
     return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.",
@@ -1918,13 +1912,13 @@ def branch_create_op(inv: Invocation) -> Result:
     start = _ref_arg(inv, "start_point") or "HEAD"
     if inv.state.unborn and start == "HEAD" and inv.flag("checkout") and name not in (inv.state.branches or ()):
         # No commit yet: the new branch is where the first commit will go, like git switch -c.
-        gitops.name_unborn(_grepo(inv), name)
+        gitops.name_unborn(inv.repo, name)
         return Result(f"Switched {inv.identity()} to the new branch {name}, which has no commit yet.",
                       {"branch": name, "sha": None, "checked_out": True})
-    sha = gitops.branch_create(_grepo(inv), name, start)
+    sha = gitops.branch_create(inv.repo, name, start)
     text = f"Created branch {name} at {sha[:9]} in {inv.identity()}."
     if inv.flag("checkout"):
-        gitops.switch(_grepo(inv), name)
+        gitops.switch(inv.repo, name)
         text += f" Switched to {name}."
     return Result(text, {"branch": name, "sha": sha, "checked_out": inv.flag("checkout")})
 
@@ -1933,7 +1927,7 @@ def branch_create_op(inv: Invocation) -> Result:
 
 def _proof_targets(inv: Invocation) -> list[str]:
     """Where contained work may already be: the default branch, origin's copy of it, and its own upstream."""
-    repo = _grepo(inv)
+    repo = inv.repo
     default = inv.state.default_branch
     local = f"refs/heads/{default}"
     candidates: list[str | None] = [local, f"refs/remotes/origin/{default}"]
@@ -1945,7 +1939,7 @@ def _proof_targets(inv: Invocation) -> list[str]:
 def _contained(inv: Invocation, sha: str, targets: Sequence[str] | None = None) -> str | None:
     """How the default branch already holds the work ending at *sha* (a commit, never a name that a
     tag of the same name could shadow), or None."""
-    repo = _grepo(inv)
+    repo = inv.repo
     for target in _proof_targets(inv) if targets is None else targets:
         proof = gitops.containment(repo, sha, target)
         if proof:
@@ -1962,7 +1956,7 @@ _PROOFS = {"ancestor": "its tip is in {t}", "patch-id": "every commit's patch is
            params=(Param("name", description="The branch to delete.", required=True, positional=True),))
 def branch_delete_op(inv: Invocation) -> Result:
     name = _required_ref(inv, "name")
-    repo = _grepo(inv)
+    repo = inv.repo
     # The proof is made for this sha and the delete is a compare-and-swap on it: a branch
     # that moves in between, or a tag of the same name, cannot slip unproven work through.
     sha = gitops.head_sha(repo, f"refs/heads/{name}")
@@ -2001,7 +1995,7 @@ def _unmerged(repo: gitops.Repo, sha: str, default: str) -> list[gitops.Commit]:
            params=(Param("branch", description="The branch to switch to.", required=True, positional=True),))
 def switch_op(inv: Invocation) -> Result:
     branch = _required_ref(inv, "branch")
-    gitops.switch(_grepo(inv), branch)  # overwriting uncommitted changes is refused by git, typed by guard
+    gitops.switch(inv.repo, branch)  # overwriting uncommitted changes is refused by git, typed by guard
     was = inv.state.branch or "a detached HEAD"
     return Result(f"Switched {inv.repo.describe()} ({branch}) from {was} to {branch}.", {"branch": branch})
 
@@ -2022,7 +2016,7 @@ CARRY = Param("carry", "strs", "Copy these files' current content from the check
 @operation("madt_worktrees", "list", cli=("worktree", "list"), kind="local", mutating=False, idempotent=True,
            summary="List the repository's worktrees.", params=())
 def worktree_list_op(inv: Invocation) -> Result:
-    trees = gitops.worktree_list(_grepo(inv))
+    trees = gitops.worktree_list(inv.repo)
     lines = [f"{w.path} {w.branch or 'detached'} {(w.head or '')[:9]}" for w in trees]
     return Result("\n".join(lines), [{"path": str(w.path), "branch": w.branch, "head": w.head} for w in trees])
 
@@ -2053,7 +2047,7 @@ def worktree_add_op(inv: Invocation) -> Result:
     _check_worktree_home(inv, path)
     commit_ish = _ref_arg(inv, "commit_ish")
     new_branch = _ref_arg(inv, "b")
-    repo = _grepo(inv)
+    repo = inv.repo
     carry = guard.declared_files(inv.local, inv.texts("carry")) if inv.texts("carry") else []
     if carry and commit_ish and gitops.head_sha(repo) != gitops.head_sha(repo, commit_ish):
         # The files' changes were made against this checkout's HEAD; copied onto another base they
@@ -2077,7 +2071,7 @@ def worktree_add_op(inv: Invocation) -> Result:
 def worktree_remove_op(inv: Invocation) -> Result:
     from pathlib import Path
     path = _worktree_path(inv)
-    trees = {os.path.realpath(w.path): w for w in gitops.worktree_list(_grepo(inv))}
+    trees = {os.path.realpath(w.path): w for w in gitops.worktree_list(inv.repo)}
     tree = trees.get(os.path.realpath(path))
     linked = tree is not None and not (os.path.realpath(path) == str(inv.repo.top) and not inv.repo.is_linked)
     wt = gitops.discover(Path(path)) if linked else None
@@ -2093,7 +2087,7 @@ def worktree_remove_op(inv: Invocation) -> Result:
                 command=f"git -C {top} worktree remove --force {guard.shell_quote(path)}")
     confirmed = ", discarding its unsaved work as the person confirmed through the client" if ask else ""
     assert tree is not None
-    gitops.worktree_remove(_grepo(inv), path, discard=bool(confirmed))
+    gitops.worktree_remove(inv.repo, path, discard=bool(confirmed))
     return Result(closing(f"Removed worktree {path} of {inv.identity()}{confirmed}; its branch "
                           f"{tree.branch or '(detached)'} is kept"), {"path": path})
 
@@ -2104,7 +2098,7 @@ def worktree_remove_op(inv: Invocation) -> Result:
            summary="Delete local branches whose work is proven to be in the default branch.",
            params=(Param("dry_run", "bool", "Only list what would be deleted.", short="n"),))
 def prune_op(inv: Invocation) -> Result:
-    repo = _grepo(inv)
+    repo = inv.repo
     default = inv.state.default_branch
     busy = {w.branch for w in gitops.worktree_list(repo)}
     deleted, kept = [], []
@@ -3496,7 +3490,7 @@ def pr_create_op(inv: Invocation) -> Result:
     head = inv.opt_text("head")
     if not head:
         launch = remote.target.launch
-        st = gitops.status(gitops.Repo(launch.top, launch.git_dir, launch.common_dir)) if launch else None
+        st = gitops.status(launch) if launch else None
         head = st.branch if st else None
     head = guard.check_pr_head(forge_call(inv), remote.target.slug, head)
     base = inv.opt_text("base") or default_branch(inv)
@@ -3525,7 +3519,7 @@ def pr_checkout_op(inv: Invocation) -> Result:
     launch, why = _launch(inv.ctx)  # as git resolved it for the forge target, once per call
     if launch is None:
         raise guard.no_default_repo(inv.asked, guard.launch_problem(str(inv.ctx.launch_dir), why))
-    repo = gitops.Repo(launch.top, launch.git_dir, launch.common_dir)
+    repo = launch
     with transport_env(launch, _launch_host(inv.ctx)) as env:
         if gitops.status(repo).branch == branch:
             gitops.pull_ff(repo, f"refs/pull/{number}/head", env=env)
@@ -6114,7 +6108,7 @@ def _finish_where(inv: Invocation) -> list[str]:
     """Where the checkout stands now, read from git: a failed step's result says it (nothing for branch=)."""
     if inv.opt_text("branch"):
         return []
-    repo = _grepo(inv)
+    repo = inv.repo
     try:
         st = gitops.status(repo)
         sha = gitops.head_sha(repo) or ""
@@ -6147,7 +6141,7 @@ def _head_moved_steps(inv: Invocation, steps: _Steps, resume: guard.Call) -> lis
 def _finish(inv: Invocation, steps: _Steps) -> Result:
     """finish as a walk over facts: each step reads from git and the forge whether it is done, and takes
     itself only when it is not, so a resume or the same call again after any stop takes only what is left."""
-    repo = _grepo(inv)
+    repo = inv.repo
     branch_form = bool(inv.opt_text("branch"))
     default = inv.state.default_branch
     if not branch_form and inv.state.came_from is not None:
@@ -6347,7 +6341,7 @@ def _close_issues(remote: Api, steps: _Steps, closes: list[int], no_close: bool)
 def _return_home(inv: Invocation, steps: _Steps, branch: str, default: str, pr: Mapping[str, Json],
                  branch_form: bool) -> Result:
     """The last step, fitted to the checkout; the branch= form touches no working tree."""
-    repo = _grepo(inv)
+    repo = inv.repo
     number, merge_sha = pr["number"], str(pr.get("merge_commit_sha") or "")
     merged_head = (pr.get("head") or {}).get("sha") or gitops.head_sha(repo, f"refs/heads/{branch}")
     if merged_head:
