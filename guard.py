@@ -78,6 +78,7 @@ __all__ = [
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
     "check_confined", "FORGE_NEXT", "NOTHING_FURTHER", "check_merge_head", "check_merged", "check_forgejo_offers",
     "server_lacks", "check_pr_open", "anonymous_not_found_way_on", "check_filter_names",
+    "no_such_wiki_page",
     "check_secret_listed", "no_such_variable", "stopped_time_unseen", "login_way_on", "check_git_auth",
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
     "upload_without_repo", "upload_outside_tree",
@@ -2089,6 +2090,16 @@ def check_merge_head(repo: str, number: int, forge_head: str | None, pushed: str
         raise Refusal("HEAD_MOVED", f"PR #{number}'s head on the forge is {forge_head[:9]}, not the "
                       f"{(pushed or '')[:9]} madtea pushed; nothing was merged.", target=f"{repo}#{number}",
                       user_action=FORGE_NEXT["HEAD_MOVED"])
+
+
+def no_such_wiki_page(c: ForgeCall, name: str, editing: bool) -> Refusal:
+    """A wiki page that is not there: an edit would create it (the forge says nothing of that), so it is said
+    first, with the call that creates it, or, for a read, the list of the pages there are."""
+    step = call(c.tool, action="create", owner_repo=c.args.get("owner_repo"), page_name=name,
+                content=c.args.get("content")) if editing else call(c.tool, action="list",
+                                                                    owner_repo=c.args.get("owner_repo"))
+    return Refusal("NOT_FOUND_OR_NO_ACCESS", f"{c.repo} has no wiki page {name}"
+                   + ("; nothing was written." if editing else "."), target=c.repo, next=(step,))
 
 
 def check_pr_open(repo: str, number: int, state: object) -> None:

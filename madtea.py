@@ -4791,11 +4791,32 @@ def wiki_list_op(inv: Invocation) -> Result:
     return Result("\n".join(r["title"] for r in rows) or "no wiki pages", rows)
 
 
+def wiki_name(title: str) -> str:
+    """The name Gitea and Forgejo store a page titled *title* under, and read it by: a title holding a '-' (or
+    ending in .md) keeps its dashes and gets the marker '.-' ("release-notes" is "release-notes.-"); in any other,
+    each space is a '-' (services/wiki/wiki_path.go UserTitleToWebPath)."""
+    title = title.strip()
+    if "-" in title or title.endswith(".md"):
+        return title + ".-"
+    return title.replace(" ", "-") or "unnamed"
+
+
+def _wiki_page(inv: Invocation) -> tuple[str, dict[str, Json]]:
+    """The page page_name names, and the name it is read by: a title first (the name the forge stored it under),
+    then the name as given (a name from the page's address); a page that is neither is refused."""
+    given = inv.text("page_name")
+    for name in dict.fromkeys((wiki_name(given), given)):
+        page = _found(inv, "wiki", "page", name)
+        if page is not None:
+            return name, page
+    raise guard.no_such_wiki_page(forge_call(inv), given, inv.op.action == "edit")
+
+
 @operation("madt_wiki", "view", cli=("wiki", "view"), kind="remote", mutating=False, idempotent=True,
            summary="Show a wiki page (fenced; a long page continues with offset).", params=(PAGE_NAME, OFFSET))
 def wiki_view_op(inv: Invocation) -> Result:
     import base64
-    page = api(inv).get("wiki", "page", inv.text("page_name"))
+    _name, page = _wiki_page(inv)
     text = base64.b64decode(page.get("content_base64") or "").decode("utf-8", "replace")
     author = ((page.get("last_commit") or {}).get("author") or {}).get("name") or "unknown"
     content, _end, more = window(clean(text), int(inv.opt_number("offset") or 0),
@@ -4806,14 +4827,14 @@ def wiki_view_op(inv: Invocation) -> Result:
 
 
 def _wiki_since(inv: Invocation, name: str) -> Since:
-    """A wiki page is unique by name."""
-    return _named_since(inv, "wiki", "page", name)
+    """A wiki page is unique by name (the one its title is stored under)."""
+    return _named_since(inv, "wiki", "page", wiki_name(name))
 
 
 @operation("madt_wiki", "history", cli=("wiki", "history"), kind="remote", mutating=False, idempotent=True,
            summary="List a page's revisions, newest first.", params=(PAGE_NAME, PAGE))
 def wiki_history_op(inv: Invocation) -> Result:
-    name = inv.text("page_name")
+    name = _wiki_page(inv)[0]
     got = api(inv).get("wiki", "revisions", name, params=_page_params(inv)) or {}
     rows = [{"sha": c.get("sha"), "author": clean_line((c.get("author") or {}).get("name")),
              "date": str((c.get("author") or {}).get("date") or "")[:19],
@@ -4834,16 +4855,20 @@ def wiki_create_op(inv: Invocation) -> Result:
                                                "message": inv.opt_text("message") or ""}, "wiki page",
                        _wiki_since(inv, name), guard.call("madt_wiki", action="view", owner_repo=api(inv).target.full,
                                                           page_name=name))
-    return Result(f"Created wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
+    return Result(f"Created wiki page {page.get('title')} in {api(inv).target.slug}.",
+                  {"title": page.get("title"), "name": page.get("sub_url")})
 
 
 @operation("madt_wiki", "edit", cli=("wiki", "edit"), kind="remote", mutating=True, destructive=True,
            summary="Replace a wiki page's content.",
            params=(PAGE_NAME, CONTENT, Param("message", description="The edit message.")))
 def wiki_edit_op(inv: Invocation) -> Result:
-    page = api(inv).patch("wiki", "page", inv.text("page_name"),
-                          json={"title": inv.text("page_name"), "content_base64": _b64(inv.text("content")),
-                                "message": inv.opt_text("message") or ""})
+    # The forge creates a page an edit names that is not there (and says nothing of it): read it first. The
+    # title sent is the page's own, so a name given in its stored form ("release-notes.-") renames nothing.
+    name, before = _wiki_page(inv)
+    page = api(inv).patch("wiki", "page", name,
+                          json={"title": before.get("title") or inv.text("page_name"),
+                                "content_base64": _b64(inv.text("content")), "message": inv.opt_text("message") or ""})
     return Result(f"Updated wiki page {page.get('title')} in {api(inv).target.slug}.", {"title": page.get("title")})
 
 
@@ -5862,7 +5887,7 @@ def release_delete_op(inv: Invocation) -> Result:
 @operation("madt_wiki", "delete", cli=("wiki", "delete"), kind="remote", mutating=True, destructive=True,
            cli_only=True, summary=_delete_summary("wiki page"), params=(PAGE_NAME,))
 def wiki_delete_op(inv: Invocation) -> Result:
-    return _delete(inv, "wiki page", PAGE_NAME, lambda: ("wiki", "page", inv.text("page_name")))
+    return _delete(inv, "wiki page", PAGE_NAME, lambda: ("wiki", "page", _wiki_page(inv)[0]))
 
 
 # What an agent's refused deletion names: tool -> (the object's words, its web address).

@@ -4313,12 +4313,18 @@ class FakeForge:
     def _wiki_page(self, ctx: _Ctx) -> WikiPage:
         repo = ctx.repo
         assert repo is not None
-        name = unquote(ctx.params["name"])
-        page = repo.wiki.get(name) or next(
-            (p for p in repo.wiki.values() if _wiki_sub_url(p.title) in (ctx.params["name"], quote(name))), None)
+        page = self._wiki_find(repo, ctx.params["name"])
         if page is None:
             raise self._not_found()
         return page
+
+    @staticmethod
+    def _wiki_find(repo: Repo, raw_name: str) -> WikiPage | None:
+        """The page a request's (still escaped) name reads, as wiki_path.go WebPathFromRequest and WebPathToGitPath
+        read it: "release-notes" is the page titled "release notes", "release-notes.-" the one titled
+        "release-notes"."""
+        wanted = _wiki_git_path(raw_name.strip("/").replace("/", "%2F"))
+        return next((p for p in repo.wiki.values() if _wiki_git_path(_wiki_sub_url(p.title)) == wanted), None)
 
     def _h_wiki_pages(self, ctx: _Ctx) -> _Response:
         repo = ctx.repo
@@ -4362,7 +4368,7 @@ class FakeForge:
         title = self._field(form, "title", str, "").strip()
         if not title:
             raise self._error(400, "wiki page title is empty")
-        if title in repo.wiki:
+        if title in repo.wiki or self._wiki_find(repo, _wiki_sub_url(title)):
             raise self._error(400, f"wiki page already exists [title: {title}]")
         page = WikiPage(title, self._wiki_content(form))
         self._wiki_revision(page, ctx.user.login, self._field(form, "message", str, "") or f'Add "{title}"')
@@ -4373,7 +4379,11 @@ class FakeForge:
         repo = ctx.repo
         assert repo is not None and ctx.user is not None
         form = self._form(ctx)
-        page = self._wiki_page(ctx)
+        found = self._wiki_find(repo, ctx.params["name"])
+        # wiki_service.EditWikiPage adds the page when it is not there: an edit of a missing page creates it
+        page = found or WikiPage(_wiki_unescape(unquote(ctx.params["name"])), b"")
+        if found is None:
+            repo.wiki[page.title] = page
         title = self._field(form, "title", str, "").strip()
         if title and title != page.title:
             if title in repo.wiki:
@@ -5154,8 +5164,33 @@ def _is_wip(title: str) -> bool:
     return any(upper.startswith(prefix) for prefix in _WIP_PREFIXES)
 
 
+def _wiki_escape(segment: str, dash_marker: bool) -> str:
+    """services/wiki/wiki_path.go escapeSegToWeb: a segment holding a '-' (or ending in .md) keeps its dashes and
+    gets the marker '.-'; otherwise its spaces become dashes."""
+    if dash_marker or "-" in segment or segment.endswith(".md"):
+        segment += ".-"
+    else:
+        segment = segment.replace(" ", "-")
+    return quote(segment, safe="")
+
+
+def _wiki_unescape(segment: str) -> str:
+    """wiki_path.go unescapeSegment: the marker is dropped, else each '-' is a space."""
+    segment = segment[:-2] if segment.endswith(".-") else segment.replace("-", " ")
+    return unquote(segment.replace("+", " "))
+
+
 def _wiki_sub_url(title: str) -> str:
-    return quote(title.replace(" ", "-"), safe="")
+    """wiki_path.go UserTitleToWebPath: the name a page titled *title* is stored and read under."""
+    return _wiki_escape(title.strip(), False) or "unnamed"
+
+
+def _wiki_git_path(web_path: str) -> str:
+    """wiki_path.go WebPathToGitPath: the file a web path names (two names are one page when this is equal)."""
+    if web_path.endswith(".md"):
+        return unquote(web_path)
+    return "/".join(_wiki_escape(_wiki_unescape(seg), seg.endswith(".-")).replace("%20", " ").replace("+", " ")
+                    for seg in web_path.split("/")) + ".md"
 
 
 def _thread_status(thread: Notification) -> str:

@@ -193,3 +193,27 @@ def test_a_private_repository_without_a_token_suggests_logging_in(release_env: E
     assert result.is_error and result.error["code"] in ("NOT_FOUND_OR_NO_ACCESS", "AUTH_MISSING"), result.text
     assert result.error["code"] == "NOT_FOUND_OR_NO_ACCESS" and "no token was sent" in result.text, result.text
     assert "madtea auth login" in (result.error["user_action"] or ""), result.error
+
+
+def test_a_wiki_page_is_read_by_the_name_its_title_is_stored_under(release_env: Env) -> None:
+    """services/wiki/wiki_path.go: a title with a dash is stored as 'release-notes.-', and 'release-notes' reads
+    the page titled 'release notes'; an edit of a missing page would create it."""
+    e = release_env
+    made = e.ok("madt_wiki", action="create", page_name="release-notes", content="v1 notes")
+    assert made.data["name"] == "release-notes.-"
+    status, _, _ = call(e.forge, "GET", "/repos/acme/web/wiki/page/release-notes")
+    assert status == 404  # the server's own answer to the title as a name
+    for name in ("release-notes", "release-notes.-"):
+        shown = e.ok("madt_wiki", action="view", page_name=name)
+        assert "v1 notes" in shown.text and shown.data["title"] == "release-notes"
+    e.ok("madt_wiki", action="edit", page_name="release-notes.-", content="v2 notes")
+    assert [p["title"] for p in e.ok("madt_wiki", action="list").data] == ["release-notes"]  # nothing renamed
+    assert "v2 notes" in e.ok("madt_wiki", action="view", page_name="release-notes").text
+    e.ok("madt_wiki", action="create", page_name="Getting Started", content="hello")
+    assert "hello" in e.ok("madt_wiki", action="view", page_name="Getting Started").text
+    assert len(e.ok("madt_wiki", action="history", page_name="release-notes").data["revisions"]) == 2
+    e.forge.clear_requests()
+    refused = e.refused("NOT_FOUND_OR_NO_ACCESS", "madt_wiki", action="edit", page_name="Nowhere", content="x")
+    assert "no wiki page Nowhere" in refused.text and refused.error["next"][0]["args"]["action"] == "create"
+    assert not e.forge.find_requests("PATCH")
+    assert sorted(p["title"] for p in e.ok("madt_wiki", action="list").data) == ["Getting Started", "release-notes"]
