@@ -3554,6 +3554,9 @@ def classify_command(command: str, cwd: str, repo_facts: Callable[[str], HookRep
     notes: list[str] = []
     try:
         segs = _ShellParser(command, run_dir or cwd).parse()
+        ctx.line, ctx.segs = command, segs
+        if "(" in command or "function" in command:
+            ctx.functions = _functions(segs)
         for seg in segs:
             for kind, text in _verdicts(seg, ctx, 0):
                 if kind == "deny":
@@ -3641,7 +3644,7 @@ class _ShellSegment:
 
 class _ParseState:
     __slots__ = ("words", "cur", "dyn", "quoted", "start", "prev_sep", "skip_next", "heredoc", "herestring", "piped",
-                 "script", "redirect", "writes", "cases")
+                 "script", "redirect", "writes", "cases", "braces", "group")
 
     def __init__(self) -> None:
         self.heredoc: list[str | None] = [None, None]
@@ -3649,6 +3652,8 @@ class _ParseState:
         self.redirect = ""  # the operator whose target the next word is
         self.writes: list[str] = []
         self.cases = 0  # case statements open in this list, whose patterns end in ")"
+        self.braces: list[tuple[str, bool]] | None = None  # the word's pieces (text, quoted) once one holds a "{"
+        self.group: tuple[int, int] | None = None  # the commands of a subshell just closed, whose redirects follow
         self.words: list[_ShellWord] = []
         self.cur: list[str] | None = None
         self.dyn = False
@@ -3770,12 +3775,18 @@ class _ShellParser:
 
     def _open_paren(self, st: _ParseState, scope: _ShellScope, depth: int) -> None:
         last = st.words[-1] if st.words else None
+        if st.cur is None and last is not None and last.text == "in" and not last.quoted and \
+                st.words[0].text == "case" and not st.words[0].quoted:
+            self.pos += 1  # case x in (x) ...: a pattern's optional opening parenthesis
+            return
         if st.cur is None and (last is None or last.text.endswith("()") or
                                (last.text in _HOOK_RESERVED and not last.quoted)):
             self.pos += 1  # a subshell, or a function body in one: its cd stays inside
             inner: _ShellScope = {"dir": scope["dir"], "env": dict(scope["env"]),
                                  "alias": dict(scope.get("alias") or {})}
+            first = len(self.out)
             self._list(inner, depth, ")")
+            st.group = (first, len(self.out))
             st.start = None if not st.words else st.start
         else:
             start = self.pos
@@ -3836,7 +3847,11 @@ class _ShellParser:
 
     def _add(self, st: _ParseState, text: str, quoted: bool = False, dynamic: bool = False) -> None:
         if st.cur is None:
-            st.cur, st.dyn, st.quoted = [], False, False
+            st.cur, st.dyn, st.quoted, st.braces = [], False, False, None
+        if st.braces is None and not quoted and not dynamic and "{" in text:
+            st.braces = [(piece, True) for piece in st.cur]  # unquoted braces: bash may expand them
+        if st.braces is not None:
+            st.braces.append((text, quoted or dynamic))
         st.cur.append(text)
         st.quoted = st.quoted or quoted
         st.dyn = st.dyn or dynamic
@@ -3857,7 +3872,13 @@ class _ShellParser:
         else:
             if not st.words and word.text == "esac" and not word.quoted and st.cases:
                 st.cases -= 1
-            st.words.append(word)
+            expanded = _brace_expand(st.braces) if st.braces is not None and not (
+                _assigns(word.text) and all(_assigns(w.text) for w in st.words)) else None
+            if expanded is not None:
+                st.words.extend(_ShellWord(text, word.dynamic, word.quoted) for text in expanded)
+            else:
+                st.words.append(word)
+        st.braces = None
 
     def _end_seg(self, st: _ParseState, scope: _ShellScope, depth: int, sep: str | None) -> None:
         self._end_word(st)
@@ -3865,6 +3886,12 @@ class _ShellParser:
         aliases = scope.get("alias")
         if st.words and aliases and not st.words[0].quoted and st.words[0].text in aliases:
             st.words[:1] = aliases[st.words[0].text]  # an alias defined earlier on the line
+        if not st.words and st.group is not None and (
+                st.heredoc[1] is not None or any(box is st.heredoc for _d, _f, box in self.heredocs)):
+            for inner in self.out[st.group[0]:st.group[1]]:  # (bash) <<< '...': the subshell's commands read it
+                if inner.heredoc[1] is None and not any(box is inner.heredoc for _d, _f, box in self.heredocs):
+                    inner.heredoc = st.heredoc
+        st.group = None
         if st.words:
             raw = self.src[st.start if st.start is not None else self.pos:self.pos].strip()
             seg = _ShellSegment(st.words, raw, depth, scope["dir"], dict(scope["env"]))
@@ -3994,6 +4021,12 @@ class _ShellParser:
             inner = src[start + 1:self.pos - 1]
             self._expansions_in(inner, scope, depth)
             name = inner[:_varname_end(inner, 0) or 0] if inner[:1] != "!" else ""
+            default = inner[len(name):]
+            for op in (":-", "-", ":=", "="):
+                if name and default.startswith(op) and name not in scope["env"] and \
+                        not any(ch in default for ch in "$`\\'\""):
+                    self._add(st, default[len(op):], quoted=in_dquote)  # ${X:-push}: unset on the line, the default
+                    return
             self._add(st, "${" + name + "}", dynamic=True)
         elif nxt == "'" and not in_dquote:
             self._ansi_c(st)
@@ -4082,6 +4115,67 @@ class _ShellParser:
         self._add(st, self.src[start:self.pos])
 
 
+def _brace_expand(pieces: list[tuple[str, bool]]) -> list[str] | None:
+    """bash's brace expansion of one word given as (text, quoted) pieces: ``git{,-stash}``, ``--{hard,}``,
+    ``{1..3}``; None when nothing in it expands. Quoted braces and ``${`` are left as they are."""
+    chars = [(ch, quoted) for text, quoted in pieces for ch in text]
+    out = _braces(chars, 0)
+    if out is None:
+        return None
+    return [text for text in out if text][:_HOOK_MAX_BRACES]
+
+
+_HOOK_MAX_BRACES = 256  # words one brace expansion makes at most, as the reader follows it
+
+
+def _braces(chars: list[tuple[str, bool]], made: int) -> list[str] | None:
+    for i, (ch, quoted) in enumerate(chars):
+        if ch != "{" or quoted or (i and chars[i - 1] == ("$", False)):
+            continue
+        level, commas, end = 0, [], None
+        for j in range(i, len(chars)):
+            cj, qj = chars[j]
+            if qj:
+                continue
+            if cj == "{":
+                level += 1
+            elif cj == "}":
+                level -= 1
+                if level == 0:
+                    end = j
+                    break
+            elif cj == "," and level == 1:
+                commas.append(j)
+        if end is None:
+            return None
+        inner = "".join(c for c, _q in chars[i + 1:end])
+        if commas:
+            cuts = [i] + commas + [end]
+            alternatives = [chars[a + 1:b] for a, b in zip(cuts, cuts[1:])]
+        elif ".." in inner and all(not q for _c, q in chars[i + 1:end]):
+            first, _, last = inner.partition("..")
+            last = last.split("..")[0]
+            if first.lstrip("-").isdecimal() and last.lstrip("-").isdecimal() and \
+                    abs(int(last) - int(first)) < _HOOK_MAX_BRACES:
+                step = 1 if int(last) >= int(first) else -1
+                alternatives = [[(c, True) for c in str(n)] for n in range(int(first), int(last) + step, step)]
+            elif len(first) == 1 and len(last) == 1 and first.isalpha() and last.isalpha():
+                step = 1 if last >= first else -1
+                alternatives = [[(chr(n), True)] for n in range(ord(first), ord(last) + step, step)]
+            else:
+                continue
+        else:
+            continue
+        out: list[str] = []
+        for alt in alternatives:
+            words = _braces(chars[:i] + alt + chars[end + 1:], made + len(out))
+            out.extend(words if words is not None else ["".join(c for c, _q in chars[:i] + alt + chars[end + 1:])])
+            if made + len(out) > _HOOK_MAX_BRACES:
+                return out
+        return out
+    return None
+
+
 def _scope_update(seg: _ShellSegment, scope: _ShellScope) -> None:
     """A finished command changes what follows it: ``cd``, ``export``, ``unset``, bare assignments."""
     words = seg.words
@@ -4107,6 +4201,13 @@ def _scope_update(seg: _ShellSegment, scope: _ShellScope) -> None:
     elif name == "unset":
         for w in words[1:]:
             scope["env"].pop(w.text, None)
+    elif name == "hash" and len(words) == 4 and words[1].text == "-p" and not words[3].dynamic:
+        program, called = words[2], words[3]
+        if _basename(program.text) == "git" or _basename(program.text).startswith("git-"):
+            program = called if _basename(called.text).startswith("git-") else _ShellWord("git", False, False)
+        scope.setdefault("alias", {})[called.text] = [program]  # hash -p /usr/bin/git x: x runs git, named x
+    elif name == "set" and len(words) > 1 and words[1].text == "--" and not any(w.dynamic for w in words[2:]):
+        scope["env"]["@"] = _ShellWord("@=" + "\x1f".join(w.text for w in words[2:]), False, False)
     elif name == "alias":
         for w in words[1:]:
             alias, eq, value = w.text.partition("=")
@@ -4170,6 +4271,25 @@ class _LineContext:
         self.cli_ops: CliTable = dict
         self.rail_files: list[str] | None = None  # files a git add earlier on the line named, for a later rail
         self.own = self.facts(cwd)
+        self.line = ""
+        self.segs: list[_ShellSegment] = []
+        self.functions: dict[str, list[_ShellSegment]] = {}
+        self.written: dict[str, str | None] = {}  # files the line writes, with their text when it shows it
+        self._loose: list[str] | None = None
+
+    def loose(self) -> list[str]:
+        """Every literal text the line holds that could reach a program's stdin: here-documents,
+        here-strings, what echo and printf print, the values it assigns."""
+        if self._loose is None:
+            found: list[str] = []
+            for seg in self.segs:
+                texts = [seg.heredoc[1]] + [w.text.partition("=")[2] for w in seg.words if _assigns(w.text)]
+                if seg.words and seg.words[0].text in ("echo", "printf"):
+                    shown = _pipe_text(seg)
+                    texts.append(shown[1] if shown is not None else None)
+                found += [t for t in texts if t and mentions_git_or_madtea(t) and t not in found]
+            self._loose = found
+        return self._loose
 
     def facts(self, path: str) -> HookRepo | None:
         if path not in self._cache:
@@ -4209,9 +4329,8 @@ def _strip(seg: _ShellSegment) -> tuple[list[_ShellWord], dict[str, _ShellWord],
             env[word.text.split("=", 1)[0]] = word
         if not words:
             break
-        known = env.get(words[0].text[1:].strip("{}")) if words[0].dynamic and words[0].text[:1] == "$" else None
-        if known is not None and not known.dynamic:  # cmd=git; $cmd push
-            words = [_ShellWord(t, False, False) for t in known.text.split("=", 1)[1].split()] + words[1:]
+        if any(w.dynamic for w in words):
+            words = _known_values(words, env)  # cmd=git; $cmd push / set -- push; git "$@" / a=(x y); "${a[@]}"
             if not words:
                 break
         first = words[0]
@@ -4224,13 +4343,90 @@ def _strip(seg: _ShellSegment) -> tuple[list[_ShellWord], dict[str, _ShellWord],
         if name == "env":
             words, cdir = _env_wrapper(rest, cdir)
         elif name in _HOOK_LAUNCHERS:
+            argv0 = _exec_argv0(rest) if name == "exec" else None
             unwrapped = _unwrap(name, rest)
             if unwrapped is None:
                 break
+            if name == "xargs":
+                unwrapped = _xargs_input(rest, unwrapped, seg.heredoc[0])
             words = unwrapped
+            if argv0 is not None and _basename(argv0.text).startswith("git-") and _basename(words[0].text) == "git":
+                words = [argv0] + words[1:]  # exec -a git-branch git -D x: git reads its command from argv[0]
         else:
             break
     return words, env, cdir
+
+
+def _exec_argv0(rest: list[_ShellWord]) -> _ShellWord | None:
+    """The name ``exec -a NAME`` runs its command under."""
+    for i, word in enumerate(rest):
+        if not word.text.startswith("-") or word.text == "--":
+            return None
+        if "a" in word.text[1:] and i + 1 < len(rest):
+            return rest[i + 1]
+    return None
+
+
+def _xargs_input(options: list[_ShellWord], command: list[_ShellWord], stdin: str | None) -> list[_ShellWord]:
+    """xargs's command with the input the line shows put where xargs puts it (``-I R`` replaces R
+    in each line's command; otherwise the words are appended)."""
+    replace = None
+    for i, word in enumerate(options):
+        if word.text == "-I" and i + 1 < len(options):
+            replace = options[i + 1].text
+        elif word.text.startswith("-I") and len(word.text) > 2:
+            replace = word.text[2:]
+        elif word.text in ("-a", "--arg-file") and i + 1 < len(options) and options[i + 1].script is not None:
+            stdin = options[i + 1].script
+        elif word.text.startswith("--arg-file=") and word.script is not None:
+            stdin = word.script
+        elif not word.text.startswith("-"):
+            break
+    command = command[:-1]  # the placeholder _unwrap gives xargs's input
+    if stdin is None:
+        return command + [_ShellWord("<input>", True, False)]
+    if replace is None:
+        return command + [_ShellWord(t, False, True) for t in stdin.split()]
+    lines = [[_ShellWord(w.text.replace(replace, line), False, True) for w in command]
+             for line in stdin.split("\n") if line.strip()]
+    if len(lines) == 1:
+        return lines[0]
+    script = "\n".join(" ".join(shell_quote(w.text) for w in cmd) for cmd in lines)
+    return [_ShellWord("sh", False, False), _ShellWord("-c", False, False), _ShellWord(script, False, True)]
+
+
+def _known_values(words: list[_ShellWord], env: dict[str, _ShellWord]) -> list[_ShellWord]:
+    """Words that are a variable the line set (or "$@" after ``set --``), replaced by its value as bash
+    splits it: an array's elements, an unquoted value split at IFS."""
+    ifs_word = env.get("IFS")
+    ifs = ifs_word.text.partition("=")[2] if ifs_word is not None and not ifs_word.dynamic else " \t\n"
+    out: list[_ShellWord] = []
+    for w in words:
+        text = w.text
+        name = text[2:-1] if text.startswith("${") and text.endswith("}") else text[1:] if text[:1] == "$" else ""
+        name = "@" if name in ("@", "*") else name
+        known = env.get(name) if w.dynamic and name else None
+        if known is None or known.dynamic:
+            out.append(w)
+            continue
+        value = known.text.partition("=")[2]
+        if name == "@":
+            out.extend(_ShellWord(t, False, True) for t in value.split("\x1f") if value)
+        elif value.startswith("(") and value.endswith(")"):
+            found = _ShellParser(value[1:-1], None).parse()
+            out.extend(_ShellWord(v.text, v.dynamic, True) for v in (found[0].words if found else []))
+        elif w.quoted:
+            out.append(_ShellWord(value, False, True))
+        else:
+            piece = ""
+            for ch in value + ifs[:1]:
+                if ch in ifs:
+                    if piece:
+                        out.append(_ShellWord(piece, False, False))
+                    piece = ""
+                else:
+                    piece += ch
+    return out
 
 
 # Commands that run another command given as their arguments, by their real syntax: the short
@@ -4330,8 +4526,15 @@ def _unwrap(name: str, rest: list[_ShellWord]) -> list[_ShellWord] | None:
             return [_ShellWord("sh", False, False), _ShellWord("-c", False, False),
                     _ShellWord("\n".join(w.text for w in items), False, True)]
         if len(command) == 1 and " " in command[0].text:
-            return [_ShellWord("sh", False, False), _ShellWord("-c", False, False), command[0]]
-        return command + [_ShellWord("<input>", True, False)]
+            command = [_ShellWord("sh", False, False), _ShellWord("-c", False, False), command[0]]
+        if not items or any(w.dynamic for w in items):
+            return command + [_ShellWord("<input>", True, False)]
+        runs = []  # parallel runs its command once per item, the item put at {} or after it, through a shell
+        for item in items:
+            placed = [w.text.replace("{}", item.text) for w in command]
+            runs.append(" ".join(placed if placed != [w.text for w in command] else placed + [item.text]))
+        return [_ShellWord("sh", False, False), _ShellWord("-c", False, False),
+                _ShellWord("\n".join(runs), False, True)]
     if name == "xargs":
         rest = rest + [_ShellWord("<input>", True, False)]
     if name == "watch" and rest:  # watch joins its words into a command line for sh -c
@@ -4351,18 +4554,40 @@ def _env_wrapper(words: list[_ShellWord], cdir: str | None) -> tuple[list[_Shell
             i += 2
         elif text in ("-u", "--unset"):
             i += 2
-        elif text.startswith(("-S", "--split-string")):
+        elif text.startswith("--split-string"):
             # env -S 'git add .' splits its one argument into the command line
-            joined = text in ("-S", "--split-string")
+            joined = text == "--split-string"
             value = words[i + 1] if joined and i + 1 < len(words) else words[i]
-            body = value.text if joined else value.text.split("=", 1)[-1] if text.startswith("--") else value.text[2:]
-            split = [_ShellWord(t, value.dynamic, False) for t in body.split()]
-            return split + words[i + (2 if joined else 1):], cdir
+            body = value.text if joined else value.text.split("=", 1)[-1]
+            return _env_split(value, body) + words[i + (2 if joined else 1):], cdir
+        elif text.startswith("-") and not text.startswith("--") and text != "-":
+            letters = text[1:]
+            at = next((n for n, ch in enumerate(letters) if ch in "uCSP"), None)  # the options that take a value
+            if at is None:
+                i += 1
+                continue
+            stuck = letters[at + 1:]
+            value = _ShellWord(stuck, words[i].dynamic, False) if stuck else (
+                words[i + 1] if i + 1 < len(words) else _ShellWord("", False, False))
+            if letters[at] == "S":
+                return _env_split(value, value.text) + words[i + (1 if stuck else 2):], cdir
+            if letters[at] == "C":
+                cdir = None if value.dynamic or cdir is None else os.path.normpath(
+                    os.path.join(cdir, os.path.expanduser(value.text)))
+            i += 1 if stuck else 2
         elif text.startswith("-") and text != "-":
             i += 1
         else:
             break
     return words[i:], cdir
+
+
+def _env_split(value: _ShellWord, body: str) -> list[_ShellWord]:
+    """The words ``env -S`` splits its string into, quotes read as it reads them."""
+    found = _ShellParser(body, None).parse() if not value.dynamic else []
+    if found and len(found) == 1:
+        return found[0].words
+    return [_ShellWord(t, value.dynamic, False) for t in body.split()]
 
 
 def _label(seg: _ShellSegment) -> str:
@@ -4386,14 +4611,28 @@ def _label(seg: _ShellSegment) -> str:
 def _verdicts(seg: _ShellSegment, ctx: _LineContext, nest: int) -> list[tuple[str, str]]:
     if nest > _HOOK_MAX_NEST:
         return _unreadable([seg.raw] + [w.text for w in seg.words])
-    found = _side_effects(seg)
+    found = _side_effects(seg) + _wrote(seg, ctx)
     words, env, cdir = _strip(seg)
     if not words:
         return found
     name = _basename(words[0].text)
-    inner = _inner_script(name, words, seg.heredoc[1])
+    if not words[0].quoted and words[0].text in ctx.functions and len(words) > 1:
+        return found + _function_call(ctx.functions[words[0].text], words[1:], ctx, nest)
+    inner = _inner_script(name, words, seg.heredoc[1], ctx.written)
+    if inner is _READS_STDIN:  # a shell reading a stdin the reader cannot pin: every text the line holds may be it
+        return found + [v for text in ctx.loose() for v in _script_verdicts(text, cdir, seg.depth + 1, env, ctx, nest)
+                        if v[0] == "deny"]
     if inner is not None:
+        if name == "eval":
+            while inner.startswith("eval ") and not any(ch in inner for ch in "'\"\\$`(){};&|<>"):
+                inner = inner[5:].lstrip()  # eval eval eval ...: each one only joins its words again
         return found + _script_verdicts(inner, cdir, seg.depth + 1, env, ctx, nest)
+    if words[0].text in ctx.written or words[0].text.removeprefix("./") in ctx.written:
+        script = ctx.written.get(words[0].text, ctx.written.get(words[0].text.removeprefix("./")))
+        return found + _ran_script(script, cdir, seg.depth + 1, env, ctx, nest)
+    code = _interpreter_code(name, words, seg.heredoc[1], ctx)
+    if code is not None:
+        return found + _code_verdicts(code[0], code[1], cdir, seg.depth + 1, env, ctx, nest)
     if name == "find":
         return found + [v for s in _find_exec(words, seg, env, cdir) for v in _verdicts(s, ctx, nest + 1)]
     if name.startswith("git-") and len(name) > 4:  # git's own programs, such as .../git-core/git-commit
@@ -4401,18 +4640,29 @@ def _verdicts(seg: _ShellSegment, ctx: _LineContext, nest: int) -> list[tuple[st
         name = "git"
     if name == "git":
         git = _GitCall(words[1:], env, cdir, ctx, seg.heredoc[0])
-        alias = next((v.text.partition("=")[2] for n, v in git.gopts if n == "-c" and v is not None and
-                      v.text.partition("=")[0].lower() == f"alias.{(git.sub or '').lower()}"), None)
-        if alias is not None and git.sub is not None:  # git -c alias.p=push p: an alias the line defines
+        config = _git_config(git, env)
+        seen: set[str] = set()
+        while git.sub is not None and git.sub not in seen and not _git_builtin(git.sub):
+            seen.add(git.sub)  # git -c alias.p=push p: an alias the line defines, and one it names in turn
+            alias = next((v for k, v in reversed(config) if k == f"alias.{git.sub.lower()}"), None)
+            if alias is None:
+                break
             if alias.startswith("!"):
-                return found + _script_verdicts(alias[1:], cdir, seg.depth + 1, env, ctx, nest)
-            expanded = [_ShellWord(t, False, False) for t in alias.split()] + git.args
+                script = alias[1:] + "".join(" " + shell_quote(w.text) for w in git.args)
+                return found + _script_verdicts(script, cdir, seg.depth + 1, env, ctx, nest)
+            parsed = _ShellParser(alias, None).parse()
+            expanded = (parsed[0].words if parsed else []) + git.args
             git = _GitCall([w for w in words[1:len(words) - len(git.args) - 1]] + expanded, env, cdir, ctx,
                            seg.heredoc[0])
+        runs = _git_runs(git, config, env)
+        if runs:  # what git runs gets git's environment, less what made it run it
+            inner_env = {k: v for k, v in env.items() if k not in _HOOK_GIT_RUNS_ENV and not k.startswith("GIT_CONFIG")}
+            found += [v for text in runs for v in _script_verdicts(text, cdir, seg.depth + 1, inner_env, ctx, nest)
+                      if v[0] == "deny"]
         if git.sub == "submodule" and git.args[:1] and git.args[0].text == "foreach":
             script = " ".join(w.text for w in git.args[1:] if w.text not in ("--recursive", "-q", "--quiet"))
             return found + _script_verdicts(script, None, seg.depth + 1, env, ctx, nest)
-        return found + [git.verdict()]
+        return found + [git.credential_leak_in(config) or git.verdict()]
     cli = _madtea_args(words)
     if cli is not None:
         return found + [_madtea(cli, ctx.cli_ops)]
@@ -4428,6 +4678,396 @@ def _verdicts(seg: _ShellSegment, ctx: _LineContext, nest: int) -> list[tuple[st
 def _script_verdicts(script: str, cdir: str | None, depth: int, env: dict[str, _ShellWord], ctx: _LineContext,
                           nest: int) -> list[tuple[str, str]]:
     return [v for s in _ShellParser(script, cdir, depth, env).parse() for v in _verdicts(s, ctx, nest + 1)]
+
+
+def _ran_script(script: str | None, cdir: str | None, depth: int, env: dict[str, _ShellWord], ctx: _LineContext,
+                nest: int) -> list[tuple[str, str]]:
+    """A script the line itself wrote, now run: read as shell; held when its text is not on the line."""
+    if script is None:
+        return _unreadable([ctx.line], "it runs a script it writes with text only the shell knows")
+    return _script_verdicts(script, cdir, depth, env, ctx, nest)
+
+
+def _wrote(seg: _ShellSegment, ctx: _LineContext) -> list[tuple[str, str]]:
+    """Remember the files this command writes, with their text when the line shows it (for a later run)."""
+    words = seg.words
+    targets = list(seg.writes)
+    tee = bool(words) and _basename(words[0].text) == "tee"
+    if tee:
+        targets += [w.text for w in words[1:] if not w.text.startswith("-")]
+    if not targets:
+        return []
+    shown = seg.heredoc if tee else _pipe_text(seg)
+    text = shown[0] if shown is not None else None
+    for target in targets:
+        key = target.removeprefix("./")
+        if ">>" in seg.raw and key in ctx.written:
+            before = ctx.written[key]
+            ctx.written[key] = None if before is None or text is None else before + "\n" + text
+        else:
+            ctx.written[key] = text
+    return []
+
+
+def _function_call(body: list[_ShellSegment], args: list[_ShellWord], ctx: _LineContext,
+                   nest: int) -> list[tuple[str, str]]:
+    """A function the line defined, called with arguments: its body read with them in "$@", "$1" ..."""
+    found: list[tuple[str, str]] = []
+    for seg in body:
+        words: list[_ShellWord] = []
+        for w in seg.words:
+            if w.dynamic and w.text in ("$@", "$*"):
+                words.extend(args)
+            elif w.dynamic and len(w.text) == 2 and w.text[0] == "$" and w.text[1] in "123456789":
+                n = int(w.text[1])
+                words.extend(args[n - 1:n])
+            else:
+                words.append(w)
+        if words != seg.words:
+            called = _ShellSegment(words, seg.raw, seg.depth + 1, seg.dir, seg.env)
+            called.heredoc = seg.heredoc
+            found += _verdicts(called, ctx, nest + 1)
+    return found
+
+
+def _functions(segs: list[_ShellSegment]) -> dict[str, list[_ShellSegment]]:
+    """The functions a line defines, each with the commands of its body (``f() { ...; }``, ``function f``)."""
+    found: dict[str, list[_ShellSegment]] = {}
+    for i, seg in enumerate(segs):
+        words = seg.words
+        if not words or words[0].quoted:
+            continue
+        first = words[0].text
+        if first.endswith("()") and len(first) > 2:
+            name, rest = first[:-2], words[1:]
+        elif len(words) > 1 and words[1].text == "()":
+            name, rest = first, words[2:]
+        elif first == "function" and len(words) > 1:
+            name, rest = words[1].text.removesuffix("()"), words[2:]
+            rest = rest[1:] if rest and rest[0].text == "()" else rest
+        else:
+            continue
+        if not rest or rest[0].text != "{":
+            continue
+        body = [_ShellSegment(rest[1:], seg.raw, seg.depth, seg.dir, seg.env)] if rest[1:] else []
+        level = 1
+        for later in segs[i + 1:]:
+            if later.depth != seg.depth:
+                continue
+            opening = sum(1 for w in later.words if w.text == "{" and not w.quoted)
+            closing = sum(1 for w in later.words if w.text == "}" and not w.quoted)
+            level += opening - closing
+            if level <= 0:
+                break
+            body.append(later)
+        found[name] = body
+    return found
+
+
+# The markers and building blocks of code handed to another language's interpreter.
+_READS_STDIN = "\0stdin"  # _inner_script: a shell reads its commands from a stdin the line does not show
+# a call that runs a command, in the languages agents reach for (python, perl, ruby, node, php, awk, tcl, lua)
+_HOOK_EXEC_CALL = (r"\b(?:system|exec\w*|popen\w*|spawn\w*|subprocess|Popen|call|check_output|check_call|run|"
+                   r"getoutput|getstatusoutput|shell_exec|passthru|proc_open|execSync|execFile\w*|pty|Open3|getline|"
+                   r"qx)\b|%x|`|\|\s*[\"']")
+_HOOK_CODE_STRING = (r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\]|\\.)*"|`[^`]*`|"""
+                     r"""\b(?:qx|%x)\s*(?:\([^)]*\)|\{[^}]*\}|\[[^\]]*\])""")
+_HOOK_CODE_ESCAPES = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "`": "`", "$": "$"}
+
+
+def _code_strings(code: str) -> list[tuple[int, int, str]]:
+    """The string literals in *code*, each (start, end, text) with its escapes undone."""
+    import re
+    found = []
+    for m in re.finditer(_HOOK_CODE_STRING, code):
+        raw = m.group(0)
+        body = raw[raw.index(raw.lstrip("qx%").lstrip()[0]) + 1:-1] if raw[0] in "q%" else raw[1:-1]
+        out, i = [], 0
+        while i < len(body):
+            if body[i] == "\\" and i + 1 < len(body):
+                out.append(_HOOK_CODE_ESCAPES.get(body[i + 1], "\\" + body[i + 1]))
+                i += 2
+            else:
+                out.append(body[i])
+                i += 1
+        found.append((m.start(), m.end(), "".join(out)))
+    return found
+
+
+def _code_verdicts(lang: str, codes: list[str | None], cdir: str | None, depth: int, env: dict[str, _ShellWord],
+                   ctx: _LineContext, nest: int) -> list[tuple[str, str]]:
+    """What a program handed to an interpreter runs: the strings it hands a shell, read as shell.
+
+    A string (or a list of strings, such as ``["git", "push"]``) in code that calls something that runs
+    a command is read as a command line; a git word in a string the code builds from pieces at run time
+    (``"git " + sub``, ``f"git {sub}"``) is held, since the reader cannot tell what runs."""
+    found: list[tuple[str, str]] = []
+    if any(code is None for code in codes):
+        given: list[str | None] = [c for c in codes if c is not None]
+        codes = given + list(ctx.loose())  # code on a stdin the line does not pin
+    for code in codes:
+        assert code is not None
+        if not mentions_git_or_madtea(code):
+            continue
+        texts = _shell_texts(lang, code)
+        if texts is None:
+            continue  # prints or matches text, runs nothing
+        unsure = False
+        for text, pieces in texts:
+            if not mentions_git_or_madtea(text):
+                continue
+            verdicts = _script_verdicts(text, cdir, depth, env, ctx, nest)
+            found += [v for v in verdicts if v[0] == "deny"]
+            unsure = unsure or pieces is None or (pieces is True and _git_unnamed(text))
+        if unsure and not found:
+            found += _unreadable([code], "it hands a program a git command that the program builds at run time")
+    return found
+
+
+def _git_unnamed(text: str) -> bool:
+    """A command line running git whose subcommand is not written out (``git``, ``git $x``, ``git {sub}``)."""
+    for seg in _ShellParser(text, None).parse():
+        words = _strip(seg)[0]
+        if words and _basename(words[0].text) == "git":
+            sub = _git_split(words[1:])[0]
+            if sub is None or sub.dynamic or any(ch in sub.text for ch in "{}#%$"):
+                return True
+    return False
+
+
+def _shell_texts(lang: str, code: str) -> list[tuple[str, bool | None]] | None:
+    """The command lines *code* hands a shell, or None when the code calls nothing that runs a command.
+    Each comes with None when it is built from pieces at run time, True when it is one string of a list
+    (its list is read too), False when it is whole."""
+    import re
+    if lang == "sed":
+        return _sed_commands(code)
+    if lang == "vim":
+        cmd = code.lstrip(": \t")
+        for lead in ("silent!", "silent", "sil!", "sil", "exe", "execute"):
+            cmd = cmd[len(lead):].lstrip() if cmd.startswith(lead + " ") else cmd
+        bang = re.match(r"[0-9,.$%']*\s*(?:r|read|w|write)?\s*!(.*)", cmd, re.S)
+        if bang:
+            return [(bang.group(1), False)]
+    if lang == "make":
+        recipes = [line.lstrip("\t").lstrip("@-+ ") for line in code.split("\n") if line.startswith("\t")]
+        return [(text, False) for text in recipes + re.findall(r"\$\(shell\s+([^)]*)\)", code)]
+    if lang == "tcl":
+        return [(text, False) for text in re.findall(r"\b(?:exec|spawn)\s+([^\]\n;]+)", code)] or None
+    if not re.search(_HOOK_EXEC_CALL, code):
+        return None
+    strings = _code_strings(code)
+    texts: list[tuple[str, bool | None]] = []
+    group: list[int] = []
+    end = None
+    for start, stop, text in strings:
+        if end is not None and code[end:start].strip(" \t\n,[]()") == "":
+            group.append(len(texts))  # a list of strings: one argv, run as a command line
+        else:
+            _joined(texts, group)
+            group = [len(texts)]
+        before = code[:start].rstrip()[-1:]
+        after = code[stop:].lstrip()[:1]
+        prefix = code[start - 1:start] if start else ""
+        built = before in ("+", ".") or after in ("+", ".", "%") or prefix in ("f", "F") or "#{" in text or \
+            code[stop:].startswith(".format")
+        texts.append((text, None if built else True))
+        end = stop
+    _joined(texts, group)
+    return texts
+
+
+def _joined(texts: list[tuple[str, bool | None]], group: list[int]) -> None:
+    """Add the command line a list of strings makes, and mark its strings as read within it."""
+    if len(group) < 2:
+        return
+    argv = [texts[n][0] for n in group]
+    if len(argv) > 2 and argv[0] == argv[1]:
+        argv = argv[1:]  # execvp("git", ["git", ...]): the program, then its argv
+    for n in group:
+        texts[n] = (texts[n][0], None if texts[n][1] is None else False)
+    texts.append((" ".join(shell_quote(a) for a in argv), True))
+
+
+def _sed_commands(script: str) -> list[tuple[str, bool | None]]:
+    """The shell commands a sed script runs: the ``e command`` command and the ``e`` flag of ``s``."""
+    import re
+    texts: list[tuple[str, bool | None]] = []
+    for part in re.split(r"[;\n]", script):
+        cmd = re.sub(r"^\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/)?(?:\s*,\s*(?:\d+|\$|/(?:[^/\\]|\\.)*/))?\s*!?\s*", "", part)
+        if cmd.startswith("e"):
+            texts.append((cmd[1:].strip() or script, None if not cmd[1:].strip() else False))
+        elif cmd.startswith("s") and len(cmd) > 1:
+            pieces = re.split(r"(?<!\\)" + re.escape(cmd[1]), cmd[2:])
+            if len(pieces) >= 3 and "e" in pieces[2]:
+                texts.append((pieces[1], None if "&" in pieces[1] or "\\" in pieces[1] else False))
+    return texts
+
+
+_HOOK_PERL_LIKE = frozenset({"perl", "ruby", "node", "nodejs", "bun", "deno", "php", "lua", "luajit", "Rscript",
+                             "osascript"})
+_HOOK_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+_HOOK_VIMS = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"})
+_HOOK_TCL = frozenset({"tclsh", "wish", "expect"})
+
+
+def _interpreter_code(name: str, words: list[_ShellWord], stdin: str | None,
+                      ctx: _LineContext) -> tuple[str, list[str | None]] | None:
+    """The language and the code an interpreter the line runs is handed: from its options (``-c``, ``-e``,
+    ``--eval``, a sed or awk program, ``vim -c``, a makefile), from a script the line wrote, or from its
+    stdin (None when the line does not pin it); None when it is no interpreter, or runs a file."""
+    args = words[1:]
+    if _python(name):
+        lang, flags, valued = "python", "c", "WXQ"
+    elif name in _HOOK_PERL_LIKE:
+        lang, flags, valued = "code", "erp" if name in ("php", "node", "nodejs", "bun") else "eE", "IMxi"
+    elif name in _HOOK_AWKS:
+        return _awk_code(args, ctx)
+    elif name in ("sed", "gsed"):
+        return _sed_code(args, ctx)
+    elif name in _HOOK_VIMS:
+        return _vim_code(name, args, stdin, ctx)
+    elif name in ("make", "gmake"):
+        return _make_code(args, stdin, ctx)
+    elif name in _HOOK_TCL:
+        lang, flags, valued = "tcl", "c" if name == "expect" else "", ""
+    else:
+        return None
+    codes: list[str | None] = []
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if text in ("--eval", "--print", "eval") and i + 1 < len(args) and lang == "code":
+            codes.append(args[i + 1].text)
+            i += 2
+            continue
+        if text == "-" or text == "--":
+            return (lang, codes or [stdin]) if text == "-" else (lang, codes or [])
+        if text.startswith("-") and not text.startswith("--"):
+            letters = text[1:]
+            at = next((n for n, ch in enumerate(letters) if ch in flags), None) if flags else None
+            if at is not None:
+                stuck = letters[at + 1:]
+                codes.append(stuck if stuck else (args[i + 1].text if i + 1 < len(args) else ""))
+                i += 1 if stuck else 2
+                if lang == "python" or name == "php":
+                    return lang, codes  # python -c ends its options; what follows is the program's
+                continue
+            if lang == "python" and letters[:1] == "m":
+                return None  # a module by name: out of reach
+            i += 2 if letters[-1:] in valued and len(letters) == 1 else 1
+            continue
+        if text.startswith("--"):
+            i += 1
+            continue
+        if codes:
+            return lang, codes
+        key = text.removeprefix("./")
+        return (lang, [ctx.written[key]]) if key in ctx.written else None  # a file on disk is out of reach
+    return lang, codes or [stdin]
+
+
+def _awk_code(args: list[_ShellWord], ctx: _LineContext) -> tuple[str, list[str | None]] | None:
+    i = 0
+    codes: list[str | None] = []
+    while i < len(args):
+        text = args[i].text
+        if text in ("-f", "--file") and i + 1 < len(args):
+            name = args[i + 1].text.removeprefix("./")
+            codes.append(ctx.written.get(name))
+            i += 2
+        elif text in ("-e", "--source") and i + 1 < len(args):
+            codes.append(args[i + 1].text)
+            i += 2
+        elif text in ("-F", "-v", "--field-separator", "--assign") and i + 1 < len(args):
+            i += 2
+        elif text.startswith("-") and text != "-":
+            i += 1
+        else:
+            return "code", codes or [text]
+    return ("code", codes) if codes else None
+
+
+def _sed_code(args: list[_ShellWord], ctx: _LineContext) -> tuple[str, list[str | None]] | None:
+    codes: list[str | None] = []
+    first: str | None = None
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if text in ("-e", "--expression") and i + 1 < len(args):
+            codes.append(args[i + 1].text)
+            i += 2
+        elif text.startswith("--expression="):
+            codes.append(text.split("=", 1)[1])
+            i += 1
+        elif text in ("-f", "--file") and i + 1 < len(args):
+            codes.append(ctx.written.get(args[i + 1].text.removeprefix("./")))
+            i += 2
+        elif text in ("-l", "--line-length") and i + 1 < len(args):
+            i += 2
+        elif text.startswith("-") and text != "-":
+            i += 1
+        else:
+            first = text if first is None else first
+            i += 1
+    return "sed", codes or ([first] if first is not None else [])
+
+
+def _vim_code(name: str, args: list[_ShellWord], stdin: str | None,
+              ctx: _LineContext) -> tuple[str, list[str | None]] | None:
+    codes: list[str | None] = []
+    ex = name == "ex"
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if text in ("-c", "--cmd") and i + 1 < len(args):
+            codes.append(args[i + 1].text)
+            i += 2
+            continue
+        if text == "-S" and i + 1 < len(args):
+            codes.append(ctx.written.get(args[i + 1].text.removeprefix("./")))
+            i += 2
+            continue
+        if text.startswith("+") and len(text) > 1:
+            codes.append(text[1:])
+        elif text.startswith("-") and not text.startswith("--") and ("e" in text or "E" in text or "s" in text):
+            ex = True
+        i += 1
+    if ex:
+        codes += (stdin or "").split("\n") if stdin is not None else [None]
+    return ("vim", codes) if codes else None
+
+
+def _make_code(args: list[_ShellWord], stdin: str | None, ctx: _LineContext) -> tuple[str, list[str | None]] | None:
+    codes: list[str | None] = []
+    files: list[str] = []
+    dry = False
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if text in ("-f", "--file", "--makefile") and i + 1 < len(args):
+            files.append(args[i + 1].text)
+            i += 2
+            continue
+        if text.startswith(("--file=", "--makefile=")):
+            files.append(text.split("=", 1)[1])
+        elif text.startswith("-f") and len(text) > 2:
+            files.append(text[2:])
+        elif text.startswith("--eval="):
+            codes.append(text.split("=", 1)[1])
+        elif text in ("-n", "--dry-run", "--just-print", "--recon"):
+            dry = True
+        i += 1
+    for name in files or ["GNUmakefile", "makefile", "Makefile"]:
+        if name in ("-", "/dev/stdin", "/dev/fd/0"):
+            codes.append(stdin)
+        elif name.removeprefix("./") in ctx.written:
+            codes.append(ctx.written[name.removeprefix("./")])
+    if dry:  # a dry run prints its recipes; only $(shell ...) runs
+        import re
+        codes = [None if c is None else "\n".join("\t" + t for t in re.findall(r"\$\(shell\s+([^)]*)\)", c))
+                 for c in codes]
+    return ("make", codes) if codes else None
 
 
 # Commands that read or print their arguments and never run them.
@@ -4464,36 +5104,61 @@ def _arguments(words: list[_ShellWord], seg: _ShellSegment, env: dict[str, _Shel
     return []
 
 
-def _inner_script(name: str, words: list[_ShellWord], stdin: str | None = None) -> str | None:
+def _inner_script(name: str, words: list[_ShellWord], stdin: str | None = None,
+                  written: dict[str, str | None] | None = None) -> str | None:
     """The text of ``bash -c '...'``, ``eval '...'``, a process substitution a shell runs or
     sources, or a script a shell reads from *stdin* (a here-document, a here-string, ``echo '...' |``);
     None when there is none to read. Expansions stay as written: a command spelt out around them
     is still that command."""
     if name == "eval":
         return " ".join(w.text for w in words[1:])
+    written = written or {}
     if name in ("source", "."):
-        if len(words) > 1 and words[1].text in ("/dev/stdin", "/proc/self/fd/0"):
-            return stdin
+        if len(words) > 1 and words[1].script is not None:
+            return words[1].script  # source <(echo ...): the process substitution's text
+        if len(words) > 1 and _stdin_path(words[1].text):
+            return stdin if stdin is not None else _READS_STDIN
+        if len(words) > 1 and words[1].text.removeprefix("./") in written:
+            return written[words[1].text.removeprefix("./")] or _READS_STDIN
         return words[1].script if len(words) > 1 else None
     if name == "trap":
         return words[1].text if len(words) > 2 and not words[1].text.startswith("-") else None
     if name not in _HOOK_SHELLS:
         return None
-    command = False
+    command = stdin_flag = False
     i = 1
     while i < len(words):
         text = words[i].text
         if text in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
             i += 2
             continue
+        if text == "--":
+            i += 1
+            if not command and stdin_flag:
+                break
+            continue
         if text[:1] in "-+" and len(text) > 1 and not text.startswith("--"):
             command = command or "c" in text[1:]
+            stdin_flag = stdin_flag or (text[0] == "-" and "s" in text[1:])
         elif not text.startswith("--"):
-            if not command and text in ("/dev/stdin", "/proc/self/fd/0", "-"):
-                return stdin
+            if command and "$" in text:  # bash -c 'script' name args: the args are its "$@"
+                return "set -- " + " ".join(shell_quote(w.text) for w in words[i + 2:]) + "\n" + text
+            if not command and stdin_flag:
+                break
+            if not command and words[i].script is not None:
+                return words[i].script  # bash <(echo ...): the process substitution's text
+            if not command and (_stdin_path(text) or text == "-"):
+                return stdin if stdin is not None else _READS_STDIN
+            if not command and text.removeprefix("./") in written:
+                return written[text.removeprefix("./")] or _READS_STDIN  # a script the line wrote
             return text if command else words[i].script  # a script file is out of reach
         i += 1
-    return stdin
+    return stdin if stdin is not None else _READS_STDIN
+
+
+def _stdin_path(text: str) -> bool:
+    """A path that reads a file descriptor: ``/dev/stdin``, ``/dev/fd/N``, ``/proc/self/fd/N``."""
+    return text == "/dev/stdin" or text.startswith(("/dev/fd/", "/proc/self/fd/"))
 
 
 def _find_exec(words: list[_ShellWord], seg: _ShellSegment, env: dict[str, _ShellWord],
@@ -4787,6 +5452,118 @@ def _val(opts: list[tuple[str, _ShellWord | None]], *names: str) -> _ShellWord |
     return None
 
 
+def _git_config(git: _GitCall, env: dict[str, _ShellWord]) -> list[tuple[str, str]]:
+    """The config the line hands git, as (lower-case key, value), in git's order: GIT_CONFIG_PARAMETERS,
+    GIT_CONFIG_COUNT with GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n, then -c and --config-env."""
+    def value(name: str) -> str | None:
+        word = env.get(name)
+        return None if word is None or word.dynamic else word.text.partition("=")[2]
+
+    found: list[tuple[str, str]] = []
+    params = value("GIT_CONFIG_PARAMETERS")
+    if params:
+        for seg in _ShellParser(params, None).parse():
+            for w in seg.words:
+                key, _eq, val = w.text.partition("=")
+                found.append((key.lower(), val))
+    count = value("GIT_CONFIG_COUNT") or ""
+    for n in range(min(int(count), 64) if count.isdecimal() else 0):
+        named = value(f"GIT_CONFIG_KEY_{n}")
+        if named is not None:
+            found.append((named.lower(), value(f"GIT_CONFIG_VALUE_{n}") or ""))
+    for option, given in git.gopts:
+        if given is None or given.dynamic:
+            continue
+        if option == "-c":
+            key, _eq, val = given.text.partition("=")
+            found.append((key.lower(), val))
+        elif option == "--config-env":
+            key, _eq, var = given.text.rpartition("=")
+            found.append((key.lower(), value(var) or ""))
+    return found
+
+
+def _git_builtin(sub: str) -> bool:
+    """A subcommand git has itself: an alias of the same name is never used."""
+    return hasattr(_GitCall, "g_" + sub.replace("-", "_")) or sub in _HOOK_GIT_OPTIONS or sub in _HOOK_GIT_READS
+
+
+# Subcommands that read (an alias of the same name is ignored by git), beyond those the hook decides on.
+_HOOK_GIT_READS = frozenset({"diff", "show", "blame", "grep", "describe", "rev-parse", "ls-files", "ls-remote",
+                             "cat-file", "config", "help", "version", "clone", "init", "mv", "notes", "bisect"})
+# What git runs as a command from its config and environment, and for which subcommands (None: any).
+_HOOK_EDITING = frozenset({"commit", "tag", "merge", "rebase", "revert", "cherry-pick", "am", "notes", "config",
+                           "pull", "add", "stash", "var", "send-email", "filter-branch"})
+_HOOK_DIFFING = frozenset({"diff", "log", "show", "whatchanged", "stash", "difftool", "range-diff", "add",
+                           "format-patch"})
+_HOOK_REMOTE = frozenset({"fetch", "pull", "push", "clone", "ls-remote", "archive", "submodule", "remote",
+                          "fetch-pack", "send-pack"})
+_HOOK_GIT_RUNS_ENV = {"GIT_EDITOR": _HOOK_EDITING, "GIT_SEQUENCE_EDITOR": _HOOK_EDITING, "EDITOR": _HOOK_EDITING,
+                      "VISUAL": _HOOK_EDITING, "GIT_EXTERNAL_DIFF": _HOOK_DIFFING, "GIT_SSH_COMMAND": _HOOK_REMOTE,
+                      "GIT_SSH": _HOOK_REMOTE, "GIT_PROXY_COMMAND": _HOOK_REMOTE, "GIT_ASKPASS": _HOOK_REMOTE,
+                      "SSH_ASKPASS": _HOOK_REMOTE, "GIT_PAGER": None, "PAGER": None}
+_HOOK_GIT_RUNS_KEYS = {"core.editor": _HOOK_EDITING, "sequence.editor": _HOOK_EDITING, "diff.external": _HOOK_DIFFING,
+                       "core.sshcommand": _HOOK_REMOTE, "core.askpass": _HOOK_REMOTE, "core.gitproxy": _HOOK_REMOTE,
+                       "credential.helper": _HOOK_REMOTE, "core.pager": None, "core.fsmonitor": None,
+                       "gpg.program": None, "uploadpack.packobjectshook": _HOOK_REMOTE}
+# diff options that make git print no patch, so no external diff runs
+_HOOK_NO_PATCH = frozenset({"--no-ext-diff", "--stat", "--numstat", "--shortstat", "--name-only", "--name-status",
+                            "--summary", "--raw", "--quiet", "--dirstat", "-s", "--no-patch", "--check"})
+_HOOK_GIT_RUNS_SUFFIXES = (".helper", ".textconv", ".command", ".driver", ".clean", ".smudge", ".process", ".cmd",
+                           ".program", ".uploadpack", ".receivepack", ".sshcommand", ".proxy", ".hook")
+
+
+def _git_runs(git: _GitCall, config: list[tuple[str, str]], env: dict[str, _ShellWord]) -> list[str]:
+    """The command lines git would run for this call from what the line hands it: editors, an external
+    diff, ssh and proxy commands, credential helpers, pagers, ``--upload-pack``, ``ext::`` transports.
+    Only those holding a git or madtea word are returned: the rest cannot run a steered form."""
+    sub = git.sub or ""
+    texts: list[str] = []
+    args = git.args
+    options = {w.text.partition("=")[0] for w in args if w.text.startswith("-")}
+    no_patch = bool(options & _HOOK_NO_PATCH) or (sub in ("log", "whatchanged") and
+                                                  not options & {"-p", "-u", "--patch"})
+    for name, subs in _HOOK_GIT_RUNS_ENV.items():
+        word = env.get(name)
+        if word is not None and (subs is None or sub in subs) and not (subs is _HOOK_DIFFING and no_patch):
+            texts.append(word.text.partition("=")[2])
+    for key, value in config:
+        subs = _HOOK_GIT_RUNS_KEYS.get(key)
+        if key in _HOOK_GIT_RUNS_KEYS and (subs is None or sub in subs) and not (subs is _HOOK_DIFFING and no_patch) \
+                or key.startswith("pager.") or key.endswith(_HOOK_GIT_RUNS_SUFFIXES) and not key.startswith("alias."):
+            texts.append(value[1:] if value.startswith("!") else value)
+    ext_allowed = next((v for k, v in reversed(config) if k in ("protocol.ext.allow", "protocol.allow")), "always")
+    for i, w in enumerate(args):
+        name, eq, value = w.text.partition("=")
+        if name in ("--upload-pack", "--receive-pack", "--exec") or (sub == "clone" and name == "-u"):
+            texts.append(value if eq else (args[i + 1].text if i + 1 < len(args) else ""))
+        elif sub == "clone" and name in ("-c", "--config") and i + 1 < len(args):
+            key, _eq, val = args[i + 1].text.partition("=")
+            if key.lower() in _HOOK_GIT_RUNS_KEYS or key.lower().endswith(_HOOK_GIT_RUNS_SUFFIXES):
+                texts.append(val[1:] if val.startswith("!") else val)
+        elif w.text.startswith("ext::") and ext_allowed == "always":
+            texts.append(_ext_command(w.text[5:]))
+    return [t for t in texts if mentions_git_or_madtea(t)]
+
+
+def _ext_command(text: str) -> str:
+    """The command line an ``ext::`` URL runs (git-remote-ext: ``% `` a space, ``%%`` a percent sign)."""
+    words, word, i = [], "", 0
+    while i < len(text):
+        if text[i] == "%" and i + 1 < len(text):
+            word += {" ": " ", "%": "%", "s": "git-upload-pack", "S": "upload-pack"}.get(text[i + 1], "")
+            i += 2
+            continue
+        if text[i] == " ":
+            words.append(word)
+            word = ""
+        else:
+            word += text[i]
+        i += 1
+    words.append(word)
+    return " ".join(shell_quote(w) for w in words if w)
+
+
 def _previous(name: str) -> bool:
     """``-`` or ``@{-N}``: the branch checked out N switches ago."""
     return name == "-" or (name.startswith("@{-") and name.endswith("}") and name[3:-1].isdecimal())
@@ -4808,6 +5585,8 @@ class _GitCall:
         self.raw_args = args
         sub, gopts, self.args = _git_split(args)
         self.sub = sub.text if sub is not None and not sub.dynamic else None
+        if self.sub == "stage":
+            self.sub = "add"  # git stage is git add by another name
         self.gopts = gopts
         self.cdir = cdir
         self.known_dir = cdir is not None
@@ -4912,8 +5691,15 @@ class _GitCall:
             return ("allow", "")  # a read, a harmless verb, or an alias: aliases are not expanded
         return handler()
 
-    def credential_leak(self) -> tuple[str, str] | None:
+    def credential_leak_in(self, config: list[tuple[str, str]]) -> tuple[str, str] | None:
+        """A credential in config the line hands git some other way than -c (its environment, --config-env)."""
+        if any(_extra_header(key) for key, _value in config):
+            return self.credential_leak(force=True)
+        return None
+
+    def credential_leak(self, force: bool = False) -> tuple[str, str] | None:
         config = [v.text for n, v in self.gopts if n in ("-c", "--config-env") and v is not None]
+        config += ["http.extraheader="] if force else []
         if self.sub == "config":
             config += [w.text for w in self.args if not w.text.startswith("-")][:1]
         if any(_extra_header(text.partition("=")[0]) for text in config):
@@ -5073,7 +5859,11 @@ class _GitCall:
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
                              self._create_call(new.text, pos[0].text if pos else None))
-        if _has(opts, "-d", "--detach", "--orphan") or not pos:
+        orphan = _val(opts, "--orphan")
+        if orphan is not None:
+            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
+                             self._create_call(orphan.text, None))
+        if _has(opts, "-d", "--detach") or not pos:
             return ("allow", "")
         if self.ref_kind(pos[0].text) == "tracking" and not _has(opts, "-t", "--track"):
             return ("allow", "")  # git itself refuses to switch to a remote-tracking ref without --detach
@@ -5087,7 +5877,11 @@ class _GitCall:
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
                              self._create_call(new.text, pos[0].text if pos else None))
-        if _has(opts, "--orphan", "--detach", "-d"):
+        orphan = _val(opts, "--orphan")
+        if orphan is not None:
+            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
+                             self._create_call(orphan.text, None))
+        if _has(opts, "--detach", "-d"):
             return ("allow", "")
         paths = dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./"))
         sides = _has(opts, "--ours", "--theirs", "-2", "-3", "--conflict") or (

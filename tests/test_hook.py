@@ -271,7 +271,7 @@ def test_failure_rule() -> None:
 
 
 # Lines nested deeper than the reader follows: held when a git or madtea word is inside, read otherwise.
-_DEEP = [("eval " * 25 + "git push", True), ("eval " * 30 + "ls -la", False),
+_DEEP = [("f() { f \"$@\"; }; f git push", True), ("eval " * 30 + "ls -la", False),
          ("echo " + "$(" * 200 + "git push" + ")" * 200, True), ("echo " + "$(" * 200 + "date" + ")" * 200, False),
          ("x=" + "`echo " * 3 + "$(" * 150 + "madtea pr merge 3" + ")" * 150 + "`" * 3, True)]
 
@@ -284,13 +284,18 @@ def test_a_line_the_reader_cannot_finish_is_held_when_git_could_hide_there(sandb
         assert decision.kind == "allow", decision.text
         return
     assert decision.kind == "deny"
-    said, way_on = decision.text.split("\n")
+    said, way_on = decision.text.split("\n")[-2:]
     assert said.startswith("madtea's hook could not read this command to its end") and "none of it ran" in said
     assert way_on.startswith("Write the git or madtea step as a plain command of its own")
 
 
+def test_an_eval_chain_is_read_through_to_its_command(sandbox: dict[str, str]) -> None:
+    assert "madt_push" in classify("eval " * 25 + "git push", sandbox["A"]).text
+    assert classify("eval " * 40 + "git status", sandbox["A"]).kind == "note"
+
+
 def test_the_nesting_limit_holds_through_the_installed_hook(sandbox: dict[str, str]) -> None:
-    proc = run_hook(_event("claude", "eval " * 25 + "git push", sandbox["A"]), cwd=sandbox["A"])
+    proc = run_hook(_event("claude", "echo " + "$(" * 200 + "git push" + ")" * 200, sandbox["A"]), cwd=sandbox["A"])
     assert proc.returncode == 2 and "could not read this command" in proc.stderr and "Traceback" not in proc.stderr
 
 
