@@ -498,7 +498,61 @@ COMPOUND: list[Case] = [
     ("printf 'protocol=https\\nhost=h.example\\n' | git credential fill", "deny", "git credential fill prints"),
 ]
 
-OWN: list[Case] = READS + NO_TWIN + CONTROLS + TWINS + FOREIGN + DESTROYS + CREDENTIALS + CLI + NOT_GIT + COMPOUND
+# Commands handed to another reader: an interpreter, a shell on stdin, git itself; and words as bash and git read them.
+HANDED_ON: list[Case] = [
+    ("python3 -c 'import os; os.system(\"git restore a.py\")'", "deny", "git restore of working-tree files"),
+    ("python3 -c 'import subprocess; subprocess.run([\"git\", \"push\"])'", "deny", "madt_push"),
+    ("python3 -c 'import subprocess; subprocess.run([\"git\", \"status\"])'", "allow", None),
+    ("python3 -c 'print(1)'", "allow", None),
+    ("python3 -c 'print(\"git push\")'", "allow", None),
+    ("sed -n '1e git reset --hard' a.py", "deny", "git reset --hard discards"),
+    ("echo x | sed 's/.*/git push/e'", "deny", "madt_push"),
+    ("sed 's/git push/x/' a.py", "allow", None),
+    ("awk 'BEGIN{system(\"git push\")}'", "deny", "madt_push"),
+    ("awk '/git push/ {print}' a.py", "allow", None),
+    ("perl -e 'system(\"git stash drop\")'", "deny", "git stash drop deletes"),
+    ("perl -ne 'print if /git push/' a.py", "allow", None),
+    ("node -e 'require(\"child_process\").execSync(\"git push\")'", "deny", "madt_push"),
+    ("vim -es -c '!git push' -c 'qa!'", "deny", "madt_push"),
+    ("make -f - <<'MK'\nall:\n\tgit push\nMK", "deny", "madt_push"),
+    ("(bash) <<< 'git checkout -- a.py'", "deny", "Checking out paths"),
+    ("{ sh; } <<'EOF'\ngit push\nEOF", "deny", "madt_push"),
+    ("bash /dev/fd/0 <<< 'git push'", "deny", "madt_push"),
+    ("echo 'git push' | tee /dev/null | sh", "deny", "madt_push"),
+    ("printf 'git push' > >(bash)", "deny", "madt_push"),
+    ("echo 'git push' > notes.txt", "allow", None),
+    ("echo \"git push\"", "allow", None),
+    ("echo 'git push' > s.sh; bash s.sh", "deny", "madt_push"),
+    ("git -c diff.external='git reset --hard #' diff", "deny", "git reset --hard discards"),
+    ("GIT_EDITOR='git push #' git tag -a v2", "deny", "madt_push"),
+    ("GIT_SSH_COMMAND='git push #' git fetch ssh://h.example/r", "deny", "madt_push"),
+    ("git -c protocol.ext.allow=always fetch 'ext::sh -c git% push'", "deny", "madt_push"),
+    ("GIT_EDITOR=true git tag -a v2", "allow", None),
+    ("git -c diff.external=cat diff", "allow", None),
+    ("git {stash,drop}", "deny", "git stash drop deletes"),
+    ("git reset --{hard,}", "deny", "git reset --hard discards"),
+    ("(exec -a git-branch git -D feat)", "deny", "Force-deleting a branch"),
+    ("hash -p /usr/bin/git x; x push", "deny", "madt_push"),
+    ("git stage a.py", "deny", 'madt_add files=["a.py"]'),
+    ("git checkout --orphan fresh", "deny", 'madt_branch_create name="fresh"'),
+    ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.w GIT_CONFIG_VALUE_0='reset --hard' git w", "deny",
+     "git reset --hard discards"),
+    ("GIT_CONFIG_PARAMETERS=\"'alias.w'='push'\" git w", "deny", "madt_push"),
+    ("W='push' git --config-env=alias.w=W w", "deny", "madt_push"),
+    ("git -c alias.a=b -c alias.b=push a", "deny", "madt_push"),
+    ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=http.extraHeader GIT_CONFIG_VALUE_0='Authorization: token x' git fetch",
+     "deny", "http.extraHeader"),
+    ("env -iS 'git push'", "deny", "madt_push"),
+    ("parallel git ::: push", "deny", "madt_push"),
+    ("echo push | xargs git", "deny", "madt_push"),
+    ("case x in (x) git push;; esac", "deny", "madt_push"),
+    ("f() { git \"$@\"; }; f push", "deny", "madt_push"),
+    ("set -- push; git \"$@\"", "deny", "madt_push"),
+    ("a=(stash drop); git \"${a[@]}\"", "deny", "git stash drop deletes"),
+]
+
+OWN: list[Case] = READS + NO_TWIN + CONTROLS + TWINS + FOREIGN + DESTROYS + CREDENTIALS + CLI + NOT_GIT + COMPOUND + \
+    HANDED_ON
 
 # --------------------------------------------------------------------------- from {N}, outside any repository
 
