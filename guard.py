@@ -5859,15 +5859,22 @@ class _GitCall:
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
                              self._create_call(new.text, pos[0].text if pos else None))
-        orphan = _val(opts, "--orphan")
+        orphan = self._orphan(opts)
         if orphan is not None:
-            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
-                             self._create_call(orphan.text, None))
+            return orphan
         if _has(opts, "-d", "--detach") or not pos:
             return ("allow", "")
         if self.ref_kind(pos[0].text) == "tracking" and not _has(opts, "-t", "--track"):
             return ("allow", "")  # git itself refuses to switch to a remote-tracking ref without --detach
         return self._remote_branch(pos[0].text, opts) or self.deny(self._SWITCH_WHY, self._switch_call(pos[0].text))
+
+    def _orphan(self, opts: list[tuple[str, _ShellWord | None]]) -> tuple[str, str] | None:
+        """``--orphan NAME`` starts a new branch: steered to madt_branch_create like any other."""
+        name = _val(opts, "--orphan")
+        if name is None:
+            return None
+        return self.deny("Branches are made through madt_branch_create so the start point is explicit",
+                         self._create_call(name.text, None))
 
     def g_checkout(self) -> tuple[str, str]:
         opts, pos, dashdash = _getopt(self.args, self.sub)
@@ -5877,10 +5884,9 @@ class _GitCall:
         if new is not None:
             return self.deny("Branches are made through madt_branch_create so the start point is explicit",
                              self._create_call(new.text, pos[0].text if pos else None))
-        orphan = _val(opts, "--orphan")
+        orphan = self._orphan(opts)
         if orphan is not None:
-            return self.deny("Branches are made through madt_branch_create so the start point is explicit",
-                             self._create_call(orphan.text, None))
+            return orphan
         if _has(opts, "--detach", "-d"):
             return ("allow", "")
         paths = dashdash or len(pos) > 1 or (pos and pos[0].text in (".", "./"))
