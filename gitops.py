@@ -96,6 +96,8 @@ __all__ = [
     "packed_refs",
     "common_dir_of",
     "fs_checked_out",
+    "fs_branches_in_use",
+    "branches_in_use",
     "blob_ids", "changed_paths",
     "carry_files",
     "Commit",
@@ -459,10 +461,11 @@ class UnsafeSetting(GitError):
 class BranchCheckedOut(GitError):
     """The branch is checked out in a worktree, so deleting it would orphan that HEAD."""
 
-    def __init__(self, argv: Sequence[str], branch: str, worktree: Path) -> None:
-        super().__init__(argv, -1, f"branch {branch!r} is checked out at {worktree}")
+    def __init__(self, argv: Sequence[str], branch: str, worktree: Path, how: str = "checked out") -> None:
+        super().__init__(argv, -1, f"branch {branch!r} is {how} at {worktree}")
         self.branch = branch
         self.worktree = worktree
+        self.how = how  # "checked out", "being rebased" or "being bisected"
 
 
 class BranchExists(GitError):
@@ -1726,24 +1729,55 @@ def packed_refs(common_dir: str | os.PathLike[str]) -> list[str]:
 
 
 def fs_checked_out(common_dir: str | os.PathLike[str]) -> frozenset[str]:
-    """Branches that a worktree of the repository (the main one or a linked one) has checked out, from files."""
+    """Branches that a worktree of the repository (the main one or a linked one) holds, from files: checked out,
+    or being rebased or bisected there (git's own state files; ``git worktree list`` shows those as detached)."""
+    return frozenset(fs_branches_in_use(common_dir))
+
+
+def fs_branches_in_use(common_dir: str | os.PathLike[str]) -> dict[str, tuple[str, str]]:
+    """branch -> (the git dir of the worktree that holds it, how: "checked out", "being rebased" or "being
+    bisected"), read from each worktree's own files as git reads them to refuse ``git branch -d``: its HEAD,
+    ``rebase-merge/head-name`` and ``update-refs``, ``rebase-apply/head-name`` and ``BISECT_START``."""
+    import re
     common = os.fspath(common_dir)
-    heads = [os.path.join(common, "HEAD")]
+    dirs = [common]
     try:
-        heads += [os.path.join(common, "worktrees", name, "HEAD") for name in os.listdir(os.path.join(common,
-                                                                                                    "worktrees"))]
+        dirs += [os.path.join(common, "worktrees", name) for name in sorted(os.listdir(os.path.join(common,
+                                                                                                   "worktrees")))]
     except OSError:
         pass
-    out = set()
-    for head in heads:
-        try:
-            with open(head, encoding="utf-8", errors="replace") as fh:
-                text = fh.read(4096).strip()
-        except OSError:
-            continue
-        if text.startswith("ref: refs/heads/"):
-            out.add(text[len("ref: refs/heads/"):])
-    return frozenset(out)
+    out: dict[str, tuple[str, str]] = {}
+    for gitdir in dirs:
+        head = (_read_text(os.path.join(gitdir, "HEAD")) or "").strip()
+        if head.startswith("ref: refs/heads/"):
+            out.setdefault(head[len("ref: refs/heads/"):], (gitdir, "checked out"))
+        for name in ("rebase-merge/head-name", "rebase-apply/head-name"):
+            held = (_read_text(os.path.join(gitdir, name)) or "").strip()
+            if held.startswith("refs/heads/"):
+                out.setdefault(held[len("refs/heads/"):], (gitdir, "being rebased"))
+        for line in (_read_text(os.path.join(gitdir, "rebase-merge", "update-refs")) or "").splitlines():
+            if line.startswith("refs/heads/"):
+                out.setdefault(line[len("refs/heads/"):], (gitdir, "being rebased"))
+        start = (_read_text(os.path.join(gitdir, "BISECT_START")) or "").strip()
+        if start and not re.fullmatch(_HEX_SHA, start):
+            out.setdefault(start.removeprefix("refs/heads/"), (gitdir, "being bisected"))
+    return out
+
+
+def branches_in_use(repo: Repo) -> dict[str, tuple[Path, str]]:
+    """branch -> (the worktree that holds it, how), as :func:`fs_branches_in_use` reads it, with each worktree's
+    path as git lists it."""
+    from pathlib import Path
+    held = fs_branches_in_use(repo.common_dir)
+    if not held:
+        return {}
+    trees = worktree_list(repo)
+    common = os.path.realpath(repo.common_dir)
+    tops: dict[str, Path] = {common: trees[0].path} if trees else {}
+    for gitdir in {g for g, _ in held.values()} - {os.fspath(repo.common_dir)}:
+        link = (_read_text(os.path.join(gitdir, "gitdir")) or "").strip()
+        tops[os.path.realpath(gitdir)] = Path(os.path.realpath(os.path.dirname(link))) if link else Path(gitdir)
+    return {branch: (tops.get(os.path.realpath(gitdir), Path(gitdir)), how) for branch, (gitdir, how) in held.items()}
 
 
 def fs_came_from(git_dir: str | os.PathLike[str]) -> str | None:
@@ -2375,7 +2409,7 @@ def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
     """Delete ``refs/heads/<name>`` only if it still points at *expected_sha*.
 
     Raises :class:`RefMoved` when it moved or is gone, and
-    :class:`BranchCheckedOut` when any worktree has it checked out. This is no
+    :class:`BranchCheckedOut` when any worktree has it checked out, or is rebasing or bisecting it. This is no
     containment proof: callers prove the work is safe first (:func:`containment`).
     """
     reject_option(name, "branch name")
@@ -2384,9 +2418,9 @@ def branch_delete(repo: Repo, name: str, expected_sha: str) -> None:
         raise ValueError(f"expected_sha must be a full commit sha, not {expected_sha!r}")
     ref = f"refs/heads/{name}"
     argv = ["update-ref", "-d", ref, expected_sha]
-    for wt in worktree_list(repo):
-        if wt.branch == name:
-            raise BranchCheckedOut(["git", *argv], name, wt.path)
+    held = branches_in_use(repo).get(name)
+    if held is not None:
+        raise BranchCheckedOut(["git", *argv], name, held[0], held[1])
     result = git(*argv, repo=repo, check=False)
     if result.returncode != 0:
         err = _decode(result.stderr)

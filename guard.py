@@ -1207,6 +1207,8 @@ def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) ->
                            f"{exc.branch} is checked out at {exc.worktree}, and git checks a branch out in one "
                            f"worktree only; nothing was added.", target=where,
                            next=(t.retry(b=fresh, commit_ish=exc.branch),))
+        if exc.how != "checked out":
+            return branch_mid_operation(where, exc.branch, exc.worktree, exc.how)
         return Refusal("BRANCH_CHECKED_OUT", f"{exc.branch} is checked out at {exc.worktree}; nothing was changed.",
                        target=where, user_action=f"Leave {exc.branch} to the checkout at {exc.worktree}, or ask "
                                                  f"its owner to switch that checkout away from it.")
@@ -1359,6 +1361,21 @@ def check_detached(t: Target) -> None:
                   target=t.target.describe(),
                   next=(call("madt_branch_create", dir=str(t.target.top) if t.explicit else None, name=new,
                              checkout=True), t.retry()))
+
+
+def check_switch_keeps(t: Target, head: str | None, stranded: int) -> None:
+    """A switch away from a detached HEAD whose commits no branch, tag or remote-tracking ref holds would leave
+    them on no ref (git only warns, afterwards): they get a branch first."""
+    if head is None or stranded == 0:
+        return
+    new = fresh_branch(t, f"detached-{head[:7]}")
+    what = "its commit" if stranded == 1 else f"its {stranded} commits"
+    raise Refusal("DETACHED_HEAD",
+                  f"{t.target.describe()} is on a detached HEAD at {head[:9]}, and no branch, tag or remote-tracking "
+                  f"ref holds {what}: switching away would leave them on no ref. Nothing was changed.",
+                  target=t.target.describe(),
+                  next=(call("madt_branch_create", dir=str(t.target.top) if t.explicit else None, name=new,
+                             start_point=head), t.retry()))
 
 
 def check_local(t: Target) -> None:
@@ -1664,12 +1681,14 @@ class Confirmation:
 
 def check_branch_delete(t: Target, name: str, *, exists: bool, checked_out_at: str | None, proven: bool,
                         default: str, person: bool = False, tip: str = "",
-                        unmerged: Sequence[gitops.Commit] = ()) -> Confirmation | None:
+                        unmerged: Sequence[gitops.Commit] = (), held_as: str = "checked out") -> Confirmation | None:
     """A branch is deleted only when it exists, is checked out nowhere, and its work is proven in *default*;
     unproven work is a *person*'s to discard, when the client can ask one: the confirmation names the
     commits at *tip* that *default* does not hold (*unmerged*, newest first, at most six read)."""
     check_local_branch(t, name, exists)
     where = t.target.describe()
+    if checked_out_at is not None and held_as != "checked out":
+        raise branch_mid_operation(where, name, checked_out_at, held_as)
     if checked_out_at is not None:
         raise branch_checked_out(t, name, checked_out_at)
     if proven:
@@ -1699,6 +1718,17 @@ def not_contained(t: Target, name: str, default: str) -> Refusal:
                    f"work.", target=where,
                    user_action=f"Ask the user whether the unmerged work on {name} may be discarded; only a "
                                f"person deletes it.")
+
+
+def branch_mid_operation(where: str, name: str, at: str | Path, held_as: str) -> Refusal:
+    """A branch a rebase or bisect in some worktree will return to: deleting it strands that operation."""
+    op = "rebase" if held_as == "being rebased" else "bisect"
+    ends = "git rebase --continue (or --abort)" if op == "rebase" else "git bisect reset"
+    return Refusal("BAD_ARGUMENT",
+                   f"{name} is {held_as} at {at}: that {op} returns to it when it ends, so it is not deleted; "
+                   f"nothing was changed.", target=where,
+                   user_action=f"Ask the user to end the {op} at {at} first ({ends} there); the branch can then be "
+                               f"deleted if its work is in the default branch.")
 
 
 def check_origin_has_base(t: Target, branch: str, default: str, *, origin_has: bool, local_has: bool) -> None:

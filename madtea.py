@@ -1960,14 +1960,15 @@ def branch_delete_op(inv: Invocation) -> Result:
     # The proof is made for this sha and the delete is a compare-and-swap on it: a branch
     # that moves in between, or a tag of the same name, cannot slip unproven work through.
     sha = gitops.head_sha(repo, f"refs/heads/{name}")
-    checked_out = [w.path for w in gitops.worktree_list(repo) if w.branch == name] if sha else []
+    held = gitops.branches_in_use(repo).get(name) if sha else None  # checked out, or being rebased or bisected
+    checked_out = [held[0]] if held else []
     proof = _contained(inv, sha) if sha and not checked_out else None
     default = inv.state.default_branch
     person = person_can_confirm()
     unmerged = _unmerged(repo, sha, default) if person and sha and proof is None and not checked_out else []
     ask = guard.check_branch_delete(inv.local, name, exists=sha is not None, default=default, proven=proof is not None,
                                     checked_out_at=str(checked_out[0]) if checked_out else None, person=person,
-                                    tip=sha or "", unmerged=unmerged)
+                                    tip=sha or "", unmerged=unmerged, held_as=held[1] if held else "checked out")
     assert sha is not None
     if ask is not None:
         confirm(inv, ask.act, ask.name, web=None, lost=ask.lost, command=f"git -C {guard.shell_quote(str(repo.top))} "
@@ -1995,6 +1996,9 @@ def _unmerged(repo: gitops.Repo, sha: str, default: str) -> list[gitops.Commit]:
            params=(Param("branch", description="The branch to switch to.", required=True, positional=True),))
 def switch_op(inv: Invocation) -> Result:
     branch = _required_ref(inv, "branch")
+    if inv.state.branch is None and not inv.state.unborn:
+        head = gitops.head_sha(inv.repo)
+        guard.check_switch_keeps(inv.local, head, gitops.unreferenced(inv.repo) if head else 0)
     gitops.switch(inv.repo, branch)  # overwriting uncommitted changes is refused by git, typed by guard
     was = inv.state.branch or "a detached HEAD"
     return Result(f"Switched {inv.repo.describe()} ({branch}) from {was} to {branch}.", {"branch": branch})
@@ -2100,7 +2104,7 @@ def worktree_remove_op(inv: Invocation) -> Result:
 def prune_op(inv: Invocation) -> Result:
     repo = inv.repo
     default = inv.state.default_branch
-    busy = {w.branch for w in gitops.worktree_list(repo)}
+    busy = set(gitops.branches_in_use(repo))  # checked out, or being rebased or bisected, in any worktree
     deleted, kept = [], []
     targets = _proof_targets(inv)
     for branch in gitops.local_branches(repo):

@@ -1,0 +1,86 @@
+"""Repository states read from git's own files: a branch under a rebase or bisect in any worktree is held
+there (``git worktree list`` shows that worktree as detached), and a detached HEAD's own commits are named
+before a switch leaves them on no ref. Real git throughout."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import gitops
+from helpers import ok, refused, run_steps
+from topologies import commit_files, local_branches, make_repo, run_git
+
+
+@pytest.fixture
+def three(tmp_path: Path, hermetic_seal: Path) -> Path:
+    """A repository whose main has three commits, and a branch feat at main (its work is in main)."""
+    repo = make_repo(tmp_path / "web")
+    commit_files(repo, {"b.txt": "b\n"}, "second")
+    commit_files(repo, {"c.txt": "c\n"}, "third")
+    run_git(repo, "branch", "feat", "main")
+    return repo
+
+
+def _stopped_rebase(wt: Path) -> None:
+    """Leave *wt* (on feat) in a rebase stopped after its first step, as a failed ``exec`` leaves it."""
+    run_git(wt, "-c", "core.editor=true", "rebase", "-x", "false", "HEAD~1", check=False)
+    assert (Path(run_git(wt, "rev-parse", "--absolute-git-dir")) / "rebase-merge" / "head-name").is_file()
+
+
+def _held(repo: Path, kind: str, tmp_path: Path) -> Path:
+    wt = tmp_path / "wt"
+    run_git(repo, "worktree", "add", "-q", str(wt), "feat")
+    if kind == "rebase":
+        _stopped_rebase(wt)
+    else:
+        run_git(wt, "bisect", "start", "feat", "main~2")
+    assert run_git(wt, "branch", "--show-current") == ""  # git worktree list shows it detached
+    return Path(os.path.realpath(wt))
+
+
+@pytest.mark.parametrize("kind", ["rebase", "bisect"])
+def test_a_branch_under_a_rebase_or_bisect_is_held(three, tmp_path, kind):
+    wt = _held(three, kind, tmp_path)
+    held = gitops.branches_in_use(gitops.discover(three))
+    assert held["feat"] == (wt, "being rebased" if kind == "rebase" else "being bisected")
+    assert "feat" in gitops.fs_checked_out(gitops.discover(three).common_dir)
+
+
+@pytest.mark.parametrize("kind", ["rebase", "bisect"])
+def test_branch_delete_refuses_a_branch_under_a_rebase_or_bisect(three, tmp_path, kind):
+    wt = _held(three, kind, tmp_path)
+    result = refused("BAD_ARGUMENT", "madt_branch_delete", three, name="feat")
+    assert result.error["rule"] == "branch_mid_operation"
+    assert str(wt) in result.text and ("rebase" if kind == "rebase" else "bisect") in result.error["user_action"]
+    assert "feat" in local_branches(three)
+    with pytest.raises(gitops.BranchCheckedOut) as caught:  # the act itself checks again
+        gitops.branch_delete(gitops.discover(three), "feat", run_git(three, "rev-parse", "feat"))
+    assert caught.value.how.startswith("being ")
+
+
+@pytest.mark.parametrize("kind", ["rebase", "bisect"])
+def test_prune_keeps_a_branch_under_a_rebase_or_bisect(three, tmp_path, kind):
+    _held(three, kind, tmp_path)
+    run_git(three, "branch", "done", "main~1")  # contained and free: pruned
+    result = ok("madt_prune", three)
+    assert result.data["deleted"] == ["done"]
+    assert "feat" in local_branches(three)
+
+
+def test_a_switch_names_the_detached_commits_it_would_strand(three):
+    run_git(three, "switch", "-q", "--detach", "main")
+    lone = commit_files(three, {"lone.txt": "lone\n"}, "work on a detached HEAD")
+    result = refused("DETACHED_HEAD", "madt_switch", three, branch="main")
+    assert lone[:9] in result.text
+    assert run_git(three, "rev-parse", "HEAD") == lone
+    run_steps(result.error["next"], three)
+    assert run_git(three, "branch", "--show-current") == "main"
+    assert run_git(three, "rev-parse", f"detached-{lone[:7]}") == lone
+
+
+def test_a_switch_from_a_detached_head_that_strands_nothing_goes_ahead(three):
+    run_git(three, "switch", "-q", "--detach", "main~1")
+    ok("madt_switch", three, branch="feat")
+    assert run_git(three, "branch", "--show-current") == "feat"
