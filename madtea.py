@@ -4947,14 +4947,24 @@ def _file_bytes(inv: Invocation, item: Mapping[str, Json], ref: str | None) -> b
     fail the same way every time."""
     import forge
     import base64
-    if item.get("content") is not None:
-        return base64.b64decode(str(item["content"]))
     limit, size = forge.MAX_BODY_BYTES, int(item.get("size") or 0)
+    # Gitea leaves a file over its blob limit out as null; Forgejo sends "" (an empty file is "" with size 0).
+    if item.get("content") is not None and (item.get("content") or not size):
+        return base64.b64decode(str(item["content"]))
     if size > limit:
         raise guard.file_too_large(api(inv).target.slug, str(item.get("path")), size, limit,
                                    str(item.get("html_url") or item.get("download_url") or api(inv).web_base))
     return bytes(api(inv).get_bytes(("raw", *_file_segments(str(item.get("path")))),
                                     params={"ref": ref} if ref else None))
+
+
+def lfs_pointer(data: bytes) -> tuple[str, int] | None:
+    """(sha256, size) of a Git LFS pointer file's text; None for any other content. A forge with its LFS server
+    on stores an API write to a path .gitattributes marks filter=lfs as such a pointer."""
+    import re
+    found = re.fullmatch(rb"version https://git-lfs\.github\.com/spec/v1\n(?:[a-z0-9.-]+ [^\n]*\n)*?"
+                         rb"oid sha256:([0-9a-f]{64})\nsize (\d+)\n(?:[a-z0-9.-]+ [^\n]*\n)*", data[:1024])
+    return (found.group(1).decode(), int(found.group(2))) if found and len(data) < 1024 else None
 
 
 def _as_text(data: bytes) -> str | None:
@@ -5073,6 +5083,11 @@ def files_view_op(inv: Invocation) -> Result:
         return Result(f"{head}\n{kind} {clean_line(item.get('submodule_git_url'))}", row)
     data = _file_bytes(inv, item, ref)
     text = _as_text(data)
+    pointer = lfs_pointer(data)
+    if pointer:  # what git holds is the pointer; the bytes are in the forge's LFS store
+        row["lfs"] = {"oid": pointer[0], "size": pointer[1]}
+        head += (f"; stored in Git LFS: what follows is its pointer, not its {pointer[1]}-byte content (the "
+                 f"forge's web page or a git checkout with git-lfs has that)")
     if text is None:
         row["binary"] = True
         way = "redirect it to a file to save it" if _SURFACE.get() == "cli" else "write it with content_base64"
@@ -5205,11 +5220,15 @@ def _file_change(inv: Invocation, w: guard.FileWrite) -> _FileChange:
 def _file_landed(inv: Invocation, branch: str, change: _FileChange) -> tuple[bool, str | None]:
     """Whether *branch* shows the change (the file holds exactly its new bytes, or is gone; a moved file left its
     old path), and the sha the file has there."""
+    import hashlib
     now = _file_at(inv, change.path, branch)
     if change.new is None:
         return now is None, None
-    if not (isinstance(now, dict) and now.get("type") == "file" and _file_bytes(inv, now, branch) == change.new):
+    if not (isinstance(now, dict) and now.get("type") == "file"):
         return False, None
+    held = _file_bytes(inv, now, branch)
+    if held != change.new and lfs_pointer(held) != (hashlib.sha256(change.new).hexdigest(), len(change.new)):
+        return False, None  # (a path in Git LFS holds the pointer to the new bytes: that is the change landed)
     return change.source == change.path or _file_at(inv, change.source, branch) is None, str(now.get("sha"))
 
 

@@ -217,3 +217,33 @@ def test_a_wiki_page_is_read_by_the_name_its_title_is_stored_under(release_env: 
     assert "no wiki page Nowhere" in refused.text and refused.error["next"][0]["args"]["action"] == "create"
     assert not e.forge.find_requests("PATCH")
     assert sorted(p["title"] for p in e.ok("madt_wiki", action="list").data) == ["Getting Started", "release-notes"]
+
+
+def test_a_file_over_the_blob_limit_is_read_whole_not_as_empty(release_env: Env) -> None:
+    """Gitea leaves a file over [api] DEFAULT_MAX_BLOB_SIZE out as null, Forgejo 11-15 as "" (GetBlobBySHA):
+    neither is an empty file. madtea reads its raw bytes, and an edit is checked against them."""
+    e = release_env
+    e.forge.commit("acme", "web", "main", {"big.txt": "line one\nline two\n"}, "big")
+    e.forge.max_blob_size = 10
+    _, _, item = call(e.forge, "GET", "/repos/acme/web/contents/big.txt")
+    assert item["content"] == ("" if e.forge.flavour == "forgejo" else None)
+    shown = e.ok("madt_files", action="view", path="big.txt")
+    assert shown.data["content"] == "line one\nline two\n"
+    e.ok("madt_files", action="edit", path="big.txt", sha=shown.data["sha"], replace_old="line two",
+         replace_new="line 2", new_branch="two", title="Two")
+    assert e.forge.git("acme", "web", "show", "two:big.txt") == "line one\nline 2"
+
+
+def test_a_write_to_a_git_lfs_path_reads_back_as_landed(release_env: Env) -> None:
+    """With its LFS server on, the forge stores an API write to a filter=lfs path as a pointer
+    (services/repository/files/update.go): the read-back holds the pointer to the new bytes, which is the write
+    landed, not "another write came after it"; the view says it shows a pointer."""
+    e = release_env
+    e.forge.commit("acme", "web", "main", {".gitattributes": "*.dat filter=lfs diff=lfs merge=lfs -text\n"}, "lfs")
+    made = e.ok("madt_files", action="create", path="notes.dat", content="the real bytes\n", new_branch="lfs",
+                title="Notes")
+    assert made.data["read_back"] is True and "another write" not in made.text, made.text
+    stored = e.forge.git("acme", "web", "show", "lfs:notes.dat")
+    assert stored.startswith("version https://git-lfs.github.com/spec/v1")  # git holds the pointer
+    shown = e.ok("madt_files", action="view", path="notes.dat", ref="lfs")
+    assert "stored in Git LFS" in shown.text and shown.data["lfs"]["size"] == len("the real bytes\n")
