@@ -2147,6 +2147,51 @@ def check_merged(repo: str, number: int, merged: bool) -> None:
                       f"merged.", target=f"{repo}#{number}", user_action=FORGE_NEXT["MERGE_BLOCKED"])
 
 
+def checks_failed(repo: str, number: int, sha: str, failing: str, resume: Call, finish: bool) -> Refusal:
+    """A red head is never merged by an agent: the failing checks (with their addresses and log tails) are the
+    reason, and the way on is the call that, once a fix is committed, merges the new head when it is green."""
+    how = ("Fix what failed, then call finish again with the files of the fix: it commits and pushes them and "
+           "merges once the new head is green." if finish else
+           "Fix what failed and push the fix; then the call below merges once the new head is green.")
+    return Refusal("CHECKS_FAILED", f"PR #{number}'s head {sha[:9]} has failing checks, so nothing was merged. "
+                   f"{how}\n{failing}", target=f"{repo}#{number}", next=(resume,))
+
+
+def checks_still_pending(repo: str, number: int, sha: str, pending: Sequence[str], waited: int, resume: Call,
+                         protected: bool) -> Refusal:
+    """A head still pending at the bound, on a base that does not require those checks: the forge would merge a
+    scheduled pull request at once there, so nothing is scheduled; calling again waits again."""
+    why = ("the base branch does not require them, so the forge would merge at once if asked to wait for them"
+           if not protected else "the base branch does not require all of them, so the forge cannot be left to "
+           "wait for them")
+    return Refusal("CHECKS_PENDING", f"Not merged; still pending: PR #{number}'s head {sha[:9]} has checks still "
+                   f"running after {waited} s ({', '.join(pending)}); {why}. Nothing was merged or scheduled; the "
+                   f"call below waits again.", target=f"{repo}#{number}", next=(resume,))
+
+
+def schedule_on_required(enabled: bool, patterns: Sequence[str], pending: Sequence[str], failing: bool) -> bool:
+    """Whether the forge may be asked to merge when the checks pass: only where the base's protection requires
+    every check still pending (services/pull/commit_status.go MergeRequiredContextsCommitStatus: an empty list
+    requires every context; the others are glob patterns), and none has failed."""
+    import fnmatch
+    if not enabled or failing or not pending:
+        return False
+    return not patterns or all(any(fnmatch.fnmatchcase(c, p) for p in patterns) for c in pending)
+
+
+def ignore_checks_needs_terminal(number: int | None) -> Refusal:
+    """Merging over red or pending checks is a person's decision, confirmed at a terminal."""
+    what = f"PR #{number}" if number else "the pull request"
+    return Refusal("USER_ACTION_REQUIRED", f"--ignore-checks merges {what} whatever its checks say, and there is no "
+                   f"terminal to confirm it on, so nothing was merged.", target=what,
+                   user_action="Run the same command in a terminal and type the pull request's number when asked.")
+
+
+def ignore_checks_not_confirmed(number: int) -> Refusal:
+    return Refusal("USER_ACTION_REQUIRED", f"What was typed is not {number}; PR #{number} was not merged.",
+                   target=f"PR #{number}", user_action=f"Run the command again and type {number} exactly.")
+
+
 def check_due_date(c: _Guarded, due: str, exact: bool) -> None:
     """A due date is a date (YYYY-MM-DD, or a full timestamp); *exact* says it parsed as one."""
     if not exact:
