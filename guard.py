@@ -1042,8 +1042,13 @@ def check_default_branch(t: Target) -> None:
         where = f"branch={branch} names the default branch of {t.target.describe()}"
     elif not t.state.default_known:
         steps = (call("madt_branch_create", dir=dir_arg, name=new, checkout=True), t.retry())
-        where = (f"{t.target.describe()} is on {branch}, which may be its default branch: origin's default "
-                 f"branch could not be learnt (git has no origin/HEAD and the remote did not answer)")
+        where = (f"{t.target.describe()} is on {branch}, which may be its default branch: git has no record of "
+                 f"origin's default branch (no origin/HEAD), and a local act does not ask the remote")
+        if t.tool == "madt_commit":
+            learn = {"shell": f"git -C {shell_quote(str(t.target.top))} remote set-head origin --auto"}
+            raise Refusal("DEFAULT_BRANCH", f"{where}. Create a branch first, or let git ask origin which branch "
+                          f"is its default.", target=t.target.describe(),
+                          choices=(steps, (learn, t.retry()), (t.retry(allow_default_branch=True),)))
     else:
         steps = (call("madt_branch_create", dir=dir_arg, name=new, checkout=True), t.retry())
         where = f"{t.target.describe()} is on its default branch {branch}"

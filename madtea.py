@@ -973,6 +973,9 @@ def _came_from(op: Op, repo: guard.RepoFacts, branch: str | None, default: str) 
 
 # The calls whose rules turn on the default branch: these ask the remote when git has no record of it.
 _ASKS_DEFAULT = frozenset({"madt_commit", "madt_finish", "madt_branch_delete", "madt_prune"})
+# Of those, the calls that reach the remote anyway: only they ask it for its default branch. A local act (commit,
+# branch delete, prune) starts no transport, as plain git commit and git branch -d start none.
+_ASKS_REMOTE = frozenset({"madt_finish"})
 # What the remote named, by repository and origin's address, for the life of the process: kept as long as
 # git keeps its own record (origin/HEAD, written once by a clone), and never written to the repository. A
 # remote that did not answer, or an address the config file does not plainly say, is asked each call.
@@ -980,11 +983,12 @@ _REMOTE_HEADS: dict[tuple[Path, str], str] = {}
 
 
 def _default_branch(op: Op, repo: gitops.Repo, branch: str | None, ctx: Context) -> tuple[str, bool]:
-    """Origin's default branch as git recorded it (origin/HEAD), else as the remote says it (asked once per
-    process); and whether it is known. Unknown, the current branch counts as possibly the default when it
+    """Origin's default branch as git recorded it (origin/HEAD), else, for a call that reaches the remote
+    anyway, as the remote says it (asked once per process); else the repository's own convention; and whether
+    it is known. Unknown, the current branch counts as possibly the default when it
     could be one: a name repositories default to, or a branch origin has."""
     named = gitops.origin_head(repo)
-    if named is None and op.tool in _ASKS_DEFAULT:
+    if named is None and op.tool in _ASKS_REMOTE:
         url = gitops.read_origin(repo.common_dir)
         named = _REMOTE_HEADS.get((repo.common_dir, url)) if url else None
         if named is None:

@@ -49,7 +49,7 @@ def test_finish_without_a_local_default_branch_recreates_it_from_origin(clone: P
     assert "main" in result.text
 
 
-def test_the_remote_names_its_default_branch_once_per_process_and_nothing_is_written(
+def test_a_commit_never_asks_the_remote_for_its_default_branch_and_nothing_is_written(
         tmp_path: Path, hermetic_seal: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = make_pushed_repo(tmp_path)  # pushed, never cloned: git has no record of origin's HEAD
     run_git(repo, "switch", "-q", "-c", "feat")
@@ -66,8 +66,8 @@ def test_the_remote_names_its_default_branch_once_per_process_and_nothing_is_wri
         ok("madt_commit", repo, files=[f"f{n}.txt"], title=f"Add f{n}")
     run_git(repo, "switch", "-q", "main")
     write_files(repo, {"m.txt": "x\n"})
-    refused("DEFAULT_BRANCH", "madt_commit", repo, files=["m.txt"], title="Add m")  # still origin's default
-    assert len(asked) == 1, asked
+    refused("DEFAULT_BRANCH", "madt_commit", repo, files=["m.txt"], title="Add m")  # the local convention's default
+    assert asked == []  # a commit is a local act: git commit reaches no remote, and neither does madtea's
     assert run_git(repo, "symbolic-ref", "-q", "refs/remotes/origin/HEAD", check=False) == ""
 
 

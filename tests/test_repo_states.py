@@ -84,3 +84,49 @@ def test_a_switch_from_a_detached_head_that_strands_nothing_goes_ahead(three):
     run_git(three, "switch", "-q", "--detach", "main~1")
     ok("madt_switch", three, branch="feat")
     assert run_git(three, "branch", "--show-current") == "feat"
+
+
+# --------------------------------------------------------------------------- local acts stay local
+
+@pytest.fixture
+def watched_origin(tmp_path: Path, hermetic_seal: Path) -> tuple[Path, Path]:
+    """A repository pushed to a bare origin, never cloned (no origin/HEAD), whose origin's transport program
+    leaves a mark each time git runs it."""
+    from topologies import make_pushed_repo
+    repo = make_pushed_repo(tmp_path)
+    mark = tmp_path / "transport-ran"
+    program = tmp_path / "upload-pack"
+    program.write_text(f"#!/bin/sh\necho ran >> '{mark}'\nexec git upload-pack \"$@\"\n")
+    program.chmod(0o755)
+    run_git(repo, "config", "remote.origin.uploadpack", str(program))
+    run_git(repo, "ls-remote", "origin")  # the mark works
+    assert mark.read_text() == "ran\n"
+    mark.unlink()
+    return repo, mark
+
+
+def test_commit_branch_delete_and_prune_start_no_transport(watched_origin):
+    repo, mark = watched_origin
+    run_git(repo, "switch", "-q", "-c", "feat")
+    (repo / "f.txt").write_text("f\n")
+    ok("madt_commit", repo, files=["f.txt"], title="Add f")
+    run_git(repo, "branch", "done", "main")
+    run_git(repo, "branch", "done2", "main")
+    ok("madt_branch_delete", repo, name="done")
+    ok("madt_prune", repo)
+    run_git(repo, "switch", "-q", "main")
+    (repo / "m.txt").write_text("m\n")
+    refused("DEFAULT_BRANCH", "madt_commit", repo, files=["m.txt"], title="Add m")  # the local convention's default
+    assert not mark.exists()
+    assert not {"done", "done2"} & local_branches(repo)
+
+
+def test_a_possible_default_names_the_fetch_that_learns_it(watched_origin):
+    repo, mark = watched_origin
+    run_git(repo, "switch", "-q", "-c", "develop")
+    run_git(repo, "push", "-q", "origin", "develop")
+    (repo / "d.txt").write_text("d\n")
+    result = refused("DEFAULT_BRANCH", "madt_commit", repo, files=["d.txt"], title="Add d")
+    assert not mark.exists()
+    learn = [c for c in result.error["choices"] if "shell" in c[0]]
+    assert learn and "remote set-head origin --auto" in learn[0][0]["shell"]
