@@ -107,3 +107,12 @@ def test_a_request_outside_the_contract_fails_the_test() -> None:
 ])
 def test_a_version_string_names_its_release(version: str, flavour: str, release: tuple[int, ...]) -> None:
     assert forge.release_of(version) == (flavour, release)
+
+
+def test_the_readme_names_the_range_the_contract_covers() -> None:
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    gitea, forgejo = list(forge_contract.GITEA_RELEASES), list(forge_contract.FORGEJO_RELEASES)
+    assert f"**Gitea {gitea[0]} to {gitea[-1]}** and **Forgejo {forgejo[0]} to {forgejo[-1]}**" in readme
+    for line, (tag, _) in (forge_contract.GITEA_RELEASES | forge_contract.FORGEJO_RELEASES).items():
+        assert tag[1:] in readme, f"the README does not name {tag}"
