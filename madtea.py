@@ -6210,6 +6210,7 @@ class _Steps:
         self.found: list[str] = []
         self.done: list[str] = []
         self.facts: dict[str, object] = {}
+        self.checked = False  # finish's checks passed: what fails from here on is a step
 
     def add(self, text: str, **facts: object) -> None:
         self.done.append(text)
@@ -6296,8 +6297,8 @@ def finish_op(inv: Invocation) -> Result:
     except (guard.Refusal, gitops.GitError, Exception) as exc:  # reported with the resume call
         if isinstance(exc, gitops.GitError):
             exc = _git_refusal(inv, exc) or exc
-        if not steps.started:
-            raise exc from None
+        if not steps.started and (isinstance(exc, guard.Refusal) or not steps.checked):
+            raise exc from None  # a refusal before any step, with its own way on
         failed = run_error(exc)
         assert failed.error is not None
         done = "\n".join(steps.report(prefixed=True) + _finish_where(inv))
@@ -6370,6 +6371,7 @@ def _finish(inv: Invocation, steps: _Steps) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") if branch_form else inv.state.branch)
     _finish_check_base(inv, repo, branch, default, branch_form)
     closes, no_close = _finish_closes(inv)
+    steps.checked = True
     # 1. the commit: the declared files that changed
     committed = bool(not branch_form and inv.texts("files") and _finish_commit(inv, repo, steps, branch, no_close))
     remote = _finish_api(inv)
@@ -6418,6 +6420,7 @@ def _finish_came_home(inv: Invocation, repo: gitops.Repo, steps: _Steps, came_fr
     if merged is None or (merged.get("head") or {}).get("sha") != gitops.head_sha(repo, f"refs/heads/{came_from}"):
         _refuse_off_branch(inv)
     assert merged is not None
+    steps.checked = True
     steps.saw(f"PR #{merged['number']} was already merged at {str(merged.get('merge_commit_sha'))[:9]} "
               f"({came_from} → {default})", pr=merged["number"],
               merge_commit=merged.get("merge_commit_sha"))

@@ -266,3 +266,22 @@ def test_the_sha_pushed_and_merged_is_the_one_finish_read_though_another_writer_
     assert fake_forge.git("acme", "web", "ls-tree", "--name-only", main).split() == ["README.md", "a.py"]
     theirs = run_git(web, "rev-parse", "feat")
     assert theirs != commit and run_git(web, "rev-parse", "feat~1") == commit  # their commit is kept, unsent
+
+
+def test_a_failure_in_the_first_step_offers_the_same_call(fake_forge: FakeForge, web: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing found, nothing done: still a step that failed, so the way on is the call, not a person."""
+    real = gitops.commit
+
+    def commit(*args: Any, **kwargs: Any) -> str:
+        monkeypatch.setattr(gitops, "commit", real)
+        raise gitops.GitError(["git", "commit"], 128, "fatal: unable to write new index file")
+
+    monkeypatch.setattr(gitops, "commit", commit)
+    first = finish(web, title="Add a", files=["a.py"])
+    assert first.is_error and first.error.get("user_action") is None, first.text
+    assert first.error["next"][0] == {"tool": "madt_finish", "args": {"title": "Add a", "files": ["a.py"]}}
+    assert "the checkout is still on feat" in first.text
+    done = follow(first, web)
+    assert not done.is_error, done.text
+    one_of_each(fake_forge, web)
