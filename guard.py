@@ -1407,14 +1407,15 @@ class Asked(_Guarded):
     """A call as it was asked, before its target is resolved: what a refusal sends again."""
 
 
-def call_ran_out(tool: str, seconds: float) -> Refusal:
+def call_ran_out(tool: str, seconds: float, reporting: bool = False) -> Refusal:
     """A call that did not answer by its deadline: its work was stopped, and what it did is in the repository
-    and on the forge as it left them."""
+    and on the forge as it left them. A call that showed progress ran as long as its client waits."""
+    later = ("this client stops waiting for a call soon after that, even while it shows progress" if reporting
+             else "a client that shows progress lets the same call run longer")
     return Refusal("FORGE_UNAVAILABLE",
                    f"{tool} did not finish within {seconds:g} s and was stopped; what it did before that stays "
                    f"done.", target=tool,
-                   user_action="Ask the user whether the forge or the remote is slow; a client that shows progress "
-                               "lets the same call run to its end.")
+                   user_action=f"Ask the user whether the forge or the remote is slow; {later}.")
 
 
 def no_such_tool(tool: str, near: Sequence[Call]) -> Refusal:

@@ -7343,6 +7343,36 @@ def call_deadline() -> float:
     return gitops.env_seconds(CALL_DEADLINE_ENV, CALL_DEADLINE, below=CALL_DEADLINE)
 
 
+# The deadline each real client gives a tool call that asked for progress, by the name it gives itself (seconds;
+# None: no limit), measured with their pinned releases: Claude Code waits on a stdio call without limit, Gemini
+# CLI 600 s, Codex CLI 300 s, and none extends it when progress arrives. A call from one of them answers, with
+# what it knows, CLIENT_MARGIN before its client would give up; a client not named here is not limited.
+CLIENT_DEADLINES: dict[str, float | None] = {"claude-code": None, "gemini-cli-mcp-client": 600.0,
+                                             "codex-mcp-client": 300.0}
+CLIENT_MARGIN = 30.0
+# The longest a wait inside one call may last and still be answered in every real client (270 s): the bound
+# of the waits that poll the forge, such as a pull request's checks.
+LONG_WAIT = min(s for s in CLIENT_DEADLINES.values() if s is not None) - CLIENT_MARGIN
+
+
+def call_limit(client: str | None, reporting: bool) -> float | None:
+    """Seconds a call may run before madtea answers with what it knows (None: no limit). Without progress:
+    ``call_deadline()``. With progress: its client's measured deadline less CLIENT_MARGIN, lowered by
+    ``MADTEA_CALL_DEADLINE`` when that is set."""
+    if not reporting:
+        return call_deadline()
+    deadline = CLIENT_DEADLINES.get(client or "")
+    if deadline is None:
+        return None
+    return gitops.env_seconds(CALL_DEADLINE_ENV, deadline - CLIENT_MARGIN, below=deadline - CLIENT_MARGIN)
+
+
+def _client_name(ctx: ServerRequestContext | None) -> str | None:
+    """The name the client gave itself when it connected (``codex-mcp-client``), if any."""
+    params = ctx.session.client_params if ctx is not None else None
+    return params.client_info.name if params is not None else None
+
+
 def _progress_token(ctx: ServerRequestContext | None) -> str | int | None:
     """The progress token a tools/call carries in its ``_meta``, if any."""
     meta = ctx.meta if ctx is not None else None
@@ -7516,11 +7546,11 @@ async def _answer(*, name: str, raw: Json, roots: list[str] | None, ctx: ServerR
     import anyio
 
     reporting = _progress_token(ctx) is not None
-    call = gitops.Call(None if reporting else time.monotonic() + call_deadline(), reporting)
+    limit = call_limit(_client_name(ctx), reporting)
+    call = gitops.Call(None if limit is None else time.monotonic() + limit, reporting)
     result: Result | None = None
     # Past the deadline the call's own limits have answered already; this is the backstop.
-    backstop = anyio.CancelScope(deadline=anyio.current_time() + call_deadline() + BACKSTOP
-                                 if not reporting else float("inf"))
+    backstop = anyio.CancelScope(deadline=float("inf") if limit is None else anyio.current_time() + limit + BACKSTOP)
     if ctx is not None and _can_elicit(ctx):
         call.ask = _person(ctx, call, backstop)
     try:
@@ -7538,7 +7568,7 @@ async def _answer(*, name: str, raw: Json, roots: list[str] | None, ctx: ServerR
         raise
     if result is None:
         call.cancel()
-        result = refusal_result(guard.call_ran_out(name, call_deadline()))
+        result = refusal_result(guard.call_ran_out(name, limit or 0.0, reporting))
     return result
 
 

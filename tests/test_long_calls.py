@@ -21,6 +21,7 @@ import anyio
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
 
+import madtea
 from remote_env import Env, child_env, env  # noqa: F401 - fixtures
 from test_shutdown import Server, _alive, _slow_remote
 from topologies import run_git
@@ -140,6 +141,42 @@ async def test_a_forge_that_never_answers_is_answered_for_within_the_call_deadli
             result = await client.call_tool("madt_issues", {"action": "view", "number": 1})
     assert result.is_error and result.structured_content["code"] == "FORGE_UNAVAILABLE"
     assert "within the overall time limit" in result.content[0].text, result.content[0].text
+
+
+def test_a_call_with_progress_answers_under_its_clients_measured_deadline() -> None:
+    """Claude Code waits without limit, Gemini CLI 600 s, Codex CLI 300 s, whatever progress says."""
+    assert madtea.call_limit("claude-code", True) is None
+    assert madtea.call_limit("gemini-cli-mcp-client", True) == 570.0
+    assert madtea.call_limit("codex-mcp-client", True) == 270.0 == madtea.LONG_WAIT
+    assert madtea.call_limit("some-other-client", True) is None
+    assert madtea.call_limit("codex-mcp-client", False) == madtea.call_limit(None, False) == madtea.CALL_DEADLINE
+
+
+@pytest.mark.parametrize("client, slow, answered", [("codex-mcp-client", 60, False), ("claude-code", 8, True)])
+async def test_a_call_that_reports_progress_is_bounded_by_its_client(env: Env, client: str, slow: int,
+                                                                     answered: bool) -> None:
+    """With progress a Codex call still answers before Codex gives up (its bound scaled down here by the
+    variable), while a Claude Code call runs to its end."""
+    from mcp.types import Implementation
+
+    env.forge.create_issue("acme", "web", "Stuck", "body")
+    env.forge.inject("slow", 1, method="GET", path_contains="/issues/1", seconds=slow)
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async with Client(_params(env.clone, MADTEA_CALL_DEADLINE="3"), mode="legacy",
+                      client_info=Implementation(name=client, version="1")) as client_session:
+        with anyio.fail_after(50):  # a liveness bound under the 60 s fault, not a timing assertion
+            result = await client_session.call_tool("madt_issues", {"action": "view", "number": 1},
+                                                    progress_callback=on_progress)
+    assert seen, "the call reported progress"
+    if answered:
+        assert not result.is_error and "Stuck" in result.content[0].text, result.content[0].text
+    else:
+        assert result.is_error and result.structured_content["code"] == "FORGE_UNAVAILABLE", result.content[0].text
+        assert "even while it shows progress" in result.content[0].text or "time limit" in result.content[0].text
 
 
 async def test_finish_past_its_deadline_answers_with_its_resumable_state(env: Env) -> None:
