@@ -3310,13 +3310,22 @@ def _upload(inv: Invocation, path: tuple[str | int, ...],
     never by sending the file again."""
     import forge
     remote, files, done = api(inv), _upload_files(inv), []
-    for name, data in files:
+    for index, (name, data) in enumerate(files):
         before = {a.get("id") for a in remote.get(*path) or []}
         try:
-            asset = remote.upload(path, name, data, params=params(name))
+            try:
+                asset = remote.upload(path, name, data, params=params(name))
+            except forge.ForgeError as exc:
+                asset = _settled(remote, exc, lambda: [a for a in remote.get(*path) or []
+                                                       if a.get("id") not in before],
+                                 lambda new: any(a.get("size") == len(data) for a in new))[-1]
         except forge.ForgeError as exc:
-            asset = _settled(remote, exc, lambda: [a for a in remote.get(*path) or [] if a.get("id") not in before],
-                             lambda new: any(a.get("size") == len(data) for a in new))[-1]
+            if not done:
+                raise
+            # A refusal part-way (a file type the forge does not allow is 422) leaves the earlier files attached.
+            rest = [n for n, _ in files[index + 1:]]
+            raise exc.restated(f"Attached {', '.join(done)}; {clean_line(name)} was not attached: {exc.message}"
+                               + (f" The rest ({', '.join(map(clean_line, rest))}) were not sent." if rest else ""))
         done.append(f"{clean_line(asset.get('name'))} ({asset.get('size')} bytes)")
     return done
 

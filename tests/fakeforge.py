@@ -810,6 +810,9 @@ class FakeForge:
         #: [server] LFS_START_SERVER: API writes to a path .gitattributes marks filter=lfs store a pointer in git
         #: and the bytes here, by sha256.
         self.lfs = True
+        #: [attachment] ALLOWED_TYPES for issue and comment files (None: every type; the servers' default is a
+        #: list of extensions, ".txt,.png,.zip,..." in setting.Attachment).
+        self.attachment_allowed_types: str | None = None
         self.lfs_objects: dict[str, bytes] = {}
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir) if base_dir is not None else Path(tempfile.mkdtemp(prefix="fakeforge-"))
@@ -4780,9 +4783,20 @@ class FakeForge:
         issue = self._issue(ctx)
         return self._json(200, [self._asset_json(a) for a in issue.attachments])
 
+    def _allowed_type(self, asset: Asset) -> None:
+        """services/context/upload Verify against [attachment] ALLOWED_TYPES (when set: by extension, or */*):
+        another type is 422, before anything is stored."""
+        allowed = [t.strip().lower() for t in (self.attachment_allowed_types or "").replace("|", ",").split(",")
+                   if t.strip()]
+        extension = "." + asset.name.rsplit(".", 1)[-1].lower() if "." in asset.name else ""
+        if allowed and "*/*" not in allowed and extension not in allowed:
+            raise self._error(422, "This file cannot be uploaded or modified due to a forbidden file extension or "
+                                   "type.")
+
     def _h_issue_asset_upload(self, ctx: _Ctx) -> _Response:
         issue = self._issue(ctx)
         asset = self._uploaded_file(ctx)
+        self._allowed_type(asset)
         issue.attachments.append(asset)
         issue.updated = asset.created
         return self._json(201, self._asset_json(asset))
@@ -4793,6 +4807,7 @@ class FakeForge:
     def _h_comment_asset_upload(self, ctx: _Ctx) -> _Response:
         comment = self._comment(ctx)
         asset = self._uploaded_file(ctx)
+        self._allowed_type(asset)
         comment.attachments.append(asset)
         comment.updated = asset.created
         return self._json(201, self._asset_json(asset))

@@ -247,3 +247,19 @@ def test_a_write_to_a_git_lfs_path_reads_back_as_landed(release_env: Env) -> Non
     assert stored.startswith("version https://git-lfs.github.com/spec/v1")  # git holds the pointer
     shown = e.ok("madt_files", action="view", path="notes.dat", ref="lfs")
     assert "stored in Git LFS" in shown.text and shown.data["lfs"]["size"] == len("the real bytes\n")
+
+
+def test_a_file_type_refused_mid_attach_says_what_was_attached(release_env: Env) -> None:
+    """CreateIssueAttachment answers 422 for a type outside [attachment] ALLOWED_TYPES (upload.Verify); the
+    files before it stay attached, and the answer says which."""
+    e = release_env
+    e.forge.create_issue("acme", "web", "Crash", "see logs")
+    (e.clone / "crash.log").write_text("boom\n")
+    (e.clone / "core.bin").write_bytes(b"\x7fELF")
+    (e.clone / "notes.txt").write_text("later\n")
+    e.forge.attachment_allowed_types = ".log,.txt"
+    result = e.call("madt_issues", action="attach", number=1, files=["crash.log", "core.bin", "notes.txt"])
+    assert result.is_error, result.text
+    assert "Attached crash.log (5 bytes); core.bin was not attached" in result.text, result.text
+    assert "forbidden file extension" in result.text and "notes.txt" in result.text
+    assert [a.name for a in e.forge.repo("acme", "web").issues[1].attachments] == ["crash.log"]
