@@ -7002,7 +7002,8 @@ def _cli_main(args: list[str]) -> int:
     else:
         result = _cli_run(op, ns, raw, ctx)
     if (op.tool, op.action) == ("madt_pr", "checks") and getattr(ns, "watch", False) and not result.is_error:
-        result = _watch_checks(op, raw, ctx, result, getattr(ns, "interval", None) or 10)
+        every = str(getattr(ns, "interval", None) or "10")  # argparse gives the words; a whole number of seconds
+        result = _watch_checks(op, raw, ctx, result, int(every) if every.isdigit() and int(every) > 0 else 10)
     if getattr(ns, "_web", False) and not result.is_error:
         return _open_web(result)
     for severity, text in result.notes:

@@ -375,3 +375,90 @@ def test_finish_schedules_where_the_base_requires_the_checks(work: Env, monkeypa
     e.forge.add_commit_status("acme", "web", e.forge.branch_sha("acme", "web", "feat"), "success",
                               context="ci/build")
     assert pull.merged
+
+
+# --------------------------------------------------------------------------- through a real MCP client
+
+def _mcp_params(e: Env, **extra: str) -> object:
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+
+    from remote_env import child_env
+    return StdioServerParameters(command=sys.executable, args=["-m", "madtea", "mcp"], cwd=str(e.clone),
+                                 env=child_env(**extra))
+
+
+@pytest.mark.anyio
+async def test_mcp_merge_waits_with_progress_then_merges(env: Env) -> None:
+    import threading
+
+    from mcp.client import Client
+    e = env
+    sha = _pr(e)
+    e.forge.add_commit_status("acme", "web", sha, "pending", context="ci/build")
+    later = threading.Timer(12.0, lambda: e.forge.add_commit_status("acme", "web", sha, "success",
+                                                                    context="ci/build"))
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    later.start()
+    try:
+        async with Client(_mcp_params(e), mode="legacy") as client:
+            result = await client.call_tool("madt_pr", {"action": "merge", "number": 1},
+                                            progress_callback=on_progress)
+    finally:
+        later.cancel()
+    assert not result.is_error, result.content[0].text
+    assert e.issue(1).pull.merged
+    waits = [m for m in seen if "waiting for PR #1's checks" in m]
+    assert len(waits) >= 2 and "pending (1 pending)" in waits[0], seen
+
+
+@pytest.mark.anyio
+async def test_mcp_without_progress_answers_within_the_calls_deadline(env: Env) -> None:
+    from mcp.client import Client
+    e = env
+    sha = _pr(e)
+    e.forge.add_commit_status("acme", "web", sha, "pending", context="ci/build")
+    async with Client(_mcp_params(e, MADTEA_CALL_DEADLINE="12"), mode="legacy") as client:
+        result = await client.call_tool("madt_pr", {"action": "merge", "number": 1})
+    assert result.is_error and result.structured_content["code"] == "CHECKS_PENDING", result.content[0].text
+    assert "Not merged; still pending" in result.content[0].text and not e.issue(1).pull.merged
+
+
+@pytest.mark.anyio
+async def test_mcp_read_only_server_reads_checks_and_refuses_merges(env: Env) -> None:
+    from mcp.client import Client
+    e = env
+    sha = _pr(e)
+    _paged_red(e, sha)
+    async with Client(_mcp_params(e, MADTEA_READ_ONLY="1"), mode="legacy") as client:
+        checks = await client.call_tool("madt_pr", {"action": "checks", "number": 1})
+        merge = await client.call_tool("madt_pr", {"action": "merge", "number": 1})
+        cancel = await client.call_tool("madt_pr", {"action": "cancel_merge", "number": 1})
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert not checks.is_error and "failure  ci/oldest" in checks.content[0].text
+    assert merge.structured_content["code"] == cancel.structured_content["code"] == "READ_ONLY"
+    assert not e.issue(1).pull.merged and e.forge.find_requests("POST", "/pulls/1/merge") == []
+    assert "madt_pr" in tools
+
+
+def test_cli_checks_watch_waits_until_nothing_is_pending(env: Env) -> None:
+    import threading
+    e = env
+    sha = _pr(e)
+    e.forge.add_commit_status("acme", "web", sha, "pending", context="ci/build")
+    later = threading.Timer(3.0, lambda: e.forge.add_commit_status("acme", "web", sha, "failure",
+                                                                   context="ci/build", target_url=FAILING_URL))
+    later.start()
+    try:
+        done = e.cli("pr", "checks", "1", "--watch", "--interval", "1")
+    finally:
+        later.cancel()
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"PR #1 head {sha[:9]}: pending (1 pending)"  # a summary line per look, then the answer
+    assert f"failure  ci/build {FAILING_URL}" in done.stdout
