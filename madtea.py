@@ -3309,7 +3309,8 @@ def _upload(inv: Invocation, path: tuple[str | int, ...],
     """Upload each file once to *path*; an answer lost on the way is settled by the forge's list there,
     never by sending the file again."""
     import forge
-    remote, files, done = api(inv), _upload_files(inv), []
+    remote, files = api(inv), _upload_files(inv)
+    done: list[str] = []
     for index, (name, data) in enumerate(files):
         before = {a.get("id") for a in remote.get(*path) or []}
         try:
