@@ -41,6 +41,7 @@ agent hook and the nested-repo scan run them on every call and must stay fast.
 from __future__ import annotations
 
 __all__ = [
+    "MODULES",
     "rule_at",
     "GitError",
     "GitTimeout",
@@ -155,6 +156,11 @@ import time as _time
 # pattern is a string, compiled by re on first use and kept in re's cache), the
 # value types below are declared with ``record`` and JSON goes through
 # ``to_json`` and ``from_json``.
+# The four files madtea is, spelled once: what a person copies, what an update replaces, what the hook's copy
+# of the CLI table is keyed by. (madtea.py's start, which runs before it may import this module, and
+# pyproject.toml's py-modules are checked against it by the tests.)
+MODULES = ("madtea.py", "guard.py", "forge.py", "gitops.py")
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess

@@ -6717,8 +6717,6 @@ def record_caller_signal(cwd: str, session: str | None = None) -> None:
     gitops.write_private(final, gitops.to_json(record).encode("utf-8"), durable=False)
 
 
-# The modules a CLI table is built from: madtea declares it, and its declarations read the other three.
-_HOOK_TABLE_SOURCES = ("madtea.py", "guard.py", "gitops.py", "forge.py")
 _HOOK_TABLE_FORMAT = 1
 _HOOK_TABLE_MAX = 1 << 20  # the table is some hundred kilobytes; anything larger is not one
 
@@ -6755,7 +6753,7 @@ def _table_key() -> tuple[str, list[Json]] | None:
     try:
         st = os.stat(here)
         key: list[Json] = [here, _HOOK_TABLE_FORMAT]
-        for name in _HOOK_TABLE_SOURCES:
+        for name in gitops.MODULES:  # madtea declares the table, and its declarations read the other three
             sf = os.stat(os.path.join(here, name))
             key.append([name, sf.st_dev, sf.st_ino, sf.st_size, sf.st_mtime_ns, sf.st_ctime_ns])
     except OSError:  # a zip application, or a module missing: build the table each time

@@ -142,6 +142,7 @@ def _update_cleanup(folder: str) -> None:
     shutil.rmtree(staging)
     cache = os.path.join(folder, "__pycache__")  # the replaced files' bytecode, however old its stamp
     for name in os.listdir(cache) if os.path.isdir(cache) else ():
+        # gitops.MODULES, spelt here because this runs before the siblings may be imported (a test compares them)
         if name.split(".")[0] in ("madtea", "guard", "forge", "gitops") and name.endswith(".pyc"):
             os.unlink(os.path.join(cache, name))
 
@@ -8258,7 +8259,7 @@ CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent'
 # each with one os.replace. Files pip (or git) manages are never touched.
 
 RELEASE_NAMESPACE = "madtea-release"  # the ssh-keygen -Y namespace releases are signed under
-_MODULES = ("madtea.py", "guard.py", "forge.py", "gitops.py")
+_MODULES = gitops.MODULES
 _MAX_RELEASE = 64 << 20  # bytes read from a release file or downloaded
 _MAX_INFLATED = 16 << 20  # bytes a release's entries inflate to, all together (a release holds about 2 MiB)
 _MAX_ENTRIES = 64

@@ -309,3 +309,21 @@ def test_the_launcher_runs_madtea(tmp_path: Path) -> None:
     assert out.returncode == 0 and out.stdout.startswith("madtea "), out.stderr
     helped = _python(str(ROOT / "bin" / "madtea"), "--help", cwd=tmp_path, env=env)
     assert helped.returncode == 0 and "status" in helped.stdout, helped.stderr
+
+
+def test_the_module_list_is_spelled_once_and_every_other_spelling_agrees() -> None:
+    """gitops.MODULES is the list; what cannot import it (packaging, the start that runs before the siblings
+    load, the release tool building another tree) must name the same four files."""
+    import tomllib
+
+    import gitops
+    at_top = sorted(p.name for p in ROOT.glob("*.py") if p.name != "setup.py")
+    assert sorted(gitops.MODULES) == sorted(MODULES) == at_top
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert sorted(f"{m}.py" for m in project["tool"]["setuptools"]["py-modules"]) == sorted(gitops.MODULES)
+    start = (ROOT / "madtea.py").read_text(encoding="utf-8")
+    stems = re.search(r'name\.split\("\."\)\[0\] in (\([^)]*\))', start)
+    assert stems and sorted(f"{m}.py" for m in eval(stems[1])) == sorted(gitops.MODULES)
+    release = (ROOT / "release" / "release.py").read_text(encoding="utf-8")
+    spelled = re.search(r"^MODULES = (\(.*\))$", release, re.M)
+    assert spelled and tuple(eval(spelled[1])) == gitops.MODULES
