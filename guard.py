@@ -60,7 +60,8 @@ __all__ = [
     "RemoteCall", "check_remote", "remote_signals", "remote_workspace_hosts", "cross_host_change", "Scope", "listed",
     "check_scope", "server_read_only", "tool_not_offered", "account_wide", "repo_in_scope", "check_repo_scope",
     "check_host_scope", "narrow_way_on", "scope_entry_problems", "RefWrite", "check_branch_rename",
-    "protected_branch", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds", "actions_name", "saved_file",
+    "protected_branch", "pr_already_open", "ref_exists", "no_such_ref", "ForgeCall", "duration_seconds",
+    "actions_name", "saved_file",
     "artifact_too_large", "no_stopwatch", "no_time_entry", "check_review_pending", "inline_comments",
     "dispatch_inputs", "lost_write", "no_review_comment",
     "check_file_path", "FileWrite", "check_file_branch", "check_file_sha", "file_changed", "check_replacement",
@@ -2109,6 +2110,16 @@ def check_something_to_change(c: _Guarded, changes: int, target: str, example: s
     if not changes:
         raise Refusal("BAD_ARGUMENT", f"{c.where}: nothing to change was given.", target=target,
                       next=(c.retry(**{example: placeholder(what)}),))
+
+
+def pr_already_open(c: _Guarded, repo: str, number: int, head: str, base: str, title: str) -> Refusal:
+    """A create for a head that already has an open pull request into the base: the forge takes only one, and the
+    title and body given would be lost in a silent reuse, so the caller says which they meant."""
+    edit = {k: c.args[k] for k in ("title", "body") if c.args.get(k) is not None}
+    return Refusal("BAD_ARGUMENT", f"{repo} already has an open pull request from {head} into {base}: #{number} "
+                   f"({title!r}); nothing was created or changed.", target=repo,
+                   choices=((call("madt_pr", action="edit", owner_repo=repo, number=number, **edit),),
+                            (c.retry(reuse=True),)))
 
 
 def check_pr_head(c: _Guarded, repo: str, head: str | None) -> str:

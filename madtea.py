@@ -844,6 +844,24 @@ def _step_target(inv: Invocation) -> None:
         guard.check_local(inv.target)
     else:
         api(inv)  # resolves the forge target and runs its guard before the handler
+        _resolve_me(inv)
+
+
+# Parameters that name a forge user, where gh's "@me" means the credential's own login.
+_USER_PARAMS = frozenset({"assignee", "author", "add_assignee", "remove_assignee", "add_reviewer",
+                          "remove_reviewer", "reviewer", "owner", "user", "mentioned"})
+
+
+def _resolve_me(inv: Invocation) -> None:
+    """gh's ``@me`` in a parameter that names a user: the login the credential belongs to, asked of the forge once."""
+    me = ""
+    for name in sorted(_USER_PARAMS & inv.args.keys()):
+        value = inv.args[name]
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and v.casefold() == "@me" for v in values):
+            me = me or _me(inv)
+            resolved = [me if isinstance(v, str) and v.casefold() == "@me" else v for v in values]
+            inv.args[name] = resolved if isinstance(value, list) else resolved[0]
 
 
 def _step_handler(inv: Invocation) -> Result:
@@ -3495,14 +3513,16 @@ def open_pr(a: Api, payload: dict[str, Json], *, looked: bool = False,
 
 
 @operation("madt_pr", "create", cli=("pr", "create"), kind="remote", mutating=True,
-           summary="Open one from head into base (reuses an open one).",
+           summary="Open one from head into base (an open one for the same branches is refused, or reused).",
            params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE,
                    Param("base", description="The branch to merge into (default: the repository's default branch).",
                          short="B"),
                    Param("head", description="The branch with the changes (default: the launch checkout's branch).",
                          short="H"),
                    Param("draft", "bool", "Open it as a draft (work in progress).", short="d"),
-                   LABELS, ASSIGNEES, MILESTONE))
+                   LABELS, ASSIGNEES, MILESTONE,
+                   Param("reuse", "bool", "Answer with the open pull request for the same branches, as it is, "
+                                          "instead of refusing.")))
 def pr_create_op(inv: Invocation) -> Result:
     import forge
     remote = api(inv)
@@ -3521,6 +3541,9 @@ def pr_create_op(inv: Invocation) -> Result:
     except forge.ForgeError as exc:
         raise settle_lost(inv, exc, "pull request", guard.call("madt_pr", action="list", owner_repo=remote.target.full,
                                                                state="all")) from None
+    if not created and not inv.flag("reuse"):
+        raise guard.pr_already_open(forge_call(inv), remote.target.slug, int(pr["number"]), head, base,
+                                    clean_line(pr.get("title")))
     verb = "Opened" if created else "Reused the open"
     return Result(f"{verb} PR #{pr['number']} in {remote.target.slug}: {head} → {base}\n{pr.get('html_url')}",
                   issue_row(pr) | {"created": created, "head": head, "base": base})
@@ -5897,7 +5920,8 @@ def whoami_op(inv: Invocation) -> Result:
              + (" — not reachable now" if unreachable else ""),
              f"user: {data['user'] or 'unknown'}; credential from {data['credential'] or 'nowhere (none found)'}",
              f"default repository: {data['repo']}"
-             + (f" (launch repo {data['launch_repo']})" if data["launch_repo"] else "")]
+             + (f" ({'launch repo' if inv.ctx.surface == 'mcp' else 'the checkout at'} {data['launch_repo']})"
+                if data["launch_repo"] else "")]
     if inv.ctx.surface == "mcp":
         data["scope"] = inv.ctx.scope.describe()
         lines.append(f"this server's scope: {data['scope']}")
@@ -6875,12 +6899,24 @@ def cli_render(step: Mapping[str, Json]) -> str:
         if p.enum_flags:
             words += [f"--{value}"]
         elif p.positional:
-            words += [guard.shell_quote(str(v)) for v in values]
+            words += [shell_word(str(v)) for v in values]
         elif p.type == "bool":
             words += [_cli_flag(p)[-1]] if value else []
         else:
-            words += [_cli_flag(p)[-1]] + [guard.shell_quote(str(v)) for v in values]
+            words += [_cli_flag(p)[-1]] + [shell_word(str(v)) for v in values]
     return " ".join(words)
+
+
+def shell_word(text: str) -> str:
+    """A value as a person's shell needs it to name the real thing: shlex's quoting, or bash's ``$'…'`` (zsh and
+    ksh read it too) where the value holds a character a terminal would show escaped, written as the escape."""
+    hidden = _sink_table("terminal")
+    if not any(ord(c) in hidden or c in "\n\t" for c in text):
+        return guard.shell_quote(text)
+    spelt = {ord("\\"): "\\\\", ord("'"): "\\'", 9: "\\t", 10: "\\n"} | {
+        c: shown for c, shown in hidden.items() if not shown.startswith("^")} | {
+        c: f"\\x{c:02x}" for c in [*range(32), 0x7F] if c not in (9, 10)}
+    return "$'" + text.translate(spelt) + "'"
 
 
 _CALL_TEXT = r"\b(madt_[a-z_]+)((?: [a-z_]+=(?:\"(?:[^\"\\]|\\.)*\"|\[[^\]]*\]|[^\s,;]+(?<![.)])))*)"
@@ -6903,6 +6939,15 @@ _PEOPLE_WORDS = (
     (r"\b([Tt])he launch checkout\b", r"\1he current checkout"),
     (r"; nothing left to verify for this step\.", "."),
     (r"\bCall (madtea )", r"Run \1"),
+    # Calls, servers and clients are an agent's: a person runs a command, in a directory.
+    (r"\bthe server was launched outside any git repository\b", "the current directory is not in a git repository"),
+    (r"\b(?:[Tt]his|[Tt]he) server was launched\b", "madtea was run"),
+    (r";? a client that shows progress lets the same call run to its end", ""),
+    (r" \(a call answers within a minute unless its client asks for progress\)", ""),
+    (r"\bsending (?:the same call|this) again\b", "running the same command again"),
+    (r"\bthen call again\b", "then run the same command again"), (r"\btheir own terminal\b", "your own terminal"),
+    (r"\b([Tt])he same call\b", r"\1he same command"), (r"\b([Tt])(his|he) call\b", r"\1\2 command"),
+    (r"\bcall again\b", "run it again"),
 )
 
 
@@ -6917,11 +6962,15 @@ def _flag_names(names: dict[str, str] = {}) -> dict[str, str]:  # a cache: the r
     return names
 
 
-def _for_people(text: str, _seen: dict[str, str] = {}) -> str:  # a memo: help repeats its texts
+def _for_people(text: str, keep: Iterable[str] = (), _seen: dict[str, str] = {}) -> str:  # a memo: help repeats
     """Text for a person: calls as madtea commands, ``limit=`` as ``--limit``, and no agent phrasing.
 
-    Only madtea's own words go through here (refusals, notices, help), never a forge object's content.
+    Only madtea's own words are rewritten (refusals, notices, help): each of *keep* (what the person typed, the
+    values a way on carries, the commands already written for the CLI) stands as it is wherever it appears.
     """
+    kept = sorted({k for k in keep if ("=" in k or "_" in k) and k in text}, key=len, reverse=True)
+    if kept:
+        return _people_words(text, kept)
     found = _seen.get(text)
     if found is None:
         found = _people_words(text)
@@ -6930,12 +6979,17 @@ def _for_people(text: str, _seen: dict[str, str] = {}) -> str:  # a memo: help r
     return found
 
 
-def _people_words(text: str) -> str:
+def _people_words(text: str, kept: Sequence[str] = ()) -> str:
     import json
     import re
 
-    if not re.search(r"[=_]|user|launch|Delet|fenced|offset|Only a|nothing left|Call |\bthe[ym]\b", text):
+    if not re.search(r"[=_]|user|launch|Delet|fenced|offset|Only a|nothing left|[Cc]all\b|\bthe[ym]\b", text):
         return text  # most help texts: nothing to rewrite (the CLI builds its help on every run)
+    held: list[str] = []
+
+    def hold(value: str) -> str:  # a value the passes below must not touch, put back at the end
+        held.append(value)
+        return f"\uf8f0{chr(0xF000 + len(held) - 1)}\uf8f1"
 
     def command(match: re.Match[str]) -> str:
         args: dict[str, Json] = {}
@@ -6944,37 +6998,51 @@ def _people_words(text: str) -> str:
                 args[pair.group(1)] = json.loads(pair.group(2))
             except ValueError:
                 args[pair.group(1)] = pair.group(2)
-        return cli_render({"tool": match.group(1), "args": args})
+        return hold(cli_render({"tool": match.group(1), "args": args}))
     text = re.sub(_CALL_TEXT, command, text)
+    for value in kept:
+        text = text.replace(value, hold(value))
     flags = _flag_names()
 
     def flag(match: re.Match[str]) -> str:
         name = match.group(1)
-        if name not in flags:
-            return match.group(0)
-        value = match.group(2)
-        return flags[name] if value in ("", "true") else f"{flags[name]} {value}"
-    text = re.sub(r"(?<![\w-])([a-z][a-z_]*)=([^\s,;)]*?)(?=[\s,;)]|\.(?:\s|$)|$)", flag, text)
+        return flags[name] if name in flags else match.group(0)
+    # A parameter named in madtea's prose ("pass limit= or page=", "comments=true adds"); a name=value with any
+    # other value is a value (a label "type=bug", a file "docs/state=closed.md"), left as it is.
+    text = re.sub(r"(?<![\w-])([a-z][a-z_]*)=(?:true)?(?=[\s,;)]|\.(?:\s|$)|$)", flag, text)
     # A parameter named in prose: only the two-word names, which are no English word ("needs updated_at").
     text = re.sub(r"(?<![\w\-/.=])([a-z]+_[a-z_0-9]+)\b(?![=/.(]\w)", lambda m: flags.get(m.group(1), m.group(0)), text)
     for pattern, words in _PEOPLE_WORDS:
         text = re.sub(pattern, words, text)
-    return text
+    return re.sub("\uf8f0(.)\uf8f1", lambda m: held[ord(m.group(1)) - 0xF000], text) if held else text
 
 
-def render_text(result: Result, surface: str) -> str:
-    """The whole text a caller reads: diagnostics, the outcome, and the way on."""
+def _values(result: Result, typed: Iterable[str] = ()) -> list[str]:
+    """What a result's words for a person keep as they are: what the person typed, its target and its way on's
+    values (a placeholder is madtea's own words)."""
+    error = result.error or {}
+    steps = [*(error.get("next") or ()), *(step for choice in error.get("choices") or () for step in choice)]
+    values = [*typed, str(error.get("target") or "")]
+    for step in steps:
+        for value in (step.get("args") or {}).values():
+            values += [str(v) for v in (value if isinstance(value, list) else [value]) if not guard.is_placeholder(v)]
+    return values
+
+
+def render_text(result: Result, surface: str, typed: Iterable[str] = ()) -> str:
+    """The whole text a caller reads: diagnostics, the outcome, and the way on; on the CLI, madtea's words in it
+    for a person, and every value (*typed* by the person, or the forge's) as it is."""
     parts = []
     if surface == "mcp":
         parts += [f"[{sev}] {text}" for sev, text in result.notes]
-    parts.append(result.text if surface == "mcp" or not result.error else _for_people(result.text))
+    parts.append(result.text)
     if result.error:
         parts += guard.render_way_on(result.error.get("next") or (), result.error.get("choices") or (),
                                      result.error.get("user_action"),
                                      guard.render_call if surface == "mcp" else cli_render)
         parts.insert(0 if surface == "cli" else len(result.notes), f"{result.error['code']}:")
     text = "\n".join(p for p in parts if p)
-    return text if surface == "mcp" else _for_people(text)
+    return text if surface == "mcp" else _for_people(text, _values(result, typed))
 
 
 def _cli_main(args: list[str]) -> int:
@@ -6997,6 +7065,7 @@ def _cli_main(args: list[str]) -> int:
     if op.action:
         raw["action"] = op.action
     ctx = Context("cli", Path(os.getcwd()))
+    typed = [*args, *(str(v) for value in raw.values() for v in (value if isinstance(value, list) else [value]))]
     try:
         _apply_cli_extras(op, ns, raw)
     except (OSError, UnicodeDecodeError) as exc:
@@ -7009,13 +7078,13 @@ def _cli_main(args: list[str]) -> int:
     if getattr(ns, "_web", False) and not result.is_error:
         return _open_web(result)
     for severity, text in result.notes:
-        _stderr(f"{severity}: {_for_people(text)}", "33" if severity == "warning" else "36")
+        _stderr(f"{severity}: {_for_people(text, typed)}", "33" if severity == "warning" else "36")
     if result.is_error:
         if getattr(ns, "json", None):  # a script that asked for JSON reads its error as JSON too
-            print(for_json(json_error(result)))
+            print(for_json(json_error(result, typed)))
         else:
-            _stderr(render_text(result, "cli"), "31")
-        return 1
+            _stderr(render_text(result, "cli", typed), "31")
+        return exit_status(result.error)
     if getattr(ns, "json", None):
         print(for_json(result.data))
     elif result.content is not None and not sys.stdout.isatty():
@@ -7043,6 +7112,12 @@ def _cli_run(op: Op, ns: argparse.Namespace, raw: dict[str, Json], ctx: Context)
         return _current_pull_request(op, raw, ctx) or run(op.tool, raw, ctx)
     finally:
         _PERSON_MERGES_ANYWAY.reset(token)
+
+
+def exit_status(error: Mapping[str, Json] | None) -> int:
+    """gh's exit status for a command that did not do its work: 4 when a person must log in first, 1 otherwise
+    (2, a cancelled prompt, is the prompt's own; 8, pending checks, is pr checks')."""
+    return 4 if error and error.get("code") == "AUTH_MISSING" else 1
 
 
 def _watch_checks(op: Op, raw: dict[str, Json], ctx: Context, result: Result, interval: int) -> Result:
@@ -7101,17 +7176,18 @@ def _open_web(result: Result) -> int:
     return 0
 
 
-def json_error(result: Result) -> dict[str, object]:
+def json_error(result: Result, typed: Iterable[str] = ()) -> dict[str, object]:
     """A refusal as ``--json`` prints it: its code, words for a person, and the way on as madtea commands."""
     error = result.error or {}
-    shown = {"code": error.get("code"), "rule": error.get("rule"), "message": _for_people(result.text),
+    keep = _values(result, typed)
+    shown = {"code": error.get("code"), "rule": error.get("rule"), "message": _for_people(result.text, keep),
              "target": error.get("target")}
     if error.get("next"):
         shown["next"] = [cli_render(step) for step in error["next"]]
     if error.get("choices"):
         shown["choices"] = [[cli_render(step) for step in choice] for choice in error["choices"]]
     if error.get("user_action"):
-        shown["user_action"] = _for_people(str(error["user_action"]))
+        shown["user_action"] = _for_people(str(error["user_action"]), keep)
     return {"error": shown}
 
 
@@ -7824,13 +7900,21 @@ def _read_token(with_token: bool, target: ForgeTarget) -> str:
     try:
         return getpass.getpass(f"Token for {target.host} (input is hidden): ")
     except EOFError:  # Ctrl-D at the prompt: a person's "never mind"
-        raise guard.no_token_given(target.host) from None
+        raise _Cancelled(guard.no_token_given(target.host)) from None
 
 
-def _auth_fail(exc: Exception) -> int:
+class _Cancelled(Exception):
+    """A person ended a prompt without an answer: the command stops, with gh's exit status for a cancel (2)."""
+
+    def __init__(self, refusal: guard.Refusal) -> None:
+        super().__init__(refusal.message)
+        self.refusal = refusal
+
+
+def _auth_fail(exc: Exception, status: int = 1) -> int:
     code = getattr(exc, "code", None)
     _stderr(f"{code}: {exc}" if code else str(exc), "31")
-    return 1
+    return status
 
 
 def _auth_login(ns: argparse.Namespace) -> int:
@@ -7841,6 +7925,8 @@ def _auth_login(ns: argparse.Namespace) -> int:
         user = _verify(target, token)
         where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
         forge.record_login(target.host, user, where, target.api_base)
+    except _Cancelled as cancelled:
+        return _auth_fail(cancelled.refusal, 2)
     except (forge.ForgeError, guard.Refusal) as exc:
         return _auth_fail(exc)
     print(for_terminal(f"Logged in to {target.host} as {user}; the token is in {forge.describe_source(where)}."))
@@ -7970,7 +8056,7 @@ def _auth_import_tea(ns: argparse.Namespace) -> int:
         print()
     if answer.strip().lower() != "yes":
         print("Nothing was imported.")
-        return 1
+        return 2  # gh's status for a cancelled prompt
     failed = 0
     for target, login in plan:
         try:
@@ -8198,7 +8284,7 @@ def _doctor_scope(ns: argparse.Namespace, cwd: Path) -> list[tuple[str, str, str
     scope, problems = scope_from(ns, os.environ, cwd)
     if problems:
         return [("fail", "mcp scope", problem) for problem in problems]
-    return [("ok" if scope.active else "info", "mcp scope", scope.describe())]
+    return [("ok" if scope.active else "info", "mcp scope", _for_people(scope.describe()))]
 
 
 def _doctor_cli(parser: argparse.ArgumentParser) -> None:

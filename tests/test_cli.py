@@ -4,6 +4,7 @@ refusals that never end in a traceback."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import subprocess
 import sys
@@ -113,7 +114,10 @@ def test_teas_plural_nouns_are_aliases(env: Env, monkeypatch, capsys) -> None:
 
 # What only an agent reads: tool names, key=value arguments, the agent's view of who acts and where it runs.
 AGENT_DIALECT = re.compile(r"madt_|\baction=|(?<![A-Z_])\b[a-z_]+=(?!\S*`)|\bthe user\b|\blaunch (?:repo|checkout)|"
-                           r"nothing left to verify|Only a person can continue")
+                           r"nothing left to verify|Only a person can continue|"
+                           # words a person cannot act on: calls, servers and clients are an agent's
+                           r"\bcall again\b|\bsame call\b|\b[Tt]his call\b|\bthe call\b|\bserver (?:was )?launched\b|"
+                           r"\bclient that\b")
 
 
 def _dialect(text: str) -> list[str]:
@@ -232,7 +236,7 @@ def test_end_of_input_at_the_token_prompt_is_a_clean_exit(tmp_path: Path, monkey
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
     code = madtea.main(["auth", "login", "--hostname", "https://forge.example.test"])
     err = capsys.readouterr().err
-    assert code == 1 and "Traceback" not in err and "nothing was stored" in err
+    assert code == 2 and "Traceback" not in err and "nothing was stored" in err  # gh's status for a cancel
     assert "https://forge.example.test/user/settings/applications" in err and "write:issue" in err
 
 
@@ -455,3 +459,86 @@ def test_every_notice_reads_as_words_for_a_person() -> None:
     assert len(notices) > 25 and any("pass limit= or page=" in n for n in notices)
     for text in notices:
         assert not _dialect(madtea._for_people(text)), (text, madtea._for_people(text))
+
+
+# --------------------------------------------------------------------------- values stay as typed
+
+def test_a_typed_value_is_never_rewritten_as_a_flag(env: Env, monkeypatch, capsys) -> None:
+    """name=value in what a person typed, or in what the forge returned, is a value: only madtea's own words
+    (``pass limit=``) become flags."""
+    env.forge.create_label("acme", "web", "kind=feature")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "create", "-t", "T", "-l", "type=bug")
+    assert code == 1
+    assert "no label type=bug" in err and "kind=feature" in err and "--type" not in err and "--kind" not in err
+    assert "madtea label create type=bug --repo acme/web" in err
+    assert "madtea issue create --title T --label type=bug" in err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "create", "-t", "T", "-l", "type=bug", "--json")
+    error = json.loads(out)["error"]
+    assert "type=bug" in error["message"] and "--type" not in str(error)
+    code, out, err = cli(monkeypatch, capsys, env.clone, "files", "view", "docs/state=closed.md")
+    assert code == 1 and "docs/state=closed.md" in err and "--state" not in err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web/topics", "-X", "PUT", "-F", "name=x")
+    assert code == 1 and "name=x" in err and "--name" not in err
+    assert madtea._for_people("showing 30 of 90; pass limit= or page= for more.") == \
+        "showing 30 of 90; pass --limit or --page for more."
+
+
+def test_a_way_on_names_the_real_file_as_the_shell_needs_it(tmp_path: Path) -> None:
+    """A value a terminal would show escaped is written in bash's $'...' quoting, which names the real file."""
+    name = "evil\x1b]0;title\x07\u202e\u0085 it's.txt"
+    command = madtea.cli_render({"tool": "madt_add", "args": {"files": [name, "plain.txt", "a b.txt"]}})
+    assert madtea.for_terminal(command) == command  # nothing in it for the terminal to escape
+    assert command.endswith(" plain.txt 'a b.txt'") and "?" not in command
+    (tmp_path / name).write_text("x")
+    word = command.removeprefix("madtea add ").rsplit(" plain.txt", 1)[0]
+    listed = subprocess.run(["bash", "-c", f"ls -- {word}"], cwd=tmp_path, capture_output=True,
+                            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"})
+    assert listed.returncode == 0 and listed.stdout.rstrip(b"\n") == name.encode(), listed
+
+
+def test_pr_create_on_a_branch_with_an_open_pull_request_says_so_and_exits_1(env: Env) -> None:
+    """gh's answer: the pull request already exists, exit 1; the title and body typed are shown in the way on, never
+    lost in a silent reuse. --reuse answers with the open one."""
+    env.forge.commit("acme", "web", "feat-x", {"x.txt": "x\n"}, "Work on x", start="main")
+    number = env.forge.create_pull("acme", "web", "feat-x", title="First words")["number"]
+    run_git(env.clone, "fetch", "-q")
+    run_git(env.clone, "switch", "-q", "feat-x")
+    done = subprocess.run([sys.executable, "-m", "madtea", "pr", "create", "-t", "Better words", "-F", "-"],
+                          cwd=env.clone, input="The body I typed", capture_output=True, text=True,
+                          env=child_env(), timeout=60)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"already has an open pull request from feat-x into main: #{number}" in done.stderr
+    assert f"madtea pr edit {number} --repo acme/web --title 'Better words' --body 'The body I typed'" in done.stderr
+    assert "madtea pr create --title 'Better words' --body 'The body I typed' --reuse" in done.stderr
+    assert env.issue(number).title == "First words"
+    reused = env.cli("pr", "create", "-t", "Better words", "--reuse")
+    assert reused.returncode == 0 and f"Reused the open PR #{number}" in reused.stdout
+
+
+def test_a_command_that_needs_a_login_exits_4_as_ghs_do(env: Env) -> None:
+    done = _person("issue", "create", "-t", "Needs a login", cwd=env.clone)
+    assert done.returncode == 4 and done.stderr.startswith("AUTH_MISSING:"), done.stderr
+    assert "madtea auth login" in done.stderr and "Traceback" not in done.stderr
+    assert _person("issue", "view", "999", cwd=env.clone, stdin="").returncode == 1  # any other failure is 1
+
+
+def test_whoami_and_doctor_speak_to_a_person(env: Env) -> None:
+    for argv in (["whoami"], ["doctor"]):
+        done = env.cli(*argv)
+        assert "Traceback" not in done.stderr and done.stdout, (argv, done.stderr)
+        assert not _dialect(done.stdout + done.stderr), (argv, _dialect(done.stdout + done.stderr))
+    assert f"(the checkout at {env.clone})" in env.cli("whoami").stdout
+
+
+def test_at_me_is_the_credentials_own_login(env: Env, monkeypatch, capsys) -> None:
+    """gh's @me: the user the token belongs to, in every flag that names a user."""
+    me = json.loads(env.forge.call("GET", "/user")[2])["login"]
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "create", "-t", "Mine", "-a", "@me", "--json")
+    assert code == 0, err
+    number = json.loads(out)["number"]
+    assert env.issue(number).assignees == [me]
+    env.forge.create_issue("acme", "web", "Not mine", user="bob")
+    for flags in (["--author", "@me"], ["--assignee", "@me"]):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", *flags, "--json")
+        assert code == 0, (flags, err)
+        assert [row["title"] for row in json.loads(out)] == ["Mine"], flags

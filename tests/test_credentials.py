@@ -647,7 +647,7 @@ def test_import_tea_with_consent_verifies_and_stores(gitea: FakeForge, secret_to
     assert "192.0.2.10: not imported" in out
     assert secret_tool.items() == {f"madtea|{gitea.host}": TOKEN}
     monkeypatch.setattr(sys, "stdin", Terminal("no\n"))
-    assert madtea.main(["auth", "import-tea"]) == 1
+    assert madtea.main(["auth", "import-tea"]) == 2  # gh's status for a cancelled prompt
     assert "Nothing was imported." in capsys.readouterr().out
 
 

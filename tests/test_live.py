@@ -126,7 +126,7 @@ def test_live_pull_request_is_opened_and_merged(live: Path) -> None:
     assert made.data["read_back"] is True and made.data["next"]["args"]["head"] == branch
     opened = call(live, "madt_pr", action="create", title=f"Live lane {branch}", head=branch, base=default)
     number = opened.data["number"]
-    again = call(live, "madt_pr", action="create", title="again", head=branch, base=default)
+    again = call(live, "madt_pr", action="create", title="again", head=branch, base=default, reuse=True)
     assert again.data["number"] == number and again.data["created"] is False
     assert f"+written by the madtea live lane on {branch}" in call(live, "madt_pr", action="diff", number=number).text
     for _ in range(20):  # the forge checks mergeability in the background

@@ -409,14 +409,23 @@ def test_pr_create_reuses_the_open_one(prs: Env) -> None:
     branch(e, "feat-e")
     made = e.ok("madt_pr", action="create", title="Add e", head="feat-e", body="Body e", label=[])
     assert made.data["created"] is True and made.text.startswith("Opened PR #5 in acme/web: feat-e → main")
-    again = e.ok("madt_pr", action="create", title="Add e again", head="feat-e")
+    refused = e.refused("BAD_ARGUMENT", "madt_pr", action="create", title="Add e again", body="New words",
+                        head="feat-e")
+    assert "acme/web already has an open pull request from feat-e into main: #5 ('Add e')" in refused.text
+    assert refused.error["choices"] == [
+        [{"tool": "madt_pr", "args": {"action": "edit", "owner_repo": "acme/web", "number": 5, "title": "Add e again",
+                                      "body": "New words"}}],
+        [{"tool": "madt_pr", "args": {"action": "create", "title": "Add e again", "body": "New words",
+                                      "head": "feat-e", "reuse": True}}]]
+    assert e.issue(5).title == "Add e"  # the typed words are the caller's to place, never dropped or applied unasked
+    again = e.ok("madt_pr", action="create", title="Add e again", head="feat-e", reuse=True)
     assert again.data["created"] is False and again.data["number"] == 5 and "Reused the open PR #5" in again.text
     assert len([i for i in e.repo.issues.values() if i.pull and i.pull.head_branch == "feat-e"]) == 1
     draft = e.ok("madt_pr", action="create", title="Add f", head="feat-c", draft=True)
     assert e.issue(draft.data["number"]).title == "WIP: Add f" and draft.data["draft"] is True
     # The head defaults to the launch checkout's branch.
     run_git(e.clone, "switch", "-q", "-c", "feat-a")
-    assert e.ok("madt_pr", action="create", title="Add a").data["number"] == 1
+    assert e.ok("madt_pr", action="create", title="Add a", reuse=True).data["number"] == 1
 
 
 def test_pr_edit_close_reopen_ready(prs: Env) -> None:

@@ -244,6 +244,16 @@ def test_an_unknown_label_is_refused_with_the_calls_that_create_it() -> None:
     assert refusal(guard.check_labels, c, "acme/web", ["x"], []).message.endswith("its labels are: none.")
 
 
+def test_a_second_pull_request_for_the_same_branches_offers_the_typed_words_or_the_open_one() -> None:
+    c = forge("madt_pr", "create", {"title": "New", "body": "Words", "head": "feat"})
+    r = guard.pr_already_open(c, "acme/web", 5, "feat", "main", "Old")
+    assert r.message == ("acme/web already has an open pull request from feat into main: #5 ('Old'); nothing was "
+                         "created or changed.")
+    assert [[guard.render_call(s) for s in choice] for choice in r.choices] == [
+        ['madt_pr action=edit owner_repo="acme/web" number=5 title="New" body="Words"'],
+        ['madt_pr action=create owner_repo="acme/web" title="New" body="Words" head="feat" reuse=true']]
+
+
 def test_an_unknown_milestone_offers_to_create_it() -> None:
     r = guard.no_such_milestone("acme/web", "v2", ["v1"])
     assert r.message == "acme/web has no milestone 'v2'; its milestones are: v1."
