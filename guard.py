@@ -79,7 +79,7 @@ __all__ = [
     "check_forge_origin", "check_origin_has_base", "cross_host_write", "check_fields", "check_labels",
     "check_confined", "FORGE_NEXT", "NOTHING_FURTHER", "check_merge_head", "check_merged", "check_forgejo_offers",
     "server_lacks", "check_pr_open", "anonymous_not_found_way_on", "check_filter_names",
-    "no_such_wiki_page",
+    "no_such_wiki_page", "no_such_user",
     "check_secret_listed", "no_such_variable", "stopped_time_unseen", "login_way_on", "check_git_auth",
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
     "upload_without_repo", "upload_outside_tree",
@@ -2097,6 +2097,12 @@ def check_filter_names(c: _Guarded, repo: str, what: str, param: str, given: Seq
         raise Refusal("BAD_ARGUMENT", reason, target=repo, next=(c.retry(**{param: retried}),))
     raise Refusal("BAD_ARGUMENT", reason, target=repo,
                   user_action=f"Ask the user which {what} they mean; its names are listed above.")
+
+
+def no_such_user(c: _Guarded, repo: str, param: str, name: str) -> Refusal:
+    """A list filtered by a user the forge does not know (it answers 404 or 400, not an empty list)."""
+    return Refusal("BAD_ARGUMENT", f"The forge of {repo} has no user {name} (the {param} filter).", target=repo,
+                   next=(call("madt_people", action="users", owner_repo=repo, q=name),))
 
 
 def no_such_milestone(repo: str, name: str, known: Sequence[str]) -> Refusal:

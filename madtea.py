@@ -2377,6 +2377,20 @@ def label_ids(inv: Invocation, names: Sequence[str]) -> list[int]:
     return [by_name[n.casefold()] for n in names]
 
 
+def _listed_by_user(inv: Invocation, what: str, params: dict[str, Json], users: Sequence[str],
+                    limit: int | None = None) -> list[Json]:
+    """A list filtered by user names: a name the forge does not know is answered 404 (issues) or 400 (pull
+    requests), which is the user missing, not the repository: said so, with the search that finds the login."""
+    import forge
+    try:
+        return api(inv).list_items(what, params=params, limit=_limit(inv) if limit is None else limit)
+    except forge.ForgeError as exc:
+        named = [p for p in users if inv.opt_text(p)]
+        if exc.status not in (400, 404) or not named or (exc.status == 404 and _found(inv) is None):
+            raise
+        raise guard.no_such_user(forge_call(inv), api(inv).target.slug, named[0], inv.text(named[0])) from None
+
+
 def milestone_id(inv: Invocation, name: str) -> int:
     milestones = api(inv).list_items("milestones", params={"state": "all"}, limit=1000)
     for m in milestones:
@@ -3014,7 +3028,7 @@ def issue_list_op(inv: Invocation) -> Result:
     for ours, theirs in (("assignee", "assigned_by"), ("author", "created_by"), ("search", "q")):
         if inv.opt_text(ours):
             params[theirs] = inv.text(ours)
-    items = api(inv).list_items("issues", params=params, limit=_limit(inv))
+    items = _listed_by_user(inv, "issues", params, ("assignee", "author"))
     result = list_result([issue_row(i) for i in items], "issues", api(inv).target)
     result.text += with_fields(inv, result.data, items)
     return result
@@ -3449,7 +3463,7 @@ def pr_list_op(inv: Invocation) -> Result:
         needs(inv, "GET /repos/{owner}/{repo}/pulls?poster", "Listing pull requests by author")
         params["poster"] = inv.text("author")
     everything = inv.opt_text("base") or inv.opt_text("head") or state == "merged"  # filtered here, after the listing
-    items = api(inv).list_items("pulls", params=params, limit=1000 if everything else _limit(inv))
+    items = _listed_by_user(inv, "pulls", params, ("author",), limit=1000 if everything else _limit(inv))
     if state == "merged":
         items = [i for i in items if i.get("merged")]
     if inv.opt_text("base"):

@@ -3050,8 +3050,8 @@ class FakeForge:
     def _filter_user(self, login: str) -> str | None:
         if not login:
             return None
-        if login.lower() not in self.users:
-            raise self._error(400, f"user redirect does not exist [name: {login.lower()}]")
+        if login.lower() not in self.users:  # ListIssues' getUserIDForFilter: APIErrorNotFound(err)
+            raise self._not_found(errors=[f"user redirect does not exist [name: {login.lower()}]"])
         return login.lower()
 
     def _search_match(self, ctx: _Ctx, issue: Issue) -> bool:
@@ -3580,6 +3580,8 @@ class FakeForge:
         milestone = ctx.q_int("milestone", 0)
         # poster= from Gitea 1.23 (older ones ignore it), base_branch= from Gitea 1.24, never in Forgejo
         poster = ctx.q("poster").lower() if self.since("1.23", "11") else ""
+        if poster and poster not in self.users:  # ListPullRequests: an unknown poster is 400
+            raise self._error(400, f"user redirect does not exist [name: {poster}]")
         base = ctx.q("base_branch") if self.since("1.24", None) else ""
         found = [i for i in repo.issues.values() if i.pull is not None
                  and (state == "all" or i.state == state)

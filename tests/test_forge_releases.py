@@ -263,3 +263,16 @@ def test_a_file_type_refused_mid_attach_says_what_was_attached(release_env: Env)
     assert "Attached crash.log (5 bytes); core.bin was not attached" in result.text, result.text
     assert "forbidden file extension" in result.text and "notes.txt" in result.text
     assert [a.name for a in e.forge.repo("acme", "web").issues[1].attachments] == ["crash.log"]
+
+
+def test_a_filter_by_an_unknown_user_is_said_as_such(release_env: Env) -> None:
+    """ListIssues answers an unknown created_by with 404 (getUserIDForFilter), ListPullRequests an unknown poster
+    with 400: the user is missing, not the repository."""
+    e = release_env
+    status, _, _ = call(e.forge, "GET", "/repos/acme/web/issues", query={"created_by": "nobdy"})
+    assert status == 404
+    refused = e.refused("BAD_ARGUMENT", "madt_issues", action="list", author="nobdy")
+    assert "has no user nobdy" in refused.text and refused.error["next"][0]["args"]["q"] == "nobdy"
+    if e.forge.since("1.23", "11"):
+        refused = e.refused("BAD_ARGUMENT", "madt_pr", action="list", author="nobdy")
+        assert "has no user nobdy" in refused.text
