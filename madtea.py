@@ -6603,7 +6603,10 @@ def _finish_merge(inv: Invocation, remote: Api, steps: _Steps, pr: dict[str, Jso
                         subject=subject, body=message)
 
     resume = _finish_resume(inv, steps)
-    fixed = guard.call("madt_finish", **(dict(resume["args"]) | {"files": [guard.placeholder("your fix's files")]}))
+    # A fix is committed by finish itself, with its files; the branch= form touches no working tree, so its
+    # fix is pushed by whoever makes it and the same call merges it.
+    fixed = None if inv.opt_text("branch") else guard.call(
+        "madt_finish", **(dict(resume["args"]) | {"files": [guard.placeholder("your fix's files")]}))
     merged, _checks = merge_on_green(inv, remote, pr, head_sha or "", resume, payload, merge, after_fix=fixed)
     if merged.get("scheduled"):
         steps.add(scheduled_text(remote, pr["number"], head_sha or "", merged), scheduled=True)

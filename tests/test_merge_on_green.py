@@ -462,3 +462,16 @@ def test_cli_checks_watch_waits_until_nothing_is_pending(env: Env) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == f"PR #1 head {sha[:9]}: pending (1 pending)"  # a summary line per look, then the answer
     assert f"failure  ci/build {FAILING_URL}" in done.stdout
+
+
+def test_finish_branch_form_red_resumes_without_files(work: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from topologies import run_git
+    e = work
+    run_git(e.clone, "add", "a.py")
+    run_git(e.clone, "commit", "-q", "-m", "Add a")
+    run_git(e.clone, "switch", "-q", "main")
+    _ci_reports(e, monkeypatch, {"ci/build": "failure"})
+    refused = e.refused("CHECKS_FAILED", "madt_finish", branch="feat", title="Add a")
+    assert refused.error["next"] == [{"tool": "madt_finish", "args": {"branch": "feat", "title": "Add a"}}]
+    assert "push the fix" in refused.text
+    assert not [i for i in e.repo.issues.values() if i.pull and i.pull.merged]
