@@ -7111,6 +7111,8 @@ def _cli_main(args: list[str]) -> int:
         print(for_terminal(result.text))
     if (op.tool, op.action) == ("madt_pr", "checks") and isinstance(result.data, dict):
         return _CHECKS_EXIT[str(result.data.get("verdict"))]  # gh's: `pr checks N && pr merge N` never merges red
+    if isinstance(result.data, dict) and result.data.get("scheduled") is True:
+        return _CHECKS_EXIT["pending"]  # a merge left to the forge is not a merge: `pr merge N && deploy` stops
     return 0
 
 

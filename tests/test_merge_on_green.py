@@ -234,6 +234,8 @@ def test_still_pending_with_required_checks_is_scheduled_not_merged_and_the_forg
     assert scheduled.data["scheduled"] is True and not e.issue(1).pull.merged
     [post] = _merge_posts(e)
     assert post["merge_when_checks_succeed"] is True
+    again = e.cli("pr", "merge", "1", "--wait-checks", "0")  # scheduled already: the forge's 409 is no error
+    assert again.returncode == 8 and "Scheduled, not merged" in again.stdout, again.stderr
     e.forge.add_commit_status("acme", "web", sha, "success", context="ci/build")
     assert e.issue(1).pull.merged  # the forge merged it when the required check passed
 
