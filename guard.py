@@ -3959,6 +3959,9 @@ class _ShellParser:
             return
         word = _ShellWord("".join(st.cur), st.dyn, st.quoted, st.script)
         st.cur, st.script = None, None
+        if not word.text and not word.quoted and not word.dynamic and not st.skip_next:
+            st.braces = None
+            return  # $(true): bash removes an unquoted word that expands to nothing
         if st.skip_next:
             if st.herestring:
                 st.heredoc[:] = [None if word.dynamic else word.text, word.text]
@@ -4186,7 +4189,9 @@ class _ShellParser:
         names (``$(which git)``); otherwise a value only the shell knows."""
         words = [w.text for w in inner[0].words] if len(inner) == 1 else []
         printed = _pipe_text(inner[0]) if words and words[0] in ("echo", "printf") else None
-        if words == ["cat"] and inner[0].heredoc[0] is not None:
+        if words in (["true"], [":"], ["false"]):
+            self._add(st, "")  # prints nothing: an unquoted word of nothing else is no word at all
+        elif words == ["cat"] and inner[0].heredoc[0] is not None:
             self._add(st, inner[0].heredoc[0], quoted=True)
         elif printed is not None and printed[0] is not None:
             self._add(st, printed[0], quoted=True)  # "$(echo git push)": what echo prints is on the line
@@ -4292,10 +4297,18 @@ def _scope_update(seg: _ShellSegment, scope: _ShellScope) -> None:
             scope["dir"] = os.path.normpath(os.path.join(scope["dir"] or "/", path))
     elif name == "popd":
         scope["dir"] = None
-    elif name == "export":
+    elif name in ("export", "declare", "typeset", "local", "readonly"):
         for w in words[1:]:
             if _assigns(w.text):
                 scope["env"][w.text.split("=", 1)[0]] = w
+    elif name == "read" and seg.heredoc[0] is not None:  # read -r cmd <<< 'git push'
+        names = [w.text for w in words[1:] if not w.text.startswith("-")]
+        if names and all(_assigns(n + "=") for n in names):
+            values = seg.heredoc[0].split("\n", 1)[0].split(None, len(names) - 1)
+            for n, value in zip(names, values + [""] * len(names)):
+                scope["env"][n] = _ShellWord(f"{n}={value}", False, True)
+    elif name == "printf" and len(words) > 3 and words[1].text == "-v" and "%" not in words[3].text:
+        scope["env"][words[2].text] = _ShellWord(f"{words[2].text}={words[3].text}", words[3].dynamic, True)
     elif name == "unset":
         for w in words[1:]:
             scope["env"].pop(w.text, None)
@@ -4714,6 +4727,9 @@ def _verdicts(seg: _ShellSegment, ctx: _LineContext, nest: int) -> list[tuple[st
     if not words:
         return found
     name = _basename(words[0].text)
+    if words[0].dynamic and words[0].text[:1] == "$":  # while read c; do $c; done <<< 'git push'
+        found += [v for text in ctx.loose() for v in _script_verdicts(text, cdir, seg.depth + 1, env, ctx, nest)
+                  if v[0] == "deny"]
     if not words[0].quoted and words[0].text in ctx.functions and len(words) > 1:
         return found + _function_call(ctx.functions[words[0].text], words[1:], ctx, nest)
     inner = _inner_script(name, words, seg.heredoc[1], ctx.written)
@@ -4910,6 +4926,10 @@ def _code_verdicts(lang: str, codes: list[str | None], cdir: str | None, depth: 
         texts = _shell_texts(lang, code)
         if texts is None:
             continue  # prints or matches text, runs nothing
+        for text, _pieces in list(texts):  # code in a string the code runs as code: exec('os.system("...")')
+            quoted = any(q in text for q in "'\"`")
+            if lang in ("code", "python") and text != code and quoted and mentions_git_or_madtea(text):
+                texts += _shell_texts(lang, text) or []
         unsure = False
         for text, pieces in texts:
             if not mentions_git_or_madtea(text):
@@ -4967,8 +4987,9 @@ def _shell_texts(lang: str, code: str) -> list[tuple[str, bool | None]] | None:
         before = code[:start].rstrip()[-1:]
         after = code[stop:].lstrip()[:1]
         prefix = code[start - 1:start] if start else ""
-        built = before in ("+", ".") or after in ("+", ".", "%") or prefix in ("f", "F") or "#{" in text or \
-            code[stop:].startswith(".format")
+        method = code[stop:stop + 1] == "." and code[stop + 1:stop + 2].isalpha()  # "git push".split()
+        built = before in ("+", ".") or after in ("+", "%") or (after == "." and not method) or \
+            prefix in ("f", "F") or "#{" in text or code[stop:].startswith((".format", ".join"))
         texts.append((text, None if built else True))
         end = stop
     _joined(texts, group)
@@ -5003,7 +5024,7 @@ def _sed_commands(script: str) -> list[tuple[str, bool | None]]:
 
 
 _HOOK_PERL_LIKE = frozenset({"perl", "ruby", "node", "nodejs", "bun", "deno", "php", "lua", "luajit", "Rscript",
-                             "osascript"})
+                             "osascript", "julia"})
 _HOOK_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
 _HOOK_VIMS = frozenset({"vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"})
 _HOOK_TCL = frozenset({"tclsh", "wish", "expect"})

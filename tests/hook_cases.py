@@ -549,6 +549,12 @@ HANDED_ON: list[Case] = [
     ("f() { git \"$@\"; }; f push", "deny", "madt_push"),
     ("set -- push; git \"$@\"", "deny", "madt_push"),
     ("a=(stash drop); git \"${a[@]}\"", "deny", "git stash drop deletes"),
+    ("read -r cmd <<< 'git push'; $cmd", "deny", "madt_push"),
+    ("printf -v cmd 'git push'; $cmd", "deny", "madt_push"),
+    ("while read -r c; do $c; done <<< 'git push'", "deny", "madt_push"),
+    ("python3 -c \"exec('import os\\nos.system(\\\"git push\\\")')\"", "deny", "madt_push"),
+    ("python3 -c 'import subprocess; subprocess.check_call(\"git log -1\".split())'", "allow", None),
+    ("git branch $(true)", "note", "madt_status"),
 ]
 
 OWN: list[Case] = READS + NO_TWIN + CONTROLS + TWINS + FOREIGN + DESTROYS + CREDENTIALS + CLI + NOT_GIT + COMPOUND + \

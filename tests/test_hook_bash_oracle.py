@@ -318,6 +318,8 @@ CLASSES: dict[str, list[str]] = {
         "awk 'BEGIN {{ print \"{c}\" | \"sh\" }}'", "echo x | awk '{{ system(\"{c}\") }}'", "sed -n '1e {c}' a.py",
         "echo x | sed 's/.*/{c}/e'", "vim -es -c '!{c}' -c 'qa!'", "make -f - <<'MK'\nall:\n\t{c}\nMK",
         "make -s -f /dev/stdin <<< $'all:\\n\\t{c}'", "tclsh <<< 'exec {c}'",
+        "echo 'import os; os.system(\"{c}\")' | python3", "awk 'BEGIN {{ \"{c}\" | getline x }}'",
+        "python3 -c 'import subprocess; subprocess.check_call(\"{c}\".split())'",
     ],
     # a shell reading its commands from stdin or a file descriptor
     "shell-stdin": [
@@ -384,7 +386,8 @@ CLASSES: dict[str, list[str]] = {
     "expansions-in-words": [
         "git $(echo {sub}) {rest}", "$(echo git) {a}", "git {a} $(true)", "`echo git` {a}", "git {a} $((0))x",
         "x=git; $x {a}", "set -- {a}; git \"$@\"", "a=({a}); git \"${{a[@]}}\"", "git ${{X:-{sub}}} {rest}",
-        "IFS=,; x='git,{commas}'; $x",
+        "IFS=,; x='git,{commas}'; $x", "read -r x <<< '{c}'; $x", "printf -v x '{c}'; $x", "declare x='{c}'; $x",
+        "while read -r c; do $c; done <<< '{c}'", "IFS= read -r line <<< '{c}'; eval \"$line\"",
     ],
     "compound-and-case": [
         "case x in (x) {c};; esac", "case x in y|x) {c};; esac", "case x in *) {c};; esac",
