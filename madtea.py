@@ -7146,10 +7146,10 @@ def _watch_checks(op: Op, raw: dict[str, Json], ctx: Context, result: Result, in
     live = sys.stdout.isatty()
     while not result.is_error and isinstance(result.data, dict) and result.data.get("verdict") == "pending":
         if live:
-            sys.stdout.write("\033[H\033[2J" + result.text + f"\n\nLooking again every {interval} s; Ctrl+C "
-                             "stops watching.\n")
+            sys.stdout.write("\033[H\033[2J" + for_terminal(result.text) + f"\n\nLooking again every {interval} s; "
+                             "Ctrl+C stops watching.\n")  # the clearing is madtea's; a check's name is the forge's
         else:
-            sys.stdout.write(result.text.splitlines()[0] + "\n")
+            sys.stdout.write(for_terminal(result.text.splitlines()[0]) + "\n")
         sys.stdout.flush()
         time.sleep(interval)
         result = run(op.tool, raw, ctx)

@@ -32,6 +32,10 @@ FORBIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u202a-\u
                        "\u2028\u2029]")
 
 
+# The commands whose content a pipe gets as the forge's bytes (tested whole below), not cleaned.
+RAW = (["pr", "diff"], ["files", "view"], ["actions", "logs"])
+
+
 def _seed(e: Env) -> dict[str, Any]:
     """The hostile corpus in every kind of field the forge and the repository hand back."""
     f = e.forge
@@ -45,6 +49,9 @@ def _seed(e: Env) -> dict[str, Any]:
                    f"subject{HOSTILE}\n\nmessage body{HOSTILE}")
     f.commit("acme", "web", REF_SAFE, {"feature.txt": "one\r\ntwo\x1b[31m\n"}, f"branch work{HOSTILE}", start="main")
     pull = f.create_pull("acme", "web", REF_SAFE, title=f"pull{HOSTILE}", body=f"pull body{HOSTILE}", user="bob")
+    f.create_comment("acme", "web", pull["number"], f"review words{HOSTILE}", user="bob")
+    f.add_commit_status("acme", "web", f.branch_sha("acme", "web", REF_SAFE), "failure", context=f"ci{HOSTILE}",
+                        description=f"status{HOSTILE}")
     run = f.add_action_run("acme", "web", workflow=f"ci{HOSTILE}.yml", title=f"run{HOSTILE}", branch="main",
                            jobs=((f"job{HOSTILE}", "failure", f"log{HOSTILE}\r\nprogress 50%\rprogress 100%\n"),))
     run_git(e.clone, "pull", "-q")
@@ -53,14 +60,25 @@ def _seed(e: Env) -> dict[str, Any]:
 
 
 def _commands(s: dict[str, Any]) -> list[list[str]]:
-    """The commands that show forge or repository text, each as a person types it."""
-    return [["log"], ["status"], ["issue", "list"], ["issue", "view", str(s["issue"]), "--comments"],
-            ["label", "list"], ["milestone", "list"], ["pr", "list"], ["pr", "view", str(s["pull"])],
-            ["pr", "files", str(s["pull"])], ["repo", "branches"], ["repo", "commits"], ["repo", "commit", s["sha"]],
-            ["files", "tree"], ["actions", "runs"], ["actions", "workflows"], ["actions", "jobs", str(s["run"])],
-            ["search", "issues", "title"], ["notification", "list"],
-            # a refusal that lists the forge's names: anyone who mistypes a label is shown them all
-            ["issue", "create", "-t", "t", "-l", "nosuch"]]
+    """The commands that show forge or repository text, each as a person types it: every read the registry
+    declares whose required arguments the seeded objects fill, and the refusals that show the forge's names."""
+    fill = {"sha": s["sha"], "run_id": s["run"], "job_id": s["job"], "path": f"file{HOSTILE}.txt", "q": "title",
+            "org": "acme", "owner": "acme", "title": f"milestone{HOSTILE}"}
+    commands = [["issue", "view", str(s["issue"]), "--comments"], ["pr", "view", str(s["pull"]), "--comments"],
+                ["pr", "checks", str(s["pull"])], ["repo", "commit", s["sha"], "--diff"],
+                # a refusal that lists the forge's names: anyone who mistypes a label is shown them all
+                ["issue", "create", "-t", "t", "-l", "nosuch"]]
+    for op in madtea.REGISTRY:
+        required = [p.name for p in op.params if p.required]
+        args = {"number": s["pull"] if op.tool == "madt_pr" else s["issue"]} | fill
+        if op.mutating or op.cli_only or not set(required) <= set(args) or op.tool == "madt_api_call":
+            continue
+        argv = list(op.cli)
+        for p in op.params:
+            if p.required:
+                argv += [str(args[p.name])] if p.positional else [madtea._cli_flag(p)[-1], str(args[p.name])]
+        commands.append(argv)
+    return commands
 
 
 def _assert_clean(text: str, where: str) -> None:
@@ -84,11 +102,11 @@ def test_the_hostile_corpus_reaches_no_sink_raw(env: Env, monkeypatch, capsys) -
     seeded = _seed(e)
     shown = 0
     for argv in _commands(seeded):
-        for tty in (True, False):  # a terminal, and a pipe that gets no raw content
+        for tty in (True, False) if argv[:2] not in RAW else (True,):  # a terminal, and a pipe (raw content aside)
             code, out, err = _run(monkeypatch, capsys, e.clone, argv, tty)
             assert "Traceback" not in err, (argv, err)
             coloured = re.findall(r"\x1b\[\d+m", out + err)
-            assert not coloured or (tty and set(coloured) <= {"\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[0m"})
+            assert not coloured or (tty and set(coloured) <= {"\x1b[31m", "\x1b[33m", "\x1b[36m", "\x1b[0m"}), argv
             _assert_clean(re.sub(r"\x1b\[\d+m", "", out + err), f"{argv} tty={tty}")  # madtea's own colour aside
             shown += any(m in out + err for m in ("^[", "\\u202e", "\\u009b"))
         code, out, err = _run(monkeypatch, capsys, e.clone, [*argv, "--json"], False)
@@ -96,7 +114,7 @@ def test_the_hostile_corpus_reaches_no_sink_raw(env: Env, monkeypatch, capsys) -
         json.loads(out)  # the escapes keep it JSON, and say every character as it is
         agent = _agent(e, argv)
         _assert_clean(agent, f"{argv} (agent)")
-    assert shown >= 15  # the corpus is shown escaped, not dropped, in nearly every command
+    assert len(_commands(seeded)) > 35 and shown >= 30  # the corpus is shown escaped, not dropped
 
 
 def test_json_escapes_every_character_and_loses_none(env: Env, monkeypatch, capsys) -> None:
