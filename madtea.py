@@ -6926,13 +6926,23 @@ def cli_render(step: Mapping[str, Json]) -> str:
 
 def shell_word(text: str) -> str:
     """A value as a person's shell needs it to name the real thing: shlex's quoting, or bash's ``$'…'`` (zsh and
-    ksh read it too) where the value holds a character a terminal would show escaped, written as the escape."""
+    ksh read it too) where the value holds a character a terminal would show escaped, or one the terminal's
+    encoding cannot show (never a '?' in its place), written as the escape."""
     hidden = _sink_table("terminal")
-    if not any(ord(c) in hidden or c in "\n\t" for c in text):
+    encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+
+    def shown(c: str) -> bool:
+        try:
+            c.encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            return False
+        return True
+    if not any(ord(c) in hidden or c in "\n\t" or not shown(c) for c in text):
         return guard.shell_quote(text)
     spelt = {ord("\\"): "\\\\", ord("'"): "\\'", 9: "\\t", 10: "\\n"} | {
-        c: shown for c, shown in hidden.items() if not shown.startswith("^")} | {
-        c: f"\\x{c:02x}" for c in [*range(32), 0x7F] if c not in (9, 10)}
+        c: escape for c, escape in hidden.items() if not escape.startswith("^")} | {
+        c: f"\\x{c:02x}" for c in [*range(32), 0x7F] if c not in (9, 10)} | {
+        ord(c): _escape(ord(c)) for c in set(text) if not shown(c)}
     return "$'" + text.translate(spelt) + "'"
 
 

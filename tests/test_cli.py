@@ -483,7 +483,7 @@ def test_a_typed_value_is_never_rewritten_as_a_flag(env: Env, monkeypatch, capsy
         "showing 30 of 90; pass --limit or --page for more."
 
 
-def test_a_way_on_names_the_real_file_as_the_shell_needs_it(tmp_path: Path) -> None:
+def test_a_way_on_names_the_real_file_as_the_shell_needs_it(tmp_path: Path, monkeypatch) -> None:
     """A value a terminal would show escaped is written in bash's $'...' quoting, which names the real file."""
     name = "evil\x1b]0;title\x07\u202e\u0085 it's.txt"
     command = madtea.cli_render({"tool": "madt_add", "args": {"files": [name, "plain.txt", "a b.txt"]}})
@@ -494,6 +494,11 @@ def test_a_way_on_names_the_real_file_as_the_shell_needs_it(tmp_path: Path) -> N
     listed = subprocess.run(["bash", "-c", f"ls -- {word}"], cwd=tmp_path, capture_output=True,
                             env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"})
     assert listed.returncode == 0 and listed.stdout.rstrip(b"\n") == name.encode(), listed
+    # A terminal whose encoding cannot show a character gets its escape, never the '?' it would print instead.
+    import io
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BytesIO(), encoding="ascii"))
+    step = {"tool": "madt_add", "args": {"files": ["caf\u00e9.txt"]}}
+    assert madtea.cli_render(step) == "madtea add $'caf\\u00e9.txt'"
 
 
 def test_pr_create_on_a_branch_with_an_open_pull_request_says_so_and_exits_1(env: Env) -> None:
