@@ -1460,6 +1460,9 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
                        f"sign-in; madtea never sends a token to another host, so it cannot be read from here.")
     elif code == "AUTH_MISSING" and host:
         user_action = guard.login_way_on(host)
+    elif code == "NOT_ALLOWED" and "should be the owner" in str(exc):  # reqOwner: Actions secrets and variables
+        user_action = ("Tell the user only the repository's owner (or a site administrator) can do this on the "
+                       "forge; ask them to do it, or to make this token's user an owner.")
     elif code == "NOT_FOUND_OR_NO_ACCESS" and host and "no token was sent" in str(exc):
         user_action = guard.anonymous_not_found_way_on(host)
     where = " ".join(str(p) for p in (getattr(exc, "method", None), getattr(exc, "path", None)) if p)

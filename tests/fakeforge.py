@@ -89,7 +89,7 @@ _ZERO_SHA = "0" * 40
 _FORGEJO_NOT_FOUND = "The target couldn't be found."
 _MERGE_STYLES = ("merge", "rebase", "rebase-merge", "squash", "fast-forward-only", "manually-merged")
 _WIP_PREFIXES = ("WIP:", "[WIP]")
-_LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
+_LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3, "owner": 4}
 _COLOR_RE = re.compile(r"^#?(?:[0-9a-fA-F]{6}|[0-9a-fA-F]{3})$")
 FAULT_KINDS = (
     "500", "502", "503", "429", "slow", "html", "truncated", "drop", "drop-after", "create-then-timeout",
@@ -674,20 +674,20 @@ _ROUTES: tuple[_Route, ...] = (
            flavours=("gitea",)),
     _Route("POST", _R + "/actions/workflows/{workflow_id}/dispatches", "workflow_dispatch", scope="repository",
            token=True, perm="write", form=True),
-    _Route("GET", _R + "/actions/secrets", "secrets_list", scope="repository", token=True, perm="admin"),
+    _Route("GET", _R + "/actions/secrets", "secrets_list", scope="repository", token=True, perm="owner"),
     _Route("PUT", _R + "/actions/secrets/{secretname}", "secret_put", scope="repository", token=True,
-           perm="admin", form=True),
+           perm="owner", form=True),
     _Route("DELETE", _R + "/actions/secrets/{secretname}", "secret_delete", scope="repository", token=True,
-           perm="admin"),
-    _Route("GET", _R + "/actions/variables", "variables_list", scope="repository", token=True, perm="admin"),
+           perm="owner"),
+    _Route("GET", _R + "/actions/variables", "variables_list", scope="repository", token=True, perm="owner"),
     _Route("GET", _R + "/actions/variables/{variablename}", "variable_get", scope="repository", token=True,
-           perm="admin"),
+           perm="owner"),
     _Route("POST", _R + "/actions/variables/{variablename}", "variable_create", scope="repository", token=True,
-           perm="admin", form=True),
+           perm="owner", form=True),
     _Route("PUT", _R + "/actions/variables/{variablename}", "variable_update", scope="repository", token=True,
-           perm="admin", form=True),
+           perm="owner", form=True),
     _Route("DELETE", _R + "/actions/variables/{variablename}", "variable_delete", scope="repository", token=True,
-           perm="admin"),
+           perm="owner"),
     # time tracking and issue attachments
     _Route("GET", _R + "/issues/{index}/times", "times_list", scope="issue"),
     _Route("POST", _R + "/issues/{index}/times", "time_add", scope="issue", token=True, perm="write", form=True),
@@ -1482,14 +1482,15 @@ class FakeForge:
     # ------------------------------------------------------------------ internals: access
 
     def _access(self, repo: Repo, user: User | None) -> int:
-        """0 none, 1 read, 2 write, 3 admin: what *user* may do in *repo*."""
+        """0 none, 1 read, 2 write, 3 admin, 4 owner (the owning user, an owner of the owning organisation, a site
+        admin: ctx.Repo.IsOwner() or IsUserSiteAdmin): what *user* may do in *repo*."""
         if user is not None:
             if user.is_admin or user.login.lower() == repo.owner.lower():
-                return 3
+                return 4
             owner = self.users.get(repo.owner.lower())
             role = owner.org_members.get(user.login.lower()) if owner else None
             if role == "owner":
-                return 3
+                return 4
             level = _LEVELS[repo.collaborators.get(user.login.lower(), "none")]
             if role == "member":
                 level = max(level, 1)
@@ -2137,6 +2138,8 @@ class FakeForge:
             return
         needed = _LEVELS[ctx.route.perm]
         if ctx.access < needed:
+            if ctx.route.perm == "owner":  # reqOwner: Actions secrets and variables
+                raise self._error(403, "user should be the owner of the repo")
             if ctx.route.perm == "admin":
                 raise self._error(403, "user should be an owner or a site admin")
             raise self._error(403, "user should have a permission to write to a repo")

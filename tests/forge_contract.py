@@ -625,6 +625,12 @@ NOTES: dict[str, tuple[str, ...]] = {
     ),
     "GET /repos/{owner}/{repo}/actions/secrets": (
         "Listing secrets (names only) exists from Gitea 1.22; setting and deleting one from 1.21.",
+        "Secrets and variables are the owner's: reqOwner (routers/api/v1/api.go, addActionsRoutes) answers 403 "
+        "\"user should be the owner of the repo\" to anyone else but a site admin, a collaborator with admin "
+        "access too (Forgejo: reqOwner(unit.TypeActions), 404 when Actions are off).",
+    ),
+    "GET /repos/{owner}/{repo}/issues/{index}/comments": (
+        "Not paged: every comment, with X-Total-Count (issue_comment.go ListIssueComments).",
     ),
     "GET /repos/{owner}/{repo}": (
         "A private repository answers 404 to a request without a token, as to one whose token cannot see it "

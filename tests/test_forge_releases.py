@@ -276,3 +276,16 @@ def test_a_filter_by_an_unknown_user_is_said_as_such(release_env: Env) -> None:
     if e.forge.since("1.23", "11"):
         refused = e.refused("BAD_ARGUMENT", "madt_pr", action="list", author="nobdy")
         assert "has no user nobdy" in refused.text
+
+
+def test_actions_secrets_are_the_owner_s_alone(release_env: Env, monkeypatch: Any) -> None:
+    """reqOwner guards a repository's Actions secrets and variables: a collaborator with admin access is refused
+    403, and the way on names the person who can."""
+    e = release_env
+    e.forge.grant("acme", "web", "bob", "admin")
+    monkeypatch.setenv("MADTEA_TOKEN", "bob-token")
+    if not _offered(e, "GET", f"{_R}/actions/secrets"):
+        return
+    refused = e.refused("NOT_ALLOWED", "madt_actions", action="secrets")
+    assert "should be the owner" in refused.text
+    assert "only the repository's owner" in (refused.error["user_action"] or "")
