@@ -1417,21 +1417,35 @@ def _sequencer_operation(git_dir: str) -> str | None:
     return None
 
 
-def read_origin(common_dir: str | os.PathLike[str]) -> str | None:
-    """The first ``remote.origin.url`` in the repo's own config file, as written.
+def read_origin(common_dir: str | os.PathLike[str], git_dir: str | os.PathLike[str] | None = None) -> str | None:
+    """The first ``remote.origin.url`` as git reads it for the worktree whose git dir is *git_dir* (the main
+    one's when None), as written (before ``insteadOf``).
 
-    No subprocess: this is what the repo says its origin is. None when absent, when
-    the file is malformed, and when it includes other files or rewrites URLs
-    (``insteadOf``), since git's origin may then differ from what the file says.
+    No subprocess for a config file that includes nothing: the file is what git reads. With an ``include`` or
+    ``includeIf`` (which may set the address, or set it only on some branch or in some folder), git itself is
+    asked, in that worktree, so origin is wherever git sees it. None when absent, when the file is malformed,
+    and when it rewrites URLs (``insteadOf``), since git's origin may then differ from what it says.
     """
     entries = _config_entries(os.path.join(common_dir, "config")) or []
-    # An include may set the URL before this file does, and insteadOf rewrites it: then the file
-    # alone cannot say which origin git uses, and an unknown origin fails closed.
-    if any(s in ("include", "includeif") or (s, k) == ("url", "insteadof") for s, _, k, _ in entries):
+    # insteadOf rewrites the URL: the written address is not the one git uses, and an unknown origin fails closed.
+    if any((s, k) == ("url", "insteadof") for s, _, k, _ in entries):
         return None
     if any(v is None and s in ("remote", "branch", "url") for s, _, _, v in entries):
         return None  # a valueless url, pushurl or merge makes git refuse to read any remote
+    if any(s in ("include", "includeif") for s, _, _, _ in entries):
+        return _git_origin(os.fspath(git_dir if git_dir is not None else common_dir))
     return next((v for s, sub, k, v in entries if (s, sub, k) == ("remote", "origin", "url")), None)
+
+
+def _git_origin(git_dir: str) -> str | None:
+    """``remote.origin.url`` as git reads it with every include resolved, in the worktree of *git_dir*; None when
+    git names none, or an included file rewrites URLs."""
+    found = git("config", "-z", "--get-regexp", r"^(remote\.origin\.url|url\..*\.insteadof)$", cwd=git_dir,
+                env={"GIT_DIR": git_dir}, check=False)
+    entries = [rec.partition(b"\n") for rec in found.stdout.split(b"\0") if rec] if found.ok else []
+    if any(key != b"remote.origin.url" or not sep for key, sep, _ in entries):
+        return None
+    return _decode(entries[0][2]) if entries else None
 
 
 _ConfigEntries = list[tuple[str, str | None, str, str | None]]

@@ -1654,6 +1654,26 @@ def check_remote_urls(t: Target, written: str | None, urls: Sequence[str], *, pu
                                   f"names, so the rewrite must be removed (or origin set to that repository) first.")
 
 
+def check_origin_unchanged(t: Target, written: str | None) -> None:
+    """Origin's address as git reads it now names the repository the call was resolved against: a switch inside
+    the call (with an ``includeIf "onbranch:..."``) or a config changed meanwhile may have moved it."""
+    resolved = t.target.origin
+    if resolved is None:
+        return
+    now = gitops.parse_remote_url(written) if written else None
+    if now is not None and now.key == resolved.key:
+        return
+    shown = (now.full if now else written) or "no address"
+    where = t.target.describe()
+    raise Refusal("USER_ACTION_REQUIRED",
+                  f"origin of {t.target.top} now names {shown}, not {resolved.full}, the repository this call "
+                  f"started with (an include of the git configuration that follows the branch, or a change made "
+                  f"meanwhile); nothing more was sent or taken.", target=where,
+                  user_action=f"Ask the user which repository {t.target.top} belongs to; madtea reaches only the "
+                              f"one origin named when the call began, so the include or the address must agree "
+                              f"with it first.")
+
+
 def _same_tail(url: str, written: str | None, named: gitops.RemoteId | None) -> bool:
     tail = _path_tail(url)
     return tail is not None and tail == (named.slug.casefold() if named else _path_tail(written or ""))

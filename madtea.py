@@ -882,7 +882,7 @@ def _step_handler(inv: Invocation) -> Result:
 # --- the call pipeline: local targets ---
 
 def repo_facts(repo: gitops.Repo) -> guard.RepoFacts:
-    url = gitops.read_origin(repo.common_dir)
+    url = gitops.read_origin(repo.common_dir, repo.git_dir)
     return guard.RepoFacts(repo.top, repo.git_dir, repo.common_dir, gitops.parse_remote_url(url) if url else None)
 
 
@@ -1550,7 +1550,7 @@ class _Transport:
         # environment token reaches the helper through a private file instead.
         env: dict[str, str] = {}
         helpers = [""]  # an empty value empties the helper list built from every config file before it
-        url = gitops.read_origin(self.repo.common_dir)
+        url = gitops.read_origin(self.repo.common_dir, self.repo.git_dir)
         if url:
             warn_credentialed_origin(self.repo.common_dir, str(self.repo.top))
         origin = gitops.parse_remote_url(url) if url else None
@@ -1748,7 +1748,7 @@ def _helper_file_token(host: str) -> str | None:
 
 def origin_problem(facts: guard.RepoFacts) -> str:
     """Why a repository has no usable forge origin, in words (any embedded credential masked)."""
-    url = gitops.read_origin(facts.common_dir)
+    url = gitops.read_origin(facts.common_dir, facts.git_dir)
     if not url:
         return "has no origin remote"
     shown = credentialed_url(url) or url
@@ -1905,6 +1905,7 @@ def push_op(inv: Invocation) -> Result:
 def _check_remote_urls(inv: Invocation, repo: gitops.Repo, *, push: bool) -> None:
     """Refuse a push git would send to, or a pull it would take from, another repository than origin names."""
     written, fetch, pushes = gitops.remote_urls(repo)
+    guard.check_origin_unchanged(inv.local, written)  # an include that follows the branch may have moved it
     guard.check_remote_urls(inv.local, written, pushes if push else fetch[:1], push=push)
 
 
