@@ -545,6 +545,7 @@ class Context:
     scope: guard.Scope = gitops.field(default_factory=guard.Scope)  # what the server was started to allow
     # (repo facts or None, what git found instead) once resolved
     launch: tuple[guard.RepoFacts | None, gitops.GitError | None] | None = None
+    in_scope: str | None = None          # the repository the scope passed, from files alone, before any git
 
 
 @record
@@ -823,7 +824,7 @@ def _step_arguments(op: Op, raw: Mapping[str, Json], ctx: Context) -> dict[str, 
     args = guard.check_arguments(op.tool, op.action, op.specs, raw, batch_action=op.batch)
     guard.check_no_placeholder(op.tool, op.action, args, _param_names())
     if ctx.scope.repos:
-        check_repo_scope(op, args, ctx)
+        ctx.in_scope = check_repo_scope(op, args, ctx)
     return args
 
 
@@ -1047,14 +1048,12 @@ def resolve_local(op: Op, args: dict[str, Json], ctx: Context) -> guard.Target:
         # A read named by dir= is compared with nothing: no git call resolves the launch repo for it.
         launch = _launch_repo(ctx) if op.mutating else None
         explicit = True
-        if ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
-            guard.check_repo_scope(ctx.scope, op.where, _forge_repo(target.origin), f"the origin of {target.top}")
+        _scope_git_view(ctx, op.where, target.origin, f"the origin of {target.top}")
     else:
         launch, why = _launch(ctx)
         if launch is None:
             raise guard.no_launch_repo(guard.Asked(op.tool, op.action, args), str(ctx.launch_dir), why)
-        if ctx.scope.repos:  # git's own view of the launch repo, after the files' view was checked
-            guard.check_repo_scope(ctx.scope, op.where, _forge_repo(launch.origin), "the launch repo's origin")
+        _scope_git_view(ctx, op.where, launch.origin, "the launch repo's origin")
         target, explicit, subdir = launch, False, None
     if args.get("files"):
         # An absolute file spelt through a symlink (as dir= may be) is the file under its real path.
@@ -1139,9 +1138,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
     if inv.opt_text("dir"):
         path = guard.check_dir(inv.text("dir"), inv.op.tool, inv.args, inv.op.action)
         facts = _dir_target(inv.op, inv.args, path)
-        if inv.ctx.scope.repos:  # git's own view of the checkout, after the files' view was checked
-            guard.check_repo_scope(inv.ctx.scope, inv.op.where, _forge_repo(facts.origin),
-                                   f"the origin of {facts.top}")
+        _scope_git_view(inv.ctx, inv.op.where, facts.origin, f"the origin of {facts.top}")
         if facts.origin is None:
             raise guard.no_forge_origin(inv.asked, str(facts.top), origin_problem(facts))
         return RemoteTarget(forge_target(facts.origin), facts.origin.owner, facts.origin.repo, True, launch,
@@ -1233,8 +1230,9 @@ def _call_target(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[str | 
     return _forge_repo(repo_facts(launch).origin if launch else None), "the launch repo's origin"
 
 
-def check_repo_scope(op: Op, args: Mapping[str, Json], ctx: Context) -> None:
-    """Default-deny on the server's repository list, before any git process or forge request.
+def check_repo_scope(op: Op, args: Mapping[str, Json], ctx: Context) -> str | None:
+    """Default-deny on the server's repository list, before any git process or forge request; the repository
+    that passed (None when only its host was checked).
 
     A forge-wide read without a named repository (search, notifications, whoami)
     only has to go to a host of the list; its results are confined by its service.
@@ -1243,13 +1241,24 @@ def check_repo_scope(op: Op, args: Mapping[str, Json], ctx: Context) -> None:
     repo, how = _call_target(op, args, ctx)
     if op.reach == "forge" and how == "the launch repo's origin" and repo is not None:
         guard.check_host_scope(scope, op.where, repo.rsplit("/", 2)[0])
-        return
+        return None
     guard.check_repo_scope(scope, op.where, repo, how)
     if op.tool == "madt_api_call" and repo is not None:
         segments, _query = _api_call_path(args.get("path"))
         in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
         path = f"{repo.rsplit('/', 2)[0]}/{segments[1]}/{segments[2]}" if in_repo else None
         guard.check_repo_scope(scope, op.where, path, f"the API path {args.get('path')}")
+    return repo
+
+
+def _scope_git_view(ctx: Context, where: str, origin: gitops.RemoteId | None, how: str) -> None:
+    """The server's repository list on git's view of a target, when git names another repository than its files
+    did (those passed before any git process ran): each repository a call names is checked once."""
+    if not ctx.scope.repos:
+        return
+    repo = _forge_repo(origin)
+    if repo is None or repo != ctx.in_scope:
+        guard.check_repo_scope(ctx.scope, where, repo, how)
 
 
 def _step_in_scope(step: guard.Call, ctx: Context) -> bool:

@@ -525,3 +525,20 @@ def test_doctor_reports_the_scope(forge_env: Any) -> None:
     done = subprocess.run([sys.executable, "-m", "madtea", "doctor"], cwd=e.web, env=base,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert "unscoped" in done.stdout
+
+
+@pytest.mark.parametrize("with_dir", [False, True])
+def test_a_scoped_local_call_checks_its_repository_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        with_dir: bool) -> None:
+    """The files' view passes the list before any git process; git's view of the same repository is not
+    checked again (only a repository git names otherwise would be)."""
+    repo = make_repo(tmp_path / "web", origin="https://forge.example.test/acme/web.git")
+    checked: list[object] = []
+    real = guard.check_repo_scope
+    monkeypatch.setattr(guard, "check_repo_scope", lambda *a, **k: (checked.append(a[2]), real(*a, **k))[1])
+    ctx = madtea.Context("mcp", repo, scope=guard.Scope(repos=(WEB,)))
+    result = madtea.run("madt_status", {"dir": str(repo)} if with_dir else {}, ctx)
+    assert result.error is None, result.text
+    assert checked == [WEB]
+    outside = madtea.run("madt_status", {}, madtea.Context("mcp", repo, scope=guard.Scope(repos=("acme/api",))))
+    assert outside.error is not None and outside.error["code"] == "OUT_OF_SCOPE"
