@@ -4766,7 +4766,8 @@ def _verdicts(seg: _ShellSegment, ctx: _LineContext, nest: int) -> list[tuple[st
         return found + _ran_script(script, cdir, seg.depth + 1, env, ctx, nest)
     code = _interpreter_code(name, words, seg.heredoc[1], ctx)
     if code is not None:
-        return found + _code_verdicts(code[0], code[1], cdir, seg.depth + 1, env, ctx, nest)
+        data = [w.text for w in words[1:] if mentions_git_or_madtea(w.text)]  # the program's own arguments
+        return found + _code_verdicts(code[0], code[1], cdir, seg.depth + 1, env, ctx, nest, data)
     if name == "find":
         return found + [v for s in _find_exec(words, seg, env, cdir) for v in _verdicts(s, ctx, nest + 1)]
     if name.startswith("git-") and len(name) > 4:  # git's own programs, such as .../git-core/git-commit
@@ -4929,7 +4930,7 @@ def _code_strings(code: str) -> list[tuple[int, int, str]]:
 
 
 def _code_verdicts(lang: str, codes: list[str | None], cdir: str | None, depth: int, env: dict[str, _ShellWord],
-                   ctx: _LineContext, nest: int) -> list[tuple[str, str]]:
+                   ctx: _LineContext, nest: int, data: Sequence[str] = ()) -> list[tuple[str, str]]:
     """What a program handed to an interpreter runs: the strings it hands a shell, read as shell.
 
     A string (or a list of strings, such as ``["git", "push"]``) in code that calls something that runs
@@ -4942,6 +4943,9 @@ def _code_verdicts(lang: str, codes: list[str | None], cdir: str | None, depth: 
     for code in codes:
         assert code is not None
         if not mentions_git_or_madtea(code):
+            if _runs_its_input(lang, code):  # awk '{system($0)}' <<< 'git push': the command comes as data
+                found += [v for text in list(data) + ctx.loose()
+                          for v in _script_verdicts(text, cdir, depth, env, ctx, nest) if v[0] == "deny"]
             continue
         texts = _shell_texts(lang, code)
         if texts is None:
@@ -4960,6 +4964,16 @@ def _code_verdicts(lang: str, codes: list[str | None], cdir: str | None, depth: 
         if unsure and not found:
             found += _unreadable([code], "it hands a program a git command that the program builds at run time")
     return found
+
+
+def _runs_its_input(lang: str, code: str) -> bool:
+    """Code with no git word that runs a command it is given (its arguments, its input)."""
+    if "git" in code or not any(ch in code for ch in "s|`ex"):
+        return False
+    if lang == "sed":
+        return any(pieces is None for _text, pieces in _sed_commands(code))
+    import re
+    return lang in ("code", "python") and bool(re.search(_HOOK_EXEC_CALL, code))
 
 
 def _git_unnamed(text: str) -> bool:
@@ -4988,6 +5002,9 @@ def _shell_texts(lang: str, code: str) -> list[tuple[str, bool | None]] | None:
         if bang:
             return [(bang.group(1), False)]
     if lang == "make":
+        names = dict(re.findall(r"(?m)^([A-Za-z_][A-Za-z0-9_]*)\s*[:?+]?=\s*(.*)$", code))
+        for name, value in names.items():  # GIT = git ... $(GIT) push
+            code = code.replace(f"$({name})", value).replace("${" + name + "}", value)
         recipes = [line.lstrip("\t").lstrip("@-+ ") for line in code.split("\n") if line.startswith("\t")]
         return [(text, False) for text in recipes + re.findall(r"\$\(shell\s+([^)]*)\)", code)]
     if lang == "tcl":
@@ -5021,8 +5038,9 @@ def _joined(texts: list[tuple[str, bool | None]], group: list[int]) -> None:
     if len(group) < 2:
         return
     argv = [texts[n][0] for n in group]
-    if len(argv) > 2 and argv[0] == argv[1]:
-        argv = argv[1:]  # execvp("git", ["git", ...]): the program, then its argv
+    if len(argv) > 2 and (argv[0] == argv[1] or _basename(argv[0]) == "git" and (
+            _basename(argv[1]) == "git" or argv[1].startswith("git-"))):
+        argv = argv[1:]  # execvp("git", ["git", ...]): the program, then its argv (argv[0] names git's command)
     for n in group:
         texts[n] = (texts[n][0], None if texts[n][1] is None else False)
     texts.append((" ".join(shell_quote(a) for a in argv), True))
@@ -5079,6 +5097,10 @@ def _interpreter_code(name: str, words: list[_ShellWord], stdin: str | None,
         if text in ("--eval", "--print", "eval") and i + 1 < len(args) and lang == "code":
             codes.append(args[i + 1].text)
             i += 2
+            continue
+        if text.startswith(("--eval=", "--print=")) and lang == "code":
+            codes.append(text.partition("=")[2])
+            i += 1
             continue
         if text == "-" or text == "--":
             return (lang, codes or [stdin]) if text == "-" else (lang, codes or [])
@@ -5680,8 +5702,12 @@ def _git_runs(git: _GitCall, config: list[tuple[str, str]], env: dict[str, _Shel
             key, _eq, val = args[i + 1].text.partition("=")
             if key.lower() in _HOOK_GIT_RUNS_KEYS or key.lower().endswith(_HOOK_GIT_RUNS_SUFFIXES):
                 texts.append(val[1:] if val.startswith("!") else val)
-        elif w.text.startswith("ext::") and ext_allowed == "always":
-            texts.append(_ext_command(w.text[5:]))
+        elif "ext::" in w.text and ext_allowed == "always":
+            texts.append(_ext_command(w.text[w.text.index("ext::") + 5:]))
+        elif sub == "difftool" and name in ("-x", "--extcmd") or sub == "filter-branch" and name.endswith("-filter"):
+            texts.append(value if eq else (args[i + 1].text if i + 1 < len(args) else ""))
+    if sub == "bisect" and args[:1] and args[0].text == "run":  # git bisect run <cmd>...
+        texts.append(" ".join(shell_quote(w.text) for w in args[1:]))
     return [t for t in texts if mentions_git_or_madtea(t)]
 
 
@@ -5834,9 +5860,10 @@ class _GitCall:
         """A credential in config the line hands git some other way than -c (its environment, --config-env)."""
         if any(_extra_header(key) for key, _value in config):
             return self.credential_leak(force=True)
-        return None
+        given = [_ShellWord(f"{key}={value}", False, True) for key, value in config if "@" in key + value]
+        return self.credential_leak(extra=given) if given else None
 
-    def credential_leak(self, force: bool = False) -> tuple[str, str] | None:
+    def credential_leak(self, force: bool = False, extra: Sequence[_ShellWord] = ()) -> tuple[str, str] | None:
         config = [v.text for n, v in self.gopts if n in ("-c", "--config-env") and v is not None]
         config += ["http.extraheader="] if force else []
         if self.sub == "config":
@@ -5847,7 +5874,7 @@ class _GitCall:
                 "into the shell's history, the transcript and error messages. Ask the user to log in for that host "
                 "with madtea auth login; the madt_* tools then authenticate on their own.\n"
                 + _retry(self.sub or "config"))
-        words = [v for _n, v in self.gopts if v is not None] + list(self.args)
+        words = [v for _n, v in self.gopts if v is not None] + list(self.args) + list(extra)
         for w in words:
             if "://" not in w.text or "@" not in w.text:
                 continue  # most words: no pattern to compile

@@ -555,6 +555,14 @@ HANDED_ON: list[Case] = [
     ("python3 -c \"exec('import os\\nos.system(\\\"git push\\\")')\"", "deny", "madt_push"),
     ("python3 -c 'import subprocess; subprocess.check_call(\"git log -1\".split())'", "allow", None),
     ("git branch $(true)", "note", "madt_status"),
+    ("awk '{system($0)}' <<< 'git push'", "deny", "madt_push"),
+    ("python3 -c 'import os,sys; os.system(sys.argv[1])' 'git push'", "deny", "madt_push"),
+    ("python3 -c 'import sys; print(sys.argv[1])' 'git push'", "allow", None),
+    ("make -f - <<'MK'\nGIT = git\nall:\n\t$(GIT) push\nMK", "deny", "madt_push"),
+    ("python3 -c 'import os; os.execv(\"/usr/bin/git\", [\"git-push\", \"origin\"])'", "deny", "madt_push"),
+    ("git difftool -x 'git push #' HEAD", "deny", "madt_push"),
+    ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://u:tok@h.example/x git fetch",
+     "deny", "A token or password inside a remote URL"),
 ]
 
 OWN: list[Case] = READS + NO_TWIN + CONTROLS + TWINS + FOREIGN + DESTROYS + CREDENTIALS + CLI + NOT_GIT + COMPOUND + \
