@@ -409,3 +409,53 @@ def test_push_without_any_credential_says_who_must_log_in(world: dict[str, Any],
     assert [login for _m, _p, login in front.git_requests] == [None]
     helper = [env for env in recorder.git_envs if env.get("GIT_CONFIG_COUNT")]
     assert helper and helper[-1]["GIT_CONFIG_VALUE_1"] == madtea.helper_command()
+
+
+@pytest.mark.parametrize("source", ["env", "store"])
+def test_no_hook_reaches_the_token_on_a_push_or_pull(world: dict[str, Any], recorder: Recorder, source: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The repository's pre-push hook, a core.hooksPath hook (.husky) and a reference-transaction hook each try
+    to get the token: by ``git credential fill`` for the forge's host, and from the environment they inherit
+    (the helper's file). None of them runs inside madtea's transport calls; the local merge's hooks run with
+    nothing of the transport's environment, so none gets it."""
+    _configure(world, source, monkeypatch)
+    canary, repo, front = world["canary"], world["repo"], world["front"]
+    caught = world["tmp"] / "hook-caught"
+    body = textwrap.dedent(f"""\
+        #!/bin/sh
+        {{ echo "hook $0"; env; printf 'protocol=http\\nhost={front.host}\\n\\n' | git credential fill;
+          for f in $(env | sed -n 's/^[A-Z_]*FILE[A-Z_]*=//p'); do cat "$f"; done; }} >> '{caught}' 2>&1
+        exit 0
+        """)
+    for folder in (repo / ".git" / "hooks", repo / ".husky"):
+        folder.mkdir(exist_ok=True)
+        for name in ("pre-push", "reference-transaction", "post-merge", "post-checkout"):
+            (folder / name).write_text(body)
+            (folder / name).chmod(0o755)
+    ctx = madtea.Context("mcp", repo)
+    subprocess.run([REAL_GIT, "-C", str(repo), "switch", "-q", "-c", "feat"], check=True)
+    _write(repo, "f.txt", "x\n")
+    subprocess.run([REAL_GIT, "-C", str(repo), "add", "f.txt"], check=True)
+    subprocess.run([REAL_GIT, "-C", str(repo), "commit", "-q", "-m", "Add f"], check=True)
+    assert caught.read_text().startswith("hook ")  # git itself runs these hooks (here, for the commit)
+    caught.unlink()
+    for hooks in (None, ".husky"):
+        if hooks:
+            subprocess.run([REAL_GIT, "-C", str(repo), "config", "core.hooksPath", hooks], check=True)
+        pushed = madtea.run("madt_push", {"branch": "feat"}, ctx)
+        assert not pushed.is_error, madtea.render_text(pushed, "mcp")
+        pulled = madtea.run("madt_pull", {"branch": "feat"}, ctx)
+        assert not pulled.is_error, madtea.render_text(pulled, "mcp")
+        _write(repo, "f.txt", f"{hooks}\n")
+        subprocess.run([REAL_GIT, "-C", str(repo), "commit", "-q", "-am", "more"], check=True, env={
+            **os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath",
+            "GIT_CONFIG_VALUE_0": "/dev/null"})
+    assert any(login == "alice" for _m, _p, login in front.git_requests)  # the push itself was authenticated
+    seen = caught.read_text() if caught.exists() else ""
+    assert canary not in seen and "password=" not in seen
+    # No hook runs inside a transport call; pull's fast-forward is local, as git's own merge, and its hooks
+    # (reference-transaction, post-merge) run without any of the transport's credential environment.
+    ran = {line.rsplit("/", 1)[-1] for line in seen.splitlines() if line.startswith("hook ")}
+    assert ran <= {"reference-transaction", "post-merge"}, ran
+    assert madtea.helper_command() not in seen
+    assert not [name for name in (madtea._HELPER_FILE_ENV, madtea._HELPER_HOST_ENV) if f"{name}=" in seen]
