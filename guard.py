@@ -1160,64 +1160,27 @@ def fresh_path(path: str | Path, taken: Collection[str]) -> str:
 
 def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) -> Refusal | None:
     """A git failure a rule foresees, as its own code and way on; None for what no rule foresaw. *taken* is
-    the names in the folder of a worktree path that is already there."""
-    top, where = str(t.target.top), t.target.describe()
+    the names in the folder of a worktree path that is already there. Each kind has its rule below."""
     fresh = None
     if isinstance(exc, (gitops.BranchExists, gitops.BranchCheckedOut)):
         fresh = fresh_branch(t, exc.branch, exc.branch)  # git just saw it, though the state read before may not
     elif isinstance(exc, gitops.PathExists):
         fresh = fresh_path(exc.path, taken)
+    where = t.target.describe()
     if isinstance(exc, gitops.NothingToCommit):
-        return Refusal("NOTHING_TO_COMMIT",
-                       f"The declared files carry no change against HEAD in {where}, so nothing was committed.",
-                       target=where, next=(t.retry(files=[placeholder("the paths you changed (madt_status lists "
-                                                                      "them)")]),))
+        return nothing_to_commit(t)
     if isinstance(exc, gitops.LocalChanges):
-        paths = list(exc.paths) or [placeholder("the changed paths (madt_status lists them)")]
-        shown = ", ".join(exc.paths[:5]) or "some files"
-        if t.tool == "madt_pull":
-            return Refusal("DIRTY_TREE",
-                           f"Pulling into {where} would overwrite uncommitted changes to {shown}, which the "
-                           f"incoming commits also change; nothing was pulled.", target=where,
-                           user_action=f"Ask the user whether the uncommitted changes to {shown} should be kept "
-                                       f"(committed, then merged with the incoming commits by a person) or "
-                                       f"set aside before pulling.")
-        return Refusal("DIRTY_TREE",
-                       f"{t.where} in {where} would overwrite uncommitted changes to {shown}; nothing was changed.",
-                       target=where, next=(call("madt_commit", dir=top if t.explicit else None, files=paths,
-                                                title=placeholder("a title for these changes")), t.retry()))
+        return local_changes(t, exc)
     if isinstance(exc, gitops.NotFastForward):
-        return Refusal("DIVERGED",
-                       f"{where} and its origin branch have both moved on, so a fast-forward pull cannot bring "
-                       f"them together; nothing was changed.", target=where,
-                       user_action="Ask the user whether to merge the origin branch in or rebase onto it; madtea "
-                                   "only ever pulls by fast-forward.")
+        return not_fast_forward(t)
     if isinstance(exc, gitops.RefMoved):
-        return Refusal("REF_MOVED", f"A branch in {where} moved while {t.where} ran, so nothing was changed.",
-                       target=where, next=(t.retry(),))
+        return ref_moved(t)
     if isinstance(exc, gitops.BranchExists):
-        key = "b" if t.tool == "madt_worktrees" else "name"
-        existing = (t.retry(b=None, commit_ish=exc.branch) if key == "b" else
-                    call("madt_switch", dir=top if t.explicit else None, branch=exc.branch)
-                    if t.args.get("checkout") else None)
-        steps = [[t.retry(**{key: fresh})]] if fresh else []
-        steps += [[existing]] if existing else []
-        return Refusal("BRANCH_EXISTS", f"{where} already has a branch {exc.branch}; nothing was created.",
-                       target=where, choices=steps or [[t.retry(**{key: placeholder("a new branch name")})]])
+        return branch_exists(t, exc, fresh)
     if isinstance(exc, gitops.PathExists):
-        return Refusal("PATH_EXISTS", f"{exc.path} already exists, so no worktree was added there.", target=where,
-                       next=(t.retry(path=fresh or placeholder("an absolute path that does not exist yet")),))
+        return path_exists(t, exc, fresh)
     if isinstance(exc, gitops.BranchCheckedOut):
-        if t.tool == "madt_worktrees" and fresh:
-            return Refusal("BRANCH_CHECKED_OUT",
-                           f"{exc.branch} is checked out at {exc.worktree}, and git checks a branch out in one "
-                           f"worktree only; nothing was added.", target=where,
-                           next=(t.retry(b=fresh, commit_ish=exc.branch),))
-        if exc.how != "checked out":
-            return branch_mid_operation(where, exc.branch, exc.worktree, exc.how)
-        return Refusal("BRANCH_CHECKED_OUT", f"{exc.branch} is checked out at {exc.worktree}; nothing was changed.",
-                       target=where, user_action=f"Leave {exc.branch} to the checkout at {exc.worktree}, or ask "
-                                                 f"its owner to switch that checkout away from it.")
+        return checked_out_elsewhere(t, exc, fresh)
     if isinstance(exc, gitops.UnsafeSetting):
         return unsafe_setting(where, exc)
     if isinstance(exc, gitops.OutsideSparse):
@@ -1231,6 +1194,85 @@ def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) ->
     if isinstance(exc, gitops.GitTimeout):
         return git_timeout_refusal(where, exc)
     return None
+
+
+def nothing_to_commit(t: Target) -> Refusal:
+    """Declared files with no change against HEAD commit nothing."""
+    where = t.target.describe()
+    return Refusal("NOTHING_TO_COMMIT",
+                   f"The declared files carry no change against HEAD in {where}, so nothing was committed.",
+                   target=where, next=(t.retry(files=[placeholder("the paths you changed (madt_status lists "
+                                                                  "them)")]),))
+
+
+def local_changes(t: Target, exc: gitops.LocalChanges) -> Refusal:
+    """git will not overwrite uncommitted changes: a pull leaves them to a person, anything else commits them."""
+    top, where = str(t.target.top), t.target.describe()
+    paths = list(exc.paths) or [placeholder("the changed paths (madt_status lists them)")]
+    shown = ", ".join(exc.paths[:5]) or "some files"
+    if t.tool == "madt_pull":
+        return Refusal("DIRTY_TREE",
+                       f"Pulling into {where} would overwrite uncommitted changes to {shown}, which the "
+                       f"incoming commits also change; nothing was pulled.", target=where,
+                       user_action=f"Ask the user whether the uncommitted changes to {shown} should be kept "
+                                   f"(committed, then merged with the incoming commits by a person) or "
+                                   f"set aside before pulling.")
+    return Refusal("DIRTY_TREE",
+                   f"{t.where} in {where} would overwrite uncommitted changes to {shown}; nothing was changed.",
+                   target=where, next=(call("madt_commit", dir=top if t.explicit else None, files=paths,
+                                            title=placeholder("a title for these changes")), t.retry()))
+
+
+def not_fast_forward(t: Target) -> Refusal:
+    """madtea pulls by fast-forward only: a branch and its origin that both moved are a person's to join."""
+    where = t.target.describe()
+    return Refusal("DIVERGED",
+                   f"{where} and its origin branch have both moved on, so a fast-forward pull cannot bring "
+                   f"them together; nothing was changed.", target=where,
+                   user_action="Ask the user whether to merge the origin branch in or rebase onto it; madtea "
+                               "only ever pulls by fast-forward.")
+
+
+def ref_moved(t: Target) -> Refusal:
+    """A ref that moved under a compare-and-swap changes nothing."""
+    where = t.target.describe()
+    return Refusal("REF_MOVED", f"A branch in {where} moved while {t.where} ran, so nothing was changed.",
+                   target=where, next=(t.retry(),))
+
+
+def branch_exists(t: Target, exc: gitops.BranchExists, fresh: str | None) -> Refusal:
+    """A new branch never takes the name of one that exists."""
+    top, where = str(t.target.top), t.target.describe()
+    key = "b" if t.tool == "madt_worktrees" else "name"
+    existing = (t.retry(b=None, commit_ish=exc.branch) if key == "b" else
+                call("madt_switch", dir=top if t.explicit else None, branch=exc.branch)
+                if t.args.get("checkout") else None)
+    steps = [[t.retry(**{key: fresh})]] if fresh else []
+    steps += [[existing]] if existing else []
+    return Refusal("BRANCH_EXISTS", f"{where} already has a branch {exc.branch}; nothing was created.",
+                   target=where, choices=steps or [[t.retry(**{key: placeholder("a new branch name")})]])
+
+
+def path_exists(t: Target, exc: gitops.PathExists, fresh: str | None) -> Refusal:
+    """A new worktree goes only where nothing is."""
+    return Refusal("PATH_EXISTS", f"{exc.path} already exists, so no worktree was added there.",
+                   target=t.target.describe(),
+                   next=(t.retry(path=fresh or placeholder("an absolute path that does not exist yet")),))
+
+
+def checked_out_elsewhere(t: Target, exc: gitops.BranchCheckedOut, fresh: str | None) -> Refusal:
+    """git checks a branch out in one worktree only; a branch under an operation elsewhere is that one's."""
+    where = t.target.describe()
+    if t.tool == "madt_worktrees" and fresh:
+        return Refusal("BRANCH_CHECKED_OUT",
+                       f"{exc.branch} is checked out at {exc.worktree}, and git checks a branch out in one "
+                       f"worktree only; nothing was added.", target=where,
+                       next=(t.retry(b=fresh, commit_ish=exc.branch),))
+    if exc.how != "checked out":
+        return branch_mid_operation(where, exc.branch, exc.worktree, exc.how)
+    return Refusal("BRANCH_CHECKED_OUT", f"{exc.branch} is checked out at {exc.worktree}; nothing was changed.",
+                   target=where, user_action=f"Leave {exc.branch} to the checkout at {exc.worktree}, or ask "
+                                             f"its owner to switch that checkout away from it.")
 
 
 def unsafe_setting(where: str, exc: gitops.UnsafeSetting) -> Refusal:
