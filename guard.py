@@ -1891,6 +1891,12 @@ def outside_sparse(t: Target, paths: Sequence[str]) -> Refusal:
     return Refusal("OUTSIDE_SPARSE_CHECKOUT", why, target=where, next=widen)
 
 
+def not_a_linked_worktree(t: Target, path: str) -> Refusal:
+    """Only a linked worktree is removed: never a main checkout, never a folder that is none."""
+    return Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {t.target.describe()}.",
+                   target=t.target.describe(), next=(call("madt_worktrees", action="list", dir=str(t.target.top)),))
+
+
 def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.Status | None, unsaved: int,
                           person: bool = False) -> Confirmation | None:
     """A linked worktree is removed only when it holds nothing that would be lost, or when a *person* the
@@ -1900,8 +1906,7 @@ def check_worktree_remove(t: Target, path: str, *, linked: bool, status: gitops.
     branch's unpushed commits, or on a detached HEAD the commits no branch, tag or remote holds.
     """
     if not linked:
-        raise Refusal("BAD_ARGUMENT", f"{path} is not a linked worktree of {t.target.describe()}.",
-                      target=t.target.describe(), next=(call("madt_worktrees", action="list", dir=str(t.target.top)),))
+        raise not_a_linked_worktree(t, path)
     if status is None:
         return None
     changed = [*status.conflicted, *status.staged, *status.modified, *status.untracked]
@@ -2801,36 +2806,65 @@ def check_file_branch(w: FileWrite) -> None:
     is a new branch and a pull request, as for a local commit.
     """
     if w.base not in w.branches:
-        raise Refusal("BAD_ARGUMENT", f"{w.repo} has no branch {w.base}; a write starts from a branch that "
-                      f"exists.", target=w.repo,
-                      next=(w.retry(branch=None, new_branch=w.base),))
+        raise file_base_missing(w)
     new = w.args.get("new_branch")
     if isinstance(new, str) and new and ref_name_problem(new) is not None:
-        raise Refusal("BAD_ARGUMENT", f"{w.where}: new_branch {_shown(new)} is not a branch name git takes (it "
-                      f"{ref_name_problem(new)}).", target=w.repo, next=(w.retry(new_branch=valid_branch_name(new)),))
-    if new and new in w.branches:
-        raise Refusal("BAD_ARGUMENT", f"new_branch {new} already exists in {w.repo}; new_branch makes a branch, "
-                      f"branch names one to commit on.", target=w.repo,
-                      choices=((w.retry(branch=new, new_branch=None),), (w.retry(new_branch=w.fresh(new)),)))
+        raise file_new_branch_name(w, new)
+    if isinstance(new, str) and new and new in w.branches:
+        raise file_new_branch_exists(w, new)
     branch = w.fresh("work/" + slug(w.title, "files"))
     owner_repo = w.args.get("owner_repo") or w.repo
     steps = (w.retry(new_branch=branch, allow_default_branch=None),
              call("madt_pr", action="create", owner_repo=owner_repo, head=branch, base=w.base, title=w.title))
     if not w.writer:
-        raise Refusal("NOT_ALLOWED", f"This token's user may not push to {w.repo}: the forge lists no branch it "
-                      f"may push to; nothing was written.", target=w.repo,
-                      user_action=f"Ask the user for write access to {w.repo}, or to make this change themselves.")
+        raise file_no_push_right(w)
     if w.lands_on in w.unpushable:
-        merge = f" Merging it then needs a person the rule allows to merge into {w.base}." \
-            if w.base in w.unmergeable else ""
-        raise Refusal("PROTECTED_BRANCH", f"{w.base} in {w.repo} is protected, and this token's user may not push "
-                      f"to it; nothing was written. Commit on a new branch and open a pull request into {w.base}."
-                      f"{merge}", target=f"{w.repo} branch {w.base}", next=steps)
+        raise file_protected_branch(w, steps)
     if w.lands_on != w.default_branch or w.args.get("allow_default_branch"):
         return
-    raise Refusal("DEFAULT_BRANCH", f"This write would commit onto {w.default_branch}, the default branch of "
-                  f"{w.repo}, without review. Commit on a new branch and open a pull request.", target=w.repo,
-                  choices=(steps, (w.retry(allow_default_branch=True),)))
+    raise file_on_default_branch(w, steps)
+
+
+def file_base_missing(w: FileWrite) -> Refusal:
+    """A file write starts from a branch that exists."""
+    return Refusal("BAD_ARGUMENT", f"{w.repo} has no branch {w.base}; a write starts from a branch that "
+                   f"exists.", target=w.repo, next=(w.retry(branch=None, new_branch=w.base),))
+
+
+def file_new_branch_name(w: FileWrite, new: str) -> Refusal:
+    """A file write's new_branch is a name git takes."""
+    return Refusal("BAD_ARGUMENT", f"{w.where}: new_branch {_shown(new)} is not a branch name git takes (it "
+                   f"{ref_name_problem(new)}).", target=w.repo, next=(w.retry(new_branch=valid_branch_name(new)),))
+
+
+def file_new_branch_exists(w: FileWrite, new: str) -> Refusal:
+    """new_branch makes a branch: it never names one that exists."""
+    return Refusal("BAD_ARGUMENT", f"new_branch {new} already exists in {w.repo}; new_branch makes a branch, "
+                   f"branch names one to commit on.", target=w.repo,
+                   choices=((w.retry(branch=new, new_branch=None),), (w.retry(new_branch=w.fresh(new)),)))
+
+
+def file_no_push_right(w: FileWrite) -> Refusal:
+    """A token whose user may push to no branch writes nothing."""
+    return Refusal("NOT_ALLOWED", f"This token's user may not push to {w.repo}: the forge lists no branch it "
+                   f"may push to; nothing was written.", target=w.repo,
+                   user_action=f"Ask the user for write access to {w.repo}, or to make this change themselves.")
+
+
+def file_protected_branch(w: FileWrite, steps: Sequence[Call]) -> Refusal:
+    """A protected branch this token's user may not push to takes the write on a new branch and a pull request."""
+    merge = f" Merging it then needs a person the rule allows to merge into {w.base}." \
+        if w.base in w.unmergeable else ""
+    return Refusal("PROTECTED_BRANCH", f"{w.base} in {w.repo} is protected, and this token's user may not push "
+                   f"to it; nothing was written. Commit on a new branch and open a pull request into {w.base}."
+                   f"{merge}", target=f"{w.repo} branch {w.base}", next=steps)
+
+
+def file_on_default_branch(w: FileWrite, steps: Sequence[Call]) -> Refusal:
+    """A file write lands off the default branch, unless the call itself allows it."""
+    return Refusal("DEFAULT_BRANCH", f"This write would commit onto {w.default_branch}, the default branch of "
+                   f"{w.repo}, without review. Commit on a new branch and open a pull request.", target=w.repo,
+                   choices=(steps, (w.retry(allow_default_branch=True),)))
 
 
 MAX_CHANGES = 100  # files in one commit through the forge
