@@ -393,26 +393,20 @@ def _mcp_params(e: Env, **extra: str) -> object:
 
 @pytest.mark.anyio
 async def test_mcp_merge_waits_with_progress_then_merges(env: Env) -> None:
-    import threading
-
     from mcp.client import Client
     e = env
     sha = _pr(e)
     e.forge.add_commit_status("acme", "web", sha, "pending", context="ci/build")
-    later = threading.Timer(12.0, lambda: e.forge.add_commit_status("acme", "web", sha, "success",
-                                                                    context="ci/build"))
     seen: list[str] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append(message or "")
+        if sum("waiting for PR #1's checks" in m for m in seen) == 2:  # the CI finishes while madtea waits
+            e.forge.add_commit_status("acme", "web", sha, "success", context="ci/build")
 
-    later.start()
-    try:
-        async with Client(_mcp_params(e), mode="legacy") as client:
-            result = await client.call_tool("madt_pr", {"action": "merge", "number": 1},
-                                            progress_callback=on_progress)
-    finally:
-        later.cancel()
+    async with Client(_mcp_params(e), mode="legacy") as client:
+        result = await client.call_tool("madt_pr", {"action": "merge", "number": 1},
+                                        progress_callback=on_progress)
     assert not result.is_error, result.content[0].text
     assert e.issue(1).pull.merged
     waits = [m for m in seen if "waiting for PR #1's checks" in m]
@@ -453,13 +447,21 @@ def test_cli_checks_watch_waits_until_nothing_is_pending(env: Env) -> None:
     e = env
     sha = _pr(e)
     e.forge.add_commit_status("acme", "web", sha, "pending", context="ci/build")
-    later = threading.Timer(3.0, lambda: e.forge.add_commit_status("acme", "web", sha, "failure",
-                                                                   context="ci/build", target_url=FAILING_URL))
+    e.forge.clear_requests()
+    stop = threading.Event()
+
+    def fail_after_the_first_look() -> None:  # however slow the CLI starts, it has seen "pending" once
+        while not stop.wait(0.1):
+            if e.forge.find_requests("GET", "/actions/runs"):  # asked after the statuses were read
+                e.forge.add_commit_status("acme", "web", sha, "failure", context="ci/build", target_url=FAILING_URL)
+                return
+
+    later = threading.Thread(target=fail_after_the_first_look, daemon=True)
     later.start()
     try:
         done = e.cli("pr", "checks", "1", "--watch", "--interval", "1")
     finally:
-        later.cancel()
+        stop.set()
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"PR #1 head {sha[:9]}: pending (1 pending)"  # a summary line per look, then the answer
@@ -477,3 +479,18 @@ def test_finish_branch_form_red_resumes_without_files(work: Env, monkeypatch: py
     assert refused.error["next"] == [{"tool": "madt_finish", "args": {"branch": "feat", "title": "Add a"}}]
     assert "push the fix" in refused.text
     assert not [i for i in e.repo.issues.values() if i.pull and i.pull.merged]
+
+
+def test_each_context_is_judged_as_the_forge_would(env: Env) -> None:
+    e = env
+    sha = _pr(e)
+    e.forge.add_commit_status("acme", "web", sha, "warning", context="ci/lint")
+    e.forge.add_commit_status("acme", "web", sha, "failure", context="ci/test")
+    checks = e.ok("madt_pr", action="checks", number=1)
+    verdicts = {r["context"]: r["verdict"] for r in checks.data["statuses"]}
+    if e.forge.flavour == "gitea":
+        assert verdicts == {"ci/lint": "passed", "ci/test": "failed"} and "(1 failed, 1 passed)" in checks.text
+        refused = e.refused("CHECKS_FAILED", "madt_pr", action="merge", number=1)
+        assert "ci/test" in refused.text and "ci/lint" not in refused.text
+    else:
+        assert verdicts == {"ci/lint": "failed", "ci/test": "failed"} and "(2 failed)" in checks.text
