@@ -15,7 +15,10 @@ the test's global git config.
 The behaviours reproduced (auth errors, pagination with ``Link`` built from a
 ROOT_URL that differs from the dial address, 201 on issue edit, empty 200 on
 merge, Go-struct 409 bodies, Forgejo's differences, ...) are the ones listed in
-``../shared/reference/gitea-api.md``.  Every ``/api/v1`` request is checked
+``../shared/reference/gitea-api.md`` and, endpoint by endpoint, in the forge contract read from the servers'
+source (``forge_contract.py``).  The fake plays a named release (``FakeForge("gitea-1.21")``,
+``"forgejo-11"``; a bare flavour is its newest): the endpoints that answer are the ones the contract gives
+that release, and a request to a path the contract does not list fails the test.  Every ``/api/v1`` request is checked
 against the official spec (``speccheck``); violations are recorded, the fake
 still answers as the real server would, and the pytest fixtures fail the test
 at teardown when any violation was recorded.
@@ -81,7 +84,8 @@ DEFAULT_TOKEN = "alice-token"
 DEFAULT_OWNER = "acme"
 DEFAULT_REPO = "web"
 
-VERSIONS = {"gitea": "1.25.4", "forgejo": "15.0.3+gitea-1.22.0"}
+VERSIONS = {flavour: forge_contract.VERSION_STRINGS[f"{flavour}-{list(lines)[-1]}"]  # each flavour's newest
+            for flavour, lines in forge_contract.RELEASES.items()}
 DEFAULT_PAGING_NUM = 30
 MAX_RESPONSE_ITEMS = 50
 _EPOCH = 1767225600  # 2026-01-01T00:00:00Z, the same instant as the test seal's git dates
@@ -774,7 +778,8 @@ class _Ctx:
 # --------------------------------------------------------------------------- the forge
 
 class FakeForge:
-    """A fake Gitea (1.25.4) or Forgejo (15.0.3) API v1 server backed by real bare git repositories.
+    """A fake Gitea (1.21-1.25, 1.25.4 by default) or Forgejo (11-15, 15.0.3) API v1 server backed by real bare
+    git repositories.
 
     Construct, then :meth:`start` (or use it as a context manager).  By default
     it holds user ``alice`` (token ``alice-token``, owner of organisation

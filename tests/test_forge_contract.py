@@ -116,3 +116,34 @@ def test_the_readme_names_the_range_the_contract_covers() -> None:
     assert f"**Gitea {gitea[0]} to {gitea[-1]}** and **Forgejo {forgejo[0]} to {forgejo[-1]}**" in readme
     for line, (tag, _) in (forge_contract.GITEA_RELEASES | forge_contract.FORGEJO_RELEASES).items():
         assert tag[1:] in readme, f"the README does not name {tag}"
+
+
+# The code madtea gives each status a handler of the contract writes (routers/api/v1 and services/context/api.go:
+# a JSON {"message"} body). A 409 and 405 on a merge path, and 401/403 by their message, are mapped further; these
+# are the codes for a plain message on a path that is not a merge.
+_MAPPED = {400: "BAD_ARGUMENT", 403: "NOT_ALLOWED", 404: "NOT_FOUND_OR_NO_ACCESS", 405: "NOT_SUPPORTED",
+           409: "CONFLICT", 412: "BAD_ARGUMENT", 413: "BAD_ARGUMENT", 422: "BAD_ARGUMENT", 423: "READ_ONLY",
+           500: "FORGE_UNAVAILABLE"}
+
+
+def test_every_error_status_a_handler_writes_maps_to_a_code() -> None:
+    """madtea's error mapping is checked against the contract: each error status a cited handler writes becomes
+    a stable code (never an internal error), its message kept."""
+    import json
+    seen = set()
+    for entry in forge_contract.ENDPOINTS:
+        for side in (entry.gitea, entry.forgejo):
+            for status in side.statuses if side else ():
+                if status < 400 or (status, entry.method) in seen:
+                    continue
+                seen.add((status, entry.method))
+                path = _concrete(entry.path.replace("/merge", "/files")) if status in (405, 409) else \
+                    _concrete(entry.path)
+                error = forge.map_error(status, json.dumps({"message": "said by the server"}).encode(),
+                                        content_type="application/json", method=entry.method, path=path,
+                                        host="forge.example")
+                assert error.code, (entry.key, status)
+                if status in _MAPPED and status != 423:
+                    assert error.code in (_MAPPED[status], "MERGE_BLOCKED", "CONFLICT"), (entry.key, status, error)
+                assert "said by the server" in str(error) or status == 413 or status >= 500, (entry.key, status)
+    assert {s for s, _ in seen} >= {400, 403, 404, 409, 422, 500}
