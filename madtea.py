@@ -362,18 +362,18 @@ REGISTRY: list[Op] = []
 # What a tool with several actions is for, above their list (tools/list, the CLI's noun help).
 TOOL_SUMMARIES: dict[str, str] = {
     "madt_worktrees": "Linked worktrees of a repository.",
-    "madt_issues": "Issues on the forge (Gitea or Forgejo).",
-    "madt_pr": "Pull requests on the forge: read, open, review, merge (with a head check) and more.",
+    "madt_issues": "Issues.",
+    "madt_pr": "Pull requests: read, open, review, merge and more.",
     "madt_labels": "Repository labels.",
     "madt_milestones": "Repository milestones.",
     "madt_releases": "Releases.",
-    "madt_repo": "Repositories on the forge, their commits, branches and tags.",
-    "madt_search": "Search issues and pull requests, or repositories.",
-    "madt_notifications": "Your notifications on the forge.",
-    "madt_people": "People, organisations and packages on the forge.",
+    "madt_repo": "Repositories, their commits, branches and tags.",
+    "madt_search": "Search issues, pull requests or repositories.",
+    "madt_notifications": "Your notifications.",
+    "madt_people": "People, organisations and packages.",
     "madt_wiki": "The repository's wiki pages.",
     "madt_files": "Repository files: read, and commit changes without a checkout.",
-    "madt_actions": "Actions (CI), where the forge has them.",
+    "madt_actions": "Actions (CI).",
 }
 
 
@@ -3540,16 +3540,15 @@ def open_pr(a: Api, payload: dict[str, Json], *, looked: bool = False,
 
 
 @operation("madt_pr", "create", cli=("pr", "create"), kind="remote", mutating=True,
-           summary="Open one from head into base (an open one for the same branches is refused, or reused).",
+           summary="Open one from head into base.",
            params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE,
-                   Param("base", description="The branch to merge into (default: the repository's default branch).",
+                   Param("base", description="The branch to merge into (default: the default branch).",
                          short="B"),
-                   Param("head", description="The branch with the changes (default: the launch checkout's branch).",
+                   Param("head", description="The branch with the changes (default: the current branch).",
                          short="H"),
                    Param("draft", "bool", "Open it as a draft (work in progress).", short="d"),
                    LABELS, ASSIGNEES, MILESTONE,
-                   Param("reuse", "bool", "Answer with the open pull request for the same branches, as it is, "
-                                          "instead of refusing.")))
+                   Param("reuse", "bool", "Reuse an open one for the same branches.")))
 def pr_create_op(inv: Invocation) -> Result:
     import forge
     remote = api(inv)
