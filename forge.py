@@ -1664,7 +1664,7 @@ def _confine(sub: str | Sequence[str | int], where: str) -> str:
     """A sub-path relative to a repository, re-quoted; OUT_OF_SCOPE when it could leave."""
     def refuse(why: str) -> ForgeError:
         return ForgeError("OUT_OF_SCOPE", f"{sanitise_snippet(repr(sub), limit=120)} is not inside {where}: "
-                          f"{why}; this client only reaches that repository.")
+                          f"{why}; this client only reaches that repository.", rule="_confine")
 
     if isinstance(sub, str):
         if sub == "":

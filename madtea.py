@@ -2438,7 +2438,7 @@ def made_since(listing: Callable[[], Json], same: Callable[[dict[str, Json]], bo
 
             def unmarked() -> list[dict[str, Json]]:
                 raise forge.ForgeError("FORGE_UNAVAILABLE", f"the list to tell a new one from older ones could not "
-                                       f"be read before the request ({missed})")
+                                       f"be read before the request ({missed})", rule="made_since")
             return unmarked
         return lambda: [i for i in listing() or [] if int(i.get(key) or 0) > top and same(i)]
     return mark
@@ -2471,7 +2471,7 @@ def create_once(inv: Invocation, segments: str | Sequence[str | int], payload: M
         if len(found) > 1:
             names = ", ".join(_ident(i) for i in found)
             raise forge.ForgeError("FORGE_UNAVAILABLE", f"{len(found)} matching {what}s were made while "
-                                   f"the answer was lost ({names})")
+                                   f"the answer was lost ({names})", rule="create_once")
         return found[0] if found else None
     try:
         made = remote.create(segments, dict(payload), lookup=lookup)

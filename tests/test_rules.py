@@ -98,3 +98,16 @@ def test_a_forge_answer_names_the_function_that_mapped_it() -> None:
 def test_an_unforeseen_failure_names_no_rule() -> None:
     result = madtea.run_error(RuntimeError("boom"))
     assert result.error is not None and (result.error["code"], result.error["rule"]) == ("INTERNAL_ERROR", None)
+
+
+def test_every_rule_is_a_function_a_reader_can_find_by_its_name() -> None:
+    """A refusal built in a closure would be named after the closure: each rule is its module's own function."""
+    modules = {"guard.py": guard, "forge.py": forge, "madtea.py": madtea}
+
+    def found(module: ModuleType, name: str) -> bool:  # a function of the module, or a method of one of its classes
+        return inspect.isfunction(getattr(module, name, None)) or any(
+            inspect.isfunction(getattr(cls, name, None)) for cls in vars(module).values()
+            if inspect.isclass(cls) and cls.__module__ == module.__name__)
+    nested = sorted(f"{file}:{rule} ({code})" for code, rule, file in rules_md.rule_sites()
+                    if not found(modules[file], rule))
+    assert not nested, f"name these rules' functions, or pass rule=: {nested}"
