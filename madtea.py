@@ -7,10 +7,14 @@ hook`` steers an agent's raw ``git`` commands before they run.
 
 The file follows a call, in these sections:
 
-  finishing an interrupted update   the start completes a killed ``madtea update``
+  finishing an interrupted update   the updater's first part: the start completes a
+                                    killed ``madtea update`` before it imports the
+                                    siblings (its second part is "update", below)
   results and diagnostics           Result, and the one emitter (warn, notice)
   the registry, shared parameters   Op and Param, declared once for both surfaces
-  the call pipeline                 a call, its context and run; local and remote
+  the call pipeline                 a call, its context and run (``_run``: the steps
+                                    operation, arguments, target, handler; RULES.md
+                                    lists the rules each meets); local and remote
                                     targets; the server's repository list; the
                                     forge connection; error mapping; git
                                     transport credentials
@@ -22,10 +26,10 @@ The file follows a call, in these sections:
   madt_finish                       commit, push, PR, merge and tidy in one call
   the surfaces                      the CLI; the MCP server and its scope at
                                     start-up; auth; doctor; the mcp and hook
-                                    commands; update (copy installs: a second
-                                    program, with its own file I/O, verifying a
-                                    signed release with ssh-keygen); the hook's
-                                    CLI table; main
+                                    commands; update (copy installs: the updater,
+                                    a second program, with its own file I/O,
+                                    verifying a signed release with ssh-keygen);
+                                    the hook (the CLI table it keeps); main
 """
 from __future__ import annotations
 
