@@ -6742,6 +6742,11 @@ def _add_cli_param(parser: argparse.ArgumentParser, p: Param, op: Op | None = No
                             metavar=p.name.upper())
         return
     flags, about = _cli_flag(p), _for_people(p.cli_help or p.description)
+    if p is JSON_OUT:  # gh's --json FIELDS; bare, the whole structured result (scripts written for it keep working)
+        parser.add_argument(*flags, dest=p.name, nargs="?", const=True, default=None, metavar="FIELDS",
+                            help="Print the result as JSON; with FIELDS (comma-separated, e.g. number,title), only "
+                                 "those fields. An unknown field lists the available ones.")
+        return
     if p.type == "bool":
         import argparse
         parser.add_argument(*flags, dest=p.name, help=about, default=None,
@@ -7132,7 +7137,14 @@ def _cli_main(args: list[str]) -> int:
             _stderr(render_text(result, "cli", typed), "31")
         return exit_status(result.error)
     if getattr(ns, "json", None):
-        print(for_json(result.data))
+        try:
+            print(for_json(json_fields(result.data, ns.json)))
+        except ValueError as exc:  # a script reads its error as JSON; a person at a terminal sees it on stderr too
+            said, known = exc.args
+            print(for_json({"error": {"code": "BAD_ARGUMENT", "message": said, "fields": known}}))
+            if sys.stderr.isatty():
+                _stderr(f"{said}\nAvailable fields:\n" + "\n".join(f"  {key}" for key in known), "31")
+            return 1
     elif result.content is not None and not sys.stdout.isatty():
         sys.stdout.flush()
         sys.stdout.buffer.write(result.content)  # a pipe gets the exact bytes: `files view PATH > copy`
@@ -7146,6 +7158,25 @@ def _cli_main(args: list[str]) -> int:
 
 
 _CHECKS_EXIT = {"passed": 0, "failed": 1, "pending": 8}
+
+
+def json_fields(data: Json, chosen: str | bool) -> Json:
+    """``--json number,title``: only those fields of each row (gh's field selection); ``--json`` bare, the whole
+    result. A field no row has: ValueError(what is wrong, the fields there are), as gh names them."""
+    if chosen is True or not isinstance(chosen, str):
+        return data
+    names = list(dict.fromkeys(n.strip() for n in chosen.split(",") if n.strip()))
+    rows = data if isinstance(data, list) else [data]
+    records = [row for row in rows if isinstance(row, dict)]
+    if not records or len(records) != len(rows):
+        return data  # nothing listed, or not records: nothing to choose from
+    known = list(dict.fromkeys(key for row in records for key in row))
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        said = f"Unknown JSON field: {unknown[0]!r}" if unknown else "Specify one or more comma-separated fields"
+        raise ValueError(said, sorted(known))
+    picked = [{n: row.get(n) for n in names} for row in records]
+    return picked if isinstance(data, list) else picked[0]
 
 
 def _cli_run(op: Op, ns: argparse.Namespace, raw: dict[str, Json], ctx: Context) -> Result:

@@ -547,3 +547,23 @@ def test_at_me_is_the_credentials_own_login(env: Env, monkeypatch, capsys) -> No
         code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", *flags, "--json")
         assert code == 0, (flags, err)
         assert [row["title"] for row in json.loads(out)] == ["Mine"], flags
+
+
+# --------------------------------------------------------------------------- gh's conventions
+
+def test_json_takes_the_fields_to_print_as_gh_does(env: Env, monkeypatch, capsys) -> None:
+    first = env.forge.create_issue("acme", "web", "First\x1b]0;title\x07", "body")["number"]
+    second = env.forge.create_issue("acme", "web", "Second", "body")["number"]
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--json", "number,title")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert all(list(row) == ["number", "title"] for row in rows) and {r["number"] for r in rows} >= {first, second}
+    assert "\\u001b]0;title\\u0007" in out and "\x1b" not in out  # the JSON sink escapes what it prints
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", "--json", "title,state", str(second))
+    assert code == 0 and json.loads(out) == {"title": "Second", "state": "open"}, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(second), "--json")
+    assert code == 0 and {"number", "title", "state", "body"} <= set(json.loads(out))  # bare: the whole result
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--json", "number,nope")
+    error = json.loads(out)["error"]
+    assert code == 1 and error["code"] == "BAD_ARGUMENT" and "'nope'" in error["message"]
+    assert {"number", "title", "state"} <= set(error["fields"])
