@@ -131,6 +131,8 @@ __all__ = [
     "head_sha",
     "ref_exists",
     "local_branches",
+    "ref_snapshot",
+    "ref_moves",
     "git_version",
     "record",
     "field",
@@ -2004,6 +2006,20 @@ def ref_exists(repo: Repo, ref: str) -> bool:
     reject_option(ref, "ref")
     args = ("rev-parse", "--verify", "--quiet", "--end-of-options", ref)
     return git(*args, repo=repo, check=False).returncode == 0
+
+
+def ref_snapshot(repo: Repo) -> dict[str, str]:
+    """Every ref of the repository (branches, tags, remote-tracking refs, notes, the stash) and the object it
+    names, as git lists them: what a write is checked against, before and after."""
+    out = git("for-each-ref", "--format=%(refname)%00%(objectname)", repo=repo).stdout
+    refs = (os.fsdecode(line).partition("\0") for line in out.splitlines() if line)
+    return {name: sha for name, _, sha in refs}
+
+
+def ref_moves(before: Mapping[str, str], after: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:
+    """(ref, old, new) for each ref created (old None), deleted (new None) or moved between two snapshots."""
+    return [(ref, before.get(ref), after.get(ref)) for ref in sorted(set(before) | set(after))
+            if before.get(ref) != after.get(ref)]
 
 
 def local_branches(repo: Repo) -> list[str]:

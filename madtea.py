@@ -1901,6 +1901,7 @@ def push_op(inv: Invocation) -> Result:
     lease = _lease_arg(inv, branch)
     _check_remote_urls(inv, inv.repo, push=True)
     progress(f"pushing {branch} to origin")
+    before = gitops.ref_snapshot(inv.repo)
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(inv.repo, branch, lease_sha=lease,
@@ -1911,8 +1912,24 @@ def push_op(inv: Invocation) -> Result:
         st = gitops.status(inv.repo) if exc.kind == "non-fast-forward" else None
         raise guard.push_rejected(inv.local, branch, exc.kind, exc.reason, lease=bool(lease),
                                   behind_only=st is not None and st.branch == branch and st.ahead == 0) from None
-    return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.",
-                  {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha})
+    moved, told = _refs_moved(inv.repo, before, {f"refs/remotes/origin/{branch}"})
+    return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.{told}",
+                  {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha, "moved": moved})
+
+
+def _refs_moved(repo: gitops.Repo, before: Mapping[str, str], meant: set[str]) -> tuple[list[dict[str, Json]], str]:
+    """Every ref that moved since *before*, as data, and the sentence that names them: the ones the call
+    *meant* to move, and, by name, any other (a ref another process moved meanwhile, or one git moved unasked)."""
+    moves = gitops.ref_moves(before, gitops.ref_snapshot(repo))
+    data: list[dict[str, Json]] = [{"ref": ref, "from": old, "to": new, "meant": ref in meant}
+                                   for ref, old, new in moves]
+    shown = [f"{ref} {(old or 'none')[:9]}..{(new or 'deleted')[:9]}" for ref, old, new in moves if ref in meant]
+    other = [f"{ref} {(old or 'none')[:9]}..{(new or 'deleted')[:9]}" for ref, old, new in moves
+             if ref not in meant]
+    text = f" Refs moved: {', '.join(shown)}." if shown else ""
+    if other:
+        text += f" Also moved while this ran, not by this call's request: {', '.join(other)}."
+    return data, text
 
 
 def _check_remote_urls(inv: Invocation, repo: gitops.Repo, *, push: bool) -> None:
@@ -1932,12 +1949,14 @@ def pull_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     _check_remote_urls(inv, inv.repo, push=False)
     progress(f"pulling origin/{branch}")
+    before = gitops.ref_snapshot(inv.repo)
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
         pulled = gitops.pull_ff(inv.repo, branch, env=env)
     old, new = pulled.before, pulled.after or ""
     moved = "already up to date" if old == new else f"{(old or '0')[:9]}..{new[:9]} (fast-forward)"
-    return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.",
-                  {"branch": inv.state.branch, "from": old, "to": new})
+    refs, told = _refs_moved(inv.repo, before, {f"refs/remotes/origin/{branch}", f"refs/heads/{inv.state.branch}"})
+    return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.{told}",
+                  {"branch": inv.state.branch, "from": old, "to": new, "moved": refs})
 
 
 # --- madt_branch_create ---

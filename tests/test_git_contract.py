@@ -243,3 +243,21 @@ def test_madt_pull_of_another_branch_leaves_local_main_where_it_was(tmp_path, he
     assert run_git(repo, "rev-parse", "main") == mine
     assert run_git(repo, "rev-parse", "topic") == run_git(other, "rev-parse", "main")
     assert result.data["to"] == run_git(other, "rev-parse", "main")
+
+
+def test_results_name_every_ref_they_moved(tmp_path, hermetic_seal):
+    from helpers import ok
+    repo = make_pushed_repo(tmp_path)
+    run_git(repo, "switch", "-q", "-c", "feat")
+    run_git(repo, "tag", "-a", "-m", "t", "v1")
+    run_git(repo, "config", "push.followTags", "true")
+    sha = commit_files(repo, {"f.txt": "f\n"}, "feat")
+    pushed = ok("madt_push", repo, branch="feat")
+    assert pushed.data["moved"] == [{"ref": "refs/remotes/origin/feat", "from": None, "to": sha, "meant": True}]
+    assert "refs/remotes/origin/feat" in pushed.text and "Also moved" not in pushed.text
+    other = _origin_moves(tmp_path / "origin.git", tmp_path)
+    run_git(repo, "switch", "-q", "main")
+    pulled = ok("madt_pull", repo, branch="main")
+    new = run_git(other, "rev-parse", "main")
+    assert {m["ref"] for m in pulled.data["moved"]} == {"refs/heads/main", "refs/remotes/origin/main"}
+    assert all(m["to"] == new and m["meant"] for m in pulled.data["moved"])
