@@ -3736,7 +3736,7 @@ def classify_command(command: str, cwd: str, repo_facts: Callable[[str], HookRep
     ``repo_facts(path) -> HookRepo | None`` reads the repository holding a path
     (filesystem only); it is called at most once per distinct path. ``cli_ops()``
     maps the madtea CLI's (noun, verb) to its MCP twin, as plain data taken from
-    the registry: ``{"tool", "action", "params": [{"name", "type", "flags",
+    the registry: ``{"tool", "action", "reads", "params": [{"name", "type", "flags",
     "positional", "cli_only", "choices", "enum_flags"}]}``; it is called only
     for a line that runs madtea. A line with any denied part is denied whole,
     and the text says none of it ran. The own repository is always *cwd*'s: a
@@ -6631,6 +6631,9 @@ def hook_main(cli_ops: CliTable) -> int:
     command: str | None = None
     try:
         raw = sys.stdin.buffer.read()
+        mcp = _mcp_read(raw, cli_ops) if b"madtea__madt_" in raw else None
+        if mcp is not None:  # one of madtea's own tools: a read runs without asking
+            return mcp
         event = _event(raw)
         if event is None:
             return 0
@@ -6650,6 +6653,32 @@ def hook_main(cli_ops: CliTable) -> int:
             return _answer("failure", hook_failure_decision(command, f"internal error: {type(exc).__name__}"))
         except BaseException:
             return 0
+
+
+def _mcp_read(raw: bytes, cli_ops: CliTable) -> int | None:
+    """Claude Code's PreToolUse for one of madtea's MCP tools: a read action is allowed (a permission rule
+    cannot tell a tool's actions apart), anything else gets no answer, so the harness asks as it would.
+    None when the event is not for one of madtea's tools (a shell command is judged as always)."""
+    import re
+
+    try:
+        data = gitops.from_json(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    tool_input = data.get("tool_input") if isinstance(data, dict) else None
+    named = re.fullmatch(r"mcp__(?:plugin_madtea_)?madtea__(madt_\w+)", str(data.get("tool_name"))) \
+        if isinstance(data, dict) and data.get("hook_event_name") == "PreToolUse" else None
+    if named is None or not isinstance(tool_input, dict):
+        return None
+    action = tool_input.get("action")
+    table = _cached_table(cli_ops)()
+    reads = [entry for entry in (table[words] for words in table) if isinstance(entry, dict)
+             and entry.get("tool") == named.group(1) and entry.get("action") == action and entry.get("reads") is True]
+    if reads:
+        out = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                      "permissionDecisionReason": "madtea reads without changing anything"}}
+        _write(sys.stdout, gitops.to_json(out) + "\n")
+    return 0
 
 
 def _event(raw: bytes) -> tuple[str, str, str, str | None] | None:
@@ -6986,8 +7015,8 @@ def _table_spec(spec: object) -> bool:
     if spec["tool"] is None:
         return set(spec) == {"tool", "person"} and isinstance(spec["person"], bool)
     params = spec.get("params")
-    if set(spec) != {"tool", "action", "params"} or not isinstance(spec["action"], (str, type(None))) \
-            or not isinstance(params, list):
+    if set(spec) != {"tool", "action", "params", "reads"} or not isinstance(spec["action"], (str, type(None))) \
+            or not isinstance(params, list) or not isinstance(spec["reads"], bool):
         return False
     return all(isinstance(p, dict) and set(p) == _HOOK_TABLE_PARAM and isinstance(p["name"], str)
                and isinstance(p["type"], str) and _strs(p["flags"]) and (p["choices"] is None or _strs(

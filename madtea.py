@@ -8986,7 +8986,7 @@ def cli_table() -> dict[tuple[str, ...], dict[str, object]]:
             # no MCP twin: a destructive one is a person's act, anything else may run
             table[tuple(op.cli)] = {"tool": None, "person": op.destructive}
             continue
-        table[tuple(op.cli)] = {"tool": op.tool, "action": op.action, "params": params}
+        table[tuple(op.cli)] = {"tool": op.tool, "action": op.action, "params": params, "reads": not op.mutating}
     for key in list(table):  # tea's plural nouns name the same commands
         for alias in CLI_ALIASES.get(key[0], ()):
             table[(alias,) + key[1:]] = table[key]

@@ -62,8 +62,8 @@ def _workspace(tmp: Path) -> tuple[Path, Path]:
     return web, api
 
 
-def _run_claude(model: ScriptedModel, cwd: Path, path: str, *extra: str,
-                token: str = TOKEN) -> subprocess.CompletedProcess[str]:
+def _run_claude(model: ScriptedModel, cwd: Path, path: str, *extra: str, token: str = TOKEN,
+                bypass: bool = True) -> subprocess.CompletedProcess[str]:
     env = {"HOME": os.environ["HOME"], "PATH": path, "LANG": "C.UTF-8", "TZ": "UTC", "IS_SANDBOX": "1",
            "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-scripted",
            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
@@ -71,7 +71,7 @@ def _run_claude(model: ScriptedModel, cwd: Path, path: str, *extra: str,
            # anything the harness would send off this machine goes to a closed loopback port instead
            "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
     return subprocess.run([str(_binary("claude")), "-p", "commit x", "--output-format", "stream-json", "--verbose",
-                           "--dangerously-skip-permissions", "--plugin-dir", str(ROOT), *extra],
+                           *(["--dangerously-skip-permissions"] if bypass else []), "--plugin-dir", str(ROOT), *extra],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
 
 
@@ -146,15 +146,15 @@ def _codex_home(model: ScriptedModel) -> Path:
     return codex
 
 
-def _run_codex(model: ScriptedModel, cwd: Path, path: str, *extra: str,
-               token: str = TOKEN) -> subprocess.CompletedProcess[str]:
+def _run_codex(model: ScriptedModel, cwd: Path, path: str, *extra: str, token: str = TOKEN,
+               bypass: bool = True) -> subprocess.CompletedProcess[str]:
     codex = _codex_home(model)
     env = {"HOME": os.environ["HOME"], "CODEX_HOME": str(codex), "PATH": path, "LANG": "C.UTF-8", "TZ": "UTC",
            "SCRIPTED_KEY": "scripted", "MADTEA_TOKEN": token, "GIT_CONFIG_GLOBAL": os.environ["GIT_CONFIG_GLOBAL"],
            "GIT_CONFIG_NOSYSTEM": "1", "XDG_RUNTIME_DIR": os.environ["XDG_RUNTIME_DIR"],
            "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1,localhost"}
     return subprocess.run([str(_binary("codex")), "exec", "--json", "--skip-git-repo-check",
-                           "--dangerously-bypass-approvals-and-sandbox", *extra, "commit x"],
+                           *(["--dangerously-bypass-approvals-and-sandbox"] if bypass else []), *extra, "commit x"],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
 
 
@@ -244,11 +244,12 @@ def _install_gemini_extension(path: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def _run_gemini(model: ScriptedModel, cwd: Path, path: str, *extra: str,
-                token: str = TOKEN) -> subprocess.CompletedProcess[str]:
+def _run_gemini(model: ScriptedModel, cwd: Path, path: str, *extra: str, token: str = TOKEN,
+                bypass: bool = True) -> subprocess.CompletedProcess[str]:
     env = dict(_gemini_env(path), GOOGLE_GEMINI_BASE_URL=model.url, GEMINI_API_KEY="scripted", MADTEA_TOKEN=token)
     return subprocess.run([str(_binary("gemini")), "-p", "commit x", "-m", "gemini-2.5-flash", "--output-format",
-                           "json", "--yolo", "--skip-trust", *extra], cwd=cwd, env=env, capture_output=True,
+                           "json", *(["--yolo"] if bypass else []), "--skip-trust", *extra], cwd=cwd, env=env,
+                          capture_output=True,
                           text=True, timeout=240, stdin=subprocess.DEVNULL)
 
 
@@ -330,7 +331,7 @@ def _call(client: str, tool: str, **args: object) -> dict:
     return {"name": _CLIENTS[client][1](tool), "input": args}
 
 
-def _model_reads(client: str, forge: FakeForge, tmp: Path, calls: list[dict]) -> list[str]:
+def _model_reads(client: str, forge: FakeForge, tmp: Path, calls: list[dict], **options: bool) -> list[str]:
     """What *client* hands its model as the result of each of *calls*, run in a clone of the fake forge."""
     _binary(client)
     clone = _forge_workspace(forge, tmp)
@@ -339,8 +340,13 @@ def _model_reads(client: str, forge: FakeForge, tmp: Path, calls: list[dict]) ->
     run = {"claude": _run_claude, "codex": _run_codex, "gemini": _run_gemini}[client]
     if client == "gemini":
         _install_gemini_extension(path)
+        policies = Path(os.environ["HOME"]) / ".gemini" / "policies"  # the README's step for reads
+        policies.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / "integrations" / "gemini-policy.toml", policies / "madtea.toml")
     with ScriptedModel(steps, dialect=_CLIENTS[client][0]) as model:
-        proc = run(model, clone, path, token=DEFAULT_TOKEN)
+        if client == "gemini" and not options.get("bypass", True):
+            model.shell_tool = "read_file"  # gemini -p offers no shell without --yolo: the script waits on reads
+        proc = run(model, clone, path, token=DEFAULT_TOKEN, **options)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return [result["text"] for call, result in model.exchanges() if "sleep 1" not in json.dumps(call["input"])]
 
@@ -374,6 +380,37 @@ def test_a_headless_confirmation_is_said_as_not_accepted_with_the_persons_route(
     assert "Do not call this again" in first and "trying again" not in first, first
     assert "not accepted earlier in this session, so it is not asked again" in again, again
     assert any(label.name == "bug" for label in gitea_forge.repo("acme", "web").labels.values())
+
+
+def test_claude_code_runs_madteas_reads_without_a_bypass_and_asks_for_the_rest(gitea_forge: FakeForge,
+                                                                              tmp_path: Path) -> None:
+    """No permission flag and no rule: the plugin's hook lets each read action run, a mixed tool's included;
+    a write gets no answer from it, so headless Claude Code refuses it and nothing is made."""
+    status, listed, created = _model_reads("claude", gitea_forge, tmp_path, [
+        _call("claude", "madt_status"), _call("claude", "madt_issues", action="list"),
+        _call("claude", "madt_issues", action="create", title="Made without asking")], bypass=False)
+    assert "feat" in status and "haven't granted" not in status, status
+    assert "Broken" in listed and "haven't granted" not in listed, listed
+    assert "haven't granted" in created, created
+    assert [i.title for i in gitea_forge.repo("acme", "web").issues.values()] == ["Broken"]
+
+
+@pytest.mark.parametrize("client", ["codex", "gemini"])
+def test_codex_and_gemini_run_madteas_reads_as_installed_without_a_bypass(client: str, gitea_forge: FakeForge,
+                                                                          tmp_path: Path) -> None:
+    """No bypass flag: the README's rules let a mixed tool's read run; a deletion stays a person's (Codex
+    declines madtea's form, Gemini is never offered it); Gemini's policy leaves a write to be asked about."""
+    gitea_forge.create_label("acme", "web", "bug")
+    listed, deleted, created = _model_reads(client, gitea_forge, tmp_path, [
+        _call(client, "madt_issues", action="list"), _call(client, "madt_labels", action="delete", name="bug"),
+        _call(client, "madt_issues", action="create", title="Made without asking")], bypass=False)
+    assert "Broken" in listed and "approval" not in listed and "denied" not in listed, listed
+    assert any(label.name == "bug" for label in gitea_forge.repo("acme", "web").labels.values()), deleted
+    titles = [i.title for i in gitea_forge.repo("acme", "web").issues.values()]
+    if client == "gemini":
+        assert "denied by policy" in created and titles == ["Broken"], created
+    else:  # Codex approves per tool: the README says a mixed tool's writes then run too
+        assert "Made without asking" in titles, created
 
 
 # --------------------------------------------------------------------------- the harnesses' own validators

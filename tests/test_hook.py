@@ -889,3 +889,42 @@ def test_the_launcher_run_from_a_checkout_loads_the_modules_beside_it(sandbox: d
                 if line.startswith("import time")}
     assert {"guard", "gitops"} <= imported and "madtea" not in imported
     assert sorted(p.name.split(".")[0] for p in (checkout / "__pycache__").glob("*.pyc")) == ["gitops", "guard"]
+
+
+@pytest.mark.parametrize("tool, args, allowed", [
+    ("mcp__plugin_madtea_madtea__madt_status", {}, True),
+    ("mcp__plugin_madtea_madtea__madt_issues", {"action": "list"}, True),
+    ("mcp__plugin_madtea_madtea__madt_notifications", {"action": "list"}, True),
+    ("mcp__plugin_madtea_madtea__madt_issues", {"action": "create", "title": "x"}, False),
+    ("mcp__plugin_madtea_madtea__madt_labels", {"action": "delete", "name": "bug"}, False),
+    ("mcp__plugin_madtea_madtea__madt_push", {}, False),
+    ("mcp__other__madt_status", {}, False),
+])
+def test_the_hook_lets_madteas_own_reads_run_and_answers_nothing_else(tool: str, args: dict, allowed: bool) -> None:
+    """A permission rule names a whole tool; the hook tells a mixed tool's read actions from its writes."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    event = {"hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": args, "cwd": "/"}
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(root / "bin" / "madtea"), "hook"], input=json.dumps(event),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] if done.stdout.strip() else None
+    assert said == ("allow" if allowed else None), done.stdout
+
+
+def test_a_shell_line_naming_a_madtea_tool_is_still_judged_as_a_shell_line(tmp_path) -> None:
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": str(tmp_path),
+             "tool_input": {"command": "git push --force origin main # mcp__plugin_madtea_madtea__madt_status"}}
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, str(root / "bin" / "madtea"), "hook"], input=json.dumps(event),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "allow" not in done.stdout, (done.stdout, done.stderr)

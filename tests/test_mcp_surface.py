@@ -223,3 +223,34 @@ async def test_structured_content_says_every_word_the_text_says(env: Env) -> Non
     said = failed.structured_content
     assert said["code"] == "GIT_ERROR" and "the team rule: no x files" in said["text"], said
     assert list(said)[:2] == ["ok", "text"]  # the words come before the data, so "git's message above" holds
+
+
+def _read_actions() -> dict[str, list[str | None]]:
+    """Each agent tool's read actions, from the registry."""
+    reads: dict[str, list[str | None]] = {}
+    for op in madtea.REGISTRY:
+        if not op.cli_only and not op.mutating:
+            reads.setdefault(op.tool, []).append(op.action)
+    return reads
+
+
+def test_the_shipped_approval_rules_name_exactly_the_reads() -> None:
+    """Gemini's policy allows each read action and nothing else; Codex's entry approves each tool that mixes
+    reads with writes (Codex runs a read-only tool unasked, and approves per tool)."""
+    import re
+    import tomllib
+
+    root = Path(madtea.__file__).parent
+    policy = tomllib.loads((root / "integrations" / "gemini-policy.toml").read_text())
+    allowed: dict[str, list[str | None]] = {}
+    for rule in policy["rule"]:
+        assert rule["mcpName"] == "madtea" and rule["decision"] == "allow", rule
+        pattern = rule.get("argsPattern")
+        actions = re.fullmatch(r'\\x00"action":"\(([a-z_|]+)\)"\\x00', pattern).group(1).split("|") if pattern \
+            else [None]
+        allowed[rule["toolName"]] = actions
+    assert allowed == _read_actions()
+    codex = tomllib.loads((root / "integrations" / "codex-config.toml").read_text())["mcp_servers"]["madtea"]
+    approved = {tool for tool, entry in codex["tools"].items() if entry == {"approval_mode": "approve"}}
+    writes = {op.tool for op in madtea.REGISTRY if not op.cli_only and op.mutating}
+    assert approved == set(_read_actions()) & writes
