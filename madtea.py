@@ -7585,7 +7585,7 @@ async def _report_progress(ctx: ServerRequestContext, call: gitops.Call) -> None
         if not fresh and now - last < HEARTBEAT:
             continue
         heard, last, sent = count, now, sent + 1
-        said = text or "working"
+        said = for_agent(text) if text else "working"  # a remote's words (via git): an agent sink
         await ctx.session.report_progress(sent, None, said if fresh else f"{said} ({now - start:.0f} s so far)")
 
 

@@ -275,3 +275,22 @@ async def test_finish_says_each_of_its_steps(env: Env) -> None:
                     "waiting for the forge", "switching to main", "done: ")
     assert len([s for s in steps if s.startswith(finish_steps)]) >= 2, seen
     assert "Merged PR" in result.content[0].text
+
+
+async def test_progress_from_a_remote_reaches_the_agent_cleaned(env: Env) -> None:
+    """A remote's own words (a pre-receive hook's output) are an agent sink like any result: no control, bidi or
+    zero-width character passes in a progress message."""
+    _slow_remote(env, "printf 'checking \\033]0;owned\\007 \\342\\200\\256 \\342\\200\\213 ok\\n'; sleep 2")
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async with Client(_params(env.clone), mode="legacy") as client:
+        result = await client.call_tool("madt_push", {}, progress_callback=on_progress)
+    assert not result.is_error, result.content[0].text
+    hook = [m for m in seen if "checking" in m]
+    assert hook, seen
+    for message in hook:
+        assert not [c for c in message if ord(c) < 32 or 0x7F <= ord(c) < 0xA0 or c in "\u202e\u200b"], message
+    assert any("\\u202e" in m for m in hook), hook
