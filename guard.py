@@ -4231,7 +4231,13 @@ class _ShellParser:
             self.pos += 1  # $"..." is a translated string: read it as "..."
         else:
             end = _varname_end(src, self.pos + 1)
-            if end is not None:
+            known = scope["env"].get(src[self.pos + 1:end]) if end is not None else None
+            value = known.text.partition("=")[2] if known is not None and not known.dynamic and \
+                "IFS" not in scope["env"] else None
+            if end is not None and value is not None and value[:1] != "(" and not any(c in value for c in " \t\n\x1f"):
+                self._add(st, value, quoted=in_dquote)  # t=hard; git reset --$t: a value the line set
+                self.pos = end
+            elif end is not None:
                 self._add(st, "$" + src[self.pos + 1:end], dynamic=True)
                 self.pos = end
             else:
@@ -4444,6 +4450,10 @@ def _pipe_text(seg: _ShellSegment) -> list[str | None] | None:
         text = args[0].replace("\\n", "\n")
     elif name == "printf" and len(args) > 1 and args[0] in ("%s\\n", "%s\n", "%s"):
         text = "\n".join(args[1:])
+    elif name == "printf" and len(args) > 1 and args[0].count("%") == args[0].count("%s") == len(args) - 1:
+        text = args[0].replace("%s", "\x00").replace("\\n", "\n")  # printf 'res%s' et
+        for arg in args[1:]:
+            text = text.replace("\x00", arg, 1)
     if text is None:
         return None
     return [None if dynamic else text, text]
@@ -4612,13 +4622,16 @@ def _known_values(words: list[_ShellWord], env: dict[str, _ShellWord]) -> list[_
         text = w.text
         name = text[2:-1] if text.startswith("${") and text.endswith("}") else text[1:] if text[:1] == "$" else ""
         name = "@" if name in ("@", "*") else name
-        known = env.get(name) if w.dynamic and name else None
+        known = env.get("@" if name.isdecimal() and name != "0" else name) if w.dynamic and name else None
         if known is None or known.dynamic:
             out.append(w)
             continue
         value = known.text.partition("=")[2]
         if name == "@":
             out.extend(_ShellWord(t, False, True) for t in value.split("\x1f") if value)
+        elif name.isdecimal():
+            params = value.split("\x1f") if value else []
+            out.extend(_ShellWord(t, False, True) for t in params[int(name) - 1:int(name)])
         elif value.startswith("(") and value.endswith(")"):
             found = _ShellParser(value[1:-1], None).parse()
             out.extend(_ShellWord(v.text, v.dynamic, True) for v in (found[0].words if found else []))

@@ -561,6 +561,10 @@ HANDED_ON: list[Case] = [
     ("make -f - <<'MK'\nGIT = git\nall:\n\t$(GIT) push\nMK", "deny", "madt_push"),
     ("python3 -c 'import os; os.execv(\"/usr/bin/git\", [\"git-push\", \"origin\"])'", "deny", "madt_push"),
     ("git difftool -x 'git push #' HEAD", "deny", "madt_push"),
+    ("sh -c 'git \"$1\"' _ push", "deny", "madt_push"),
+    ("git $(printf 'res%s' et) --hard", "deny", "git reset --hard discards"),
+    ("t=hard; git reset --$t", "deny", "git reset --hard discards"),
+    ("t=soft; git reset --$t", "allow", None),
     ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://u:tok@h.example/x git fetch",
      "deny", "A token or password inside a remote URL"),
 ]
