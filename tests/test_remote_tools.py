@@ -317,7 +317,7 @@ def test_issue_close_reopen_comment_shapes(seeded: Env) -> None:
 
 def test_issue_lock_and_unlock(seeded: Env) -> None:
     e = seeded
-    if e.forge.flavour == "gitea":
+    if e.forge.since("1.24", None):  # Gitea 1.24 brings the lock endpoints; Forgejo has none
         locked = e.ok("madt_issues", action="lock", number=1, reason="resolved")
         assert e.issue(1).locked and "Locked issue #1" in locked.text
         e.ok("madt_issues", action="unlock", number=1)
@@ -325,7 +325,7 @@ def test_issue_lock_and_unlock(seeded: Env) -> None:
     else:
         for action in ("lock", "unlock"):
             result = e.refused("NOT_SUPPORTED", "madt_issues", action=action, number=1)
-            assert "Forgejo" in result.text and "404" not in result.text
+            assert e.forge.flavour.capitalize() in result.text and "404" not in result.text
         assert not e.issue(1).locked
 
 
@@ -382,7 +382,8 @@ def test_pr_list_filters(prs: Env) -> None:
     assert numbers(e.ok("madt_pr", action="list", state="all")) == [4, 3, 2, 1]
     assert numbers(e.ok("madt_pr", action="list", base="dev")) == [4]
     assert numbers(e.ok("madt_pr", action="list", head="feat-a")) == [1]
-    assert numbers(e.ok("madt_pr", action="list", author="bob")) == [4]
+    if e.forge.since("1.23", "11"):  # the author filter's release (before it: NOT_SUPPORTED, see test_forge_releases)
+        assert numbers(e.ok("madt_pr", action="list", author="bob")) == [4]
     e.forge.create_label("acme", "web", "bug")
     e.ok("madt_pr", action="edit", number=4, add_label=["bug"])
     assert numbers(e.ok("madt_pr", action="list", label=["bug"])) == [4]
@@ -770,6 +771,9 @@ def test_actions(env: Env) -> None:
     e.forge.commit("acme", "web", "main", {".gitea/workflows/ci.yml": "on: push\n"}, "Add CI")
     run = e.forge.add_action_run("acme", "web", title="CI on main",
                                  jobs=(("build", "success", "step 1\nbuilt\n"), ("lint", "failure", "bad\n")))
+    if not e.forge.since("1.25", "12"):  # no runs list before these (tests/test_forge_releases.py has the refusals)
+        e.refused("NOT_SUPPORTED", "madt_actions", action="runs")
+        return
     runs = e.ok("madt_actions", action="runs")
     assert runs.data == [{"id": run.id, "title": "CI on main", "status": "completed", "conclusion": "success",
                           "branch": "main", "sha": run.head_sha, "url": runs.data[0]["url"]}]
