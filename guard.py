@@ -2916,26 +2916,40 @@ def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
 def check_file_sha(w: FileWrite, path: str, current: str | None, view: Call) -> None:
     """A write names the blob sha of the version it replaces; a create names a path that is free."""
     given = w.file.get("sha")
-    on = f"{w.base} of {w.repo}"
     if w.op == "create":
         if current is not None:
-            edit = w.again(sha=current) if w.index is not None else \
-                call(w.tool, **_with_action("edit", dict(w.args) | {"sha": current}))
-            raise Refusal("CONFLICT", f"{path} already exists on {on} (sha {current}); creating it would "
-                          f"replace a file you have not read.", target=path, next=(view, edit))
+            raise file_exists(w, path, current, view)
         return
     if current is None:
-        listing = call(w.tool, action="tree", owner_repo=w.args.get("owner_repo") or w.repo, ref=w.base,
-                       path=path.rpartition("/")[0] or None)
-        raise Refusal("BAD_ARGUMENT", f"{path} is not a file on {on}.", target=path, next=(listing,))
+        raise not_a_file(w, path)
     if not given:
-        raise Refusal("BAD_ARGUMENT", f"{w.where} needs sha: the blob sha of the version of {path} you read, so "
-                      f"a change you have not seen is never overwritten.", target=path,
-                      next=(view, w.again(sha=current)))
+        raise file_sha_missing(w, path, current, view)
     # A sha as git and the forge's pages abbreviate it (seven digits or more) names the version it starts.
     if given != current and not (len(given) >= 7 and is_short_sha(given.lower()) and
                                  current.startswith(given.lower())):
         raise file_changed(w, path, current, given, view)
+
+
+def file_exists(w: FileWrite, path: str, current: str, view: Call) -> Refusal:
+    """A create never replaces a file that is there: that is an edit of the version read."""
+    edit = w.again(sha=current) if w.index is not None else \
+        call(w.tool, **_with_action("edit", dict(w.args) | {"sha": current}))
+    return Refusal("CONFLICT", f"{path} already exists on {w.base} of {w.repo} (sha {current}); creating it would "
+                   f"replace a file you have not read.", target=path, next=(view, edit))
+
+
+def not_a_file(w: FileWrite, path: str) -> Refusal:
+    """An edit, move or deletion names a file that is on the branch."""
+    listing = call(w.tool, action="tree", owner_repo=w.args.get("owner_repo") or w.repo, ref=w.base,
+                   path=path.rpartition("/")[0] or None)
+    return Refusal("BAD_ARGUMENT", f"{path} is not a file on {w.base} of {w.repo}.", target=path, next=(listing,))
+
+
+def file_sha_missing(w: FileWrite, path: str, current: str, view: Call) -> Refusal:
+    """A write names the blob sha of the version it replaces."""
+    return Refusal("BAD_ARGUMENT", f"{w.where} needs sha: the blob sha of the version of {path} you read, so "
+                   f"a change you have not seen is never overwritten.", target=path,
+                   next=(view, w.again(sha=current)))
 
 
 def file_changed(w: FileWrite, path: str, current: str, given: str, view: Call) -> Refusal:
