@@ -289,3 +289,29 @@ def test_actions_secrets_are_the_owner_s_alone(release_env: Env, monkeypatch: An
     refused = e.refused("NOT_ALLOWED", "madt_actions", action="secrets")
     assert "should be the owner" in refused.text
     assert "only the repository's owner" in (refused.error["user_action"] or "")
+
+
+def test_the_rules_for_what_the_forge_would_answer_misleadingly() -> None:
+    """check_filter_names, no_such_user, check_pr_open and no_such_wiki_page, as guard builds them."""
+    import guard
+    import pytest
+    c = guard.ForgeCall("madt_issues", "list", {"milestone": "Relase 1"}, "acme/web", None)
+    assert guard.check_filter_names(c, "acme/web", "milestone", "milestone", ["release 1"], ["Release 1"]) == \
+        ["Release 1"]
+    with pytest.raises(guard.Refusal) as typo:
+        guard.check_filter_names(c, "acme/web", "milestone", "milestone", ["Relase 1"], ["Release 1", "v2"])
+    assert typo.value.code == "BAD_ARGUMENT" and typo.value.next[0]["args"]["milestone"] == "Release 1"
+    with pytest.raises(guard.Refusal) as far:
+        guard.check_filter_names(c, "acme/web", "label", "label", ["zzz"], ["bug"], many=True)
+    assert far.value.user_action and not far.value.next and "nothing is close to zzz" in far.value.message
+    user = guard.no_such_user(c, "acme/web", "author", "nobdy")
+    assert user.code == "BAD_ARGUMENT" and user.next[0]["args"] == {"action": "users", "owner_repo": "acme/web",
+                                                                     "q": "nobdy"}
+    with pytest.raises(guard.Refusal) as closed:
+        guard.check_pr_open("acme/web", 3, "closed")
+    assert closed.value.code == "MERGE_BLOCKED" and "PR #3 is closed" in closed.value.message
+    guard.check_pr_open("acme/web", 3, "open")
+    w = guard.ForgeCall("madt_wiki", "edit", {"page_name": "Nowhere", "content": "x"}, "acme/web", None)
+    page = guard.no_such_wiki_page(w, "Nowhere", True)
+    assert page.code == "NOT_FOUND_OR_NO_ACCESS" and page.next[0]["args"]["action"] == "create"
+    assert guard.no_such_wiki_page(w, "Nowhere", False).next[0]["args"]["action"] == "list"
