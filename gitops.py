@@ -2010,8 +2010,11 @@ def ref_exists(repo: Repo, ref: str) -> bool:
 
 def ref_snapshot(repo: Repo) -> dict[str, str]:
     """Every ref of the repository (branches, tags, remote-tracking refs, notes, the stash) and the object it
-    names, as git lists them: what a write is checked against, before and after."""
-    out = git("for-each-ref", "--format=%(refname)%00%(objectname)", repo=repo).stdout
+    names (a symbolic ref: ``ref: <the ref it names>``), as git lists them: what a write is checked against,
+    before and after."""
+    # A symbolic ref (origin/HEAD) is recorded as the ref it names: it moves only when it names another ref.
+    out = git("for-each-ref", "--format=%(refname)%00%(if)%(symref)%(then)ref: %(symref)%(else)%(objectname)%(end)",
+              repo=repo).stdout
     refs = (os.fsdecode(line).partition("\0") for line in out.splitlines() if line)
     return {name: sha for name, _, sha in refs}
 

@@ -999,15 +999,20 @@ def shell_quote(text: str) -> str:
 
 
 def check_mid_operation(t: Target) -> None:
-    if t.tool not in ("madt_commit", "madt_finish") or t.state is None or t.state.operation is None:
+    switches = t.tool == "madt_switch" or (t.tool == "madt_branch_create" and bool(t.args.get("checkout")))
+    if (t.tool not in ("madt_commit", "madt_finish") and not switches) or t.state is None \
+            or t.state.operation is None:
         return
     if t.tool == "madt_finish" and t.args.get("branch"):
         return  # the branch= form touches no working tree
     op = t.state.operation
     rail = continue_rail(t)
     steps = " then ".join(render_call(s) if "tool" in s else f"`{s['shell']}`" for s in rail)
+    # A switch during a merge or rebase is refused by git after a branch create has already made the branch:
+    # the rule refuses first, so nothing is half done.
+    act = "a switch of branch now" if switches else "a new commit now"
     raise Refusal("MID_OPERATION",
-                  f"A {op} is in progress in {t.target.describe()}; a new commit now would tangle with it. "
+                  f"A {op} is in progress in {t.target.describe()}; {act} would tangle with it. "
                   f"Finish it first: {steps}. Do not retry {t.tool} until the {op} is done.",
                   target=t.target.describe(), next=rail)
 

@@ -130,3 +130,14 @@ def test_a_possible_default_names_the_fetch_that_learns_it(watched_origin):
     assert not mark.exists()
     learn = [c for c in result.error["choices"] if "shell" in c[0]]
     assert learn and "remote set-head origin --auto" in learn[0][0]["shell"]
+
+
+def test_a_branch_create_with_checkout_during_a_merge_creates_nothing(three):
+    run_git(three, "switch", "-q", "-c", "side", "main~1")
+    commit_files(three, {"c.txt": "side\n"}, "side changes c")
+    run_git(three, "merge", "-q", "main", check=False)  # c.txt conflicts: the merge stops
+    assert (Path(run_git(three, "rev-parse", "--absolute-git-dir")) / "MERGE_HEAD").is_file()
+    refused("MID_OPERATION", "madt_branch_create", three, name="next", checkout=True)
+    refused("MID_OPERATION", "madt_switch", three, branch="main")
+    assert "next" not in local_branches(three)
+    assert run_git(three, "branch", "--show-current") == "side"
