@@ -204,7 +204,8 @@ def test_a_bare_repository_on_its_own_is_not_outside_any_repository(tmp_path: Pa
 
 # --------------------------------------------------------------------------- origin's default branch, from git
 
-def test_a_default_branch_git_has_no_record_of_is_asked_of_the_remote(tmp_path: Path, hermetic_seal: Path) -> None:
+def test_a_default_branch_git_has_no_record_of_keeps_a_local_act_closed(tmp_path: Path, hermetic_seal: Path) -> None:
+    """A local act never asks the remote: with no origin/HEAD, trunk may be the default, so the rule stays closed."""
     origin = make_bare(tmp_path / "origin.git")
     run_git(origin, "symbolic-ref", "HEAD", "refs/heads/trunk")
     repo = make_repo(tmp_path / "r", origin=str(origin), branch="trunk")
@@ -213,9 +214,9 @@ def test_a_default_branch_git_has_no_record_of_is_asked_of_the_remote(tmp_path: 
     write_files(repo, {"f.txt": "f\n"})
     before = snapshot([repo, origin])
     result = refused("DEFAULT_BRANCH", "madt_commit", repo, files=["f.txt"], title="Add f")
-    assert "default branch trunk" in result.text
+    assert "may be its default branch" in result.text
     assert_only_changed(before, snapshot([repo, origin]), set())
-    # The remote gone quiet: trunk may still be the default, so the rule stays closed, with the same ways on.
+    # The remote gone: the same answer, since the remote was never asked.
     run_git(repo, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
     before = snapshot([repo, origin])
     result = refused("DEFAULT_BRANCH", "madt_commit", repo, files=["f.txt"], title="Add f")
