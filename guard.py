@@ -3620,11 +3620,41 @@ def update_tool_failed(path: str, reason: str, missing: bool) -> Refusal:
                    "Make sure ssh-keygen runs for this user (ssh-keygen -Y verify), then run the update again.")
 
 
-def update_replace_failed(where: str, detail: str) -> Refusal:
+def os_meaning(err: int | None, said: str = "") -> str:
+    """What an errno means, in the system's words, with its name: "No space left on device (ENOSPC)"."""
+    import errno
+    if not err:
+        return said or "an operating-system error"
+    return f"{os.strerror(err)} ({errno.errorcode.get(err, str(err))})"
+
+
+def disk_remedy(folder: str, err: int | None, then: str, free: int | None = None) -> str:
+    """The one thing a person does about a file madtea could not write in *folder*, by what the system said."""
+    import errno
+    if err in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        room = f" (it has {free:,} bytes free)" if free is not None else ""
+        return f"Free space on the disk that holds {folder}{room}, then {then}."
+    if err == errno.EROFS:
+        return f"{folder} is on a read-only file system: remount it writable or use a writable folder, then {then}."
+    if err in (None, errno.EACCES, errno.EPERM):
+        return f"Make {folder} writable for this user, then {then}."
+    return f"Check that {folder} exists and can be written, then {then}."
+
+
+def update_replace_failed(where: str, detail: str, err: int | None = None, free: int | None = None) -> Refusal:
+    import errno
+    action = disk_remedy(where, err, "run the update again", free)
+    if err in (None, errno.EACCES, errno.EPERM):
+        action = action.replace(", then", " (and close other running madtea processes on Windows), then", 1)
     return Refusal("USER_ACTION_REQUIRED", f"Replacing madtea's files at {where} failed ({detail}); the files that "
-                   "were there before are in place again.", target=where,
-                   user_action=f"Make {where} writable for this user (and close other running madtea processes "
-                   "on Windows), then run the update again.")
+                   "were there before are in place again.", target=where, user_action=action)
+
+
+def local_write_failed(path: str, err: int | None, said: str, done: str, free: int | None = None) -> Refusal:
+    """A file madtea keeps for a person (a login, a token, its config) could not be written."""
+    folder = os.path.dirname(path) or path
+    return Refusal("USER_ACTION_REQUIRED", f"Could not write {path}: {os_meaning(err, said)}. {done}", target=path,
+                   user_action=disk_remedy(folder, err, "run the command again", free))
 
 
 def update_busy(where: str) -> Refusal:

@@ -8741,7 +8741,7 @@ def update_from_file(path: Path, *, allow_downgrade: bool = False, ask: Callable
     try:
         lock = _update_lock(str(folder))
     except OSError as exc:
-        raise guard.update_replace_failed(str(where), f"{type(exc).__name__}: {exc.strerror or exc}") from None
+        raise _replace_failed(str(where), exc) from None
     if lock is None:
         raise guard.update_busy(str(where))
     try:
@@ -8783,7 +8783,29 @@ def _update_recover(folder: str) -> None:
     try:
         _update_cleanup(folder)
     except OSError as exc:
-        raise guard.update_replace_failed(folder, f"{type(exc).__name__}: {exc.strerror or exc}") from None
+        raise _replace_failed(folder, exc) from None
+
+
+def _journal_back(journal: Path) -> None:
+    """Turn the journal to "back" in place, in the room "forward" took, so a full disk cannot refuse it."""
+    with open(journal, "r+b") as handle:
+        handle.write(b"back\n\n\n\n")  # as long as "forward\n": nothing is allocated, and a reader strips it
+        handle.flush()
+        gitops.sync_file(handle.fileno())
+
+
+def _replace_failed(folder: str, exc: OSError) -> guard.Refusal:
+    """An update that could not replace the files, with the remedy for what the system said."""
+    return guard.update_replace_failed(folder, guard.os_meaning(exc.errno, str(exc)), exc.errno, free_bytes(folder))
+
+
+def free_bytes(path: str | os.PathLike[str]) -> int | None:
+    """The bytes free to this user on the disk that holds *path* (None when it cannot be read)."""
+    import shutil
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
 
 
 def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str) -> None:
@@ -8807,7 +8829,7 @@ def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str)
             gitops.sync_folder(each)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
+        raise _replace_failed(str(folder), exc) from None
     entry = fresh / ("madtea.py" if len(files) > 1 else next(iter(files)).name)
     failure = _new_copy_failure(entry, version)
     if failure:
@@ -8815,17 +8837,21 @@ def _switch(folder: Path, files: Mapping[Path, bytes], version: str, shown: str)
         raise guard.update_new_copy_failed(shown, failure)
     try:
         gitops.write_private(staging / "journal", b"forward\n")
+    except OSError as exc:  # nothing was moved yet: the staged copies go, and the old release stays as it was
+        shutil.rmtree(staging, ignore_errors=True)
+        raise _replace_failed(str(folder), exc) from None
+    try:
         try:
             _update_roll(str(folder), "forward")
         except OSError:
-            gitops.write_private(staging / "journal", b"back\n")
+            _journal_back(staging / "journal")
             _update_cleanup(str(folder))  # every saved file back, then the staging folder gone
             raise
         finally:
             gitops.sync_folder(folder)
         _update_cleanup(str(folder))
     except OSError as exc:
-        raise guard.update_replace_failed(str(folder), f"{type(exc).__name__}: {exc.strerror or exc}") from None
+        raise _replace_failed(str(folder), exc) from None
 
 
 def _new_copy_failure(entry: Path, version: str) -> str | None:

@@ -449,7 +449,8 @@ _RELEASED = ["README.md", "forge.py", "gitops.py", "guard.py", "madtea.py"]
 
 # A child runs madtea's own entry point after this prelude. It wraps every call that changes a file or a folder
 # (os's and builtins.open for writing) and, after the N-th one that touches the install's folder, SIGKILLs itself
-# (a power cut, short of losing what was never synced) or SIGSTOPs (an update paused mid-way). With "log" it runs
+# (a power cut, short of losing what was never synced) or SIGSTOPs (an update paused mid-way). With "full", from the
+# N-th change on, every write, mkdir or file creation there fails as a full disk does (ENOSPC). With "log" it runs
 # to the end instead, writing each such call and the folder it leaves (names, contents, modes).
 _FAULTS = r'''
 import builtins, hashlib, io, json, os, runpy, shutil, signal, sys  # shutil first: it picks rmtree by the real os
@@ -484,13 +485,16 @@ def wrap(owner, name, targets):
 
     def wrapped(*args, **kwargs):
         paths = targets(*args, **kwargs)
+        inside = any(p == folder or p.startswith(folder + os.sep) for p in paths)
+        if plan == "full" and inside and count[0] >= at and name in ("write", "mkdir", "open"):
+            raise OSError(28, os.strerror(28))  # a full disk: nothing new fits; removing and renaming still work
         result = real(*args, **kwargs)
-        if any(p == folder or p.startswith(folder + os.sep) for p in paths):
+        if inside:
             count[0] += 1
             if plan == "log":
                 with real_open(log, "a", encoding="utf-8") as out:
                     out.write(json.dumps([name, [os.path.relpath(p, folder) for p in paths], snapshot()]) + "\n")
-            elif count[0] == at:
+            elif count[0] == at and plan in ("kill", "stop"):
                 os.kill(os.getpid(), signal.SIGKILL if plan == "kill" else signal.SIGSTOP)
         return result
     setattr(owner, name, wrapped)
@@ -508,8 +512,9 @@ for name in ("rename", "replace"):
 for name in ("write", "fsync"):
     wrap(os, name, lambda fd, *a, **k: [where(fd)])
 wrap(os, "open", lambda path, flags, *a, dir_fd=None, **k: [where(path, dir_fd)] if kept(flags) else [])
-for owner in (builtins, io):
-    wrap(owner, "open", lambda file, mode="r", *a, **k: [where(file)] if set(mode) & set("wax+") else [])
+for owner in (builtins, io):  # with "full", only a mode that makes or grows a file meets the full disk
+    wrap(owner, "open", lambda file, mode="r", *a, **k: [where(file)] if set(mode) & set("wax" if plan == "full"
+                                                                                        else "wax+") else [])
 sys.argv = [entry, *sys.argv[5:]]
 runpy.run_path(entry, run_name="__main__")
 '''
@@ -590,6 +595,31 @@ def test_an_update_killed_after_any_change_leaves_the_old_release_or_the_new_one
         assert {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")} == new_state
         assert _madtea(entry, "--version").stdout == "madtea 0.2.0\n", changes[point - 1]
         assert _names(entry.parent) == _RELEASED, changes[point - 1]
+
+
+def test_an_update_that_meets_a_full_disk_at_any_change_leaves_the_old_release_and_says_to_free_space(
+        releases, tmp_path) -> None:
+    old_state = _release_state(releases.old / "madtea-0.1.0.zip")
+    new_state = _release_state(releases.new / "madtea-0.2.0.zip")
+    new = releases.new / "madtea-0.2.0.zip"
+    _pin(releases.key)
+    changes = _changes(_copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / "logged"), new)
+    refused = 0
+    for number, point in enumerate(_kill_points(changes)):
+        entry = _copy_install(releases.old / "madtea-0.1.0.zip", tmp_path / f"install-{number}")
+        done = _faulted(entry, "full", point, None, "update", "--from", str(new))
+        assert "Traceback" not in done.stderr, (changes[point - 1], done.stderr)
+        assert _names(entry.parent) == _RELEASED, changes[point - 1]  # the staging folder never stays
+        modules = {k: v for k, v in _state(entry.parent).items() if k.endswith(".py")}
+        if done.returncode == 0:  # the disk filled after the last write: the update is whole
+            assert modules == new_state, changes[point - 1]
+            continue
+        refused += 1
+        assert modules == old_state, changes[point - 1]
+        assert "No space left on device (ENOSPC)" in done.stderr, done.stderr
+        assert f"Free space on the disk that holds {entry.parent}" in done.stderr, done.stderr
+        assert "writable" not in done.stderr, done.stderr
+    assert refused > 5
 
 
 def _pyz_install(archive: Path, folder: Path) -> Path:
