@@ -8001,6 +8001,16 @@ def _read_token(with_token: bool, target: ForgeTarget) -> str:
         raise _Cancelled(guard.no_token_given(target.host)) from None
 
 
+def _os_fail(exc: OSError, path: object, done: str) -> int:
+    """A file a person's command writes could not be written: the path, what the system said, what is so now,
+    and the one remedy; never a traceback."""
+    where = str(path)  # the file meant (git and the system may name a temporary one beside it)
+    refusal = guard.local_write_failed(where, exc.errno, exc.strerror or str(exc), done,
+                                       free_bytes(os.path.dirname(where) or where))
+    _stderr(render_text(refusal_result(refusal), "cli"), "31")
+    return 1
+
+
 class _Cancelled(Exception):
     """A person ended a prompt without an answer: the command stops, with gh's exit status for a cancel (2)."""
 
@@ -8017,16 +8027,21 @@ def _auth_fail(exc: Exception, status: int = 1) -> int:
 
 def _auth_login(ns: argparse.Namespace) -> int:
     import forge
+    writing, done = forge.hosts_path(), "Nothing was changed: earlier logins are as they were."
     try:
         target = _auth_target(ns.hostname)
         token = forge.check_token_text(_read_token(ns.with_token, target))
         user = _verify(target, token)
         where = forge.store_token(target.host, token, insecure=ns.insecure_storage)
+        writing, done = forge.logins_path(), (f"The token for {target.host} is stored (in "
+                                              f"{forge.describe_source(where)}), but not whose it is.")
         forge.record_login(target.host, user, where, target.api_base)
     except _Cancelled as cancelled:
         return _auth_fail(cancelled.refusal, 2)
     except (forge.ForgeError, guard.Refusal) as exc:
         return _auth_fail(exc)
+    except OSError as exc:  # the file a login writes: a full disk, a read-only home, no permission
+        return _os_fail(exc, writing, done)
     print(for_terminal(f"Logged in to {target.host} as {user}; the token is in {forge.describe_source(where)}."))
     return 0
 
@@ -8038,7 +8053,12 @@ def _auth_logout(ns: argparse.Namespace) -> int:
     except (forge.ForgeError, guard.Refusal) as exc:
         return _auth_fail(exc)
     removed = forge.delete_token(target.host)
-    forge.forget_login(target.host)
+    try:
+        forge.forget_login(target.host)
+    except OSError as exc:
+        gone = ", ".join(forge.describe_source(r) for r in removed)
+        return _os_fail(exc, forge.logins_path(), f"The token for {target.host} was removed from {gone}; the record "
+                        f"of the login stays." if removed else "Nothing was changed.")
     for name in (forge.token_env_var(target.host), "MADTEA_TOKEN"):
         if os.environ.get(name, "").strip():
             warn(f"{name} is still set in the environment and is used before any store; unset it too.")
@@ -9046,6 +9066,10 @@ def main(argv: list[str] | None = None) -> int:
         return 141  # as a command ended by SIGPIPE
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # a file a person's command reads or writes: one line with the path, never a traceback
+        where = f" at {exc.filename}" if exc.filename else ""
+        _stderr(f"madtea stopped{where}: {guard.os_meaning(exc.errno, exc.strerror or str(exc))}.", "31")
+        return 1
 
 
 if __name__ == "__main__":
