@@ -451,6 +451,18 @@ class NothingToCommit(GitError):
     """The declared files carry no change to commit."""
 
 
+class NoSpace(GitError):
+    """The disk that holds the repository is full, or its quota spent: git stopped part way. *staged* is what
+    the index holds of the declared files now; *free* the bytes left there, when known."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        super().__init__(argv, returncode, stderr)
+        self.quota = "Disk quota exceeded" in stderr
+        self.staged: tuple[str, ...] = ()
+        self.free: int | None = None
+        self.disk = ""
+
+
 class RefMoved(GitError):
     """A compare-and-swap ref update found the ref elsewhere than expected (or gone)."""
 
@@ -535,6 +547,7 @@ class LocalChanges(GitError):
 _CHECKED_OUT = r"'(.+)' is already (?:checked out|used by worktree) at '(.+)'"
 _OUTSIDE_SPARSE = (r"outside of your sparse-checkout definition, so will not be\s+updated in the index:\n"
                    r"((?:(?!hint:)[^\n]*\n?)*)")
+_NO_SPACE = r"No space left on device|Out of diskspace|Disk quota exceeded"
 _REF_TAKEN = r"cannot lock ref 'refs/heads/([^'\n]+)': reference already exists"
 _NO_PATH = r"pathspec '([^'\n]*)' did not match any files?"
 _NO_COMMIT = (r"invalid reference|not a valid object name|bad revision|unknown revision|"
@@ -547,6 +560,8 @@ def _failure(argv: Sequence[str], returncode: int, stderr: str, *, ref: str | No
     import re
     if "would be overwritten by" in stderr:
         return LocalChanges(argv, returncode, stderr)
+    if re.search(_NO_SPACE, stderr):
+        return NoSpace(argv, returncode, stderr)
     if re.search(_OUTSIDE_SPARSE, stderr):
         return OutsideSparse(argv, returncode, stderr)
     if re.search(_NO_PATH, stderr):
@@ -1935,18 +1950,41 @@ def commit(repo: Repo, files: Sequence[str], title: str, body: str | None = None
     paths = _declared(repo, files)
     if not title.strip():
         raise ValueError("a commit needs a non-empty title")
-    _add(repo, paths)
-    # The message goes on stdin: an argument is bounded by the system, a message is not.
-    message = title + (f"\n\n{body}" if body and body.strip() else "")
-    result = git("commit", "--file=-", "--", *paths, repo=repo, check=False,
-                 input=message.encode("utf-8", "surrogateescape"))
-    if result.returncode != 0:
-        argv = ["git", "commit", "--file=-", "--", *paths]
-        out = _decode(result.stdout) + _decode(result.stderr)
-        if result.returncode == 1 and "nothing" in out and "to commit" in out:
-            raise NothingToCommit(argv, 1, "the declared files have no changes to commit")
-        raise GitError(argv, result.returncode, _decode(result.stderr) or out)
+    try:
+        _add(repo, paths)
+        # The message goes on stdin: an argument is bounded by the system, a message is not.
+        message = title + (f"\n\n{body}" if body and body.strip() else "")
+        result = git("commit", "--file=-", "--", *paths, repo=repo, check=False,
+                     input=message.encode("utf-8", "surrogateescape"))
+        if result.returncode != 0:
+            argv = ["git", "commit", "--file=-", "--", *paths]
+            out = _decode(result.stdout) + _decode(result.stderr)
+            if result.returncode == 1 and "nothing" in out and "to commit" in out:
+                raise NothingToCommit(argv, 1, "the declared files have no changes to commit")
+            failed = _failure(argv, result.returncode, _decode(result.stderr) or out)
+            raise failed if isinstance(failed, NoSpace) else GitError(argv, result.returncode,
+                                                                      _decode(result.stderr) or out)
+    except NoSpace as exc:
+        exc.disk, exc.free, exc.staged = str(repo.git_dir), _free(repo.git_dir), _staged_of(repo, paths)
+        raise
     return git("rev-parse", "--verify", "HEAD", repo=repo).text
+
+
+def _free(path: str | os.PathLike[str]) -> int | None:
+    import shutil
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def _staged_of(repo: Repo, paths: Sequence[str]) -> tuple[str, ...]:
+    """Which staged paths the declared *paths* name (a path, or a file under a declared folder)."""
+    try:
+        staged = status(repo).staged
+    except GitError:
+        return ()
+    return tuple(s for s in staged if any(s == p.rstrip("/") or s.startswith(p.rstrip("/") + "/") for p in paths))
 
 
 def _declared(repo: Repo, files: Sequence[str]) -> list[str]:

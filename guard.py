@@ -1163,6 +1163,18 @@ def fresh_path(path: str | Path, taken: Collection[str]) -> str:
     return next((c for c, n in candidates if n not in taken), candidates[-1][0])
 
 
+def no_space(t: Target, exc: gitops.NoSpace) -> Refusal:
+    """git stopped because the disk that holds the repository is full: the disk, and what is staged now."""
+    import errno
+    err = getattr(errno, "EDQUOT", errno.ENOSPC) if exc.quota else errno.ENOSPC
+    disk = exc.disk or str(t.target.git_dir)
+    staged = (f"{files_list(list(exc.staged))} {'is' if len(exc.staged) == 1 else 'are'} staged (git add ran); "
+              f"nothing was committed." if exc.staged else "Nothing was staged or committed.")
+    return Refusal("USER_ACTION_REQUIRED", f"git could not write in {t.target.describe()}: {os_meaning(err)}, on the "
+                   f"disk that holds {disk}. {staged}", target=t.target.describe(),
+                   user_action=disk_remedy(disk, err, f"run {t.where} again", exc.free))
+
+
 def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) -> Refusal | None:
     """A git failure a rule foresees, as its own code and way on; None for what no rule foresaw. *taken* is
     the names in the folder of a worktree path that is already there. Each kind has its rule below."""
@@ -1172,6 +1184,8 @@ def git_failure(t: Target, exc: gitops.GitError, taken: Collection[str] = ()) ->
     elif isinstance(exc, gitops.PathExists):
         fresh = fresh_path(exc.path, taken)
     where = t.target.describe()
+    if isinstance(exc, gitops.NoSpace):
+        return no_space(t, exc)
     if isinstance(exc, gitops.NothingToCommit):
         return nothing_to_commit(t)
     if isinstance(exc, gitops.LocalChanges):

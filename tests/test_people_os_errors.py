@@ -91,3 +91,51 @@ def test_a_logout_on_a_read_only_home_says_so_and_changes_nothing(fake_forge: Fa
     assert f"Could not write {home}/.config/madtea/logins.json: Read-only file system (EROFS). Nothing was " \
            f"changed." in stderr, stderr
     _unchanged(out)
+
+
+COMMIT = r'''
+set -e
+mount -t tmpfs -o size=400k tmpfs "$DISK"
+git init -q -b main "$DISK/app"
+cd "$DISK/app"
+git -c user.name=a -c user.email=a@example.com commit -q --allow-empty -m initial
+git switch -q -c feat
+head -c 60000 /dev/urandom > big.bin
+avail=$(stat -f -c '%a %S' "$DISK" | awk '{print $1 * $2}')
+head -c $((avail - LEFT)) /dev/zero > "$DISK/filler"
+"$PYTHON" -c '
+import json, sys
+from pathlib import Path
+import madtea
+r = madtea.run("madt_commit", {"title": "Add big", "files": ["big.bin"]}, madtea.Context("mcp", Path.cwd()))
+print(json.dumps({"text": r.text, "error": r.error}))
+' > "$OUT/result"
+git status --porcelain > "$OUT/status"
+'''
+
+
+@pytest.mark.parametrize("left", [0, 72 * 1024])
+def test_a_commit_on_a_full_disk_names_the_disk_and_what_is_staged(tmp_path: Path, left: int) -> None:
+    """Full from the start (nothing staged), or room for git add's object but not the commit's index."""
+    import json
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MADTEA_")}
+    run = subprocess.run(["unshare", "-rm", "sh", "-c", COMMIT], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT), "DISK": str(disk), "OUT": str(out),
+                                            "LEFT": str(left), "PYTHON": sys.executable,
+                                            "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+                                            "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"})
+    assert run.returncode == 0, run.stderr
+    result = json.loads((out / "result").read_text())
+    assert result["error"] and result["error"]["code"] == "USER_ACTION_REQUIRED", result["text"]
+    text = result["text"]
+    assert f"No space left on device (ENOSPC), on the disk that holds {disk}/app/.git." in text, text
+    assert "changed nothing after it" not in text and "Only a person" not in text
+    assert f"Free space on the disk that holds {disk}/app/.git" in result["error"]["user_action"]
+    staged = (out / "status").read_text()
+    if left:  # git add's object fitted; the commit did not
+        assert staged.startswith("A  big.bin") and "big.bin is staged (git add ran); nothing was committed." in text
+    else:
+        assert staged.startswith("?? big.bin") and "Nothing was staged or committed." in text, text
