@@ -8816,7 +8816,10 @@ def _journal_back(journal: Path) -> None:
 
 def _replace_failed(folder: str, exc: OSError) -> guard.Refusal:
     """An update that could not replace the files, with the remedy for what the system said."""
-    return guard.update_replace_failed(folder, guard.os_meaning(exc.errno, str(exc)), exc.errno, free_bytes(folder))
+    import errno
+    name = f" ({errno.errorcode[exc.errno]})" if exc.errno is not None and exc.errno in errno.errorcode else ""
+    return guard.update_replace_failed(folder, f"{type(exc).__name__}: {exc.strerror or exc}{name}", exc.errno,
+                                       free_bytes(folder))
 
 
 def free_bytes(path: str | os.PathLike[str]) -> int | None:
