@@ -2389,12 +2389,22 @@ def check_api_method(c: _Guarded, method: str, path: str, host: str, has_body: b
     Removing a repository file is a commit that history keeps: it is forwarded like any file write."""
     parts = path.split("/")
     if method == "DELETE" and not (len(parts) > 5 and parts[1].lower() == "repos" and parts[4].lower() == "contents"):
-        raise Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; deleting "
-                      f"is a person's act.", target=path,
-                      user_action=f"Ask the user to delete it themselves (DELETE {path} on {host}).")
+        raise api_delete(path, host)
     if method == "GET" and has_body:
-        raise Refusal("BAD_ARGUMENT", f"GET {path[:120]} takes no body; a read sends none.", target=path[:120],
-                      next=(c.retry(body=None),))
+        raise api_read_with_body(c, path)
+
+
+def api_delete(path: str, host: str) -> Refusal:
+    """The passthrough deletes nothing that cannot be restored: that is a person's act."""
+    return Refusal("USER_ACTION_REQUIRED", f"DELETE {path} removes something that cannot be restored; deleting "
+                   f"is a person's act.", target=path,
+                   user_action=f"Ask the user to delete it themselves (DELETE {path} on {host}).")
+
+
+def api_read_with_body(c: _Guarded, path: str) -> Refusal:
+    """A passthrough read sends no body."""
+    return Refusal("BAD_ARGUMENT", f"GET {path[:120]} takes no body; a read sends none.", target=path[:120],
+                   next=(c.retry(body=None),))
 
 
 def check_api_secret(method: str, segments: Sequence[str], web: str) -> None:
