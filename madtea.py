@@ -44,6 +44,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    import datetime
     import threading
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
@@ -1840,7 +1841,7 @@ def log_op(inv: Invocation) -> Result:
     ref = _ref_arg(inv, "ref") or "HEAD"
     limit = max(1, min(int(inv.opt_number("limit") or 20), 200))
     entries = gitops.log(inv.repo, ref, limit)
-    lines = [f"{e.sha[:9]} {e.date[:10]} {e.author}: {e.subject}" for e in entries]
+    lines = [f"{e.sha[:9]} {shown_time(e.date)} {e.author}: {e.subject}" for e in entries]
     data = [{"sha": e.sha, "author": e.author, "date": e.date, "subject": e.subject} for e in entries]
     return Result("\n".join(lines) or f"no commits on {ref}", data)
 
@@ -2332,11 +2333,50 @@ def _relation(inv: Invocation, login: str, cache: dict[str, str]) -> str:
     return cache[login]
 
 
+# How a time reads in text: "relative" at a person's terminal (gh's "about 2 hours ago"), else "iso": the zoned ISO
+# 8601 time as the forge or git gave it (pipes, agents). Set only by the CLI; JSON always carries the zoned time.
+_TIMES: contextvars.ContextVar[str] = contextvars.ContextVar("madtea_times", default="iso")
+
+
+def stamp(value: Json) -> str:
+    """A forge time for a result's data: the string as the forge gave it, zone and all (never cut to a bare
+    local time)."""
+    return "" if value is None else str(value)
+
+
+def shown_time(value: Json, now: datetime.datetime | None = None) -> str:
+    """A time in a result's text: relative at a person's terminal, the zoned ISO 8601 time elsewhere. A time
+    without its zone, or one that is no ISO time, is shown as it is (never guessed)."""
+    text = stamp(value)
+    if _TIMES.get() != "relative" or not text:
+        return text
+    import datetime
+    try:
+        then = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        return text
+    if then.tzinfo is None:
+        return text
+    return time_ago((now or datetime.datetime.now(datetime.timezone.utc)) - then)
+
+
+def time_ago(delta: datetime.timedelta) -> str:
+    """gh's fuzzy time: "less than a minute ago", "about 2 hours ago", "about 1 year ago"."""
+    seconds = delta.total_seconds()
+    if seconds < 60:
+        return "less than a minute ago"
+    hours = seconds / 3600
+    amount, unit = ((int(seconds // 60), "minute") if hours < 1 else (int(hours), "hour") if hours < 24
+                    else (int(hours // 24), "day") if hours < 30 * 24 else (int(hours // 24 // 30), "month")
+                    if hours < 365 * 24 else (int(hours // 24 // 365), "year"))
+    return f"about {amount} {unit}{'s' if amount != 1 else ''} ago"
+
+
 def issue_row(item: Mapping[str, Json]) -> dict[str, Json]:
     """The fields an agent uses from an issue or PR, nothing more."""
     row = {"number": item.get("number"), "title": clean_line(item.get("title")), "state": item.get("state"),
            "labels": [clean_line(l.get("name")) for l in item.get("labels") or []],
-           "author": _login(item.get("user")), "updated": (item.get("updated_at") or "")[:19],
+           "author": _login(item.get("user")), "updated": stamp(item.get("updated_at")),
            "url": item.get("html_url")}
     if item.get("merged") or item.get("merged_at"):
         row["state"] = "merged"
@@ -2347,7 +2387,7 @@ def issue_row(item: Mapping[str, Json]) -> dict[str, Json]:
 
 def issue_line(row: Mapping[str, Json]) -> str:
     labels = f" [{', '.join(row['labels'])}]" if row.get("labels") else ""
-    return f"#{row['number']} {row['state']:<6} {row['title']}{labels} @{row['author']} {row['updated'][:10]}"
+    return f"#{row['number']} {row['state']:<6} {row['title']}{labels} @{row['author']} {shown_time(row['updated'])}"
 
 
 def list_result(rows: list[dict[str, Json]], noun: str, target: RemoteTarget) -> Result:
@@ -2877,7 +2917,7 @@ def _view(inv: Invocation, kind: str) -> Result:
                 "madt_api_call", owner_repo=target.full, path=f"/repos/{target.slug}/issues/comments/{cid}")),
                 "comment")
             budget -= len(body)
-            lines.append(f"comment {c.get('id')} ({(c.get('updated_at') or '')[:19]}):")
+            lines.append(f"comment {c.get('id')} ({shown_time(c.get('updated_at'))}):")
             lines.append(fence(body, who, _relation(inv, who, cache), "comment") + (f"\n{tail}" if tail else ""))
             row["comments"].append({"id": c.get("id"), "author": who, "body": body,
                                     "updated_at": c.get("updated_at"), "truncated": bool(tail)})
@@ -3215,10 +3255,10 @@ def issue_times_op(inv: Invocation) -> Result:
             where = remote.target.slug
         total = sum(int(t.get("time") or 0) for t in times)
     rows: list[dict[str, Json]] = [{"id": t.get("id"), "user": clean_line(t.get("user_name")),
-                                   "seconds": int(t.get("time") or 0), "created": str(t.get("created") or "")[:19],
+                                   "seconds": int(t.get("time") or 0), "created": stamp(t.get("created")),
                                    "issue": (t.get("issue") or {}).get("number"), "repo": _time_repo(t)}
                                   for t in times]
-    lines = [f"{r['id']} {_hms(r['seconds'])} by @{r['user']} {r['created'][:10]}"
+    lines = [f"{r['id']} {_hms(r['seconds'])} by @{r['user']} {shown_time(r['created'])}"
              + (f" on {r['repo'] if inv.flag('mine') else ''}#{r['issue']}" if inv.opt_number("number") is None
                 else "")
              for r in rows]
@@ -3327,7 +3367,7 @@ def issue_stopwatches_op(inv: Invocation) -> Result:
                            lambda w: f"{w.get('repo_owner_name')}/{w.get('repo_name')}")
     rows = [{"repo": f"{w.get('repo_owner_name')}/{w.get('repo_name')}", "number": w.get("issue_index"),
              "title": clean_line(w.get("issue_title")), "seconds": int(w.get("seconds") or 0),
-             "started": str(w.get("created") or "")[:19]} for w in found]
+             "started": stamp(w.get("created"))} for w in found]
     return Result("\n".join(f"{r['repo']}#{r['number']} {_hms(r['seconds'])} so far: {r['title']}" for r in rows)
                   or "no stopwatch of yours is running", rows)
 
@@ -4040,9 +4080,9 @@ def pr_reviews_op(inv: Invocation) -> Result:
             break
         who = _login(r.get("user"))
         row = {"id": r.get("id"), "state": r.get("state"), "author": who, "dismissed": bool(r.get("dismissed")),
-               "submitted": (r.get("submitted_at") or "")[:19], "comments_count": r.get("comments_count") or 0}
+               "submitted": stamp(r.get("submitted_at")), "comments_count": r.get("comments_count") or 0}
         flags = "".join(f" ({k})" for k in ("dismissed", "stale") if r.get(k))
-        lines.append(f"review {row['id']} {row['state']}{flags} by @{who} {row['submitted'][:10]}, "
+        lines.append(f"review {row['id']} {row['state']}{flags} by @{who} {shown_time(row['submitted'])}, "
                      f"{row['comments_count']} inline comments")
         if r.get("body"):
             body, _end, tail = window(clean(r.get("body")), 0, lambda end: shown_call(guard.call(
@@ -4488,7 +4528,7 @@ def release_list_op(inv: Invocation) -> Result:
 def _release_line(r: Mapping[str, Json]) -> str:
     """``v1.2.0  Spring release  published 2026-04-01  2 assets`` (as gh release list shows a release)."""
     state = "draft" if r["draft"] else "pre-release" if r["prerelease"] else "published"
-    when = f" {str(r.get('published') or '')[:10]}" if r.get("published") and not r["draft"] else ""
+    when = f" {shown_time(r.get('published'))}" if r.get("published") and not r["draft"] else ""
     assets = len(r.get("assets") or [])
     return (f"{r['tag']}  {r['title'] or r['tag']}  {state}{when}"
             + (f"  {assets} asset{'s' if assets != 1 else ''}" if assets else ""))
@@ -4568,7 +4608,7 @@ def _repo_row(r: Mapping[str, Json]) -> dict[str, Json]:
     return {"full_name": r.get("full_name"), "description": clean_line(r.get("description")),
             "private": r.get("private"),
             "fork": r.get("fork"), "archived": r.get("archived"), "default_branch": r.get("default_branch"),
-            "stars": r.get("stars_count"), "updated": (r.get("updated_at") or "")[:19], "url": r.get("html_url")}
+            "stars": r.get("stars_count"), "updated": stamp(r.get("updated_at")), "url": r.get("html_url")}
 
 
 def _repo_line(r: Mapping[str, Json]) -> str:
@@ -4665,7 +4705,7 @@ def _commit_row(c: Mapping[str, Json]) -> dict[str, Json]:
     return {"sha": c.get("sha"), "title": clean_line((git.get("message") or "").split("\n", 1)[0]),
             "author": _login(c.get("author")) if c.get("author") else clean_line(who.get("name")) or "unknown",
             "forge_user": bool(c.get("author")),  # else author is the git name, matched to no account
-            "date": (who.get("date") or c.get("created") or "")[:19], "url": c.get("html_url")}
+            "date": stamp(who.get("date") or c.get("created")), "url": c.get("html_url")}
 
 
 @operation("madt_repo", "commits", cli=("repo", "commits"), kind="remote", mutating=False, idempotent=True,
@@ -4679,8 +4719,8 @@ def repo_commits_op(inv: Invocation) -> Result:
                                 limit=_limit(inv))
     rows = [_commit_row(c) for c in found]
     extra = with_fields(inv, rows, found)
-    return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {'@' * r['forge_user']}{r['author']}: {r['title']}"
-                            for r in rows)
+    return Result("\n".join(f"{str(r['sha'])[:9]} {shown_time(r['date'])} {'@' * r['forge_user']}{r['author']}: "
+                            f"{r['title']}" for r in rows)
                   + extra or f"no commits match in {api(inv).target.slug}", rows)
 
 
@@ -4875,7 +4915,7 @@ def notification_list_op(inv: Invocation) -> Result:
     items = list(api(inv).confine(items, lambda n: (n.get("repository") or {}).get("full_name")))
     rows = [{"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
              "type": (n.get("subject") or {}).get("type"), "title": clean_line((n.get("subject") or {}).get("title")),
-             "url": (n.get("subject") or {}).get("html_url"), "updated": (n.get("updated_at") or "")[:19]}
+             "url": (n.get("subject") or {}).get("html_url"), "updated": stamp(n.get("updated_at"))}
             for n in items]
     return Result("\n".join(f"{r['id']} {'unread' if r['unread'] else 'read  '} {r['repo']} {r['type']}: {r['title']}"
                             for r in rows) or "no notifications", rows)
@@ -4884,7 +4924,7 @@ def notification_list_op(inv: Invocation) -> Result:
 def _notification_row(n: Mapping[str, Json]) -> dict[str, Json]:
     return {"id": n.get("id"), "unread": n.get("unread"), "repo": (n.get("repository") or {}).get("full_name"),
             "type": (n.get("subject") or {}).get("type"), "title": clean_line((n.get("subject") or {}).get("title")),
-            "url": (n.get("subject") or {}).get("html_url"), "updated": (n.get("updated_at") or "")[:19]}
+            "url": (n.get("subject") or {}).get("html_url"), "updated": stamp(n.get("updated_at"))}
 
 
 @operation("madt_notifications", "view", cli=("notification", "view"), kind="remote", mutating=False,
@@ -4966,12 +5006,12 @@ def _package_rows(inv: Invocation, found: Sequence[Mapping[str, Json]]) -> list[
     """Package versions, kept to the server's repository list by the repository each is linked to."""
     kept = api(inv).confine(found, lambda p: (p.get("repository") or {}).get("full_name"))
     return [{"type": p.get("type"), "name": clean_line(p.get("name")), "version": clean_line(p.get("version")),
-             "repo": (p.get("repository") or {}).get("full_name"), "created": (p.get("created_at") or "")[:19],
+             "repo": (p.get("repository") or {}).get("full_name"), "created": stamp(p.get("created_at")),
              "url": p.get("html_url")} for p in kept]
 
 
 def _package_lines(rows: Sequence[Mapping[str, Json]]) -> str:
-    return "\n".join(f"{r['type']} {r['name']} {r['version']} {r['created'][:10]}"
+    return "\n".join(f"{r['type']} {r['name']} {r['version']} {shown_time(r['created'])}"
                      + (f" ({r['repo']})" if r["repo"] else "") for r in rows)
 
 
@@ -5044,7 +5084,7 @@ def _b64(text: str) -> str:
 @operation("madt_wiki", "list", cli=("wiki", "list"), kind="remote", mutating=False, idempotent=True,
            summary="List wiki pages.", params=(LIMIT,))
 def wiki_list_op(inv: Invocation) -> Result:
-    rows = [{"title": clean_line(p.get("title")), "updated": ((p.get("last_commit") or {}).get("created") or "")[:19]}
+    rows = [{"title": clean_line(p.get("title")), "updated": stamp((p.get("last_commit") or {}).get("created"))}
             for p in api(inv).list_items("wiki", "pages", limit=_limit(inv))]
     return Result("\n".join(r["title"] for r in rows) or "no wiki pages", rows)
 
@@ -5095,10 +5135,10 @@ def wiki_history_op(inv: Invocation) -> Result:
     name = _wiki_page(inv)[0]
     got = api(inv).get("wiki", "revisions", name, params=_page_params(inv)) or {}
     rows = [{"sha": c.get("sha"), "author": clean_line((c.get("author") or {}).get("name")),
-             "date": str((c.get("author") or {}).get("date") or "")[:19],
+             "date": stamp((c.get("author") or {}).get("date")),
              "message": clean_line(str(c.get("message") or "").split("\n")[0])} for c in got.get("commits") or []]
     more = int(got.get("count") or 0) - len(rows) - 10 * (int(inv.opt_number("page") or 1) - 1)
-    return Result("\n".join(f"{str(r['sha'])[:9]} {r['date'][:10]} {r['author']}: {r['message']}" for r in rows)
+    return Result("\n".join(f"{str(r['sha'])[:9]} {shown_time(r['date'])} {r['author']}: {r['message']}" for r in rows)
                   + (f"\n[{more} older revisions; continue with " + shown_call(inv.again(
                       page=int(inv.opt_number("page") or 1) + 1)) + "]" if more > 0 and rows else "")
                   or f"wiki page {name} has no revisions", {"count": got.get("count"), "revisions": rows})
@@ -5881,9 +5921,9 @@ def _variable_text(name: str, value: object) -> str:
 def actions_secrets_op(inv: Invocation) -> Result:
     needs(inv, "GET " + _ACTIONS + "secrets", "Listing secrets", "a person can see their names in the "
           "repository's Actions settings")
-    rows = [{"name": clean_line(x.get("name")), "created": str(x.get("created_at") or "")[:19]}
+    rows = [{"name": clean_line(x.get("name")), "created": stamp(x.get("created_at"))}
             for x in api(inv).list_items("actions", "secrets", limit=_limit(inv, 1000))]
-    return Result("\n".join(f"{r['name']} (set {r['created'][:10]})" for r in rows)
+    return Result("\n".join(f"{r['name']} (set {shown_time(r['created'])})" for r in rows)
                   or f"{api(inv).target.slug} has no secrets", rows)
 
 
@@ -7206,9 +7246,12 @@ def _cli_run(op: Op, ns: argparse.Namespace, raw: dict[str, Json], ctx: Context)
         number = raw.get("number")
         return refusal_result(guard.ignore_checks_needs_terminal(number if isinstance(number, int) else None))
     token = _PERSON_MERGES_ANYWAY.set(ignoring)
+    # gh's times: how long ago for a person at a terminal; the zoned time for a pipe and in JSON.
+    times = _TIMES.set("relative" if sys.stdout.isatty() and not getattr(ns, "json", None) else "iso")
     try:
         return _current_pull_request(op, raw, ctx) or run(op.tool, raw, ctx)
     finally:
+        _TIMES.reset(times)
         _PERSON_MERGES_ANYWAY.reset(token)
 
 

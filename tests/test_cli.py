@@ -402,7 +402,8 @@ def test_views_name_assignees_milestone_mergeability_and_release_assets(env: Env
     asset.write_bytes(b"x" * 120)
     assert cli(monkeypatch, capsys, env.clone, "release", "upload", "v2.0.0", "app.tar.gz")[0] == 0
     code, out, err = cli(monkeypatch, capsys, env.clone, "release", "list")
-    assert re.search(r"v2\.0\.0  v2\.0\.0  published \d{4}-\d\d-\d\d  1 asset", out), out  # the title is the tag
+    zoned = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)"  # a pipe reads the forge's time, zone and all
+    assert re.search(rf"v2\.0\.0  v2\.0\.0  published {zoned}  1 asset", out), out  # the title is the tag
     code, out, err = cli(monkeypatch, capsys, env.clone, "release", "view", "v2.0.0")
     assert "asset app.tar.gz (120 bytes) http" in out, out
 
@@ -567,3 +568,37 @@ def test_json_takes_the_fields_to_print_as_gh_does(env: Env, monkeypatch, capsys
     error = json.loads(out)["error"]
     assert code == 1 and error["code"] == "BAD_ARGUMENT" and "'nope'" in error["message"]
     assert {"number", "title", "state"} <= set(error["fields"])
+
+
+def test_times_are_relative_at_a_terminal_and_zoned_elsewhere(env: Env, monkeypatch, capsys) -> None:
+    number = env.forge.create_issue("acme", "web", "Timed", "body")["number"]
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--json", "number,updated")
+    stamp = next(r["updated"] for r in json.loads(out) if r["number"] == number)
+    assert code == 0 and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)", stamp), stamp  # zone kept
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list")  # a pipe: the zoned time, whole
+    line = next(l for l in out.splitlines() if l.startswith(f"#{number} "))
+    assert code == 0 and line.endswith(f" {stamp}"), line
+    monkeypatch.setenv("PAGER", "cat")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list")  # a person: how long ago, as gh says it
+    line = next(l for l in out.splitlines() if l.startswith(f"#{number} "))
+    assert code == 0 and re.search(r" (about \d+ (minute|hour|day|month|year)s? ago|less than a minute ago)$", line)
+    assert stamp[:4] not in line, line
+
+
+def test_a_relative_time_reads_as_gh_s() -> None:
+    import datetime
+    now = datetime.datetime(2026, 6, 1, 12, 0, tzinfo=datetime.timezone.utc)
+    token = madtea._TIMES.set("relative")
+    try:
+        shown = {t: madtea.shown_time(t, now) for t in ("2026-06-01T11:59:30Z", "2026-06-01T11:00:00Z",
+                                                         "2026-06-01T12:00:00+02:00", "2026-05-29T12:00:00-05:00",
+                                                         "2026-02-01T12:00:00Z", "2023-06-01T12:00:00Z",
+                                                         "2026-06-01T10:00:00", "not a time")}
+    finally:
+        madtea._TIMES.reset(token)
+    assert shown == {"2026-06-01T11:59:30Z": "less than a minute ago", "2026-06-01T11:00:00Z": "about 1 hour ago",
+                     "2026-06-01T12:00:00+02:00": "about 2 hours ago", "2026-05-29T12:00:00-05:00": "about 2 days ago",
+                     "2026-02-01T12:00:00Z": "about 4 months ago", "2023-06-01T12:00:00Z": "about 3 years ago",
+                     "2026-06-01T10:00:00": "2026-06-01T10:00:00", "not a time": "not a time"}  # no zone: not guessed
+    assert madtea.shown_time("2026-06-01T12:00:00+02:00") == "2026-06-01T12:00:00+02:00"  # not at a terminal: whole
