@@ -1430,6 +1430,20 @@ def check_detached(t: Target) -> None:
                              checkout=True), t.retry()))
 
 
+def check_index_unlocked(t: Target, locked: bool) -> None:
+    """git holds a worktree's index.lock while it writes the index; a switch then fails, so a call that would
+    create a branch and switch to it creates nothing."""
+    if not locked:
+        return
+    top = t.target.top
+    raise Refusal("USER_ACTION_REQUIRED",
+                  f"The index of {t.target.describe()} is locked (index.lock in its git dir): another git process "
+                  f"is writing it, or one that stopped left the lock behind; nothing was created or switched.",
+                  target=t.target.describe(),
+                  user_action=f"Ask the user whether a git process is still running in {top}; once none is, the "
+                              f"stale index.lock in its git dir can be removed and the same call made again.")
+
+
 def check_switch_keeps(t: Target, head: str | None, stranded: int) -> None:
     """A switch away from a detached HEAD whose commits no branch, tag or remote-tracking ref holds would leave
     them on no ref (git only warns, afterwards): they get a branch first."""

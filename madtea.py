@@ -1970,6 +1970,8 @@ def pull_op(inv: Invocation) -> Result:
 def branch_create_op(inv: Invocation) -> Result:
     name = _required_ref(inv, "name")
     start = _ref_arg(inv, "start_point") or "HEAD"
+    if inv.flag("checkout"):  # the switch would fail after the branch was made: refused before anything is
+        guard.check_index_unlocked(inv.local, os.path.exists(os.path.join(inv.repo.git_dir, "index.lock")))
     if inv.state.unborn and start == "HEAD" and inv.flag("checkout") and name not in (inv.state.branches or ()):
         # No commit yet: the new branch is where the first commit will go, like git switch -c.
         gitops.name_unborn(inv.repo, name)

@@ -141,3 +141,14 @@ def test_a_branch_create_with_checkout_during_a_merge_creates_nothing(three):
     refused("MID_OPERATION", "madt_switch", three, branch="main")
     assert "next" not in local_branches(three)
     assert run_git(three, "branch", "--show-current") == "side"
+
+
+def test_a_branch_create_with_checkout_under_a_locked_index_creates_nothing(three):
+    lock = Path(run_git(three, "rev-parse", "--absolute-git-dir")) / "index.lock"
+    lock.write_text("")
+    result = refused("USER_ACTION_REQUIRED", "madt_branch_create", three, name="next", checkout=True)
+    assert result.error["rule"] == "check_index_unlocked" and "index.lock" in result.text
+    assert "next" not in local_branches(three)
+    lock.unlink()
+    ok("madt_branch_create", three, name="next", checkout=True)
+    assert run_git(three, "branch", "--show-current") == "next"
