@@ -1804,7 +1804,8 @@ def status_op(inv: Invocation) -> Result:
     if op:
         lines.append(f"a {op} is in progress")
     repo = inv.repo
-    pushes = [_interrupted_push(repo, branch, sha) for branch, sha in gitops.interrupted_pushes(repo)]
+    pushes = [_interrupted_push(repo, branch, sha) for branch, sha in gitops.interrupted_pushes(repo)
+              if not _merged_into_default(repo, sha)]
     running = gitops.pushes_running(repo)
     lines += [text for text, _ in pushes]
     lines += [f"a push of {branch} ({sha[:9]}) is in progress" for branch, sha in running]
@@ -1814,6 +1815,16 @@ def status_op(inv: Invocation) -> Result:
             "interrupted_pushes": [fact for _, fact in pushes],
             "pushes_in_progress": [{"branch": branch, "sha": sha} for branch, sha in running]}
     return Result("\n".join(lines), data)
+
+
+def _merged_into_default(repo: gitops.Repo, sha: str) -> bool:
+    """Whether origin's default branch, as git last saw it, holds *sha*: a push of it is settled either way."""
+    default = gitops.default_branch(repo)
+    try:
+        return gitops.ref_exists(repo, f"refs/remotes/origin/{default}") and \
+            gitops.is_ancestor(repo, sha, f"refs/remotes/origin/{default}")
+    except gitops.GitError:
+        return False  # a sha this repository no longer has
 
 
 def _interrupted_push(repo: gitops.Repo, branch: str, sha: str) -> tuple[str, dict[str, str | bool | None]]:

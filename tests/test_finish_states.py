@@ -285,3 +285,22 @@ def test_a_failure_in_the_first_step_offers_the_same_call(fake_forge: FakeForge,
     done = follow(first, web)
     assert not done.is_error, done.text
     one_of_each(fake_forge, web)
+
+
+def test_status_lists_no_interrupted_push_of_work_origin_main_already_holds(fake_forge: FakeForge, web: Path) -> None:
+    """A mark left by an older run, whose sha origin's main has since taken in, is settled, not news."""
+    done = finish(web, title="Add a", files=["a.py"])
+    assert not done.is_error, done.text
+    merged = done.data["commit"]
+    run_git(web, "switch", "-q", "-c", "next")
+    write_files(web, {"n.py": "n\n"})
+    run_git(web, "add", "n.py")
+    run_git(web, "commit", "-q", "-m", "next")
+    unpushed = run_git(web, "rev-parse", "HEAD")
+    dead = 2 ** 22 + 12345  # a pid no process has here
+    for branch, sha in (("feat", merged), ("next", unpushed)):
+        (web / ".git" / ("madtea-push-" + branch.encode().hex())).write_text(f"{branch}\n{sha}\n{dead}\n")
+    status = madtea.run("madt_status", {}, madtea.Context("mcp", web))
+    assert "a push of feat" not in status.text
+    assert f"a push of next ({unpushed[:9]}) was interrupted" in status.text
+    assert [p["branch"] for p in status.data["interrupted_pushes"]] == ["next"]
