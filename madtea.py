@@ -7221,7 +7221,7 @@ def _cli_main(args: list[str]) -> int:
         sys.stdout.flush()
         sys.stdout.buffer.write(result.content)  # a pipe gets the exact bytes: `files view PATH > copy`
     else:
-        print(for_terminal(result.text))
+        show(for_terminal(result.text))
     if (op.tool, op.action) == ("madt_pr", "checks") and isinstance(result.data, dict):
         return _CHECKS_EXIT[str(result.data.get("verdict"))]  # gh's: `pr checks N && pr merge N` never merges red
     if isinstance(result.data, dict) and result.data.get("scheduled") is True:
@@ -7230,6 +7230,48 @@ def _cli_main(args: list[str]) -> int:
 
 
 _CHECKS_EXIT = {"passed": 0, "failed": 1, "pending": 8}
+
+
+def pager_command(environ: Mapping[str, str] = os.environ) -> list[str] | None:
+    """gh's pager: ``MADTEA_PAGER``, else ``PAGER``, else ``less -FRX``; None when stdout is no terminal, or the
+    one set is empty or ``cat`` (a variable set to nothing turns paging off, as GH_PAGER does)."""
+    if not sys.stdout.isatty():
+        return None
+    command = next((environ[name] for name in ("MADTEA_PAGER", "PAGER") if name in environ), "less -FRX").strip()
+    import shlex
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return None if not words or words == ["cat"] else words
+
+
+def show(text: str) -> None:
+    """A command's text on stdout: through the pager when a person's terminal has fewer lines than it."""
+    import shutil
+    words = pager_command()
+    if words is None or text.count("\n") + 1 < shutil.get_terminal_size().lines:
+        print(text)
+        return
+    import subprocess
+    sys.stdout.flush()
+    try:  # less as gh runs it: LESS=FRX unless the person set their own
+        pager = subprocess.Popen(words, stdin=subprocess.PIPE, env={"LESS": "FRX", "LV": "-c"} | os.environ)
+    except OSError:
+        print(text)  # a pager that does not start is no reason to lose the output
+        return
+    assert pager.stdin is not None
+    try:
+        pager.stdin.write((text + "\n").encode(sys.stdout.encoding or "utf-8", "replace"))
+        pager.stdin.close()
+    except BrokenPipeError:  # the person quit the pager before the end
+        pass
+    while True:
+        try:
+            pager.wait()
+            return
+        except KeyboardInterrupt:  # Ctrl+C is the pager's to handle; madtea waits for it to end
+            continue
 
 
 def json_fields(data: Json, chosen: str | bool) -> Json:

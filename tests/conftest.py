@@ -157,6 +157,7 @@ def hermetic_seal(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.setenv("LC_ALL", "C")
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("MADTEA_PAGER", "")  # a test that plays a terminal reads the output itself, unpaged
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     monkeypatch.chdir(work)
     return base

@@ -602,3 +602,43 @@ def test_a_relative_time_reads_as_gh_s() -> None:
                      "2026-02-01T12:00:00Z": "about 4 months ago", "2023-06-01T12:00:00Z": "about 3 years ago",
                      "2026-06-01T10:00:00": "2026-06-01T10:00:00", "not a time": "not a time"}  # no zone: not guessed
     assert madtea.shown_time("2026-06-01T12:00:00+02:00") == "2026-06-01T12:00:00+02:00"  # not at a terminal: whole
+
+
+def _recorder(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A program that writes what it is given (its arguments, then its standard input) to a file."""
+    record = tmp_path / f"{name}.out"
+    script = tmp_path / name
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" > {record}\ncat >> {record}\n")
+    script.chmod(0o755)
+    return script, record
+
+
+def test_a_long_text_at_a_terminal_goes_through_the_pager(env: Env, monkeypatch, capsys, tmp_path: Path) -> None:
+    number = env.forge.create_issue("acme", "web", "Long", "\n".join(f"line {i}" for i in range(40)))["number"]
+    mine, by_madtea = _recorder(tmp_path, "madtea-pager")
+    theirs, by_pager = _recorder(tmp_path, "pager")
+    monkeypatch.setenv("LINES", "20")
+    monkeypatch.setenv("MADTEA_PAGER", f"{mine} --flag")
+    monkeypatch.setenv("PAGER", str(theirs))
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(number))  # a pipe: never paged
+    assert code == 0 and "line 39" in out and not by_madtea.exists() and not by_pager.exists()
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(number))
+    paged = by_madtea.read_text()
+    assert code == 0 and paged.startswith("--flag\n") and "line 39" in paged and "line 39" not in out
+    monkeypatch.delenv("MADTEA_PAGER")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(number))  # then PAGER
+    assert code == 0 and "line 39" in by_pager.read_text() and "line 39" not in out
+    by_pager.unlink()
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", "--json", "title", str(number))
+    assert code == 0 and json.loads(out) == {"title": "Long"} and not by_pager.exists()  # JSON is a script's
+    for off in ("", "cat"):
+        monkeypatch.setenv("PAGER", off)
+        code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(number))
+        assert code == 0 and "line 39" in out and not by_pager.exists()
+    monkeypatch.setenv("PAGER", str(theirs))
+    monkeypatch.setenv("LINES", "200")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(number))  # fits the screen
+    assert code == 0 and "line 39" in out and not by_pager.exists()
+    monkeypatch.delenv("PAGER")
+    assert madtea.pager_command() == ["less", "-FRX"]
