@@ -6894,6 +6894,39 @@ def _add_cli_conveniences(sub: argparse.ArgumentParser, op: Op) -> None:
     if op.action == "view":
         sub.add_argument("-w", "--web", action="store_true", dest="_web", help="Print the web address (and open it "
                          "in a browser, at a terminal) instead of the text.")
+    elif (op.tool, op.action) in WEB_PAGES:
+        what = "the page to open it on" if op.action == "create" else "the list's page"
+        sub.add_argument("-w", "--web", action="store_true", dest="_web", help=f"Print the address of {what} (and "
+                         "open it in a browser, at a terminal) instead of running the command here.")
+
+
+# gh's --web beside a view's: the forge page a list or a create opens (under the repository's address).
+WEB_PAGES: dict[tuple[str, str | None], str] = {
+    ("madt_issues", "list"): "issues", ("madt_pr", "list"): "pulls", ("madt_labels", "list"): "labels",
+    ("madt_milestones", "list"): "milestones", ("madt_releases", "list"): "releases",
+    ("madt_wiki", "list"): "wiki/?action=_pages", ("madt_issues", "create"): "issues/new",
+    ("madt_pr", "create"): "compare"}
+
+
+def web_page(op: Op, raw: Mapping[str, Json], ctx: Context) -> Result:
+    """``issue list --web``, ``pr create --web``: the forge page for the command, from the repository's own web
+    address (a list's --state carried over; a new pull request's compare page of base...head, as gh opens it)."""
+    from urllib.parse import quote
+    where = {key: raw[key] for key in ("owner_repo", "dir") if raw.get(key)}
+    repo = run("madt_repo", {"action": "view"} | where, ctx)
+    if repo.is_error or not isinstance(repo.data, dict):
+        return repo
+    url = f"{str(repo.data.get('url')).rstrip('/')}/{WEB_PAGES[(op.tool, op.action)]}"
+    if (op.tool, op.action) == ("madt_pr", "create"):
+        head = raw.get("head")
+        if not head:
+            checkout = gitops.fs_find_repo(raw.get("dir") or ctx.launch_dir)
+            head = gitops.status(checkout).branch if checkout else None
+        base = str(raw.get("base") or repo.data.get("default_branch") or "")
+        url += f"/{quote(base, safe='/')}...{quote(str(head or base), safe='/')}"
+    elif raw.get("state") in ("open", "closed", "all"):
+        url += f"?state={raw['state']}"
+    return Result(url, {"url": url})
 
 
 # tea's plural nouns, as aliases of gh's.
@@ -7194,7 +7227,8 @@ def _cli_main(args: list[str]) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         result = refusal_result(guard.unreadable_body_file(" ".join(op.cli), str(exc)))
     else:
-        result = _cli_run(op, ns, raw, ctx)
+        web = getattr(ns, "_web", False) and (op.tool, op.action) in WEB_PAGES  # gh's: the page, not the command
+        result = web_page(op, raw, ctx) if web else _cli_run(op, ns, raw, ctx)
     if (op.tool, op.action) == ("madt_pr", "checks") and getattr(ns, "watch", False) and not result.is_error:
         every = str(getattr(ns, "interval", None) or "10")  # argparse gives the words; a whole number of seconds
         result = _watch_checks(op, raw, ctx, result, int(every) if every.isdigit() and int(every) > 0 else 10)

@@ -642,3 +642,29 @@ def test_a_long_text_at_a_terminal_goes_through_the_pager(env: Env, monkeypatch,
     assert code == 0 and "line 39" in out and not by_pager.exists()
     monkeypatch.delenv("PAGER")
     assert madtea.pager_command() == ["less", "-FRX"]
+
+
+def test_web_opens_a_list_s_page_and_a_new_pull_request_s_compare_page(env: Env, monkeypatch, capsys,
+                                                                       tmp_path: Path) -> None:
+    import webbrowser
+    browser, opened = _recorder(tmp_path, "browser")
+    monkeypatch.setenv("BROWSER", str(browser))
+    monkeypatch.setattr(webbrowser, "_tryorder", None)  # the browsers are read from BROWSER again
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    before = env.issue_count()
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--web", "--state", "closed")
+    assert code == 0, err
+    url = out.strip()
+    assert url.endswith("/acme/web/issues?state=closed") and url.startswith("http"), out
+    assert opened.read_text().split("\n")[0] == url  # the browser was given the address
+    run_git(env.clone, "switch", "-c", "feat/web")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "create", "--web")
+    assert code == 0 and out.strip().endswith("/acme/web/compare/main...feat/web"), (out, err)
+    assert opened.read_text().split("\n")[0] == out.strip()
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "create", "--web", "-t", "not made")
+    assert code == 0 and out.strip().endswith("/acme/web/issues/new") and env.issue_count() == before  # nothing made
+    opened.unlink()
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "list", "--web")  # a pipe: the address alone
+    assert code == 0 and out.strip().endswith("/acme/web/pulls") and not opened.exists()
