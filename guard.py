@@ -1168,8 +1168,13 @@ def no_space(t: Target, exc: gitops.NoSpace) -> Refusal:
     import errno
     err = getattr(errno, "EDQUOT", errno.ENOSPC) if exc.quota else errno.ENOSPC
     disk = exc.disk or str(t.target.git_dir)
-    staged = (f"{files_list(list(exc.staged))} {'is' if len(exc.staged) == 1 else 'are'} staged (git add ran); "
-              f"nothing was committed." if exc.staged else "Nothing was staged or committed.")
+    if exc.subcommand not in ("add", "commit"):
+        staged = f"git {exc.subcommand} stopped part way; git's own message says where: {exc.stderr.strip()[:300]}"
+    elif exc.staged:
+        staged = (f"{files_list(list(exc.staged))} {'is' if len(exc.staged) == 1 else 'are'} staged (git add ran); "
+                  f"nothing was committed.")
+    else:
+        staged = "Nothing was staged or committed."
     return Refusal("USER_ACTION_REQUIRED", f"git could not write in {t.target.describe()}: {os_meaning(err)}, on the "
                    f"disk that holds {disk}. {staged}", target=t.target.describe(),
                    user_action=disk_remedy(disk, err, f"run {t.where} again", exc.free))

@@ -139,3 +139,44 @@ def test_a_commit_on_a_full_disk_names_the_disk_and_what_is_staged(tmp_path: Pat
         assert staged.startswith("A  big.bin") and "big.bin is staged (git add ran); nothing was committed." in text
     else:
         assert staged.startswith("?? big.bin") and "Nothing was staged or committed." in text, text
+
+
+SWITCH = r'''
+set -e
+mount -t tmpfs -o size=400k tmpfs "$DISK"
+git init -q -b main "$DISK/app"
+cd "$DISK/app"
+git commit -q --allow-empty -m initial
+git switch -q -c other
+head -c 60000 /dev/urandom > big.bin
+git add big.bin
+git commit -q -m big
+git switch -q main
+avail=$(stat -f -c '%a %S' "$DISK" | awk '{print $1 * $2}')
+head -c "$avail" /dev/zero > "$DISK/filler"
+"$PYTHON" -c '
+import json
+from pathlib import Path
+import madtea
+r = madtea.run("madt_switch", {"branch": "other"}, madtea.Context("mcp", Path.cwd()))
+print(json.dumps({"text": r.text, "error": r.error}))
+' > "$OUT/result"
+'''
+
+
+def test_a_switch_on_a_full_disk_names_the_disk_and_git_s_own_words(tmp_path: Path) -> None:
+    import json
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MADTEA_")}
+    run = subprocess.run(["unshare", "-rm", "sh", "-c", SWITCH], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**env, "PYTHONPATH": str(ROOT), "DISK": str(disk), "OUT": str(out),
+                                            "PYTHON": sys.executable,
+                                            "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@example.com",
+                                            "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.com"})
+    assert run.returncode == 0, run.stderr
+    result = json.loads((out / "result").read_text())
+    assert result["error"] and result["error"]["code"] == "USER_ACTION_REQUIRED", result["text"]
+    assert f"No space left on device (ENOSPC), on the disk that holds {disk}/app/.git." in result["text"]
+    assert "git switch stopped part way" in result["text"] and "staged" not in result["text"]
