@@ -150,6 +150,7 @@ if TYPE_CHECKING:
         retries: int
         user_agent: str
         sleep: Callable[[float], None]
+        versions: dict[str, str]
 
     class _Advapi32(Protocol):
         """The four functions of Windows' advapi32 that :class:`WinCredStore` calls (BOOL answers)."""
@@ -1403,6 +1404,7 @@ class Client(_Verbs[str]):
         retries: int = DEFAULT_RETRIES,
         user_agent: str = DEFAULT_USER_AGENT,
         sleep: Callable[[float], None] = time.sleep,
+        versions: dict[str, str] | None = None,
     ) -> None:
         self.api_base = _check_base_url(api_base)
         self.host = host
@@ -1415,7 +1417,9 @@ class Client(_Verbs[str]):
         self._sleep = sleep
         self._lock = threading.Lock()
         self._requests = 0
-        self._version: str | None = None
+        # The servers' /version strings by API base, shared by the clients of one session (an MCP server's
+        # life, one CLI command), so each server is asked its release once per session.
+        self._versions = {} if versions is None else versions
 
     @classmethod
     def from_target(cls, target: ForgeTarget, token: str | None = None,
@@ -1618,15 +1622,16 @@ class Client(_Verbs[str]):
         return items, total
 
     def version(self) -> str:
-        """The server's ``/version`` string, fetched once per client."""
-        if self._version is None:
+        """The server's ``/version`` string, fetched once per session (see *versions*)."""
+        known = self._versions.get(self.api_base)
+        if known is None:
             data = self.get("/version")
             value = data.get("version") if isinstance(data, dict) else None
             if not isinstance(value, str) or not value.strip():
                 raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {self.host} did not report its version.",
                                  200, "GET", "/version")
-            self._version = sanitise_snippet(value, limit=80)
-        return self._version
+            known = self._versions[self.api_base] = sanitise_snippet(value, limit=80)
+        return known
 
     def flavour(self) -> str:
         """The server's flavour: ``"gitea"`` or ``"forgejo"``."""
@@ -1656,7 +1661,8 @@ class Client(_Verbs[str]):
 
     def not_supported(self, feature: str, reason: str) -> ForgeError:
         """A ``NOT_SUPPORTED`` error naming the feature, this forge and why (to raise)."""
-        known = f"{self.flavour().capitalize()} {self._version}" if self._version else "this forge"
+        version = self._versions.get(self.api_base)
+        known = f"{self.flavour().capitalize()} {version}" if version else "this forge"
         return ForgeError("NOT_SUPPORTED", f"{feature} is not supported by {known} at {self.host}: {reason}")
 
 

@@ -551,6 +551,8 @@ class Context:
     # (repo facts or None, what git found instead) once resolved
     launch: tuple[guard.RepoFacts | None, gitops.GitError | None] | None = None
     in_scope: str | None = None          # the repository the scope passed, from files alone, before any git
+    # The forges' releases (/version) this session has read, by API base: an MCP server shares one for its life.
+    releases: dict[str, str] = gitops.field(default_factory=dict)
 
 
 @record
@@ -1303,13 +1305,14 @@ class Api:
     scoped: forge.RepoClient
 
     def __init__(self, target: RemoteTarget, confined: bool, read_only: bool,
-                 scope: guard.Scope | None = None) -> None:
+                 scope: guard.Scope | None = None, releases: dict[str, str] | None = None) -> None:
         import forge
         self.scope = scope or guard.Scope()
+        releases = {} if releases is None else releases
 
         self.target = target
         token, self.token_source = _token_for(target.host, target.launch_host)
-        self.client = forge.Client.from_target(target.forge, token)
+        self.client = forge.Client.from_target(target.forge, token, versions=releases)
         if token and self.client.api_base.startswith("http://") and not forge.is_loopback(target.host):
             warn(f"the token for {target.host} travels unencrypted: its API address is http://, not https://.")
         self.scoped = forge.RepoClient(self.client, target.owner, target.repo, read_only=read_only)
@@ -1321,7 +1324,7 @@ class Api:
         self.confined = confined
         # Outside the launch scope the token goes only to the repository's own paths: the
         # server's /version (which needs no token) is asked by a client that holds none.
-        self._about = forge.Client.from_target(target.forge) if confined else self.client
+        self._about = forge.Client.from_target(target.forge, versions=releases) if confined else self.client
 
     @property
     def web_base(self) -> str:
@@ -1419,7 +1422,8 @@ def api(inv: Invocation) -> Api:
         # confined to the target repository, and read-only but for filing an issue.
         cross_host = target.launch_host is not None and target.host != target.launch_host
         writes = guard.cross_host_write(inv.op.tool, inv.op.action)
-        inv.remote = Api(target, confined=cross_host, read_only=cross_host and not writes, scope=inv.ctx.scope)
+        inv.remote = Api(target, confined=cross_host, read_only=cross_host and not writes, scope=inv.ctx.scope,
+                         releases=inv.ctx.releases)
     return inv.remote
 
 
@@ -6385,7 +6389,7 @@ def _finish_api(inv: Invocation) -> Api:
     guard.check_remote(guard.RemoteCall(inv.op.tool, None, inv.args, True, inv.ctx.surface, remote.full, remote.host,
                                         remote.launch_host, True))
     guard.check_repo_scope(inv.ctx.scope, inv.op.where, remote.full, "finish's forge repository")
-    return Api(remote, confined=False, read_only=False, scope=inv.ctx.scope)
+    return Api(remote, confined=False, read_only=False, scope=inv.ctx.scope, releases=inv.ctx.releases)
 
 
 def _merged_pr_for(a: Api, branch: str) -> dict[str, Json] | None:
@@ -7808,6 +7812,7 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
     # A client that can ask its person is also offered the deletions that person confirms (built when first asked).
     listings: dict[bool, list[types.Tool]] = {False: _tool_listing(scope, False)}
     lanes = {"network": anyio.CapacityLimiter(NETWORK_WORKERS), "local": anyio.CapacityLimiter(LOCAL_WORKERS)}
+    releases: dict[str, str] = {}  # each forge's /version, asked once for the server's life
     IN_FLIGHT.start()
 
     async def list_tools(ctx: ServerRequestContext,
@@ -7821,7 +7826,7 @@ def build_server(launch_dir: Path | None = None, scope: guard.Scope | None = Non
         with IN_FLIGHT:
             token = gitops.CALL.set(call)
             try:
-                return run(name, raw, Context("mcp", launch, roots, scope))
+                return run(name, raw, Context("mcp", launch, roots, scope, releases=releases))
             finally:
                 gitops.CALL.reset(token)
 

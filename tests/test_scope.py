@@ -543,3 +543,18 @@ def test_a_scoped_local_call_checks_its_repository_once(tmp_path: Path, monkeypa
     assert checked == [WEB]
     outside = madtea.run("madt_status", {}, madtea.Context("mcp", repo, scope=guard.Scope(repos=("acme/api",))))
     assert outside.error is not None and outside.error["code"] == "OUT_OF_SCOPE"
+
+
+@pytest.mark.anyio
+async def test_a_server_asks_the_forge_its_release_once_for_its_life(forge_env: Any) -> None:
+    """/version is read once per session: later calls that need the release reuse it, as does each CLI command."""
+    e = forge_env
+    e.forge.clear_requests()
+    results = await _calls(madtea.build_server(e.web), ("madt_whoami", {}), ("madt_whoami", {}),
+                           ("madt_actions", {"action": "runs"}))
+    assert [r.is_error for r in results] == [False, False, False], [r.content[0].text for r in results]
+    assert e.forge.version in results[1].content[0].text
+    assert len(e.forge.find_requests("GET", "/api/v1/version")) == 1
+    # A second server is a second session: it asks again.
+    await _calls(madtea.build_server(e.web), ("madt_whoami", {}))
+    assert len(e.forge.find_requests("GET", "/api/v1/version")) == 2
