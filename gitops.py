@@ -1227,7 +1227,7 @@ class Unpinnable(GitError):
 
 
 _RESOLVE = ("rev-parse", "--path-format=absolute", "--absolute-git-dir", "--git-common-dir",
-            "--is-bare-repository", "--show-toplevel")
+            "--is-bare-repository", "--is-inside-git-dir", "--show-toplevel")
 
 
 def discover(path: str | os.PathLike[str]) -> Repo | None:
@@ -1253,12 +1253,16 @@ def discover(path: str | os.PathLike[str]) -> Repo | None:
         err = _decode(result.stderr)
         if "not a git repository" in err:
             return None
-        if "must be run in a work tree" in err and len(lines) == 3:
+        if "must be run in a work tree" in err and len(lines) == 4:
             raise NoWorkTree(argv, Path(os.path.realpath(lines[0])), bare=lines[2] == "true")
         raise GitError(argv, result.returncode, err)
-    if len(lines) != 4:
+    if len(lines) != 5:
         raise GitError(argv, 0, f"unexpected rev-parse output: {lines!r}")
-    git_dir, common, top = (Path(os.path.realpath(p)) for p in (lines[0], lines[1], lines[3]))
+    git_dir, common, top = (Path(os.path.realpath(p)) for p in (lines[0], lines[1], lines[4]))
+    # A submodule's git dir (super/.git/modules/S) sets core.worktree, so git finds a work tree from inside
+    # it: git's own answer says where the path is (--is-inside-git-dir, "false" at the git dir's top there).
+    if lines[3] == "true" or start == git_dir or git_dir in start.parents:
+        raise NoWorkTree(argv, git_dir, bare=False)
     found = fs_find(top)
     if found is not None and found[1] != str(git_dir):
         # core.worktree names a folder another repository owns (its top, or a folder in it)

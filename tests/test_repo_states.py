@@ -152,3 +152,30 @@ def test_a_branch_create_with_checkout_under_a_locked_index_creates_nothing(thre
     lock.unlink()
     ok("madt_branch_create", three, name="next", checkout=True)
     assert run_git(three, "branch", "--show-current") == "next"
+
+
+@pytest.fixture
+def module_git_dir(tmp_path: Path, hermetic_seal: Path) -> tuple[Path, Path]:
+    """A superproject with a submodule S: git keeps S's git dir in super/.git/modules/S, with core.worktree
+    naming S's working tree, so git itself resolves a working tree from inside that git dir."""
+    sub = make_repo(tmp_path / "subsrc")
+    sup = make_repo(tmp_path / "super")
+    run_git(sup, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "S")
+    run_git(sup, "commit", "-q", "-m", "add S")
+    moddir = Path(run_git(sup / "S", "rev-parse", "--absolute-git-dir"))
+    assert moddir.parts[-3:] == (".git", "modules", "S")
+    assert run_git(moddir / "refs", "rev-parse", "--is-inside-git-dir") == "true"
+    return sup, Path(os.path.realpath(moddir))
+
+
+def test_a_submodules_git_dir_is_refused_as_a_git_dir(module_git_dir):
+    sup, moddir = module_git_dir
+    (sup / "S" / "new.txt").write_text("new\n")
+    before = run_git(sup / "S", "status", "--porcelain")
+    for inside in (moddir, moddir / "refs"):
+        launched = refused("BAD_ARGUMENT", "madt_commit", inside, title="add new", files=["new.txt"])
+        assert "git directory" in launched.text or "git dir" in launched.text, launched.text
+    named = refused("BAD_ARGUMENT", "madt_commit", sup, dir=str(moddir), title="add new", files=["new.txt"])
+    assert "git directory" in named.text, named.text
+    assert run_git(sup / "S", "status", "--porcelain") == before  # nothing staged into S
+    assert run_git(sup / "S", "rev-list", "--count", "HEAD") == "1"
