@@ -8592,6 +8592,97 @@ CLI_EXTRAS["hook"] = ("Decide on an agent's shell command (started by the agent'
     "the harness shows one). The README says how to wire it into each harness.", lambda: hook_main()))
 
 
+# --- completion ---
+
+def cli_tree(parser: argparse.ArgumentParser) -> dict[tuple[str, ...], tuple[list[tuple[str, str]], list[str]]]:
+    """Every command path of the CLI (argparse's tree, built from the registry) -> (its subcommands with their
+    one-line help, its flags): what a shell completes."""
+    import argparse
+    tree: dict[tuple[str, ...], tuple[list[tuple[str, str]], list[str]]] = {}
+
+    def walk(current: argparse.ArgumentParser, path: tuple[str, ...]) -> None:
+        subs: list[tuple[str, str]] = []
+        flags: list[str] = []
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help or "" for a in action._choices_actions}
+                for name, child in action.choices.items():
+                    subs.append((name, helps.get(name, "")))
+                    walk(child, (*path, name))
+            elif action.help != argparse.SUPPRESS:
+                flags += [flag for flag in action.option_strings if flag.startswith("--")]
+        tree[path] = (subs, flags)
+    walk(parser, ())
+    return tree
+
+
+def completion_script(shell: str, parser: argparse.ArgumentParser) -> str:
+    """``madtea completion bash|zsh|fish``: the script that completes madtea's commands, verbs and flags."""
+    import re
+    import shlex
+    tree = cli_tree(parser)
+    if shell == "fish":
+        lines = ["# fish completion for madtea (madtea completion fish > ~/.config/fish/completions/madtea.fish)"]
+
+        def said(text: str) -> str:
+            first = re.split(r"(?<!e\.g)\. ", text)[0].rstrip(".")
+            return "'" + first.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        for path, (subs, flags) in tree.items():
+            seen = "; and ".join(f"__fish_seen_subcommand_from {word}" for word in path)
+            for name, about in subs:
+                names = " ".join(n for n, _ in subs)
+                where = f"{seen}; and not __fish_seen_subcommand_from {names}" if path else "__fish_use_subcommand"
+                lines.append(f"complete -c madtea -n '{where}' -a {name} -d {said(about)}")
+            for flag in flags if path else ():
+                lines.append(f"complete -c madtea -n '{seen}' -l {flag[2:]}")
+        return "\n".join(lines) + "\n"
+    subs_case = "\n".join(f"        {shlex.quote(' '.join(path))}) echo {shlex.quote(' '.join(n for n, _ in subs))};;"
+                          for path, (subs, _flags) in tree.items() if subs)
+    flags_case = "\n".join(f"        {shlex.quote(' '.join(path))}) echo {shlex.quote(' '.join(flags))};;"
+                           for path, (_subs, flags) in tree.items() if flags)
+    script = f"""# {shell} completion for madtea (eval "$(madtea completion {shell})")
+_madtea_subs() {{
+    case "$1" in
+{subs_case}
+    esac
+}}
+_madtea_flags() {{
+    case "$1" in
+{flags_case}
+    esac
+}}
+_madtea() {{
+    local cur="${{COMP_WORDS[COMP_CWORD]}}" path="" word i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        word="${{COMP_WORDS[i]}}"
+        case " $(_madtea_subs "$path") " in
+            *" $word "*) path="${{path:+$path }}$word";;
+        esac
+    done
+    if [[ "$cur" == -* ]]; then
+        COMPREPLY=($(compgen -W "$(_madtea_flags "$path")" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -W "$(_madtea_subs "$path")" -- "$cur"))
+    fi
+}}
+complete -o default -F _madtea madtea
+"""
+    if shell == "zsh":  # zsh runs bash's completion through its own bashcompinit
+        script = "#compdef madtea\nautoload -U +X bashcompinit && bashcompinit\n" + script
+    return script
+
+
+def _completion_cli(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shell", choices=("bash", "zsh", "fish"), help="The shell to complete in.")
+    parser.epilog = ('Load it for this shell with eval "$(madtea completion bash)" (zsh likewise); fish: '
+                     "madtea completion fish > ~/.config/fish/completions/madtea.fish.")
+    parser.set_defaults(_run=lambda ns: print(completion_script(ns.shell, build_parser()), end="") or 0)
+
+
+CLI_EXTRAS["completion"] = ("Print the script that completes madtea's commands and flags in bash, zsh or fish.",
+                            _completion_cli)
+
+
 # --- update (copy installs) ---
 #
 # ``madtea update`` is for people who installed madtea by copying files (the

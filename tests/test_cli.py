@@ -668,3 +668,39 @@ def test_web_opens_a_list_s_page_and_a_new_pull_request_s_compare_page(env: Env,
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
     code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "list", "--web")  # a pipe: the address alone
     assert code == 0 and out.strip().endswith("/acme/web/pulls") and not opened.exists()
+
+
+def _bash_completes(script: Path, *words: str) -> list[str]:
+    """What bash offers, with madtea's completion loaded, for the command line *words* (the last being typed)."""
+    line = " ".join(f"'{w}'" for w in ("madtea", *words))
+    done = subprocess.run(["bash", "--norc", "--noprofile", "-c", f'source "$1"; COMP_WORDS=({line}); '
+                           f'COMP_CWORD={len(words)}; _madtea; printf "%s\\n" "${{COMPREPLY[@]}}"', "-", str(script)],
+                          capture_output=True, text=True, check=True)
+    return [w for w in done.stdout.split("\n") if w]
+
+
+def test_completion_covers_every_command_verb_and_flag(tmp_path: Path, capsys) -> None:
+    assert madtea.main(["completion", "bash"]) == 0
+    script = tmp_path / "madtea.bash"
+    script.write_text(capsys.readouterr().out)
+    assert _bash_completes(script, "pr", "cr") == ["create"]
+    assert _bash_completes(script, "issues", "list", "--sta") == ["--state"]  # an alias completes as its command
+    assert _bash_completes(script, "pr", "create", "-t", "x", "--dr") == ["--draft"]
+    assert {"issue", "pr", "completion", "auth", "help"} <= set(_bash_completes(script, ""))
+    assert _bash_completes(script, "auth", "lo") == ["login", "logout"]  # a command's own subcommands, too
+    for op in madtea.REGISTRY:  # generated from the registry: every command and every flag of it
+        *head, last = op.cli
+        assert last in _bash_completes(script, *head, last[:2]), op.cli
+    flags = _bash_completes(script, "issue", "create", "--")
+    assert {"--title", "--label", "--body-file", "--json", "--web"} <= set(flags)
+    assert madtea.main(["completion", "zsh"]) == 0
+    zsh = capsys.readouterr().out
+    assert zsh.startswith("#compdef madtea\n") and "bashcompinit" in zsh and "complete -o default -F _madtea" in zsh
+    assert madtea.main(["completion", "fish"]) == 0
+    fish = capsys.readouterr().out.splitlines()
+    assert "complete -c madtea -n '__fish_use_subcommand' -a issue -d 'Issues'" in fish
+    assert ("complete -c madtea -n '__fish_use_subcommand' -a help -d 'Show the help of a command, e.g. madtea help "
+            "issue'") in fish
+    assert ("complete -c madtea -n '__fish_seen_subcommand_from pr; and __fish_seen_subcommand_from create' -l draft"
+            in fish)
+    subprocess.run(["bash", "-n", str(script)], check=True)
