@@ -1132,7 +1132,10 @@ def check_ref_names(t: Target) -> None:
     if new:
         raise Refusal("BAD_ARGUMENT", why + "; nothing was created.", target=t.target.describe(),
                       next=(t.retry(**{key: fresh_branch(t, fixed)}),))
-    known = sorted(state.branches) if state and state.branches is not None else []
+    known = sorted(b for b in state.branches if ref_name_problem(b) is None) \
+        if state and state.branches is not None else []
+    if state and state.branches is not None and value in state.branches:
+        raise misnamed_branch(t, value, why)
     if fixed in known:
         raise Refusal("BAD_ARGUMENT", why + f"; {fixed} is the branch of that name here.",
                       target=t.target.describe(), next=(t.retry(**{key: fixed}),))
@@ -1146,6 +1149,16 @@ def check_ref_names(t: Target) -> None:
         raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(),
                       user_action=f"Ask the user which branch they meant: no branch can be called {value!r}.")
     raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(), choices=ways)
+
+
+def misnamed_branch(t: Target, value: str, why: str) -> Refusal:
+    """A branch that exists under a name git keeps for itself (``refs/heads/HEAD``, made by plumbing): git reads
+    the name as something else, so no call can name it; renaming it is the way on that works."""
+    name = fresh_branch(t, f"renamed-{value.strip('@') or 'at'}")
+    return Refusal("BAD_ARGUMENT", why + f"; a branch of that name exists here, but git reads {value!r} as "
+                   f"something else wherever a branch is named, so nothing was changed.", target=t.target.describe(),
+                   user_action=f"Ask the user to rename that branch (git branch -m {value} {name} in "
+                               f"{t.target.top}) and then to name {name}.")
 
 
 def fresh_branch(t: Target, name: str, *also: str) -> str:

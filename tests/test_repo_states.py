@@ -179,3 +179,25 @@ def test_a_submodules_git_dir_is_refused_as_a_git_dir(module_git_dir):
     assert "git directory" in named.text, named.text
     assert run_git(sup / "S", "status", "--porcelain") == before  # nothing staged into S
     assert run_git(sup / "S", "rev-list", "--count", "HEAD") == "1"
+
+
+@pytest.mark.parametrize("tool, key", [("madt_switch", "branch"), ("madt_branch_delete", "name")])
+def test_a_branch_named_head_is_answered_with_a_way_that_works(three, tool, key):
+    """git's plumbing can make refs/heads/HEAD; no call can name it (git reads HEAD as the current commit), so
+    the way on is never that call again: it is a rename git takes, after which the call works."""
+    run_git(three, "update-ref", "refs/heads/HEAD", "main~1")
+    result = refused("BAD_ARGUMENT", tool, three, **{key: "HEAD"})
+    offered = [s for way in result.error["choices"] for s in way] + list(result.error["next"])
+    assert not any(s["args"].get(key) == "HEAD" for s in offered), offered
+    action = result.error["user_action"] or ""
+    assert "git branch -m HEAD renamed-HEAD" in action, action
+    run_git(three, "branch", "-m", "HEAD", "renamed-HEAD")
+    ok(tool, three, **{key: "renamed-HEAD"})
+    assert "HEAD" not in local_branches(three)
+
+
+def test_a_switch_never_offers_a_branch_git_cannot_name(three):
+    run_git(three, "update-ref", "refs/heads/HEAD", "main~1")
+    result = refused("BAD_ARGUMENT", "madt_switch", three, branch="a..b")
+    offered = [s["args"]["branch"] for way in result.error["choices"] for s in way]
+    assert offered == ["feat"] or (not offered and result.error["user_action"]), result.error
