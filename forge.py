@@ -888,30 +888,53 @@ def _exchange(method: str, url: str, body: bytes | None, headers: Mapping[str, s
 
 def _redirect_decision(method: str, status: int, current: str, target: str, home: tuple[str, str, int],
                        scope: str | None, host: str, path: str) -> str:
-    label = f"{method} {path}"
-    shown = _display_url(target)
     parts = urllib.parse.urlsplit(target)
     if parts.scheme.lower() not in ("http", "https") or "@" in parts.netloc or not parts.hostname:
-        raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} redirected {label} to {shown}, "
-                         "which madtea does not follow.", status, method, path)
+        raise redirect_unfollowable(method, status, target, host, path)
     if urllib.parse.urlsplit(current).scheme.lower() == "https" and parts.scheme.lower() != "https":
-        raise ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} redirected {label} from https to plain "
-                         f"http ({shown}); madtea never downgrades TLS.", status, method, path)
+        raise redirect_downgrades_tls(method, status, target, host, path)
     if scope is not None and not _within(target, scope):
-        raise ForgeError("OUT_OF_SCOPE", f"The forge redirected {label} to {shown}, outside "
-                         f"{_display_url(scope)}; this client is confined there, so it did not follow.",
-                         status, method, path)
+        raise redirect_outside_scope(method, status, target, scope, path)
     if method in ("GET", "HEAD"):
         return target
     if _origin(target) != home:
-        raise ForgeError("OUT_OF_SCOPE", f"The forge redirected {label} to another host ({shown}); madtea "
-                         "never sends a write or a token across hosts, so nothing was re-sent.",
-                         status, method, path)
+        raise redirect_write_across_hosts(method, status, target, path)
     if status not in _WRITE_REPLAY:
-        raise ForgeError("FORGE_UNAVAILABLE", f"The forge answered {label} with a {status} redirect to "
-                         f"{shown}, which madtea does not follow for a write; nothing was re-sent.",
-                         status, method, path)
+        raise redirect_write_not_replayable(method, status, target, path)
     return target
+
+
+def redirect_unfollowable(method: str, status: int, target: str, host: str, path: str) -> ForgeError:
+    """A redirect to a URL that is not plain http(s) to a host (another scheme, credentials in it)."""
+    return ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} redirected {method} {path} to "
+                      f"{_display_url(target)}, which madtea does not follow.", status, method, path)
+
+
+def redirect_downgrades_tls(method: str, status: int, target: str, host: str, path: str) -> ForgeError:
+    """A redirect from https to plain http."""
+    return ForgeError("FORGE_UNAVAILABLE", f"The forge at {host} redirected {method} {path} from https to plain "
+                      f"http ({_display_url(target)}); madtea never downgrades TLS.", status, method, path)
+
+
+def redirect_outside_scope(method: str, status: int, target: str, scope: str, path: str) -> ForgeError:
+    """A redirect outside the URL this client is confined to."""
+    return ForgeError("OUT_OF_SCOPE", f"The forge redirected {method} {path} to {_display_url(target)}, outside "
+                      f"{_display_url(scope)}; this client is confined there, so it did not follow.",
+                      status, method, path)
+
+
+def redirect_write_across_hosts(method: str, status: int, target: str, path: str) -> ForgeError:
+    """A write redirected to another host: a write or a token never crosses hosts."""
+    return ForgeError("OUT_OF_SCOPE", f"The forge redirected {method} {path} to another host "
+                      f"({_display_url(target)}); madtea never sends a write or a token across hosts, so nothing "
+                      "was re-sent.", status, method, path)
+
+
+def redirect_write_not_replayable(method: str, status: int, target: str, path: str) -> ForgeError:
+    """A write redirected with a status madtea does not replay a write on (only 301, 307 and 308)."""
+    return ForgeError("FORGE_UNAVAILABLE", f"The forge answered {method} {path} with a {status} redirect to "
+                      f"{_display_url(target)}, which madtea does not follow for a write; nothing was re-sent.",
+                      status, method, path)
 
 
 def request(

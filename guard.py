@@ -425,6 +425,52 @@ def _coerce(tool: str, action: str | None, spec: ParamSpec, value: Json, raw: Ma
     return value  # json: any shape, checked by its handler
 
 
+def unknown_parameter(tool: str, action: str | None, specs: Mapping[str, ParamSpec], raw: Mapping[str, Json],
+                      name: str, hide: bool) -> Refusal:
+    """A parameter the tool (action) does not have; the way on is the call with the likeliest spelling."""
+    where = where_of(tool, action)
+    guess = did_you_mean(name, specs)
+    hint = f" Did you mean {guess}?" if guess else ""
+    known = ", ".join(sorted(specs)) or "none"
+    corrected = {(guess if guess and key == name else key): v for key, v in raw.items()
+                 if key != "action" and (guess or key != name)}
+    if hide:  # the way on names every required parameter, whichever the misspelt one meant
+        corrected = _withheld(specs, {n: "" for n, p in specs.items() if p.required} | corrected)
+    step = call(tool, **_with_action(action, corrected))
+    # A misspelt override is still only ever a choice: the call without it is the other one.
+    plain = call(tool, **_with_action(action, {k: v for k, v in corrected.items() if k != guess}))
+    return Refusal("UNKNOWN_PARAMETER",
+                   f"{where} has no parameter {name[:60]!r}.{hint} Its parameters are: {known}.",
+                   target=where, next=() if is_override(step) else (step,),
+                   choices=((plain,), (step,)) if is_override(step) else ())
+
+
+def several_numbers(tool: str, action: str | None, out: Mapping[str, Json], numbers: list[Json],
+                    batch_action: str | None) -> Refusal:
+    """A single-target action given several numbers (or none)."""
+    where = where_of(tool, action)
+    other = f" {tool} action={batch_action} takes several." if batch_action else " Make one call for each."
+    given = {k: v for k, v in out.items() if k != "number"}
+    steps = [call(tool, **_with_action(batch_action, given | {"numbers": numbers}))] if batch_action else \
+        [call(tool, **_with_action(action, given | {"number": n})) for n in numbers]
+    return Refusal("BAD_ARGUMENT",
+                   f"{where} acts on one number, but {len(numbers)} were given "
+                   f"({', '.join(map(str, numbers[:10]))}{' …' if len(numbers) > 10 else ''}).{other}",
+                   target=where, next=steps if numbers else (call(tool, **_with_action(
+                       action, given | {"number": placeholder("number")})),))
+
+
+def missing_required(tool: str, action: str | None, specs: Mapping[str, ParamSpec], out: Mapping[str, Json],
+                     missing: list[str], hide: bool) -> Refusal:
+    """Required parameters absent or blank."""
+    where = where_of(tool, action)
+    blank = missing[0] in out
+    fill = {n: placeholder(n) for n in missing}
+    given = _withheld(specs, out) if hide else out
+    return Refusal("BAD_ARGUMENT", f"{where} needs {', '.join(missing)}" + (", and it is blank." if blank else "."),
+                   target=where, next=(call(tool, **_with_action(action, dict(given) | fill)),))
+
+
 def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec],
                     raw: Mapping[str, Json], *, batch_action: str | None = None) -> dict[str, Json]:
     """Strict names, liberal shapes, hard arity: the arguments a handler may trust.
@@ -443,45 +489,19 @@ def check_arguments(tool: str, action: str | None, specs: Mapping[str, ParamSpec
         if spec is None and name in ("number", "numbers"):
             spec = specs.get("numbers" if name == "number" else "number")
         if spec is None:
-            guess = did_you_mean(name, specs)
-            hint = f" Did you mean {guess}?" if guess else ""
-            known = ", ".join(sorted(specs)) or "none"
-            corrected = {(guess if guess and key == name else key): v for key, v in raw.items()
-                         if key != "action" and (guess or key != name)}
-            if hide:  # the way on names every required parameter, whichever the misspelt one meant
-                corrected = _withheld(specs, {n: "" for n, p in specs.items() if p.required} | corrected)
-            step = call(tool, **_with_action(action, corrected))
-            # A misspelt override is still only ever a choice: the call without it is the other one.
-            plain = call(tool, **_with_action(action, {k: v for k, v in corrected.items() if k != guess}))
-            raise Refusal("UNKNOWN_PARAMETER",
-                          f"{where} has no parameter {name[:60]!r}.{hint} Its parameters are: {known}.",
-                          target=where, next=() if is_override(step) else (step,),
-                          choices=((plain,), (step,)) if is_override(step) else ())
+            raise unknown_parameter(tool, action, specs, raw, name, hide)
         if value is None:
             continue
         out[spec.name] = _coerce(tool, action, spec, value, shown, hide)
     if "number" in specs and "number" in out and isinstance(out["number"], list):
         numbers = out["number"]
         if len(numbers) != 1:
-            other = f" {tool} action={batch_action} takes several." if batch_action else " Make one call for each."
-            given = {k: v for k, v in out.items() if k != "number"}
-            steps = [call(tool, **_with_action(batch_action, given | {"numbers": numbers}))] if batch_action else \
-                [call(tool, **_with_action(action, given | {"number": n})) for n in numbers]
-            raise Refusal("BAD_ARGUMENT",
-                          f"{where} acts on one number, but {len(numbers)} were given "
-                          f"({', '.join(map(str, numbers[:10]))}{' …' if len(numbers) > 10 else ''}).{other}",
-                          target=where, next=steps if numbers else (call(tool, **_with_action(
-                              action, given | {"number": placeholder("number")})),))
+            raise several_numbers(tool, action, out, numbers, batch_action)
         out["number"] = numbers[0]
     missing = [name for name, spec in specs.items() if spec.required and
                (name not in out or isinstance(out[name], str) and not out[name].strip())]
     if missing:
-        name = missing[0]
-        blank = name in out
-        fill = {n: placeholder(n) for n in missing}
-        given = _withheld(specs, out) if hide else out
-        raise Refusal("BAD_ARGUMENT", f"{where} needs {', '.join(missing)}" + (", and it is blank." if blank else "."),
-                      target=where, next=(call(tool, **_with_action(action, given | fill)),))
+        raise missing_required(tool, action, specs, out, missing, hide)
     for name, value in out.items():  # a value the forge's API takes as one segment of its path
         what = getattr(specs.get(name), "segment", None)
         if what and isinstance(value, str):
@@ -928,36 +948,56 @@ _BLANKET = {"", ".", "./"}
 BLANKET_WORDS = frozenset({"*", ":/", ":", "-A", "--all", "-a", "-u"})
 
 
+def no_files_declared(t: Target) -> Refusal:
+    """A staging call that names no files: there is no stage-everything mode."""
+    return Refusal("UNDECLARED_FILES",
+                   f"{t.where} on {t.target.describe()} needs files: the exact paths to stage. "
+                   f"There is no stage-everything mode. {DO_NOT_SWEEP}",
+                   target=t.target.describe(), next=_declare(t))
+
+
+def file_outside_target(t: Target, raw: str) -> Refusal:
+    """A declared file outside the target's work tree."""
+    return Refusal("BAD_ARGUMENT", f"{t.where}: {raw!r} is outside {t.target.describe()}.",
+                   target=t.target.describe(),
+                   next=(t.retry(files=[placeholder(f"each changed file inside {t.target.top}")]),))
+
+
+def file_in_git_store(t: Target, raw: str, files: Sequence[str]) -> Refusal:
+    """A declared file inside the .git directory, git's own store."""
+    return Refusal("BAD_ARGUMENT",
+                   f"{t.where}: {raw!r} is inside the .git directory of {t.target.describe()}, which is "
+                   f"git's own store and never staged.", target=t.target.describe(),
+                   next=(t.retry(files=[f for f in files if f != raw]
+                                 or [placeholder("paths of the working tree you changed")]),))
+
+
+def file_stages_everything(t: Target, raw: str) -> Refusal:
+    """A declared "file" that is a blanket (".", "-A", the top itself): it would stage everything."""
+    return Refusal("UNDECLARED_FILES",
+                   f"{t.where}: {raw!r} would stage the whole of {t.target.describe()}. "
+                   f"Name the files (or a sub-directory) instead. {DO_NOT_SWEEP}",
+                   target=t.target.describe(), next=_declare(t))
+
+
 def declared_files(t: Target, files: Sequence[str] | None = None) -> list[str]:
     """The files a call stages (or *files*), as paths relative to the target's top; never a blanket."""
     from pathlib import Path
     files = files if files is not None else t.args.get("files") or []
     if not files:
-        raise Refusal("UNDECLARED_FILES",
-                      f"{t.where} on {t.target.describe()} needs files: the exact paths to stage. "
-                      f"There is no stage-everything mode. {DO_NOT_SWEEP}",
-                      target=t.target.describe(), next=_declare(t))
+        raise no_files_declared(t)
     out = []
     for raw in files:
         path = Path(raw) if Path(raw).is_absolute() else t.target.top / raw
         try:
             rel = Path(_normpath(path)).relative_to(t.target.top)
         except ValueError:
-            raise Refusal("BAD_ARGUMENT", f"{t.where}: {raw!r} is outside {t.target.describe()}.",
-                          target=t.target.describe(),
-                          next=(t.retry(files=[placeholder(f"each changed file inside {t.target.top}")]),)) from None
+            raise file_outside_target(t, raw) from None
         if ".git" in (part.casefold() for part in rel.parts):
-            raise Refusal("BAD_ARGUMENT",
-                          f"{t.where}: {raw!r} is inside the .git directory of {t.target.describe()}, which is "
-                          f"git's own store and never staged.", target=t.target.describe(),
-                          next=(t.retry(files=[f for f in files if f != raw]
-                                        or [placeholder("paths of the working tree you changed")]),))
+            raise file_in_git_store(t, raw, files)
         blanket_word = raw.strip() in BLANKET_WORDS and raw.strip() not in (t.state.blanket_files if t.state else ())
         if raw.strip() in _BLANKET or str(rel) == "." or blanket_word:
-            raise Refusal("UNDECLARED_FILES",
-                          f"{t.where}: {raw!r} would stage the whole of {t.target.describe()}. "
-                          f"Name the files (or a sub-directory) instead. {DO_NOT_SWEEP}",
-                          target=t.target.describe(), next=_declare(t))
+            raise file_stages_everything(t, raw)
         out.append(rel.as_posix())
     return out
 
@@ -1618,16 +1658,25 @@ def no_forge_origin(c: _Guarded, top: str, problem: str) -> Refusal:
                    next=(c.retry(dir=None, owner_repo=placeholder("owner/repo")),))
 
 
-def no_current_pull_request(where: str, branch: str | None, repo: str | None) -> Refusal:
+def no_branch_for_pull_request(where: str, repo: str | None) -> Refusal:
+    """A person's pull request command without a number, on no branch to find one from."""
+    return Refusal("BAD_ARGUMENT", f"{where} names no pull request and {repo or 'the current directory'} is not "
+                   f"on a branch to find one from.", target=repo,
+                   next=(call("madt_pr", action="list", owner_repo=repo),))
+
+
+def no_pull_request_for_branch(where: str, branch: str, repo: str | None) -> Refusal:
     """A person's pull request command without a number, where the current branch has no pull request."""
-    if branch is None:
-        return Refusal("BAD_ARGUMENT", f"{where} names no pull request and {repo or 'the current directory'} is not "
-                       f"on a branch to find one from.", target=repo,
-                       next=(call("madt_pr", action="list", owner_repo=repo),))
     return Refusal("NOT_FOUND_OR_NO_ACCESS", f"{where} names no pull request and {repo} has none from the current "
                    f"branch {branch}.", target=repo,
                    next=(call("madt_pr", action="create", owner_repo=repo, head=branch,
                               title=placeholder("the pull request title")),))
+
+
+def no_current_pull_request(where: str, branch: str | None, repo: str | None) -> Refusal:
+    """A person's pull request command without a number: no branch, or a branch without a pull request."""
+    return no_branch_for_pull_request(where, repo) if branch is None else \
+        no_pull_request_for_branch(where, branch, repo)
 
 
 def no_default_repo(c: _Guarded, why: str) -> Refusal:
@@ -1712,13 +1761,23 @@ def push_rejected(t: Target, branch: str, kind: str, reason: str, *, lease: bool
     Only a branch with nothing of its own to push (*behind_only*) can catch up by fast-forward; a
     diverged one needs a person to choose between merging the remote commits and replacing them.
     """
-    where = t.target.describe()
     if kind != "non-fast-forward":
-        return Refusal("BAD_ARGUMENT", f"origin refused {branch} ({reason}); nothing was pushed.", target=where,
-                       user_action="Ask the user how they want origin's rule handled; madtea pushed nothing.")
+        return push_refused_by_origin_rule(t, branch, reason)
+    return push_not_fast_forward(t, branch, lease=lease, behind_only=behind_only)
+
+
+def push_refused_by_origin_rule(t: Target, branch: str, reason: str) -> Refusal:
+    """origin refused a push by its own rule (a hook, a protected branch): a person's call."""
+    return Refusal("BAD_ARGUMENT", f"origin refused {branch} ({reason}); nothing was pushed.",
+                   target=t.target.describe(),
+                   user_action="Ask the user how they want origin's rule handled; madtea pushed nothing.")
+
+
+def push_not_fast_forward(t: Target, branch: str, *, lease: bool, behind_only: bool) -> Refusal:
+    """origin refused a push because the remote branch has commits the local one lacks."""
     return Refusal("LEASE_REJECTED" if lease else "BAD_ARGUMENT",
                    f"origin refused {branch}: the remote branch has commits yours does not. Nothing was "
-                   f"overwritten.", target=where,
+                   f"overwritten.", target=t.target.describe(),
                    next=(call("madt_pull", dir=str(t.target.top), branch=branch),) if behind_only else (),
                    user_action=None if behind_only else
                    f"Ask the user whether to bring origin/{branch}'s commits into {branch} or to replace them; "
@@ -2364,6 +2423,24 @@ def upload_outside_tree(raw: str, tree: str, again: Call) -> Refusal:
                    next=(again,))
 
 
+def upload_not_a_file(raw: str, again: Call) -> Refusal:
+    """A file to upload that is not a regular file (a folder, a device, nothing)."""
+    return Refusal("BAD_ARGUMENT", f"{raw!r} is not a file.", target=raw, next=(again,))
+
+
+def upload_may_hold_credentials(raw: str) -> Refusal:
+    """A file to upload whose name or folder says it may hold credentials: never sent."""
+    return Refusal("USER_ACTION_REQUIRED", f"{raw!r} may hold credentials (by its name or folder), so madtea "
+                   f"does not upload it.", target=raw,
+                   user_action="Ask the user to upload it themselves if it holds no secret.")
+
+
+def upload_too_large(raw: str, size: int) -> Refusal:
+    """A file to upload larger than MAX_UPLOAD."""
+    return Refusal("BAD_ARGUMENT", f"{raw!r} is {size} bytes; madtea uploads files of at most {MAX_UPLOAD} "
+                   f"bytes.", target=raw, user_action="Ask the user to upload it in the forge's web page.")
+
+
 def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: str | None) -> None:
     """One file to upload, before it is read: *real* is where it resolves (symbolic links followed), *size* its
     size when it is a regular file, *tree* the work tree it must be in (None on the command line, where a
@@ -2376,16 +2453,13 @@ def check_upload_file(c: _Guarded, raw: str, real: str, size: int | None, tree: 
     if tree is not None and not real.startswith(tree.rstrip("/") + "/"):
         raise upload_outside_tree(raw, tree, again)
     if size is None:
-        raise Refusal("BAD_ARGUMENT", f"{raw!r} is not a file.", target=raw, next=(again,))
+        raise upload_not_a_file(raw, again)
     parts = PurePath(real[len(tree):] if tree else real).parts
     import re
     if any(p.lower() in _CREDENTIAL_DIR for p in parts[:-1]) or re.fullmatch(_CREDENTIAL_NAME, parts[-1]):
-        raise Refusal("USER_ACTION_REQUIRED", f"{raw!r} may hold credentials (by its name or folder), so madtea "
-                      f"does not upload it.", target=raw,
-                      user_action="Ask the user to upload it themselves if it holds no secret.")
+        raise upload_may_hold_credentials(raw)
     if size > MAX_UPLOAD:
-        raise Refusal("BAD_ARGUMENT", f"{raw!r} is {size} bytes; madtea uploads files of at most {MAX_UPLOAD} "
-                      f"bytes.", target=raw, user_action="Ask the user to upload it in the forge's web page.")
+        raise upload_too_large(raw, size)
 
 
 def check_upload_content(raw: str, data: bytes) -> None:
@@ -2931,6 +3005,25 @@ def file_on_default_branch(w: FileWrite, steps: Sequence[Call]) -> Refusal:
 MAX_CHANGES = 100  # files in one commit through the forge
 
 
+def changes_not_a_list(tool: str, action: str, args: Mapping[str, Json], items: Json) -> Refusal:
+    """A commit's changes that are not a list of 1 to MAX_CHANGES objects."""
+    where = where_of(tool, action)
+    example = {"path": placeholder("a path"), "sha": placeholder("its sha"),
+               "replace_old": placeholder("the exact text"), "replace_new": placeholder("its replacement")}
+    return Refusal("BAD_ARGUMENT", f"{where}: changes must be a list of 1 to {MAX_CHANGES} objects, one per "
+                   f"file, not {_shown(items)}.", target=where,
+                   next=(call(tool, **_with_action(action, dict(args) | {"changes": [example]})),))
+
+
+def file_changed_twice(tool: str, action: str, args: Mapping[str, Json], twice: list[str]) -> Refusal:
+    """Two entries of one commit's changes for one path (NFC and NFD spellings are one path)."""
+    where = where_of(tool, action)
+    return Refusal("BAD_ARGUMENT", f"{where}: changes name {', '.join(twice)} more than once; each file is "
+                   f"changed by one entry.", target=where,
+                   next=(call(tool, **_with_action(action, dict(args) | {"changes": placeholder(
+                       "the changes, one entry per path")})),))
+
+
 def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
                   args: Mapping[str, Json]) -> list[dict[str, Json]]:
     """The changes of one commit: 1 to MAX_CHANGES objects, each checked like a call's arguments, one per path."""
@@ -2941,13 +3034,9 @@ def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
             items = gitops.from_json(items)
         except ValueError:
             pass
-    example = {"path": placeholder("a path"), "sha": placeholder("its sha"),
-               "replace_old": placeholder("the exact text"), "replace_new": placeholder("its replacement")}
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_CHANGES or \
             not all(isinstance(item, dict) for item in items):
-        raise Refusal("BAD_ARGUMENT", f"{where}: changes must be a list of 1 to {MAX_CHANGES} objects, one per "
-                      f"file, not {_shown(items)}.", target=where,
-                      next=(call(tool, **_with_action(action, dict(args) | {"changes": [example]})),))
+        raise changes_not_a_list(tool, action, args, items)
     out: list[dict[str, Json]] = []
     for index, item in enumerate(items):
         try:
@@ -2967,10 +3056,7 @@ def check_changes(tool: str, action: str, specs: Mapping[str, ParamSpec],
              if item.get(key)]
     twice = sorted({path for path in paths if paths.count(path) > 1})
     if twice:
-        raise Refusal("BAD_ARGUMENT", f"{where}: changes name {', '.join(twice)} more than once; each file is "
-                      f"changed by one entry.", target=where,
-                      next=(call(tool, **_with_action(action, dict(args) | {"changes": placeholder(
-                          "the changes, one entry per path")})),))
+        raise file_changed_twice(tool, action, args, twice)
     return out
 
 
@@ -3047,22 +3133,32 @@ def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) 
                                       replace_new=placeholder("that text as it should read"))))
 
 
+def text_edit_on_binary(w: FileWrite, path: str) -> Refusal:
+    """replace_old/replace_new on a binary file: text edits only on text."""
+    return Refusal("BAD_ARGUMENT", f"{path} is binary; replace_old and replace_new edit text. Send the whole "
+                   f"new file as content_base64.", target=path,
+                   next=(w.again(replace_old=None, replace_new=None,
+                                 content_base64=placeholder("the whole new file, base64-encoded")),))
+
+
+def write_would_cut(w: FileWrite, path: str, current_length: int, new_length: int, window: int) -> Refusal:
+    """A whole-content write shorter than a file too long to read in one view: it would cut the unseen rest."""
+    return Refusal("BAD_ARGUMENT", f"{path} is {current_length} characters long, more than one view shows "
+                   f"({window}); writing {new_length} in its place would cut the rest. Replace the part you "
+                   f"mean with replace_old and replace_new.", target=path,
+                   next=(w.again(content=None, content_base64=None,
+                                 replace_old=placeholder("the exact text to replace"),
+                                 replace_new=placeholder("the text that replaces it")),))
+
+
 def check_file_content(w: FileWrite, path: str, binary: bool, current_length: int | None, new_length: int,
                        window: int) -> None:
     """Text edits only on text; a whole-content write never cuts a file that was too long to read in one view."""
     if binary and w.file.get("replace_old") is not None:
-        raise Refusal("BAD_ARGUMENT", f"{path} is binary; replace_old and replace_new edit text. Send the whole "
-                      f"new file as content_base64.", target=path,
-                      next=(w.again(replace_old=None, replace_new=None,
-                                    content_base64=placeholder("the whole new file, base64-encoded")),))
+        raise text_edit_on_binary(w, path)
     whole = w.file.get("content") is not None or w.file.get("content_base64") is not None
     if whole and not binary and current_length is not None and window < current_length and new_length < current_length:
-        raise Refusal("BAD_ARGUMENT", f"{path} is {current_length} characters long, more than one view shows "
-                      f"({window}); writing {new_length} in its place would cut the rest. Replace the part you "
-                      f"mean with replace_old and replace_new.", target=path,
-                      next=(w.again(content=None, content_base64=None,
-                                    replace_old=placeholder("the exact text to replace"),
-                                    replace_new=placeholder("the text that replaces it")),))
+        raise write_would_cut(w, path, current_length, new_length, window)
 
 
 def file_too_large(repo: str, path: str, size: int, limit: int, web: str) -> Refusal:
@@ -3456,6 +3552,24 @@ def no_such_variable(c: ForgeCall, name: str) -> Refusal:
                    user_action=FORGE_NEXT["NOT_FOUND_OR_NO_ACCESS"])
 
 
+def output_not_absolute(c: ForgeCall, raw: str, new: str) -> Refusal:
+    """A download's output that is not an absolute path."""
+    return Refusal("BAD_ARGUMENT", f"{c.where}: output {raw[:80]!r} is not an absolute path; the server cannot "
+                   f"know what it is relative to.", target=c.where, next=(c.retry(output=new),))
+
+
+def output_exists(c: ForgeCall, path: "Path", new: str) -> Refusal:
+    """A download's output where something is already: a download never overwrites."""
+    return Refusal("PATH_EXISTS", f"{path} already exists, and a download never overwrites a file; nothing was "
+                   f"fetched.", target=str(path), next=(c.retry(output=new),))
+
+
+def output_folder_missing(c: ForgeCall, path: "Path", new: str) -> Refusal:
+    """A download's output in a folder that does not exist."""
+    return Refusal("BAD_ARGUMENT", f"{c.where}: the folder {path.parent} does not exist; nothing was fetched.",
+                   target=str(path.parent), next=(c.retry(output=new),))
+
+
 def saved_file(c: ForgeCall, raw: str, exists: bool, folder: bool) -> "Path":
     """Where a download is saved: a new file, by absolute path, in a folder that exists; nothing is overwritten.
 
@@ -3466,14 +3580,11 @@ def saved_file(c: ForgeCall, raw: str, exists: bool, folder: bool) -> "Path":
     path = Path(raw.strip())
     new = placeholder("the absolute path of a file that does not exist yet")
     if not raw.strip() or not path.is_absolute():
-        raise Refusal("BAD_ARGUMENT", f"{c.where}: output {raw[:80]!r} is not an absolute path; the server cannot "
-                      f"know what it is relative to.", target=c.where, next=(c.retry(output=new),))
+        raise output_not_absolute(c, raw, new)
     if exists:
-        raise Refusal("PATH_EXISTS", f"{path} already exists, and a download never overwrites a file; nothing was "
-                      f"fetched.", target=str(path), next=(c.retry(output=new),))
+        raise output_exists(c, path, new)
     if not folder:
-        raise Refusal("BAD_ARGUMENT", f"{c.where}: the folder {path.parent} does not exist; nothing was fetched.",
-                      target=str(path.parent), next=(c.retry(output=new),))
+        raise output_folder_missing(c, path, new)
     return path
 
 

@@ -66,8 +66,8 @@ def test_every_rule_refusal_names_the_function_that_built_it() -> None:
                                           identity_refusals()):
         assert_names_its_rule(label, refusal.code, refusal.rule)
         rules.add(refusal.rule)
-    assert {"check_signals", "foreign_primary", "foreign_finish_by_branch", "check_arguments", "unknown_action",
-            "check_dir", "remote_signals", "cross_host_change"} <= rules
+    assert {"check_signals", "foreign_primary", "foreign_finish_by_branch", "unknown_parameter", "missing_required",
+            "unknown_action", "check_dir", "remote_signals", "cross_host_change"} <= rules
 
 
 def test_every_runtime_refusal_shows_its_rule_on_both_surfaces(tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_every_runtime_refusal_shows_its_rule_on_both_surfaces(tmp_path: Path) -
 def test_a_refusal_carried_with_more_context_keeps_its_rule() -> None:
     with pytest.raises(guard.Refusal) as caught:
         guard.check_changes("madt_files", "change", madtea.CHANGE_SPECS, {"changes": [{"path": "a", "bogus": 1}]})
-    assert (caught.value.code, caught.value.rule) == ("UNKNOWN_PARAMETER", "check_arguments")
+    assert (caught.value.code, caught.value.rule) == ("UNKNOWN_PARAMETER", "unknown_parameter")
     assert "changes[0]" in caught.value.message
 
 
