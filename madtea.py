@@ -6802,7 +6802,7 @@ def _optional_on_cli(op: Op, p: Param) -> bool:
     return p.name == "number" and op.tool == "madt_pr"
 
 
-def _add_cli_param(parser: argparse.ArgumentParser, p: Param, op: Op | None = None) -> None:
+def _add_cli_param(parser: argparse._ActionsContainer, p: Param, op: Op | None = None) -> None:
     many = p.type in ("strs", "numbers")
     if p.enum_flags:
         group = parser.add_mutually_exclusive_group()
@@ -6864,10 +6864,12 @@ def build_parser() -> argparse.ArgumentParser:
                 group = nouns.add_parser(head, help=about, description=about, aliases=CLI_ALIASES.get(head, ()))
                 group.set_defaults(_parser=group)  # a noun without a verb prints its help, as gh does
                 groups[head] = group.add_subparsers(dest="verb", metavar="<verb>")
-            sub = groups[head].add_parser(rest[0], help=summary, description=summary)
+            sub = groups[head].add_parser(rest[0], help=summary, description=summary, epilog=cli_epilog(op),
+                                          formatter_class=argparse.RawDescriptionHelpFormatter)
+        shared = sub.add_argument_group("where it acts and how it prints")  # gh's grouped flags: these come last
         for p in op.params:
-            _add_cli_param(sub, p, op)
-        _add_cli_conveniences(sub, op)
+            _add_cli_param(shared if p.name in _SHARED_FLAGS else sub, p, op)
+        _add_cli_conveniences(sub, op, shared)
         sub.set_defaults(_op=op, _parser=sub)
     for name, (summary, fn) in CLI_EXTRAS.items():
         extra = nouns.add_parser(name, help=summary, description=summary)
@@ -6884,7 +6886,45 @@ def build_parser() -> argparse.ArgumentParser:
 _LONG_TEXTS = ("body", "notes", "content")
 
 
-def _add_cli_conveniences(sub: argparse.ArgumentParser, op: Op) -> None:
+# The flags every command of a kind takes (which repository, JSON), grouped apart from the command's own.
+_SHARED_FLAGS = ("owner_repo", "dir", "json")
+
+# Examples in the help of the commands people run most (each is checked to parse as written).
+CLI_EXAMPLES: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {
+    ("issue", "list"): (("madtea issue list --label bug --assignee @me", "your open bugs"),
+                        ("madtea issue list --state closed --json number,title", "closed issues' numbers and titles"),
+                        ("madtea issue list --web", "the list in a browser")),
+    ("issue", "view"): (("madtea issue view 12 --comments", "an issue with its comments"),
+                        ("madtea issue view 12 --json title,state,labels", "some of its fields, as JSON")),
+    ("issue", "create"): (('madtea issue create --title "Crash on login" --label bug -F notes.md',
+                           "the body read from a file ('-F -': standard input)"),
+                          ("madtea issue create --web", "write it in a browser instead")),
+    ("pr", "list"): (("madtea pr list --author @me", "your open pull requests"),
+                     ("madtea pr list --state merged --json number,title,url", "merged ones, as JSON")),
+    ("pr", "view"): (("madtea pr view", "the current branch's pull request"),
+                     ("madtea pr view 7 --comments", "pull request 7 with its comments")),
+    ("pr", "create"): (('madtea pr create --title "Fix the login redirect" -F body.md', "from the current branch"),
+                       ('madtea pr create --draft -t "Parser rewrite" --base develop', "a draft into develop"),
+                       ("madtea pr create --web", "the forge's compare page, to write it in a browser")),
+}
+
+
+def cli_epilog(op: Op) -> str:
+    """The end of a command's help, as gh ends its own: examples (for the commands people run most), then where to
+    learn more."""
+    lines = []
+    examples = CLI_EXAMPLES.get(op.cli, ())
+    if examples:
+        lines += ["examples:", *(f"  $ {command}\n      {what}" for command, what in examples), ""]
+    noun = op.cli[0]
+    lines += ["learn more:", f"  madtea help {noun}" + ("   every command of this kind" if len(op.cli) > 1 else ""),
+              "  --json FIELDS, --web, -R OWNER/REPO and exit codes work as in gh; the README's \"Using it\" "
+              "part says more"]
+    return "\n".join(lines)
+
+
+def _add_cli_conveniences(sub: argparse.ArgumentParser, op: Op,
+                          shared: argparse._ArgumentGroup | None = None) -> None:
     """What every command of a kind takes on the CLI, beside its declared parameters: -F for its long text, and
     -w/--web on a view."""
     names = {p.name for p in op.params}
@@ -6895,12 +6935,13 @@ def _add_cli_conveniences(sub: argparse.ArgumentParser, op: Op) -> None:
                          help=f"Read the {text} from this file ('-' for standard input).")
     if text is not None:
         sub.set_defaults(_long_text=text)
+    shown = shared or sub
     if op.action == "view":
-        sub.add_argument("-w", "--web", action="store_true", dest="_web", help="Print the web address (and open it "
+        shown.add_argument("-w", "--web", action="store_true", dest="_web", help="Print the web address (and open it "
                          "in a browser, at a terminal) instead of the text.")
     elif (op.tool, op.action) in WEB_PAGES:
         what = "the page to open it on" if op.action == "create" else "the list's page"
-        sub.add_argument("-w", "--web", action="store_true", dest="_web", help=f"Print the address of {what} (and "
+        shown.add_argument("-w", "--web", action="store_true", dest="_web", help=f"Print the address of {what} (and "
                          "open it in a browser, at a terminal) instead of running the command here.")
 
 

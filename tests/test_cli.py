@@ -704,3 +704,23 @@ def test_completion_covers_every_command_verb_and_flag(tmp_path: Path, capsys) -
     assert ("complete -c madtea -n '__fish_seen_subcommand_from pr; and __fish_seen_subcommand_from create' -l draft"
             in fish)
     subprocess.run(["bash", "-n", str(script)], check=True)
+
+
+def test_the_most_used_commands_help_has_examples_that_parse_and_a_learn_more(capsys) -> None:
+    import shlex
+    parser = madtea.build_parser()
+    for words in (("issue", "list"), ("issue", "view"), ("issue", "create"), ("pr", "list"), ("pr", "view"),
+                  ("pr", "create")):
+        assert madtea.main(["help", *words]) == 0
+        text = capsys.readouterr().out
+        examples = re.findall(r"^  \$ (madtea .+)$", text, re.M)
+        assert len(examples) >= 2 and text.index("examples:") < text.index("learn more:"), text
+        assert f"madtea help {words[0]}" in text.split("learn more:")[1]
+        for example in examples:  # each example is a command line this CLI takes, for this very command
+            ns = madtea._cli_parse(parser, shlex.split(example)[1:])
+            assert ns._op.cli == words, example
+        options, shared = text.split("where it acts and how it prints:")  # gh's grouped flags
+        assert "--repo" in shared and "--json" in shared and "--repo" not in options, text
+    assert madtea.main(["help", "issue", "close"]) == 0
+    text = capsys.readouterr().out
+    assert "examples:" not in text and "learn more:\n  madtea help issue" in text
