@@ -1268,13 +1268,18 @@ def _scope_git_view(ctx: Context, where: str, origin: gitops.RemoteId | None, ho
         guard.check_repo_scope(ctx.scope, where, repo, how)
 
 
-def _step_in_scope(step: guard.Call, ctx: Context) -> bool:
-    """Whether the server's scope would let a next step run; a step that cannot be vetted is not offered."""
+def _step_in_scope(step: guard.Call, ctx: Context, ops: dict[tuple[str, object], Op] | None = None) -> bool:
+    """Whether the server's scope would let a next step run; a step that cannot be vetted is not offered.
+
+    *ops* holds the operations already found for this refusal's steps: each (tool, action) is found once."""
     if "tool" not in step:
         return True
     try:
         args = {k: v for k, v in step.get("args", {}).items() if k != "action"}
-        op = find_op(step["tool"], step.get("args", {}).get("action"))
+        named = (step["tool"], step.get("args", {}).get("action"))
+        op = ops[named] if ops is not None and named in ops else find_op(*named)
+        if ops is not None:
+            ops[named] = op
         check_op_scope(op, args, ctx.scope)
         if ctx.scope.repos:
             check_repo_scope(op, args, ctx)
@@ -1286,11 +1291,20 @@ def _step_in_scope(step: guard.Call, ctx: Context) -> bool:
 def _narrow_error(error: dict[str, Json], ctx: Context) -> str | None:
     """Keep a refusal's way on inside the server's scope: no step it offers is one the scope refuses.
 
-    Returns the sentence for the refusal's text naming what was left out, if anything was.
+    Returns the sentence for the refusal's text naming what was left out, if anything was. Each distinct step
+    is judged once (a step offered in the plan and in a choice too), and each operation found once.
     """
+    ops: dict[tuple[str, object], Op] = {}
+    verdicts: dict[str, bool] = {}
+
+    def allowed(step: guard.Call) -> bool:
+        key = gitops.to_json(step, default=str)
+        if key not in verdicts:
+            verdicts[key] = _step_in_scope(step, ctx, ops)
+        return verdicts[key]
+
     steps, choices, user_action, note = guard.narrow_way_on(
-        ctx.scope, error.get("next") or [], error.get("choices") or [], error.get("user_action"),
-        lambda step: _step_in_scope(step, ctx))
+        ctx.scope, error.get("next") or [], error.get("choices") or [], error.get("user_action"), allowed)
     error["next"], error["choices"], error["user_action"] = steps, choices, user_action
     return note
 

@@ -117,6 +117,28 @@ def test_narrow_way_on() -> None:
         assert guard.way_on_problem(*narrowed[:3]) is None
 
 
+def test_a_refusals_steps_are_vetted_with_each_operation_found_once(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    launch = make_repo(tmp_path / "web", origin=f"https://{WEB}.git")
+    ctx = madtea.Context("mcp", launch, scope=guard.Scope(read_only=True, repos=(WEB,)))
+    status, log = guard.call("madt_status"), guard.call("madt_log")
+    commits = [guard.call("madt_commit", files=[name], message="m") for name in ("a", "b", "c")]
+    error: dict[str, Any] = {"code": "X", "next": [], "user_action": None,
+                             "choices": [[status], [log], [status, log], *([c] for c in commits)]}
+    found: list[tuple[str, object]] = []
+    real = madtea.find_op
+
+    def counted(tool: str, action: object, *rest: Any, **named: Any) -> madtea.Op:
+        found.append((tool, action))
+        return real(tool, action, *rest, **named)
+
+    monkeypatch.setattr(madtea, "find_op", counted)
+    note = madtea._narrow_error(error, ctx)
+    assert error["choices"] == [[status], [log], [status, log]] and error["next"] == []
+    assert note and "madt_commit" in note and "madt_status" not in note
+    assert sorted(found) == [("madt_commit", None), ("madt_log", None), ("madt_status", None)]
+
+
 def test_entry_problems_have_a_did_you_mean() -> None:
     actions = {"madt_issues": ["list", "create"], "madt_status": [None]}
     assert guard.scope_entry_problems(["madt_issues", "madt_issues:list", "madt_status"], "--tools", actions) == []
