@@ -133,6 +133,8 @@ __all__ = [
     "local_branches",
     "ref_snapshot",
     "ref_moves",
+    "state_snapshot",
+    "local_remote_dir",
     "git_version",
     "record",
     "field",
@@ -2059,6 +2061,49 @@ def ref_snapshot(repo: Repo) -> dict[str, str]:
               repo=repo).stdout
     refs = (os.fsdecode(line).partition("\0") for line in out.splitlines() if line)
     return {name: sha for name, _, sha in refs}
+
+
+def _refs_at(git_dir: str, prefix: str) -> dict[str, str]:
+    """Every ref of the repository whose git dir is *git_dir*, as :func:`ref_snapshot` names them, each under
+    *prefix*; nothing when git cannot read it there (gone, not a repository, not safe to read)."""
+    out = git("--git-dir", git_dir, "for-each-ref",
+              "--format=%(refname)%00%(if)%(symref)%(then)ref: %(symref)%(else)%(objectname)%(end)",
+              cwd=git_dir, check=False)
+    refs = (os.fsdecode(line).partition("\0") for line in out.stdout.splitlines() if line) if out.ok else ()
+    return {f"{prefix}{name}": sha for name, _, sha in refs}
+
+
+def local_remote_dir(repo: Repo, url: str) -> str | None:
+    """The git dir an address names when it is a folder on this machine (a path, or ``file://``), as git reads
+    it (relative to the work tree's top, ``<path>/.git`` for a non-bare one); None for any other transport."""
+    path = url.removeprefix("file://") if url.startswith("file://") else url
+    if "://" in path or (":" in path.split("/", 1)[0] and not os.path.isabs(path)):
+        return None  # another transport, or the scp-like host:path form
+    where = os.path.join(repo.top, os.path.expanduser(path))
+    for candidate in (os.path.join(where, ".git"), where):
+        if os.path.isfile(os.path.join(candidate, "HEAD")):
+            return os.path.realpath(candidate)
+    return None
+
+
+def state_snapshot(repo: Repo, remote_urls: Sequence[str] = ()) -> dict[str, str]:
+    """:func:`ref_snapshot`, and the refs git shows without a transport beside it: each populated submodule's
+    (``<path>: refs/...``, read in its own git dir) and those of each remote at *remote_urls* that is a folder on
+    this machine (``<url>: refs/...``). What a push or pull is checked against, before and after."""
+    state = ref_snapshot(repo)
+    staged = git("ls-files", "-z", "--stage", repo=repo, check=False)
+    for rec in staged.stdout.split(b"\0") if staged.ok else ():
+        meta, _, path = rec.partition(b"\t")
+        if meta.startswith(b"160000 "):
+            sub = os.path.join(repo.top, os.fsdecode(path))
+            found = fs_find_repo(sub) if os.path.exists(os.path.join(sub, ".git")) else None
+            if found is not None and str(found.top) == os.path.realpath(sub):
+                state |= _refs_at(str(found.git_dir), f"{os.fsdecode(path)}: ")
+    for url in dict.fromkeys(remote_urls):
+        far = local_remote_dir(repo, url)
+        if far is not None and far != str(repo.common_dir):
+            state |= _refs_at(far, f"{url}: ")
+    return state
 
 
 def ref_moves(before: Mapping[str, str], after: Mapping[str, str]) -> list[tuple[str, str | None, str | None]]:

@@ -1929,9 +1929,9 @@ def _lease_arg(inv: Invocation, branch: str) -> str | None:
 def push_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
     lease = _lease_arg(inv, branch)
-    _check_remote_urls(inv, inv.repo, push=True)
+    urls = _check_remote_urls(inv, inv.repo, push=True)
     progress(f"pushing {branch} to origin")
-    before = gitops.ref_snapshot(inv.repo)
+    before = gitops.state_snapshot(inv.repo, urls)
     try:
         with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
             pushed = gitops.push(inv.repo, branch, lease_sha=lease,
@@ -1942,15 +1942,18 @@ def push_op(inv: Invocation) -> Result:
         st = gitops.status(inv.repo) if exc.kind == "non-fast-forward" else None
         raise guard.push_rejected(inv.local, branch, exc.kind, exc.reason, lease=bool(lease),
                                   behind_only=st is not None and st.branch == branch and st.ahead == 0) from None
-    moved, told = _refs_moved(inv.repo, before, {f"refs/remotes/origin/{branch}"})
+    moved, told = _refs_moved(inv.repo, before, {f"refs/remotes/origin/{branch}"}
+                              | {f"{url}: refs/heads/{branch}" for url in urls}, urls)
     return Result(f"Pushed {branch} to origin ({pushed.new_sha[:9]}) from {inv.identity()}.{told}",
                   {"branch": branch, "sha": pushed.new_sha, "previous": pushed.old_sha, "moved": moved})
 
 
-def _refs_moved(repo: gitops.Repo, before: Mapping[str, str], meant: set[str]) -> tuple[list[dict[str, Json]], str]:
-    """Every ref that moved since *before*, as data, and the sentence that names them: the ones the call
-    *meant* to move, and, by name, any other (a ref another process moved meanwhile, or one git moved unasked)."""
-    moves = gitops.ref_moves(before, gitops.ref_snapshot(repo))
+def _refs_moved(repo: gitops.Repo, before: Mapping[str, str], meant: set[str],
+                urls: Sequence[str] = ()) -> tuple[list[dict[str, Json]], str]:
+    """Every ref that moved since *before* (a :func:`gitops.state_snapshot` with the remote addresses *urls*), as
+    data, and the sentence that names them: the ones the call *meant* to move, and, by name, any other (a ref
+    another process moved meanwhile, or one git moved unasked: in this repository, a submodule, or the remote)."""
+    moves = gitops.ref_moves(before, gitops.state_snapshot(repo, urls))
     data: list[dict[str, Json]] = [{"ref": ref, "from": old, "to": new, "meant": ref in meant}
                                    for ref, old, new in moves]
     shown = [f"{ref} {(old or 'none')[:9]}..{(new or 'deleted')[:9]}" for ref, old, new in moves if ref in meant]
@@ -1962,11 +1965,14 @@ def _refs_moved(repo: gitops.Repo, before: Mapping[str, str], meant: set[str]) -
     return data, text
 
 
-def _check_remote_urls(inv: Invocation, repo: gitops.Repo, *, push: bool) -> None:
-    """Refuse a push git would send to, or a pull it would take from, another repository than origin names."""
+def _check_remote_urls(inv: Invocation, repo: gitops.Repo, *, push: bool) -> list[str]:
+    """Refuse a push git would send to, or a pull it would take from, another repository than origin names;
+    the addresses git will use, checked."""
     written, fetch, pushes = gitops.remote_urls(repo)
     guard.check_origin_unchanged(inv.local, written)  # an include that follows the branch may have moved it
-    guard.check_remote_urls(inv.local, written, pushes if push else fetch[:1], push=push)
+    used = pushes if push else fetch[:1]
+    guard.check_remote_urls(inv.local, written, used, push=push)
+    return used
 
 
 # --- madt_pull ---
@@ -1977,14 +1983,15 @@ def _check_remote_urls(inv: Invocation, repo: gitops.Repo, *, push: bool) -> Non
                          positional=True),))
 def pull_op(inv: Invocation) -> Result:
     branch = guard.check_branch_named(inv.local, _ref_arg(inv, "branch") or inv.state.branch)
-    _check_remote_urls(inv, inv.repo, push=False)
+    urls = _check_remote_urls(inv, inv.repo, push=False)
     progress(f"pulling origin/{branch}")
-    before = gitops.ref_snapshot(inv.repo)
+    before = gitops.state_snapshot(inv.repo, urls)
     with transport_env(inv.repo, _launch_host(inv.ctx)) as env:
         pulled = gitops.pull_ff(inv.repo, branch, env=env)
     old, new = pulled.before, pulled.after or ""
     moved = "already up to date" if old == new else f"{(old or '0')[:9]}..{new[:9]} (fast-forward)"
-    refs, told = _refs_moved(inv.repo, before, {f"refs/remotes/origin/{branch}", f"refs/heads/{inv.state.branch}"})
+    refs, told = _refs_moved(inv.repo, before, {f"refs/remotes/origin/{branch}", f"refs/heads/{inv.state.branch}"},
+                             urls)
     return Result(f"Pulled origin/{branch} into {inv.state.branch}: {moved}, in {inv.identity()}.{told}",
                   {"branch": inv.state.branch, "from": old, "to": new, "moved": refs})
 

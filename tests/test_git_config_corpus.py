@@ -6,7 +6,7 @@ snapshotted by git (every ref, every reachable commit) before and after each cal
 The corpus is generated from git itself: the keys are ``git help --config`` filtered to those families, and each
 key's values are the quoted words of its paragraph in the git-config manual (``"true"`` where it quotes none).
 Asserted for every case: 0 stray writes (a ref no call meant to move, here or on the remote), 0 unreported ref
-moves (a push or pull result names every ref that moved) and 0 lost commits.
+moves (a push or pull result names every ref that moved, here and on the remote) and 0 lost commits.
 """
 from __future__ import annotations
 
@@ -137,6 +137,8 @@ def _run_case(base: Path, key: str, value: str, level: str) -> dict[str, list[st
         if reports and not result.is_error:
             named = {m["ref"] for m in result.data["moved"]}
             found["unreported"] += [f"{tool}: {r}" for r in sorted(moved_here - named)]
+            found["unreported"] += [f"{tool}: remote {r}" for r in sorted(moved_there)
+                                    if f"{bare}: {r}" not in named]
         found["lost"] += [f"{tool}: {c}" for c in sorted(commits - _reachable(work))]
     return found
 

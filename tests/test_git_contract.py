@@ -253,7 +253,9 @@ def test_results_name_every_ref_they_moved(tmp_path, hermetic_seal):
     run_git(repo, "config", "push.followTags", "true")
     sha = commit_files(repo, {"f.txt": "f\n"}, "feat")
     pushed = ok("madt_push", repo, branch="feat")
-    assert pushed.data["moved"] == [{"ref": "refs/remotes/origin/feat", "from": None, "to": sha, "meant": True}]
+    url = run_git(repo, "remote", "get-url", "origin")
+    assert pushed.data["moved"] == [{"ref": f"{url}: refs/heads/feat", "from": None, "to": sha, "meant": True},
+                                    {"ref": "refs/remotes/origin/feat", "from": None, "to": sha, "meant": True}]
     assert "refs/remotes/origin/feat" in pushed.text and "Also moved" not in pushed.text
     other = _origin_moves(tmp_path / "origin.git", tmp_path)
     run_git(repo, "switch", "-q", "main")
@@ -261,3 +263,53 @@ def test_results_name_every_ref_they_moved(tmp_path, hermetic_seal):
     new = run_git(other, "rev-parse", "main")
     assert {m["ref"] for m in pulled.data["moved"]} == {"refs/heads/main", "refs/remotes/origin/main"}
     assert all(m["to"] == new and m["meant"] for m in pulled.data["moved"])
+
+
+def _with_submodule(tmp_path: Path) -> tuple[Path, Path]:
+    """A clone ``work`` of the bare ``origin.git`` whose main holds a populated submodule ``sub``; (work, bare)."""
+    sub_bare = make_bare(tmp_path / "sub.git")
+    sub_seed = make_repo(tmp_path / "subseed", origin=str(sub_bare))
+    run_git(sub_seed, "push", "-q", "origin", "main")
+    bare = make_bare(tmp_path / "origin.git")
+    seed = make_repo(tmp_path / "seed", origin=str(bare))
+    run_git(seed, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub_bare), "sub")
+    run_git(seed, "commit", "-q", "-m", "add sub")
+    run_git(seed, "push", "-q", "origin", "main")
+    work = make_clone(str(bare), tmp_path / "work")
+    run_git(work, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    return work, bare
+
+
+@pytest.mark.parametrize("tool", ["madt_push", "madt_pull"])
+def test_the_remote_s_refs_and_submodules_are_checked_and_a_move_nobody_asked_for_is_named(
+        tmp_path, hermetic_seal, monkeypatch, tool):
+    """While the push or pull runs, another process moves a branch of the bare remote and one of the
+    submodule: the result names both as moves this call did not ask for, and the one it meant as meant."""
+    from helpers import ok
+    work, bare = _with_submodule(tmp_path)
+    url = run_git(work, "remote", "get-url", "origin")
+    if tool == "madt_push":
+        run_git(work, "switch", "-q", "-c", "feat")
+        sha = commit_files(work, {"feat.txt": "feat\n"}, "feat work")
+        act, args, meant = "push", {"branch": "feat"}, {f"{url}: refs/heads/feat": sha,
+                                                       "refs/remotes/origin/feat": sha}
+    else:
+        other = _origin_moves(bare, tmp_path)
+        sha = run_git(other, "rev-parse", "main")
+        act, args, meant = "pull_ff", {"branch": "main"}, {"refs/heads/main": sha, "refs/remotes/origin/main": sha}
+    real = getattr(gitops, act)
+
+    def meanwhile(*a, **k):
+        run_git(bare, "branch", "stray", "main~1")
+        run_git(work / "sub", "branch", "stray-sub")
+        return real(*a, **k)
+    monkeypatch.setattr(gitops, act, meanwhile)
+    result = ok(tool, work, dir=str(work), **args)
+    moved = {m["ref"]: m for m in result.data["moved"]}
+    stray, stray_sub = f"{url}: refs/heads/stray", "sub: refs/heads/stray-sub"
+    assert set(moved) == set(meant) | {stray, stray_sub}, moved
+    assert all(moved[r]["meant"] and moved[r]["to"] == s for r, s in meant.items()), moved
+    assert not moved[stray]["meant"] and moved[stray]["to"] == run_git(bare, "rev-parse", "stray")
+    assert not moved[stray_sub]["meant"] and moved[stray_sub]["from"] is None
+    unasked = result.text.partition("not by this call's request")[2]
+    assert stray in unasked and stray_sub in unasked, result.text
