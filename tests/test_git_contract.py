@@ -63,16 +63,8 @@ def test_push_follow_tags_sends_no_tag(pushed):
 
 @pytest.mark.parametrize("setting", [("submodule.recurse", "true"), ("push.recurseSubmodules", "on-demand")])
 def test_push_never_pushes_a_submodule(tmp_path, hermetic_seal, setting):
-    sub_bare = make_bare(tmp_path / "sub.git")
-    sub_seed = make_repo(tmp_path / "subseed", origin=str(sub_bare))
-    run_git(sub_seed, "push", "-q", "origin", "main")
-    bare = make_bare(tmp_path / "origin.git")
-    seed = make_repo(tmp_path / "seed", origin=str(bare))
-    run_git(seed, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub_bare), "sub")
-    run_git(seed, "commit", "-q", "-m", "add sub")
-    run_git(seed, "push", "-q", "origin", "main")
-    work = make_clone(str(bare), tmp_path / "work")
-    run_git(work, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+    work, _bare = _with_submodule(tmp_path)
+    sub_bare = tmp_path / "sub.git"
     sub = work / "sub"
     run_git(sub, "switch", "-q", "-c", "subwork")
     commit_files(sub, {"s.txt": "s\n"}, "sub work")
