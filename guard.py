@@ -2387,6 +2387,14 @@ def ignore_checks_needs_terminal(number: int | None) -> Refusal:
                    user_action="Run the same command in a terminal and type the pull request's number when asked.")
 
 
+def jq_not_installed() -> Refusal:
+    """``--jq`` runs the jq program, which madtea does not bundle (it runs on Python's standard library alone)."""
+    return Refusal("USER_ACTION_REQUIRED", "--jq filters the JSON with the jq program, and no jq is on PATH, so the "
+                   "command was not run.", target="jq",
+                   user_action="Install jq (for example apt-get install jq, or brew install jq), or leave out --jq "
+                   "and read the --json output.")
+
+
 def ignore_checks_not_confirmed(number: int) -> Refusal:
     return Refusal("USER_ACTION_REQUIRED", f"What was typed is not {number}; PR #{number} was not merged.",
                    target=f"PR #{number}", user_action=f"Run the command again and type {number} exactly.")

@@ -6843,6 +6843,8 @@ def _add_cli_param(parser: argparse._ActionsContainer, p: Param, op: Op | None =
         parser.add_argument(*flags, dest=p.name, nargs="?", const=True, default=None, metavar="FIELDS",
                             help="Print the result as JSON; with FIELDS (comma-separated, e.g. number,title), only "
                                  "those fields. An unknown field lists the available ones.")
+        parser.add_argument("-q", "--jq", dest="_jq", metavar="EXPRESSION", help="Filter the JSON with this jq "
+                            "expression (needs the jq program), as gh's --jq; strings print without quotes.")
         return
     if p.type == "bool":
         import argparse
@@ -7288,6 +7290,16 @@ def _cli_main(args: list[str]) -> int:
         raw["action"] = op.action
     ctx = Context("cli", Path(os.getcwd()))
     typed = [*args, *(str(v) for value in raw.values() for v in (value if isinstance(value, list) else [value]))]
+    if getattr(ns, "_jq", None) is not None:
+        import shutil
+        if shutil.which("jq") is None:  # before the command runs: a create filtered by nothing would still create
+            refused = refusal_result(guard.jq_not_installed())
+            if getattr(ns, "json", None):
+                print(for_json(json_error(refused, typed)))
+            else:
+                _stderr(render_text(refused, "cli", typed), "31")
+            return exit_status(refused.error)
+        ns.json = ns.json or True  # --jq reads the JSON, all of it unless --json names fields
     try:
         _apply_cli_extras(op, ns, raw)
     except (OSError, UnicodeDecodeError) as exc:
@@ -7310,7 +7322,10 @@ def _cli_main(args: list[str]) -> int:
         return exit_status(result.error)
     if getattr(ns, "json", None):
         try:
-            print(for_json(json_fields(result.data, ns.json)))
+            shown = for_json(json_fields(result.data, ns.json))
+            if getattr(ns, "_jq", None) is not None:
+                return jq_filter(shown, ns._jq)
+            print(shown)
         except ValueError as exc:  # a script reads its error as JSON; a person at a terminal sees it on stderr too
             said, known = exc.args
             print(for_json({"error": {"code": "BAD_ARGUMENT", "message": said, "fields": known}}))
@@ -7372,6 +7387,20 @@ def show(text: str) -> None:
             return
         except KeyboardInterrupt:  # Ctrl+C is the pager's to handle; madtea waits for it to end
             continue
+
+
+def jq_filter(text: str, expression: str) -> int:
+    """``--jq EXPRESSION``: the JSON *text* through the jq program (``jq -r``, as gh prints strings), cleaned for the
+    terminal; jq's own error and exit status when the expression is wrong."""
+    import subprocess
+    done = subprocess.run(["jq", "-r", expression], input=text.encode("utf-8"), capture_output=True, check=False)
+    out, err = (stream.decode("utf-8", "replace") for stream in (done.stdout, done.stderr))
+    if out:
+        sys.stdout.write(for_terminal(out))
+    if done.returncode:
+        _stderr(err.strip() or f"jq stopped with status {done.returncode}", "31")
+        return 1
+    return 0
 
 
 def json_fields(data: Json, chosen: str | bool) -> Json:
@@ -9318,9 +9347,12 @@ def cli_table() -> dict[tuple[str, ...], dict[str, object]]:
         params = []
         for p in op.params:
             flags = ["--" + (p.flag or p.name.replace("_", "-"))] + (["-" + p.short] if p.short else [])
-            params.append({"name": p.name, "type": p.type, "flags": flags, "positional": p.positional,
-                           "cli_only": p.cli_only, "choices": p.choices, "enum_flags": p.enum_flags,
-                           "secret": p.secret})
+            params.append({"name": p.name, "type": "str" if p is JSON_OUT else p.type, "flags": flags,
+                           "positional": p.positional, "cli_only": p.cli_only, "choices": p.choices,
+                           "enum_flags": p.enum_flags, "secret": p.secret})
+            if p is JSON_OUT:  # --json FIELDS and --jq EXPRESSION take a value on the CLI: never a positional
+                params.append({"name": "jq", "type": "str", "flags": ["--jq", "-q"], "positional": False,
+                               "cli_only": True, "choices": (), "enum_flags": False, "secret": False})
         if getattr(op, "cli_only", False):
             # no MCP twin: a destructive one is a person's act, anything else may run
             table[tuple(op.cli)] = {"tool": None, "person": op.destructive}

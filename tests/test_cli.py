@@ -724,3 +724,27 @@ def test_the_most_used_commands_help_has_examples_that_parse_and_a_learn_more(ca
     assert madtea.main(["help", "issue", "close"]) == 0
     text = capsys.readouterr().out
     assert "examples:" not in text and "learn more:\n  madtea help issue" in text
+
+
+def test_jq_filters_the_json_as_gh_s_and_is_refused_without_jq(env: Env, monkeypatch, capsys, tmp_path: Path) -> None:
+    first = env.forge.create_issue("acme", "web", "Bell\x07 and \x1b]0;title\x07", "body")["number"]
+    env.forge.create_issue("acme", "web", "Plain", "body")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--json", "number,title", "-q",
+                         f'.[] | select(.number == {first}) | .title')
+    assert code == 0 and out == "Bell^G and ^[]0;title^G\n", (out, err)  # a string unquoted, cleaned for a terminal
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--jq", "map(.title) | sort | .[-1]")
+    assert code == 0 and out == "Plain\n", (out, err)  # --jq alone reads the whole JSON
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--jq", ".[] | .nope(")
+    assert code == 1 and "jq: error" in err and not out
+    before = env.issue_count()
+    monkeypatch.setenv("PATH", str(tmp_path))  # no jq here
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "create", "-t", "Not made", "--jq", ".number")
+    assert code == 1 and "USER_ACTION_REQUIRED" in err and "Install jq" in err and env.issue_count() == before
+
+
+def test_the_hook_reads_json_fields_and_jq_as_values_not_positionals() -> None:
+    import guard
+    table = madtea.cli_table()
+    decision, text = guard._madtea_registry(["issue", "view", "--json", "title,state", "-q", ".title", "12"], table,
+                                            "")
+    assert decision == "deny" and "number=12" in text and "title,state" not in text and ".title" not in text, text
