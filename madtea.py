@@ -6845,6 +6845,8 @@ def _add_cli_param(parser: argparse._ActionsContainer, p: Param, op: Op | None =
                                  "those fields. An unknown field lists the available ones.")
         parser.add_argument("-q", "--jq", dest="_jq", metavar="EXPRESSION", help="Filter the JSON with this jq "
                             "expression (needs the jq program), as gh's --jq; strings print without quotes.")
+        parser.add_argument("--template", dest="_template", metavar="TEMPLATE", help="Print each row through this "
+                            "template, with $field or ${field} for a JSON field (e.g. '#$number $title').")
         return
     if p.type == "bool":
         import argparse
@@ -7300,6 +7302,8 @@ def _cli_main(args: list[str]) -> int:
                 _stderr(render_text(refused, "cli", typed), "31")
             return exit_status(refused.error)
         ns.json = ns.json or True  # --jq reads the JSON, all of it unless --json names fields
+    if getattr(ns, "_template", None) is not None:
+        ns.json = ns.json or True  # so does --template
     try:
         _apply_cli_extras(op, ns, raw)
     except (OSError, UnicodeDecodeError) as exc:
@@ -7325,6 +7329,9 @@ def _cli_main(args: list[str]) -> int:
             shown = for_json(json_fields(result.data, ns.json))
             if getattr(ns, "_jq", None) is not None:
                 return jq_filter(shown, ns._jq)
+            if getattr(ns, "_template", None) is not None:
+                print(for_terminal(filled(json_fields(result.data, ns.json), ns._template)))
+                return 0
             print(shown)
         except ValueError as exc:  # a script reads its error as JSON; a person at a terminal sees it on stderr too
             said, known = exc.args
@@ -7401,6 +7408,19 @@ def jq_filter(text: str, expression: str) -> int:
         _stderr(err.strip() or f"jq stopped with status {done.returncode}", "31")
         return 1
     return 0
+
+
+def filled(data: Json, template: str) -> str:
+    """``--template '#$number $title'``: each row (or the one record) through ``string.Template``, a line each;
+    a list field reads as its items joined by ", ", a missing or null one as nothing."""
+    import string
+
+    def said(value: Json) -> str:
+        return ", ".join(map(said, value)) if isinstance(value, list) else "" if value is None else str(value)
+    rows = data if isinstance(data, list) else [data]
+    values = [row if isinstance(row, dict) else {} for row in rows]
+    return "\n".join(string.Template(template).safe_substitute(
+        {key: said(value) for key, value in row.items()}) for row in values)
 
 
 def json_fields(data: Json, chosen: str | bool) -> Json:
@@ -9351,8 +9371,9 @@ def cli_table() -> dict[tuple[str, ...], dict[str, object]]:
                            "positional": p.positional, "cli_only": p.cli_only, "choices": p.choices,
                            "enum_flags": p.enum_flags, "secret": p.secret})
             if p is JSON_OUT:  # --json FIELDS and --jq EXPRESSION take a value on the CLI: never a positional
-                params.append({"name": "jq", "type": "str", "flags": ["--jq", "-q"], "positional": False,
-                               "cli_only": True, "choices": (), "enum_flags": False, "secret": False})
+                params += [{"name": name, "type": "str", "flags": flags, "positional": False, "cli_only": True,
+                            "choices": (), "enum_flags": False, "secret": False}
+                           for name, flags in (("jq", ["--jq", "-q"]), ("template", ["--template"]))]
         if getattr(op, "cli_only", False):
             # no MCP twin: a destructive one is a person's act, anything else may run
             table[tuple(op.cli)] = {"tool": None, "person": op.destructive}

@@ -748,3 +748,22 @@ def test_the_hook_reads_json_fields_and_jq_as_values_not_positionals() -> None:
     decision, text = guard._madtea_registry(["issue", "view", "--json", "title,state", "-q", ".title", "12"], table,
                                             "")
     assert decision == "deny" and "number=12" in text and "title,state" not in text and ".title" not in text, text
+
+
+def test_template_prints_each_row_through_a_string_template(env: Env, monkeypatch, capsys) -> None:
+    for name in ("bug", "ui"):
+        env.forge.create_label("acme", "web", name)
+    first = env.forge.create_issue("acme", "web", "Crash\x1b[2J", "body", labels=["bug", "ui"])["number"]
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "--template",
+                         "#$number ${title} [$labels]$none")
+    assert code == 0, err
+    assert f"#{first} Crash^[[2J [bug, ui]$none" in out.splitlines(), out  # cleaned; an unknown name left as typed
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", str(first), "--template", "$state")
+    assert code == 0 and out == "open\n", out
+    decision, text = guard_registry(["issue", "view", "--template", "$state", "7"])
+    assert "number=7" in text and "$state" not in text, text
+
+
+def guard_registry(words: list[str]) -> tuple[str, str]:
+    import guard
+    return guard._madtea_registry(words, madtea.cli_table(), "")
