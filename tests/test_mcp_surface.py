@@ -225,6 +225,37 @@ async def test_structured_content_says_every_word_the_text_says(env: Env) -> Non
     assert list(said)[:2] == ["ok", "text"]  # the words come before the data, so "git's message above" holds
 
 
+async def test_structured_data_carries_no_unfenced_forge_text(env: Env) -> None:
+    """A model that reads only the structured content meets an issue's body, a comment and a pull request's
+    description inside madtea's fence (in text) and nowhere else; the CLI's --json keeps each one as it is."""
+    import subprocess
+    env.forge.create_issue("acme", "web", "Broken", f"It fails.\n{HOSTILE}", user="bob")
+    env.forge.create_comment("acme", "web", 1, f"{HOSTILE} (comment)", user="bob")
+    env.forge.commit("acme", "web", "feat", {"f.txt": "f\n"})
+    env.forge.create_pull("acme", "web", "feat", title="Add f", body=f"{HOSTILE} (pr)", user="bob")
+    async with Client(_params(env.clone), mode="legacy") as client:
+        results = [await client.call_tool("madt_issues", {"action": "view", "number": 1, "comments": True}),
+                   await client.call_tool("madt_pr", {"action": "view", "number": 2})]
+    for result in results:
+        said = result.structured_content
+        assert not result.is_error and _fenced(said["text"]), said
+        data = json.dumps({k: v for k, v in said.items() if k != "text"})
+        assert HOSTILE not in data and madtea.FENCED_IN_TEXT in data, data
+        assert said["result"]["number"] and said["result"]["author"] == "bob", said  # the facts stay
+    issue, pr = (r.structured_content["result"] for r in results)
+    assert [c["body"] for c in issue["comments"]] == [madtea.FENCED_IN_TEXT], issue
+    assert f"{HOSTILE} (comment)" in results[0].structured_content["text"].split(">>> end of body")[1]
+    assert pr["body"] == madtea.FENCED_IN_TEXT and pr["head"] == "feat", pr
+    for args, body in ((["issue", "view", "1", "--comments"], f"It fails.\n{HOSTILE}"),
+                       (["pr", "view", "2"], f"{HOSTILE} (pr)")):
+        out = subprocess.run([sys.executable, "-m", "madtea", *args, "--json"], cwd=env.clone, env=child_env(),
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["body"] == body, out.stdout
+        if "--comments" in args:
+            assert json.loads(out.stdout)["comments"][0]["body"] == f"{HOSTILE} (comment)", out.stdout
+
+
 def _read_actions() -> dict[str, list[str | None]]:
     """Each agent tool's read actions, from the registry."""
     reads: dict[str, list[str | None]] = {}
