@@ -1,7 +1,9 @@
 """The configuration corpus: the settings git documents for pushing, pulling, fetching, submodules, rebases,
 branches, remotes, URL rewriting, includes and the core, each set as git's own documentation spells its values,
 under madtea's commit, push, branch delete, prune, switch and pull. Every repository and the remote are
-snapshotted by git (every ref, every reachable commit) before and after each call.
+snapshotted by git (every ref, every reachable commit) before and after each call. The corpus is also crossed
+with repository states (a rebase or bisect holding a branch in another worktree, a stopped merge, a detached HEAD
+with its own commit, a locked index): a branch such a state holds must still be there after every call.
 
 The corpus is generated from git itself: the keys are ``git help --config`` filtered to those families, and each
 key's values are the quoted words of its paragraph in the git-config manual (``"true"`` where it quotes none).
@@ -115,8 +117,58 @@ STEPS = (
 )
 
 
-def _run_case(base: Path, key: str, value: str, level: str) -> dict[str, list[str]]:
+def _held_worktree(work: Path, base: Path) -> Path:
+    """A second worktree of *work* on ``done`` (whose work is in main: only what holds it keeps it)."""
+    wt = base / "held"
+    run_git(work, "worktree", "add", "-q", str(wt), "done")
+    return wt
+
+
+def _rebase(work: Path, base: Path) -> str | None:
+    """``done`` is being rebased in another worktree, stopped after its first step (a failing ``exec``)."""
+    wt = _held_worktree(work, base)
+    run_git(wt, "-c", "core.editor=true", "rebase", "-x", "false", "--root", check=False)
+    assert (Path(run_git(wt, "rev-parse", "--absolute-git-dir")) / "rebase-merge" / "head-name").is_file()
+    return "done"
+
+
+def _bisect(work: Path, base: Path) -> str | None:
+    """``done`` is being bisected in another worktree."""
+    run_git(_held_worktree(work, base), "bisect", "start", "done")
+    return "done"
+
+
+def _merge(work: Path, base: Path) -> str | None:
+    """*work* (on feat) is in a merge stopped on a conflict."""
+    run_git(work, "switch", "-q", "-c", "side", "feat~1")
+    commit_files(work, {"feat.txt": "side\n"}, "side work")
+    run_git(work, "switch", "-q", "feat")
+    run_git(work, "merge", "-q", "side", check=False)
+    assert (work / ".git" / "MERGE_HEAD").is_file()
+    return None
+
+
+def _detached(work: Path, base: Path) -> str | None:
+    """*work*'s HEAD is detached one commit past feat (a commit on no branch)."""
+    run_git(work, "switch", "-q", "--detach", "feat")
+    commit_files(work, {"d.txt": "d\n"}, "detached work")
+    return None
+
+
+def _locked_index(work: Path, base: Path) -> str | None:
+    """Another git process holds *work*'s index (``index.lock``)."""
+    (work / ".git" / "index.lock").write_text("")
+    return None
+
+
+# Repository states as git leaves them; each returns the branch the state holds (None: none).
+STATES = {"clean": lambda work, base: None, "rebase": _rebase, "bisect": _bisect, "merge": _merge,
+          "detached": _detached, "locked-index": _locked_index}
+
+
+def _run_case(base: Path, key: str, value: str, level: str, state: str = "clean") -> dict[str, list[str]]:
     work, bare = _world(base)
+    held = STATES[state](work, base)
     (work / "c.txt").write_text("c\n")
     for name in _concrete(key):
         if level == "user":
@@ -140,12 +192,14 @@ def _run_case(base: Path, key: str, value: str, level: str) -> dict[str, list[st
             found["unreported"] += [f"{tool}: remote {r}" for r in sorted(moved_there)
                                     if f"{bare}: {r}" not in named]
         found["lost"] += [f"{tool}: {c}" for c in sorted(commits - _reachable(work))]
+        if held and f"refs/heads/{held}" in before_here and f"refs/heads/{held}" not in after_here:
+            found["lost"] += [f"{tool}: refs/heads/{held}, which a {state} holds"]
     return found
 
 
-def _check(tmp_path: Path, key: str, value: str, level: str) -> None:
-    found = _run_case(tmp_path, key, value, level)
-    assert found == {"stray": [], "unreported": [], "lost": []}, (key, value, level, found)
+def _check(tmp_path: Path, key: str, value: str, level: str, state: str = "clean") -> None:
+    found = _run_case(tmp_path, key, value, level, state)
+    assert found == {"stray": [], "unreported": [], "lost": []}, (key, value, level, state, found)
 
 
 def test_the_corpus_is_generated_from_git_s_documentation() -> None:
@@ -167,3 +221,26 @@ def test_a_fast_sample_of_the_corpus(tmp_path: Path, hermetic_seal: Path, key: s
 @pytest.mark.parametrize("key,value", corpus(), ids=lambda v: str(v))
 def test_the_whole_corpus(tmp_path: Path, hermetic_seal: Path, key: str, value: str, level: str) -> None:
     _check(tmp_path, key, value, level)
+
+
+def _state_sample() -> list[tuple[str, str, str]]:
+    """Each repository state with a few of the issue's settings, in turn: a fast cross of both."""
+    keys = ("push.followTags", "submodule.recurse", "remote.<name>.fetch", "pull.rebase", "rebase.autoStash",
+            "fetch.prune")
+    cases = [c for c in corpus() if c[0] in keys]
+    states = [s for s in STATES if s != "clean"]
+    return [(*cases[(i * 3 + j) % len(cases)], state) for i, state in enumerate(states) for j in range(2)]
+
+
+@pytest.mark.parametrize("key,value,state", _state_sample(), ids=lambda v: str(v))
+def test_a_fast_sample_of_the_corpus_in_each_repository_state(tmp_path: Path, hermetic_seal: Path, key: str,
+                                                              value: str, state: str) -> None:
+    _check(tmp_path, key, value, "repo", state)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("state", [s for s in STATES if s != "clean"])
+@pytest.mark.parametrize("key,value", corpus(), ids=lambda v: str(v))
+def test_the_whole_corpus_in_each_repository_state(tmp_path: Path, hermetic_seal: Path, key: str, value: str,
+                                                    state: str) -> None:
+    _check(tmp_path, key, value, "repo", state)
