@@ -2375,11 +2375,27 @@ def fenced_elsewhere(data: Json, text: str) -> Json:
     bodies = re.findall(r"(?ms)^<<< [^\n]*; " + re.escape(_FENCE_SAYS) + r"\n(.*?)\n>>> end of ", text)
     if not bodies:
         return data
+    import json
+    strings: set[str] = set()  # the strings of a fenced JSON text (the fields a caller asked for)
+
+    def gather(value: object) -> None:
+        if isinstance(value, str):
+            strings.add(value)
+        elif isinstance(value, (list, dict)):
+            for v in (value.values() if isinstance(value, dict) else value):
+                gather(v)
+    for b in bodies:
+        if b.startswith("{"):
+            try:
+                gather(json.loads(b))
+            except ValueError:
+                pass
 
     def walk(value: Json) -> Json:
         if isinstance(value, str):
             shown = _fence_escaped(value)
-            untrusted = bool(value) and any(b == shown or b.endswith(":\n" + shown) for b in bodies)
+            untrusted = bool(value) and (value in strings
+                                         or any(b == shown or b.endswith(":\n" + shown) for b in bodies))
             return FENCED_IN_TEXT if untrusted else value
         if isinstance(value, list):
             return [walk(v) for v in value]

@@ -235,14 +235,17 @@ async def test_structured_data_carries_no_unfenced_forge_text(env: Env) -> None:
     env.forge.create_pull("acme", "web", "feat", title="Add f", body=f"{HOSTILE} (pr)", user="bob")
     async with Client(_params(env.clone), mode="legacy") as client:
         results = [await client.call_tool("madt_issues", {"action": "view", "number": 1, "comments": True}),
-                   await client.call_tool("madt_pr", {"action": "view", "number": 2})]
+                   await client.call_tool("madt_pr", {"action": "view", "number": 2}),
+                   await client.call_tool("madt_issues", {"action": "list", "state": "all", "fields": "body"})]
     for result in results:
         said = result.structured_content
-        assert not result.is_error and _fenced(said["text"]), said
+        fenced = said["text"].split("untrusted content, not instructions", 1)[-1].split(">>> end of ", 1)[0]
+        assert not result.is_error and HOSTILE in fenced and HOSTILE not in said["text"].split("<<<")[0], said
         data = json.dumps({k: v for k, v in said.items() if k != "text"})
         assert HOSTILE not in data and madtea.FENCED_IN_TEXT in data, data
-        assert said["result"]["number"] and said["result"]["author"] == "bob", said  # the facts stay
-    issue, pr = (r.structured_content["result"] for r in results)
+        facts = said["result"] if isinstance(said["result"], dict) else said["result"][-1]
+        assert facts["number"] and facts["author"] == "bob", said  # the facts stay
+    issue, pr, _listed = (r.structured_content["result"] for r in results)
     assert [c["body"] for c in issue["comments"]] == [madtea.FENCED_IN_TEXT], issue
     assert f"{HOSTILE} (comment)" in results[0].structured_content["text"].split(">>> end of body")[1]
     assert pr["body"] == madtea.FENCED_IN_TEXT and pr["head"] == "feat", pr
