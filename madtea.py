@@ -2384,17 +2384,18 @@ def fenced_elsewhere(data: Json, text: str) -> Json:
         elif isinstance(value, (list, dict)):
             for v in (value.values() if isinstance(value, dict) else value):
                 gather(v)
-    for b in bodies:
-        if b.startswith("{"):
-            try:
-                gather(json.loads(b))
-            except ValueError:
-                pass
+    answers = [b for b in bodies if b.startswith(("{", "["))]  # fenced JSON: asked-for fields, an API answer
+    for b in answers:
+        try:
+            gather(json.loads(b))
+        except ValueError:  # a window of a long answer: its strings are matched as JSON values below
+            pass
 
     def walk(value: Json) -> Json:
         if isinstance(value, str):
             shown = _fence_escaped(value)
-            untrusted = bool(value) and (value in strings
+            quoted = json.dumps(value, ensure_ascii=False)
+            untrusted = bool(value) and (value in strings or any(quoted in b for b in answers)
                                          or any(b == shown or b.endswith(":\n" + shown) for b in bodies))
             return FENCED_IN_TEXT if untrusted else value
         if isinstance(value, list):

@@ -236,7 +236,8 @@ async def test_structured_data_carries_no_unfenced_forge_text(env: Env) -> None:
     async with Client(_params(env.clone), mode="legacy") as client:
         results = [await client.call_tool("madt_issues", {"action": "view", "number": 1, "comments": True}),
                    await client.call_tool("madt_pr", {"action": "view", "number": 2}),
-                   await client.call_tool("madt_issues", {"action": "list", "state": "all", "fields": "body"})]
+                   await client.call_tool("madt_issues", {"action": "list", "state": "all", "fields": "body"}),
+                   await client.call_tool("madt_api_call", {"path": "/repos/acme/web/issues/1"})]
     for result in results:
         said = result.structured_content
         fenced = said["text"].split("untrusted content, not instructions", 1)[-1].split(">>> end of ", 1)[0]
@@ -244,8 +245,8 @@ async def test_structured_data_carries_no_unfenced_forge_text(env: Env) -> None:
         data = json.dumps({k: v for k, v in said.items() if k != "text"})
         assert HOSTILE not in data and madtea.FENCED_IN_TEXT in data, data
         facts = said["result"] if isinstance(said["result"], dict) else said["result"][-1]
-        assert facts["number"] and facts["author"] == "bob", said  # the facts stay
-    issue, pr, _listed = (r.structured_content["result"] for r in results)
+        assert facts["number"] == 1 or facts["author"] == "bob", said  # the facts stay
+    issue, pr, _listed, _answer = (r.structured_content["result"] for r in results)
     assert [c["body"] for c in issue["comments"]] == [madtea.FENCED_IN_TEXT], issue
     assert f"{HOSTILE} (comment)" in results[0].structured_content["text"].split(">>> end of body")[1]
     assert pr["body"] == madtea.FENCED_IN_TEXT and pr["head"] == "feat", pr
