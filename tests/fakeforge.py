@@ -2411,6 +2411,10 @@ class FakeForge:
         name = self._field(form, "new_branch_name", str, "")
         if not name:
             raise self._binding("BranchName")
+        # CreateBranchRepoOption binds new_branch_name as Required;GitRefName;MaxSize(100): a 422 before any git.
+        if len(name) > 100 or _git("check-ref-format", f"refs/heads/{name}", git_dir=repo.bare,
+                                   check=False).returncode != 0:
+            raise self._binding("BranchName", "GitRefNameError")
         start = self._field(form, "old_ref_name", str, "") or self._field(form, "old_branch_name", str, "") \
             or repo.default_branch
         sha = self._resolve_commit(repo, start)

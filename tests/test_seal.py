@@ -73,7 +73,7 @@ def test_the_test_never_runs_in_the_real_checkout(hermetic_seal: Path) -> None:
 def test_no_inherited_git_or_token_variables() -> None:
     allowed_git = {"GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
                    "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE",
-                   "GIT_ALLOW_PROTOCOL", "MADTEA_CREDENTIAL_STORES"}  # the last one is the seal's own
+                   "GIT_ALLOW_PROTOCOL", "MADTEA_CREDENTIAL_STORES", "MADTEA_PAGER"}  # the last two are the seal's own
     leaked = [k for k in os.environ if k not in allowed_git and (
         k.startswith(("GIT_", "MADTEA_", "GITEA_", "FORGEJO_", "GH_", "GITHUB_")) or "TOKEN" in k.upper())]
     assert leaked == []
