@@ -274,19 +274,23 @@ def test_teardown_passes_when_clean_or_taken(tmp_path_factory: pytest.TempPathFa
 def test_pytest_reports_the_violation_as_a_teardown_error(tmp_path: Path) -> None:
     if speccheck.spec_skip_reason("gitea"):
         pytest.skip(speccheck.spec_skip_reason("gitea") or "")
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "conftest.py").write_text(textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(TESTS_DIR)!r})
         from fakeforge import gitea_forge  # noqa: F401
     """))
-    (tmp_path / "test_client.py").write_text(textwrap.dedent("""
+    (tmp_path / "tests" / "test_client.py").write_text(textwrap.dedent("""
         def test_lists_with_a_bad_limit(gitea_forge):
             status, _, _ = gitea_forge.call("GET", "/repos/acme/web/issues", query={"limit": "many"})
             assert status == 200  # the fake still answers as the real server would
     """))
+    # Its own --basetemp: without it the inner pytest prunes the machine's older /tmp/pytest-of-* runs as it
+    # exits, and on a reused CI machine that is whole earlier suites (it ran past the timeout there).
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore", str(tmp_path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "ignore",
+         f"--basetemp={tmp_path / 'inner'}", str(tmp_path / "tests")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "1 passed, 1 error" in result.stdout
