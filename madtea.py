@@ -548,8 +548,8 @@ class Context:
     launch_dir: Path
     roots: list[str] | None = None       # the client's advertised roots; None when unknown
     scope: guard.Scope = gitops.field(default_factory=guard.Scope)  # what the server was started to allow
-    # (repo facts or None, what git found instead) once resolved
-    launch: tuple[guard.RepoFacts | None, gitops.GitError | None] | None = None
+    # Each folder the call names (its launch directory, dir=, a root), resolved once: see Place.
+    places: dict[str, Place] = gitops.field(default_factory=dict)
     in_scope: str | None = None          # the repository the scope passed, from files alone, before any git
     # The forges' releases (/version) this session has read, by API base: an MCP server shares one for its life.
     releases: dict[str, str] = gitops.field(default_factory=dict)
@@ -894,37 +894,72 @@ def repo_facts(repo: gitops.Repo) -> guard.RepoFacts:
     return guard.RepoFacts(repo.top, repo.git_dir, repo.common_dir, gitops.parse_remote_url(url) if url else None)
 
 
+class Place:
+    """A folder a call names (its launch directory, a ``dir=``, a client root), resolved once per call into
+    both views the pipeline needs: the repository its files name, read before any git process for the server's
+    repository list, and the repository git resolves there, to which every git call is pinned. Where git finds
+    the work tree the files named, it is the same object, origin and all: origin is read once."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._files: list[guard.RepoFacts | None] = []  # read once
+        self._git: tuple[guard.RepoFacts | None, gitops.GitError | None] | None = None
+
+    def files(self) -> guard.RepoFacts | None:
+        """The repository the folder's files name (no git process: git's own view may differ)."""
+        if not self._files:
+            repo = gitops.fs_find_repo(self.path)
+            self._files.append(repo_facts(repo) if repo else None)
+        return self._files[0]
+
+    def git(self) -> tuple[guard.RepoFacts | None, gitops.GitError | None]:
+        """The repository as git resolves it (one git call), or None and what git found there instead: a bare
+        repository, a git dir, an unpinnable work tree, git's refusal."""
+        if self._git is None:
+            try:
+                repo = gitops.discover(self.path)
+                seen = self._files[0] if self._files else None
+                same = seen is not None and repo is not None and \
+                    (seen.top, seen.git_dir, seen.common_dir) == (repo.top, repo.git_dir, repo.common_dir)
+                self._git = (seen if same else repo_facts(repo) if repo else None, None)
+            except gitops.GitError as exc:
+                self._git = (None, exc)
+        return self._git
+
+
+def place(ctx: Context, path: str | os.PathLike[str]) -> Place:
+    """The call's one resolution of the folder at *path* (however a separator is doubled or trailing)."""
+    from pathlib import Path
+    key = str(Path(path))
+    if key not in ctx.places:
+        ctx.places[key] = Place(key)
+    return ctx.places[key]
+
+
 def _launch_repo(ctx: Context) -> guard.RepoFacts | None:
     return _launch(ctx)[0]
 
 
 def _launch(ctx: Context) -> tuple[guard.RepoFacts | None, gitops.GitError | None]:
     """The launch repo as git resolves it (once per call), or None and what git found there instead."""
-    if ctx.launch is None:
-        try:
-            repo = gitops.discover(ctx.launch_dir)
-            ctx.launch = (repo_facts(repo) if repo else None, None)
-        except gitops.GitError as exc:  # a bare repository, a git dir, an unpinnable work tree, git's refusal
-            ctx.launch = (None, exc)
-    found: tuple[guard.RepoFacts | None, gitops.GitError | None] = ctx.launch
-    return found
+    return place(ctx, ctx.launch_dir).git()
 
 
-def _path_signal(op: Op, args: Mapping[str, Json], source: str, path: str,
+def _path_signal(op: Op, args: Mapping[str, Json], ctx: Context, source: str, path: str,
                  confirms: bool = False) -> guard.Signal | None:
     """A path signal as git resolves it; a path in a git dir or a bare repository names no work tree and
     is refused as such. A path in no repository is no signal from a root (a folder of checkouts is one),
     and is refused from the intent hint, which names a repository on purpose."""
-    try:
-        repo = gitops.discover(path) if os.path.exists(path) else None
-    except gitops.NoWorkTree as exc:
-        raise guard.no_signal(guard.Asked(op.tool, op.action, args), source, path, exc,
-                              remote=op.kind != "local") from None
-    except gitops.Unpinnable as exc:
-        raise guard.unpinnable(path, exc) from None
+    repo, why = place(ctx, path).git()
+    if isinstance(why, gitops.NoWorkTree):
+        raise guard.no_signal(guard.Asked(op.tool, op.action, args), source, path, why, remote=op.kind != "local")
+    if isinstance(why, gitops.Unpinnable):
+        raise guard.unpinnable(path, why)
+    if why is not None:
+        raise why
     if repo is None and confirms:
         raise guard.no_signal(guard.Asked(op.tool, op.action, args), source, path, None, remote=op.kind != "local")
-    return guard.Signal(source, repo=repo_facts(repo), confirms_workspace=confirms) if repo else None
+    return guard.Signal(source, repo=repo, confirms_workspace=confirms) if repo else None
 
 
 def _name_signal(op: Op, ctx: Context, name: str) -> guard.Signal:
@@ -943,20 +978,20 @@ def _signals(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[guard.Sign
     hint = os.environ.get("MADTEA_CALLER_REPO", "").strip()
     if hint:
         if os.path.isabs(hint):
-            found.append(_path_signal(op, args, "MADTEA_CALLER_REPO", hint, confirms=True))
+            found.append(_path_signal(op, args, ctx, "MADTEA_CALLER_REPO", hint, confirms=True))
         else:
             found.append(_name_signal(op, ctx, hint))
     if op.kind == "local" and op.mutating and ctx.roots is not None and len(ctx.roots) == 1:
         root = ctx.roots[0]
         path = urllib_path(root)
         if path:
-            found.append(_path_signal(op, args, "the client's workspace root", path))
+            found.append(_path_signal(op, args, ctx, "the client's workspace root", path))
     shell_cwd = guard.caller_cwd_signal()
     if shell_cwd:
         # The hook's record is read from files on every call (a read must stay within its git budget):
         # it can only refuse, and a path in no work tree there is no signal.
-        repo = gitops.fs_find_repo(shell_cwd)
-        found.append(guard.Signal("the agent's shell directory", repo=repo_facts(repo)) if repo else None)
+        repo = place(ctx, shell_cwd).files()
+        found.append(guard.Signal("the agent's shell directory", repo=repo) if repo else None)
     return tuple(s for s in found if s is not None)
 
 
@@ -1032,24 +1067,25 @@ def _default_branch(op: Op, repo: gitops.Repo, branch: str | None, ctx: Context)
     return guess, True
 
 
-def _dir_target(op: Op, args: Mapping[str, Json], path: Path) -> guard.RepoFacts:
+def _dir_target(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[Path, guard.RepoFacts]:
     """The repository a ``dir=`` names, resolved once by git; every git call of the call is pinned to it."""
-    try:
-        repo = gitops.discover(path) if path.exists() else None
-    except gitops.NoWorkTree as exc:
-        raise guard.not_a_repo(op.tool, str(path), args, op.action, exc) from None
-    except gitops.Unpinnable as exc:
-        raise guard.unpinnable(str(path), exc) from None
+    path = guard.check_dir(args["dir"], op.tool, args, op.action)
+    repo, why = place(ctx, path).git()
+    if isinstance(why, gitops.NoWorkTree):
+        raise guard.not_a_repo(op.tool, str(path), args, op.action, why)
+    if isinstance(why, gitops.Unpinnable):
+        raise guard.unpinnable(str(path), why)
+    if why is not None:
+        raise why
     if repo is None:
         raise guard.not_a_repo(op.tool, str(path), args, op.action)
-    return repo_facts(repo)
+    return path, repo
 
 
 def resolve_local(op: Op, args: dict[str, Json], ctx: Context) -> guard.Target:
     """What a local call acts on and in what state, for guard.check_local: the step before its handler runs."""
     if "dir" in args:
-        path = guard.check_dir(args["dir"], op.tool, args, op.action)
-        target = _dir_target(op, args, path)
+        path, target = _dir_target(op, args, ctx)
         inside = os.path.relpath(os.path.realpath(path), target.top)
         subdir = None if inside == "." or inside.startswith("..") else inside.replace(os.sep, "/")
         # A read named by dir= is compared with nothing: no git call resolves the launch repo for it.
@@ -1143,8 +1179,7 @@ def _remote_target(inv: Invocation) -> RemoteTarget:
         in_repo = len(segments) >= 3 and segments[0].lower() == "repos"
         owner_repo = f"{segments[1]}/{segments[2]}" if in_repo else None
     if inv.opt_text("dir"):
-        path = guard.check_dir(inv.text("dir"), inv.op.tool, inv.args, inv.op.action)
-        facts = _dir_target(inv.op, inv.args, path)
+        _path, facts = _dir_target(inv.op, inv.args, inv.ctx)
         _scope_git_view(inv.ctx, inv.op.where, facts.origin, f"the origin of {facts.top}")
         if facts.origin is None:
             raise guard.no_forge_origin(inv.asked, str(facts.top), origin_problem(facts))
@@ -1198,21 +1233,14 @@ def _forge_of(origin: gitops.RemoteId | None) -> ForgeTarget | None:
 def _launch_forge(ctx: Context) -> ForgeTarget | None:
     """The launch repo's forge from its files alone: the scope's checks run before any git process. Git's own
     view is checked again once a call resolves it (where the two differ, git finds no launch repo at all)."""
-    repo = gitops.fs_find_repo(ctx.launch_dir)
-    return _forge_of(repo_facts(repo).origin) if repo else None
+    repo = place(ctx, ctx.launch_dir).files()
+    return _forge_of(repo.origin) if repo else None
 
 
 def _forge_repo(origin: gitops.RemoteId | None) -> str | None:
     """``host/owner/repo`` of an origin's forge repository, the host being the forge's credential key."""
     target = _forge_of(origin)
     return f"{target.host}/{origin.slug}" if target and origin else None
-
-
-def _dir_repo(path: str) -> str | None:
-    """The forge repository of the checkout holding *path*, from its files alone (no git process)."""
-    repo = gitops.fs_find_repo(path)
-    url = gitops.read_origin(repo.common_dir) if repo else None
-    return _forge_repo(gitops.parse_remote_url(url) if url else None)
 
 
 def named_repo(host: str | None, owner: str, repo: str, launch_forge: ForgeTarget | None) -> str | None:
@@ -1225,7 +1253,8 @@ def named_repo(host: str | None, owner: str, repo: str, launch_forge: ForgeTarge
 def _call_target(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[str | None, str]:
     """The repository a call would reach and how it was named, from files alone (no git, no request)."""
     if args.get("dir"):
-        return _dir_repo(str(args["dir"])), f"the origin of {args['dir']}"
+        checkout = place(ctx, str(args["dir"])).files()
+        return _forge_repo(checkout.origin if checkout else None), f"the origin of {args['dir']}"
     if args.get("owner_repo"):
         host, owner, repo = guard.check_owner_repo(str(args["owner_repo"]), op.where)
         return named_repo(host, owner, repo, _launch_forge(ctx)), "owner_repo"
@@ -1233,8 +1262,8 @@ def _call_target(op: Op, args: Mapping[str, Json], ctx: Context) -> tuple[str | 
         segments, _query = _api_call_path(args.get("path"))
         if len(segments) >= 3 and segments[0].lower() == "repos":
             return named_repo(None, segments[1], segments[2], _launch_forge(ctx)), "the API path"
-    launch = gitops.fs_find_repo(ctx.launch_dir)
-    return _forge_repo(repo_facts(launch).origin if launch else None), "the launch repo's origin"
+    launch = place(ctx, ctx.launch_dir).files()
+    return _forge_repo(launch.origin if launch else None), "the launch repo's origin"
 
 
 def check_repo_scope(op: Op, args: Mapping[str, Json], ctx: Context) -> str | None:

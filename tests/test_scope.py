@@ -580,3 +580,31 @@ async def test_a_server_asks_the_forge_its_release_once_for_its_life(forge_env: 
     # A second server is a second session: it asks again.
     await _calls(madtea.build_server(e.web), ("madt_whoami", {}))
     assert len(e.forge.find_requests("GET", "/api/v1/version")) == 2
+
+
+@pytest.mark.parametrize("scoped", [False, True])
+def test_a_folder_a_call_names_is_resolved_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                scoped: bool) -> None:
+    """One madt_commit dir=… launched in the same checkout, with it as the client's one root: git resolves the
+    folder once, its files are read once (only for the repository list), and origin is read once; the
+    repository the scope read from its files is the very object the handler is pinned to."""
+    repo = make_repo(tmp_path / "web", origin=f"https://{WEB}.git")
+    run_git(repo, "switch", "-q", "-c", "feat/x")
+    (repo / "new.txt").write_text("new\n")
+    counts = {"discover": 0, "fs_find_repo": 0, "read_origin": 0}
+    for name in counts:
+        def counted(*a: Any, _real: Any = getattr(gitops, name), _name: str = name, **k: Any) -> Any:
+            counts[_name] += 1
+            return _real(*a, **k)
+        monkeypatch.setattr(gitops, name, counted)
+    pinned: list[guard.RepoFacts] = []
+    real_commit = gitops.commit
+    monkeypatch.setattr(gitops, "commit", lambda r, *a, **k: (pinned.append(r), real_commit(r, *a, **k))[1])
+    ctx = madtea.Context("mcp", repo, [repo.as_uri()], scope=guard.Scope(repos=(WEB,)) if scoped else guard.Scope())
+    result = madtea.run("madt_commit", {"title": "add new", "files": ["new.txt"], "dir": str(repo) + "/"}, ctx)
+    assert result.error is None, result.text
+    # Before one Place held both views: discover 3 (dir, launch, root), fs_find_repo 1, read_origin 4 (3 unscoped).
+    assert counts == {"discover": 1, "fs_find_repo": int(scoped), "read_origin": 1}
+    assert list(ctx.places) == [str(repo)]
+    if scoped:
+        assert pinned and pinned[0] is ctx.places[str(repo)].files()
