@@ -2634,6 +2634,44 @@ def no_token_given(host: str) -> Refusal:
                    user_action=f"Run madtea auth login --hostname {host} again when the token is at hand.")
 
 
+def unknown_config_key(key: str, known: Sequence[str], setting: bool) -> Refusal:
+    """``madtea config get|set`` of a setting madtea does not have; a token is never a setting (auth keeps it)."""
+    kept = " Nothing was changed." if setting else ""
+    if "token" in key.lower():
+        return Refusal("BAD_ARGUMENT", f"{key!r} is not a setting: tokens are never kept in madtea's config, only "
+                       f"in the credential store madtea auth login writes to.{kept}", target=key,
+                       next=({"shell": "madtea auth login"},))
+    return Refusal("BAD_ARGUMENT", f"madtea has no setting named {key!r}; the settings are {', '.join(known)}.{kept}",
+                   target=key, next=({"shell": "madtea config list"},))
+
+
+def bad_config_value(key: str, value: str, choices: Sequence[str]) -> Refusal:
+    """A setting that takes one of a few words, given another."""
+    return Refusal("BAD_ARGUMENT", f"The setting {key} is {' or '.join(choices)}, not {value!r}; nothing was "
+                   "changed.", target=key, next=({"shell": f"madtea config set {key} {choices[0]}"},))
+
+
+def no_title_without_terminal(command: str) -> Refusal:
+    """A create without --title asks for one only at a terminal; elsewhere (a pipe, an agent) it never waits."""
+    return Refusal("BAD_ARGUMENT", f"{command} needs --title: none was given and there is no terminal to ask for "
+                   "one at (or prompting is turned off), so nothing was created.", target=command,
+                   user_action=f"Give the title with --title (and the body with --body or -F FILE): "
+                   f"{command} --title TITLE.")
+
+
+def no_title_typed(command: str) -> Refusal:
+    """A person who leaves the title prompt empty (or ends it) has cancelled: nothing is created."""
+    return Refusal("BAD_ARGUMENT", "No title was typed, so nothing was created.", target=command,
+                   user_action=f"Run {command} again and type a title, or give it with --title.")
+
+
+def editor_failed(command: str, editor: str, why: str) -> Refusal:
+    """The body's editor did not end well: the text it held is not sent."""
+    return Refusal("USER_ACTION_REQUIRED", f"The editor {editor!r} {why}, so nothing was created.", target=command,
+                   user_action="Set a working editor with madtea config set editor PROGRAM (or EDITOR), or give "
+                   "the body with --body or -F FILE.")
+
+
 def no_stored_token(host: str) -> Refusal:
     """``madtea auth token`` prints a token there is; none is a login to make."""
     return Refusal("AUTH_MISSING", f"no token for {host}; log in with: madtea auth login --hostname {host}",
@@ -6663,6 +6701,10 @@ def _madtea(args: list[_ShellWord], cli_ops: CliTable) -> tuple[str, str]:
             return "deny", ("The madtea command line is for people; agents use the MCP tools, which return "
                             "structured results.\nUse: madt_whoami\n" + retry)
         return ("allow", "")
+    if noun == "config" and verb == "set":
+        return "deny", ("madtea's settings name programs it runs at a person's terminal (its editor, pager and "
+                        "browser), so changing them is a person's act: ask the user to run madtea config set "
+                        "themselves.\n" + retry)
     if noun == "update":
         return "deny", ("Updating madtea replaces its own files and may trust a release signing key on this machine, "
                         "which is a person's act: ask the user to run madtea update themselves.\n" + retry)

@@ -7437,11 +7437,17 @@ _CHECKS_EXIT = {"passed": 0, "failed": 1, "pending": 8}
 
 
 def pager_command(environ: Mapping[str, str] = os.environ) -> list[str] | None:
-    """gh's pager: ``MADTEA_PAGER``, else ``PAGER``, else ``less -FRX``; None when stdout is no terminal, or the
-    one set is empty or ``cat`` (a variable set to nothing turns paging off, as GH_PAGER does)."""
+    """gh's pager: ``MADTEA_PAGER``, else ``madtea config set pager``, else ``PAGER``, else ``less -FRX``; None
+    when stdout is no terminal, or the one set is empty or ``cat`` (set to nothing, it turns paging off, as
+    GH_PAGER does)."""
     if not sys.stdout.isatty():
         return None
-    command = next((environ[name] for name in ("MADTEA_PAGER", "PAGER") if name in environ), "less -FRX").strip()
+    command = environ.get("MADTEA_PAGER")
+    if command is None:
+        command = config_value("pager")
+    if command is None:
+        command = environ.get("PAGER", "less -FRX")
+    command = command.strip()
     import shlex
     try:
         words = shlex.split(command)
@@ -7598,9 +7604,24 @@ def _open_web(result: Result) -> int:
         return 1
     print(for_terminal(str(url)))
     if sys.stdout.isatty() and sys.stdin.isatty():
-        import webbrowser
-        webbrowser.open(str(url))
+        open_browser(str(url))
     return 0
+
+
+def open_browser(url: str) -> None:
+    """gh's browser: ``madtea config set browser`` (the program, given the address), else Python's choice, which
+    reads BROWSER. A browser that does not start is said, never a reason to fail: the address is printed."""
+    configured = (config_value("browser") or "").strip()
+    if not configured:
+        import webbrowser
+        webbrowser.open(url)
+        return
+    import shlex
+    import subprocess
+    try:
+        subprocess.run([*shlex.split(configured), url], stdin=subprocess.DEVNULL, check=False)
+    except (OSError, ValueError) as exc:
+        _stderr(f"warning: the browser {configured!r} did not start ({exc}); open the address above yourself.", "33")
 
 
 def json_error(result: Result, typed: Iterable[str] = ()) -> dict[str, object]:
@@ -8874,6 +8895,105 @@ def _completion_cli(parser: argparse.ArgumentParser) -> None:
 
 CLI_EXTRAS["completion"] = ("Print the script that completes madtea's commands and flags in bash, zsh or fish.",
                             _completion_cli)
+
+
+# --- config: a person's settings, as gh's ---
+#
+# Kept as top-level keys of madtea's config file (beside the "hosts" a person writes there), replaced whole by
+# one rename and private (0600). Tokens are never settings: madtea auth keeps them in the credential store.
+
+CONFIG_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "editor": ("the program a body is written in at a terminal (GIT_EDITOR comes first; then this; then VISUAL, "
+               "EDITOR)", ()),
+    "pager": ("the program a long text at a terminal goes through (MADTEA_PAGER comes first; then this; then "
+              "PAGER)", ()),
+    "browser": ("the program --web opens an address with (before BROWSER)", ()),
+    "prompt": ("whether a command asks at a terminal for a title or body it was not given", ("enabled", "disabled")),
+}
+CONFIG_DEFAULTS = {"prompt": "enabled"}
+
+
+def config_value(key: str) -> str | None:
+    """A person's setting (its default when unset); None when unset without a default. A config file that
+    cannot be read sets nothing here: the forge commands that need its hosts say what is wrong with it."""
+    import forge
+    try:
+        value = forge.load_config().get(key)
+    except forge.ForgeError:
+        value = None
+    return value if isinstance(value, str) else CONFIG_DEFAULTS.get(key)
+
+
+def config_set(key: str, value: str) -> None:
+    """Set *key* to *value* in madtea's config file, every other entry kept; refused for a key madtea does not
+    have, a value the key does not take, or a config file that cannot be read (nothing is overwritten then)."""
+    import json
+
+    import forge
+    if key not in CONFIG_KEYS:
+        raise guard.unknown_config_key(key, list(CONFIG_KEYS), True)
+    choices = CONFIG_KEYS[key][1]
+    if choices and value not in choices:
+        raise guard.bad_config_value(key, value, choices)
+    data = forge.load_config()
+    data[key] = value
+    gitops.write_private(forge.config_path(), (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+
+
+def _config_get(ns: argparse.Namespace) -> int:
+    if ns.key not in CONFIG_KEYS:
+        return _config_fail(guard.unknown_config_key(ns.key, list(CONFIG_KEYS), False))
+    print(for_terminal(config_value(ns.key) or ""))
+    return 0
+
+
+def _config_set(ns: argparse.Namespace) -> int:
+    import forge
+    try:
+        config_set(ns.key, ns.value)
+    except (guard.Refusal, forge.ForgeError) as exc:
+        return _config_fail(exc)
+    except OSError as exc:
+        return _os_fail(exc, forge.config_path(), "Nothing was changed: the settings are as they were.")
+    return 0
+
+
+def _config_list(ns: argparse.Namespace) -> int:
+    print(for_terminal("\n".join(f"{key}={config_value(key) or ''}" for key in CONFIG_KEYS)))
+    return 0
+
+
+def _config_fail(exc: Exception) -> int:
+    if not isinstance(exc, guard.Refusal):
+        return _auth_fail(exc)  # the config file that cannot be read: what is wrong with it, and where
+    _stderr(render_text(refusal_result(exc), "cli"), "31")
+    return 1
+
+
+def _config_cli(parser: argparse.ArgumentParser) -> None:
+    import argparse
+    known = "\n".join(f"  {key}: {about}" + (f" ({' or '.join(choices)})" if choices else "")
+                      for key, (about, choices) in CONFIG_KEYS.items())
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = f"settings:\n{known}\n\nThey are kept in {_config_file_words()}."
+    verbs = parser.add_subparsers(dest="verb", metavar="<verb>")
+    get = verbs.add_parser("get", help="Print the value of a setting.", description="Print the value of a setting.")
+    get.add_argument("key", metavar="KEY", help=f"One of {', '.join(CONFIG_KEYS)}.")
+    get.set_defaults(_run=_config_get, _parser=get)
+    put = verbs.add_parser("set", help="Set a setting to a value.", description="Set a setting to a value.")
+    put.add_argument("key", metavar="KEY", help=f"One of {', '.join(CONFIG_KEYS)}.")
+    put.add_argument("value", metavar="VALUE", help="Its new value.")
+    put.set_defaults(_run=_config_set, _parser=put)
+    listed = verbs.add_parser("list", help="Print every setting and its value.",
+                              description="Print every setting and its value.")
+    listed.set_defaults(_run=_config_list, _parser=listed)
+
+
+def _config_file_words() -> str:
+    return "config.json in madtea's config folder ($XDG_CONFIG_HOME/madtea, else ~/.config/madtea)"
+
+
+CLI_EXTRAS["config"] = ("Print or change madtea's settings for people: editor, pager, browser, prompt.", _config_cli)
 
 
 # --- update (copy installs) ---
