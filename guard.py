@@ -129,6 +129,7 @@ class Refusal(Exception):
                  user_action: str | None = None, rule: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        # sys._getframe, not inspect.currentframe: importing inspect would double the hook's start-up.
         self.rule = rule or gitops.rule_at(sys._getframe(1))
         self.message = message
         self.target = target
