@@ -1474,11 +1474,12 @@ class Client(_Verbs[str]):
 
     def send(self, method: str, path: str, params: Mapping[str, object] | None = None, json: Json = None, *,
              accept: str = "application/json", scope: str | None = None,
-             upload: tuple[str, str, bytes] | None = None) -> Response:
+             upload: tuple[str, str, bytes] | None = None, extra: Mapping[str, str] | None = None) -> Response:
         """The answer to one call; raises :class:`ForgeError` unless it is 2xx.
 
         *scope*, a path prefix relative to the API base, confines redirects.
         *upload* (form field, file name, content) sends one file as multipart/form-data.
+        *extra* headers (a person's ``api -H``, checked by the guard) replace madtea's of the same name.
         """
         rel = _check_api_path(path)
         query = _encode_params(params)
@@ -1490,6 +1491,8 @@ class Client(_Verbs[str]):
             headers["Content-Type"] = "application/json"
         elif upload is not None:
             body, headers["Content-Type"] = _multipart(*upload)
+        for name, value in (extra or {}).items():
+            headers = {k: v for k, v in headers.items() if k.lower() != name.lower()} | {name: value}
         resp = request(
             method, url, headers=headers, body=body,
             token=self._token.reveal() if self._token else None,
@@ -1597,7 +1600,8 @@ class Client(_Verbs[str]):
         return failed
 
     def paginate(self, path: str, params: Mapping[str, object] | None = None,
-                 limit: int | None = None, *, scope: str | None = None) -> tuple[list[Json], int | None]:
+                 limit: int | None = None, *, scope: str | None = None,
+                 extra: Mapping[str, str] | None = None) -> tuple[list[Json], int | None]:
         """Every item of a list endpoint (or the first *limit*), and the server's total if it sent one.
 
         Pages by number with a constant page size of at most 50. It never
@@ -1618,7 +1622,7 @@ class Client(_Verbs[str]):
         longest = 0
         previous: list[Json] | None = None
         for page in range(1, MAX_PAGES + 1):
-            resp = self.send("GET", path, {**base, "page": page, "limit": size}, scope=scope)
+            resp = self.send("GET", path, {**base, "page": page, "limit": size}, scope=scope, extra=extra)
             batch = resp.json()
             if not isinstance(batch, list):
                 raise ForgeError("BAD_ARGUMENT", f"{path} does not answer with a list, so it cannot be paged.",
@@ -1771,10 +1775,12 @@ class RepoClient(_Verbs[str | Sequence[str | int]]):
                              "is outside what it may do.", None, method, self._prefix)
 
     def send(self, method: str, sub: str | Sequence[str | int] = "", params: Mapping[str, object] | None = None,
-             json: Json = None, *, accept: str = "application/json") -> Response:
+             json: Json = None, *, accept: str = "application/json",
+             extra: Mapping[str, str] | None = None) -> Response:
         if method.upper() not in ("GET", "HEAD"):
             self._write(method.upper())
-        return self._client.send(method, self.path(sub), params, json, accept=accept, scope=self._prefix)
+        return self._client.send(method, self.path(sub), params, json, accept=accept, scope=self._prefix,
+                                 extra=extra)
 
     def upload(self, sub: str | Sequence[str | int], filename: str, data: bytes, *,
                params: Mapping[str, object] | None = None) -> Json:
@@ -1782,8 +1788,8 @@ class RepoClient(_Verbs[str | Sequence[str | int]]):
         return self._client.upload(self.path(sub), filename, data, params=params, scope=self._prefix)
 
     def paginate(self, sub: str | Sequence[str | int] = "", params: Mapping[str, object] | None = None,
-                 limit: int | None = None) -> tuple[list[Json], int | None]:
-        return self._client.paginate(self.path(sub), params, limit, scope=self._prefix)
+                 limit: int | None = None, *, extra: Mapping[str, str] | None = None) -> tuple[list[Json], int | None]:
+        return self._client.paginate(self.path(sub), params, limit, scope=self._prefix, extra=extra)
 
     def create(self, sub: str | Sequence[str | int], json: Json, *, lookup: Callable[[], Json] | None = None,
                params: Mapping[str, object] | None = None) -> Created:

@@ -84,6 +84,7 @@ __all__ = [
     "no_such_milestone", "check_something_to_change", "check_pr_head", "check_due_date", "check_upload_file",
     "upload_without_repo", "upload_outside_tree",
     "check_upload_content", "check_api_path", "api_path_leaves", "check_api_method", "check_api_secret",
+    "check_api_headers", "bad_api_field", "api_placeholder_unknown", "bad_api_body", "unreadable_file",
     "covered_write",
     "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
     "no_login_to_default", "no_terminal_for_token", "no_token_given",
@@ -2507,6 +2508,66 @@ def check_api_method(c: _Guarded, method: str, path: str, host: str, has_body: b
         raise api_delete(path, host)
     if method == "GET" and has_body:
         raise api_read_with_body(c, path)
+
+
+# Headers madtea sets itself: the credential is madtea's (it goes only to the forge it belongs to), and the
+# others follow from the address and the body.
+_OWN_HEADERS = {"authorization": "the token is madtea's and goes only to the forge it was made for",
+                "proxy-authorization": "the token is madtea's and goes only to the forge it was made for",
+                "cookie": "the token is madtea's and goes only to the forge it was made for",
+                "host": "the host is the one in the forge's address",
+                "content-length": "madtea sets the body's length from the body it sends",
+                "transfer-encoding": "madtea sets the body's length from the body it sends",
+                "connection": "madtea manages its own connections"}
+
+
+def check_api_headers(given: Sequence[str]) -> dict[str, str]:
+    """``api -H 'Name: value'`` as headers to send; a malformed one, or one madtea sets itself, is refused."""
+    import re
+
+    headers: dict[str, str] = {}
+    for text in given:
+        name, colon, value = text.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name) or \
+                any(ord(ch) < 32 and ch != "\t" or ord(ch) == 127 for ch in value):
+            raise Refusal("BAD_ARGUMENT", f"The header {text[:120]!r} is not of the form 'Name: value' (a name "
+                          f"of letters, digits and dashes, and a value on one line); nothing was sent.",
+                          target=text[:120], user_action="Write each header as -H 'Name: value'.")
+        why = _OWN_HEADERS.get(name.lower())
+        if why is not None:
+            raise Refusal("BAD_ARGUMENT", f"madtea does not send a {name} header given on its command line: {why}; "
+                          f"nothing was sent.", target=name,
+                          user_action=f"Leave out -H '{name}: ...'; madtea signs in with your login "
+                                      f"(madtea auth status shows which).")
+        headers[name] = value
+    return headers
+
+
+def bad_api_field(text: str, why: str) -> Refusal:
+    """An ``api -f/-F`` field madtea cannot read: nothing is sent with a field half-understood."""
+    return Refusal("BAD_ARGUMENT", f"The field {text[:120]!r} {why}; nothing was sent.", target=text[:120],
+                   user_action="Write each field as key=value (key[]=value adds to a list, key[name]=value to an "
+                               "object).")
+
+
+def bad_api_body(flag: str, why: str) -> Refusal:
+    """An ``api`` body that is not JSON: the forge's API reads JSON bodies only."""
+    return Refusal("BAD_ARGUMENT", f"The body given with {flag} is not JSON ({why}); nothing was sent.",
+                   target=flag, user_action="Give a JSON body, or the fields one by one with -f/-F key=value.")
+
+
+def unreadable_file(what: str, source: str, why: str) -> Refusal:
+    """A file a command line names (``@FILE``, ``--input FILE``) that cannot be read sends nothing."""
+    return Refusal("BAD_ARGUMENT", f"Cannot read {source} for {what} ({why}); nothing was sent.", target=source,
+                   user_action="Name a file that can be read ('-' reads standard input).")
+
+
+def api_placeholder_unknown(name: str, why: str) -> Refusal:
+    """``{owner}``, ``{repo}`` or ``{branch}`` in an ``api`` call with nothing to fill it from."""
+    return Refusal("BAD_ARGUMENT", f"{{{name}}} cannot be filled in: {why}; nothing was sent.", target=f"{{{name}}}",
+                   user_action="Run it in a checkout of the repository, or pass --repo OWNER/REPO"
+                               + (" and write the branch out" if name == "branch" else "") + ".")
 
 
 def api_delete(path: str, host: str) -> Refusal:

@@ -6142,6 +6142,9 @@ def whoami_op(inv: Invocation) -> Result:
 
 # --- madt_api_call ---
 
+# ``madtea api -H 'Name: value'``: the headers a person gave (the CLI's alone; no agent sends headers).
+API_HEADERS: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("madtea_api_headers", default=())
+
 def _api_call_path(raw: object) -> tuple[list[str], dict[str, list[str]]]:
     """The passthrough path as the decoded segments the forge routes on, and its query.
 
@@ -6181,6 +6184,8 @@ def api_call_op(inv: Invocation) -> Result:
     method = inv.opt_text("method") or "GET"
     segments, query = _api_call_path(inv.text("path"))
     path = forge.api_path(*segments)
+    # A person's -H headers (the CLI's own): checked before anything is resolved or sent.
+    extra = guard.check_api_headers(API_HEADERS.get()) if inv.ctx.surface == "cli" else {}
     remote = api(inv)
     guard.check_api_method(forge_call(inv), method, path, remote.target.host, body is not None)
     guard.check_api_secret(method, segments, remote.web_base)
@@ -6194,15 +6199,15 @@ def api_call_op(inv: Invocation) -> Result:
         guard.check_confined(remote.target.full, remote.confined, path, f"{owner}/{repo}")
         scoped = forge.RepoClient(remote.client, owner, repo, read_only=remote.scoped.read_only)
         if paginate:
-            found: Json = scoped.paginate(segments[3:], params=query, limit=100_000)[0]
+            found: Json = scoped.paginate(segments[3:], params=query, limit=100_000, extra=extra)[0]
         else:
-            answer = scoped.send(method, segments[3:], query, body)
+            answer = scoped.send(method, segments[3:], query, body, extra=extra)
     else:
         remote._check_root()
         if paginate:
-            found = remote.client.paginate(path, params=query, limit=100_000)[0]
+            found = remote.client.paginate(path, params=query, limit=100_000, extra=extra)[0]
         else:
-            answer = remote.client.send(method, path, query, body)
+            answer = remote.client.send(method, path, query, body, extra=extra)
     if not paginate:
         found = answer.json()
     text = clean(json.dumps(found, indent=1, ensure_ascii=False))
@@ -6964,7 +6969,10 @@ def build_parser() -> argparse.ArgumentParser:
         head, *rest = op.cli
         summary = _for_people(op.summary)
         if not rest:
-            sub = nouns.add_parser(head, help=summary, description=summary)
+            sub = nouns.add_parser(head, help=summary, description=summary,
+                                   epilog=cli_epilog(op) if op.cli in CLI_EXAMPLES else None,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter if op.cli in CLI_EXAMPLES
+                                   else argparse.HelpFormatter)
         else:
             if head not in groups:
                 about = _for_people(TOOL_SUMMARIES.get(op.tool, op.summary))
@@ -7010,6 +7018,12 @@ CLI_EXAMPLES: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {
                      ("madtea pr list --state merged --json number,title,url", "merged ones, as JSON")),
     ("pr", "view"): (("madtea pr view", "the current branch's pull request"),
                      ("madtea pr view 7 --comments", "pull request 7 with its comments")),
+    ("api",): (("madtea api /repos/{owner}/{repo}/branches/{branch}", "the current branch, as the forge has it"),
+               ("madtea api -X GET /repos/{owner}/{repo}/issues -f state=closed -F limit=5",
+                "fields as the query string of a GET"),
+               ("madtea api -X PUT /repos/{owner}/{repo}/topics -F 'topics[]=cli' -F 'topics[]=forge'",
+                "fields as the JSON body (with fields, the method is POST unless -X says)"),
+               ("madtea api -X PATCH /repos/{owner}/{repo}/hooks/3 --input hook.json", "a body from a file")),
     ("pr", "create"): (('madtea pr create --title "Fix the login redirect" -F body.md', "from the current branch"),
                        ('madtea pr create --draft -t "Parser rewrite" --base develop', "a draft into develop"),
                        ("madtea pr create --web", "the forge's compare page, to write it in a browser")),
@@ -7036,7 +7050,9 @@ def _add_cli_conveniences(sub: argparse.ArgumentParser, op: Op,
     -w/--web on a view."""
     names = {p.name for p in op.params}
     text = next((name for name in _LONG_TEXTS if name in names), None)
-    if text is not None and "body_file" not in names:
+    if op.tool == "madt_api_call":
+        _add_api_flags(sub)
+    elif text is not None and "body_file" not in names:
         flags = ["-F", "--body-file"] + ([f"--{text}-file"] if text != "body" else [])
         sub.add_argument(*flags, dest="body_file", metavar="FILE",
                          help=f"Read the {text} from this file ('-' for standard input).")
@@ -7050,6 +7066,154 @@ def _add_cli_conveniences(sub: argparse.ArgumentParser, op: Op,
         what = "the page to open it on" if op.action == "create" else "the list's page"
         shown.add_argument("-w", "--web", action="store_true", dest="_web", help=f"Print the address of {what} (and "
                          "open it in a browser, at a terminal) instead of running the command here.")
+
+
+def _add_api_flags(sub: argparse.ArgumentParser) -> None:
+    """``madtea api``'s flags as gh's: -f/-F fields, -H headers, --input for a body read from a file."""
+    sub.add_argument("-F", "--field", dest="_fields", action="append", metavar="KEY=VALUE",
+                     type=lambda text: (True, text),
+                     help="A field with its type: true, false, null and whole numbers are JSON's; @FILE is the "
+                          "file's text (@- standard input); {owner}, {repo} and {branch} are filled in. key[]=v "
+                          "adds to a list, key[name]=v to an object. Fields are the query string of a GET and the "
+                          "JSON body otherwise; with fields the method is POST unless -X says.")
+    sub.add_argument("-f", "--raw-field", dest="_fields", action="append", metavar="KEY=VALUE",
+                     type=lambda text: (False, text), help="A field whose value is sent as the string typed.")
+    sub.add_argument("-H", "--header", dest="_headers", action="append", metavar="'NAME: VALUE'",
+                     help="Send this header too (not Authorization or Host: madtea signs in with your login).")
+    sub.add_argument("--input", dest="body_file", metavar="FILE",
+                     help="Send this file's JSON as the body ('-' for standard input); fields then go in the "
+                          "query string.")
+
+
+def api_cli_request(ns: argparse.Namespace, raw: dict[str, Json]) -> None:
+    """gh's ``api`` in *raw*: ``{owner}``, ``{repo}`` and ``{branch}`` filled in; -f/-F fields as the query string
+    of a GET (or beside --input) and as the JSON body otherwise, POST by default once there are fields or a
+    body; --input (or --body) read as JSON. Raises a refusal for what cannot be read; nothing is sent then."""
+    import json
+    from urllib.parse import urlencode
+    fields: list[tuple[bool, str]] = list(getattr(ns, "_fields", None) or ())
+    path = str(raw.get("path") or "")
+    wanted = [name for name in ("owner", "repo", "branch")
+              if f"{{{name}}}" in path or any(typed and f"{{{name}}}" in text for typed, text in fields)]
+    filled = _api_placeholders(raw, wanted)
+    for name, value in filled.items():
+        path = path.replace(f"{{{name}}}", value)
+    raw["path"] = path
+    source = getattr(ns, "body_file", None)
+    text = _cli_file_text(source, "--input") if source else raw.get("body")
+    if isinstance(text, str):
+        try:
+            raw["body"] = json.loads(text)
+        except ValueError as exc:
+            raise guard.bad_api_body("--input FILE" if source else "--body", str(exc)) from None
+    if fields or "body" in raw:
+        raw.setdefault("method", "POST")  # gh's: parameters make a POST unless -X names the method
+    if not fields:
+        return
+    pairs = [_api_field(typed, text, filled) for typed, text in fields]
+    if raw["method"] == "GET" or "body" in raw:
+        query = urlencode([(key, _query_value(value)) for key, value, empty in pairs if not empty])
+        raw["path"] = path + ("&" if "?" in path else "?") + query if query else path
+        return
+    body: dict[str, Json] = {}
+    for (key, value, empty), (_typed, text) in zip(pairs, fields):
+        _put_field(body, key, value, empty, text)
+    raw["body"] = body
+
+
+def _api_placeholders(raw: Mapping[str, Json], wanted: Sequence[str]) -> dict[str, str]:
+    """The values of ``{owner}``, ``{repo}`` and ``{branch}`` (those *wanted*): --repo's or the current checkout's
+    origin, and the checkout's branch."""
+    if not wanted:
+        return {}
+    repo = gitops.fs_find_repo(os.getcwd())
+    facts = repo_facts(repo) if repo else None
+    given = str(raw.get("owner_repo") or "").strip("/").split("/")
+    values: dict[str, str] = {}
+    if raw.get("owner_repo") and len(given) >= 2:
+        values["owner"], values["repo"] = given[-2], given[-1]
+    elif facts is not None and facts.origin is not None:
+        values["owner"], values["repo"] = facts.origin.owner, facts.origin.repo
+    branch = gitops.status(repo).branch if repo else None
+    if branch:
+        values["branch"] = branch
+    for name in wanted:
+        if name not in values:
+            why = ("this directory is in no git checkout" if repo is None else
+                   "the checkout is on no branch (a detached HEAD)" if name == "branch" else
+                   f"the checkout at {repo.top} has no forge origin, and no --repo was given")
+            raise guard.api_placeholder_unknown(name, why)
+    return {name: values[name] for name in wanted}
+
+
+def _api_field(typed: bool, text: str, filled: Mapping[str, str]) -> tuple[str, Json, bool]:
+    """One -f/-F field as (key, value, whether it is gh's ``-F key[]``, an empty list): -f's value is the string
+    typed; -F's, gh's typed value."""
+    import re
+    key, equals, value = text.partition("=")
+    if not re.fullmatch(r"[^\[\]]+(\[[^\[\]]*\])*", key):
+        raise guard.bad_api_field(text, "has no key before '=', or brackets that do not pair")
+    if not equals:
+        if typed and key.endswith("[]"):
+            return key, None, True
+        raise guard.bad_api_field(text, "has no '=' between its key and value")
+    if not typed:
+        return key, value, False
+    if value.startswith("@"):
+        return key, _cli_file_text(value[1:], f"the field {key}"), False
+    if re.fullmatch(r"[+-]?\d+", value):
+        return key, int(value), False
+    if value in ("true", "false", "null"):
+        return key, {"true": True, "false": False, "null": None}[value], False
+    for name, filling in filled.items():
+        value = value.replace(f"{{{name}}}", filling)
+    return key, value, False
+
+
+def _query_value(value: Json) -> str:
+    return "true" if value is True else "false" if value is False else "" if value is None else str(value)
+
+
+def _put_field(body: dict[str, Json], key: str, value: Json, empty: bool, text: str) -> None:
+    """*value* at *key* in *body* as gh nests them: ``a[b]`` in an object, ``a[]`` appended to a list, ``a[][b]``
+    in the list's last object (a new one once that object has b)."""
+    import re
+    parts = [key.partition("[")[0], *re.findall(r"\[([^\[\]]*)\]", key)]
+    node: dict[str, Json] | list[Json] = body
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        ahead = None if last else parts[index + 1]
+        if isinstance(node, list):  # part is "" (a list item): the next part names a field of an object in it
+            if last:
+                if not empty:
+                    node.append(value)
+                return
+            if not node or not isinstance(node[-1], dict) or ahead in node[-1]:
+                node.append({})
+            item = node[-1]
+            assert isinstance(item, dict)
+            node = item
+            continue
+        if not part:
+            raise guard.bad_api_field(text, "has an empty key inside an object")
+        if last:
+            node[part] = value
+            return
+        child = node.setdefault(part, [] if ahead == "" else {})
+        if not isinstance(child, list if ahead == "" else dict):
+            raise guard.bad_api_field(text, f"makes {part} both a list and an object, or a value and one of them")
+        node = child
+
+
+def _cli_file_text(source: str, what: str) -> str:
+    """A file's text for a command line's @FILE or --input FILE ('-': standard input); a refusal when it cannot
+    be read."""
+    from pathlib import Path
+    try:
+        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise guard.unreadable_file(what, source, str(exc)) from None
 
 
 # gh's --web beside a view's: the forge page a list or a create opens (under the repository's address).
@@ -7390,6 +7554,8 @@ def _cli_main(args: list[str]) -> int:
         _apply_cli_extras(op, ns, raw)
     except (OSError, UnicodeDecodeError) as exc:
         result = refusal_result(guard.unreadable_body_file(" ".join(op.cli), str(exc)))
+    except guard.Refusal as refusal:
+        result = refusal_result(refusal)
     else:
         web = getattr(ns, "_web", False) and (op.tool, op.action) in WEB_PAGES  # gh's: the page, not the command
         result = web_page(op, raw, ctx) if web else _cli_run(op, ns, raw, ctx)
@@ -7538,12 +7704,14 @@ def _cli_run(op: Op, ns: argparse.Namespace, raw: dict[str, Json], ctx: Context)
         number = raw.get("number")
         return refusal_result(guard.ignore_checks_needs_terminal(number if isinstance(number, int) else None))
     token = _PERSON_MERGES_ANYWAY.set(ignoring)
+    headers = API_HEADERS.set(tuple(getattr(ns, "_headers", None) or ()))
     # gh's times: how long ago for a person at a terminal; the zoned time for a pipe and in JSON.
     times = _TIMES.set("relative" if sys.stdout.isatty() and not getattr(ns, "json", None) else "iso")
     try:
         return _current_pull_request(op, raw, ctx) or run(op.tool, raw, ctx)
     finally:
         _TIMES.reset(times)
+        API_HEADERS.reset(headers)
         _PERSON_MERGES_ANYWAY.reset(token)
 
 
@@ -7647,6 +7815,9 @@ def _apply_cli_extras(op: Op, ns: argparse.Namespace, raw: dict[str, Json]) -> N
         value = raw.get(key)
         if isinstance(value, str) and value.strip() and value == value.strip() and not os.path.isabs(value):
             raw[key] = os.path.join(os.getcwd(), value)
+    if op.tool == "madt_api_call":
+        api_cli_request(ns, raw)
+        return
     body_file = getattr(ns, "body_file", None)
     if body_file:
         # Bytes, decoded without newline translation: a file's content is committed as the file holds it.

@@ -478,8 +478,11 @@ def test_a_typed_value_is_never_rewritten_as_a_flag(env: Env, monkeypatch, capsy
     assert "type=bug" in error["message"] and "--type" not in str(error)
     code, out, err = cli(monkeypatch, capsys, env.clone, "files", "view", "docs/state=closed.md")
     assert code == 1 and "docs/state=closed.md" in err and "--state" not in err
-    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web/topics", "-X", "PUT", "-F", "name=x")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web/topics", "-X", "PUT",
+                         "--input", "name=x")
     assert code == 1 and "name=x" in err and "--name" not in err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web/topics", "-X", "PUT", "-F", "name")
+    assert code == 1 and "'name'" in err and "--name" not in err
     assert madtea._for_people("showing 30 of 90; pass limit= or page= for more.") == \
         "showing 30 of 90; pass --limit or --page for more."
 
@@ -710,7 +713,7 @@ def test_the_most_used_commands_help_has_examples_that_parse_and_a_learn_more(ca
     import shlex
     parser = madtea.build_parser()
     for words in (("issue", "list"), ("issue", "view"), ("issue", "create"), ("pr", "list"), ("pr", "view"),
-                  ("pr", "create")):
+                  ("pr", "create"), ("api",)):
         assert madtea.main(["help", *words]) == 0
         text = capsys.readouterr().out
         examples = re.findall(r"^  \$ (madtea .+)$", text, re.M)

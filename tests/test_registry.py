@@ -46,8 +46,9 @@ def test_every_operation_is_on_both_surfaces_with_the_same_words(op) -> None:
     dests = _cli_dests(sub)
     mcp_names = set(op.specs)
     cli_only = {p.name for p in op.params if p.cli_only}
-    # -F for a long text, --web on a view, --jq and --template beside --json: people's own options.
-    assert set(dests) - cli_only - {"body_file", "_web", "_jq", "_template"} == mcp_names
+    # -F for a long text, --web on a view, --jq and --template beside --json, api's -f/-F fields and -H headers:
+    # people's own options.
+    assert set(dests) - cli_only - {"body_file", "_web", "_jq", "_template", "_fields", "_headers"} == mcp_names
     schema = madtea.tool_schema(op.tool)
     for name, param in op.specs.items():
         assert name in schema["properties"], name
