@@ -121,8 +121,9 @@ AGENT_DIALECT = re.compile(r"madt_|\baction=|(?<![A-Z_])\b[a-z_]+=(?!\S*`)|\bthe
 
 
 def _dialect(text: str) -> list[str]:
-    # A shell step the rules name (`GIT_EDITOR=true git ...`) is a command, not dialect.
-    return AGENT_DIALECT.findall(re.sub(r"`[^`]*`", "", text))
+    # A shell step the rules name (`GIT_EDITOR=true git ...`) is a command, not dialect; so is a help's example
+    # line (`  $ madtea api ... -f state=closed`).
+    return AGENT_DIALECT.findall(re.sub(r"`[^`]*`|^  \$ madtea .*$", "", text, flags=re.M))
 
 
 def test_every_rule_refusal_reads_as_words_for_a_person() -> None:
