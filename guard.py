@@ -71,7 +71,8 @@ __all__ = [
     "LOST", "confirmation_form", "check_confirmation", "persons_route", "asked_before",
     "check_no_action", "unknown_action", "check_arguments_object", "no_launch_repo", "check_owner_repo",
     "check_owner_repo_host",
-    "no_forge_origin", "no_current_pull_request", "no_default_repo", "check_branch_named", "is_full_sha",
+    "no_forge_origin", "no_current_pull_request", "no_pull_request_from", "not_an_address", "address_elsewhere",
+    "same_repository", "liberal_numbers", "no_default_repo", "check_branch_named", "is_full_sha",
     "is_short_sha", "check_lease",
     "lease_rejected", "push_rejected", "check_local_branch", "check_branch_delete", "branch_checked_out",
     "not_contained", "check_worktree_path_given",
@@ -1673,6 +1674,40 @@ def no_pull_request_for_branch(where: str, branch: str, repo: str | None) -> Ref
                    f"branch {branch}.", target=repo,
                    next=(call("madt_pr", action="create", owner_repo=repo, head=branch,
                               title=placeholder("the pull request title")),))
+
+
+def no_pull_request_from(where: str, branch: str, repo: str | None) -> Refusal:
+    """``pr view BRANCH`` where no pull request, open or not, has that branch as its head."""
+    return Refusal("NOT_FOUND_OR_NO_ACCESS", f"{where} {branch}: {repo or 'the repository'} has no pull request "
+                   f"from the branch {branch}.", target=branch,
+                   next=(call("madt_pr", action="list", owner_repo=repo, state="all"),))
+
+
+def not_an_address(where: str, value: str) -> Refusal:
+    """An argument with :// that is not an issue's or pull request's web address."""
+    return Refusal("BAD_ARGUMENT", f"{where}: {value[:200]} is not the address of an issue or pull request "
+                   f"(https://HOST/OWNER/REPO/issues/N or .../pulls/N).", target=value[:200],
+                   user_action="Give the number, or the address as the forge's page shows it.")
+
+
+def address_elsewhere(where: str, value: str, named: str, given: str) -> Refusal:
+    """An address and --repo that name two repositories: madtea acts on one, and never picks for the person."""
+    return Refusal("BAD_ARGUMENT", f"{where}: {value[:200]} is in {named}, but --repo names {given}; nothing was "
+                   f"done.", target=value[:200],
+                   user_action="Leave out --repo: the address names the repository.")
+
+
+def same_repository(a: str, b: str) -> bool:
+    """Whether two repositories as --repo names them (``[host/]owner/repo``) are one: owner and name case-folded,
+    and the host only when both name one."""
+    left, right = a.strip("/").lower().split("/"), b.strip("/").lower().split("/")
+    return left[-2:] == right[-2:] and (len(left) < 3 or len(right) < 3 or left[:-2] == right[:-2])
+
+
+def liberal_numbers(value: object) -> list[int] | None:
+    """The numbers in *value* as a call may give them ("12", "#12", "12,14", [12, "14"]); None when it is not
+    numbers."""
+    return _liberal_numbers(value)
 
 
 def no_current_pull_request(where: str, branch: str | None, repo: str | None) -> Refusal:

@@ -7010,14 +7010,18 @@ CLI_EXAMPLES: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {
                         ("madtea issue list --state closed --json number,title", "closed issues' numbers and titles"),
                         ("madtea issue list --web", "the list in a browser")),
     ("issue", "view"): (("madtea issue view 12 --comments", "an issue with its comments"),
-                        ("madtea issue view 12 --json title,state,labels", "some of its fields, as JSON")),
+                        ("madtea issue view 12 --json title,state,labels", "some of its fields, as JSON"),
+                        ("madtea issue view https://forge.example.com/acme/web/issues/12",
+                         "by its address (its repository, as --repo would name it)")),
     ("issue", "create"): (('madtea issue create --title "Crash on login" --label bug -F notes.md',
                            "the body read from a file ('-F -': standard input)"),
                           ("madtea issue create --web", "write it in a browser instead")),
     ("pr", "list"): (("madtea pr list --author @me", "your open pull requests"),
                      ("madtea pr list --state merged --json number,title,url", "merged ones, as JSON")),
     ("pr", "view"): (("madtea pr view", "the current branch's pull request"),
-                     ("madtea pr view 7 --comments", "pull request 7 with its comments")),
+                     ("madtea pr view 7 --comments", "pull request 7 with its comments"),
+                     ("madtea pr view feat/login", "the pull request from that branch (or by its address, "
+                      "https://HOST/OWNER/REPO/pulls/7)")),
     ("api",): (("madtea api /repos/{owner}/{repo}/branches/{branch}", "the current branch, as the forge has it"),
                ("madtea api -X GET /repos/{owner}/{repo}/issues -f state=closed -F limit=5",
                 "fields as the query string of a GET"),
@@ -7708,7 +7712,8 @@ def _cli_run(op: Op, ns: argparse.Namespace, raw: dict[str, Json], ctx: Context)
     # gh's times: how long ago for a person at a terminal; the zoned time for a pipe and in JSON.
     times = _TIMES.set("relative" if sys.stdout.isatty() and not getattr(ns, "json", None) else "iso")
     try:
-        return _current_pull_request(op, raw, ctx) or run(op.tool, raw, ctx)
+        return _cli_address(op, raw) or _pull_request_of_branch(op, raw, ctx) or _current_pull_request(op, raw, ctx) \
+            or run(op.tool, raw, ctx)
     finally:
         _TIMES.reset(times)
         API_HEADERS.reset(headers)
@@ -7738,6 +7743,65 @@ def _watch_checks(op: Op, raw: dict[str, Json], ctx: Context, result: Result, in
     if live:
         sys.stdout.write("\033[H\033[2J")
     return result
+
+
+def _names_one(op: Op) -> bool:
+    """Whether the command's argument is one issue's or pull request's number (where gh takes its address too)."""
+    spec = op.specs.get("number")
+    return op.tool in ("madt_issues", "madt_pr") and spec is not None and spec.positional
+
+
+def _cli_address(op: Op, raw: dict[str, Json], ) -> Result | None:
+    """gh's ``issue view https://host/owner/repo/issues/7``: the address's number, and its repository as --repo
+    would name it (so it is checked as --repo is); a refusal for an address that names none, or another
+    repository than --repo. None when the argument is no address."""
+    value = raw.get("number")
+    if not _names_one(op) or not isinstance(value, str) or "://" not in value:
+        return None
+    from urllib.parse import urlsplit
+    where = f"madtea {' '.join(op.cli)}"
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        return refusal_result(guard.not_an_address(where, value))
+    segments = [s for s in parts.path.split("/") if s]
+    kinds = [i for i, s in enumerate(segments) if s in ("issues", "pulls", "pull") and i >= 2]
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(kinds) != 1 \
+            or len(segments) != kinds[0] + 2 or not segments[-1].isdigit():
+        return refusal_result(guard.not_an_address(where, value))
+    host = parts.hostname.lower() + (f":{port}" if port and port != (443 if parts.scheme == "https" else 80) else "")
+    at = kinds[0]
+    named = f"{host}/{segments[at - 2]}/{segments[at - 1]}"
+    given = str(raw.get("owner_repo") or "")
+    if given and not guard.same_repository(given, named):
+        return refusal_result(guard.address_elsewhere(where, value, named, given))
+    raw["owner_repo"], raw["number"] = named, segments[-1]
+    return None
+
+
+def _pull_request_of_branch(op: Op, raw: dict[str, Json], ctx: Context) -> Result | None:
+    """gh's ``pr view BRANCH``: the pull request whose head is that branch (an open one first, else the latest),
+    put in *raw*; a refusal naming the branch when it has none. None when the argument is a number."""
+    value = raw.get("number")
+    if op.tool != "madt_pr" or not _names_one(op) or not isinstance(value, str) or \
+            guard.liberal_numbers(value) is not None:
+        return None
+    where = {"owner_repo": raw["owner_repo"]} if raw.get("owner_repo") else {}
+    for state in ("open", "all"):
+        found = run("madt_pr", {"action": "list", "head": value, "state": state, "limit": 1} | where, ctx)
+        if found.is_error:
+            return found
+        if found.data:
+            raw["number"] = found.data[0]["number"]
+            return None
+    repo = raw.get("owner_repo")
+    if not repo:
+        checkout = gitops.fs_find_repo(raw.get("dir") or ctx.launch_dir)
+        facts = repo_facts(checkout) if checkout else None
+        repo = facts.origin.full if facts and facts.origin else None
+    return refusal_result(guard.no_pull_request_from(f"madtea {' '.join(op.cli)}", value,
+                                                     str(repo) if repo else None))
 
 
 def _current_pull_request(op: Op, raw: dict[str, Json], ctx: Context) -> Result | None:

@@ -12,7 +12,7 @@ import pytest
 import madtea
 
 from helpers import cli
-from remote_env import Env, env  # noqa: F401 - fixtures
+from remote_env import Env, env, other  # noqa: F401 - fixtures
 from topologies import run_git
 
 # --------------------------------------------------------------------------- api as gh's
@@ -163,3 +163,83 @@ def test_api_placeholders_do_not_widen_a_read_only_or_other_repo(env: Env, monke
     assert code == 1 and "madtea label create" in err, err
     assert not env.forge.find_requests("POST")
 
+
+
+# --------------------------------------------------------------------------- addresses and branch names
+
+
+def test_an_issue_or_pull_request_is_named_by_its_address(env: Env, monkeypatch, capsys) -> None:
+    issue = env.forge.create_issue("acme", "web", "Crash on login", "steps")
+    env.forge.commit("acme", "web", "feat/x", {"x.txt": "x\n"}, "X", start="main")
+    pull = env.forge.create_pull("acme", "web", "feat/x", title="Add x")
+    env.forge.add_repo("acme", "api")
+    there = env.forge.create_issue("acme", "api", "Elsewhere", "in api")
+    web = f"http://{env.forge.host}"
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", f"{web}/acme/web/issues/{issue['number']}")
+    assert code == 0 and "Crash on login" in out, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", f"{web}/acme/web/pulls/{pull['number']}")
+    assert code == 0 and "Add x" in out, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", f"{web}/acme/api/issues/{there['number']}"
+                         "#issuecomment-3")
+    assert code == 0 and "Elsewhere" in out, err  # the address names its repository, as --repo would
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "comment", f"{web}/acme/api/issues/1", "-b", "hi")
+    assert code == 0, err
+    assert env.forge.repo("acme", "api").issues[1].comment_ids and not env.repo.issues[issue["number"]].comment_ids
+    assert [env.forge.comment_body(i) for i in env.forge.comment_ids()] == ["hi"]
+
+
+def test_an_address_and_repo_naming_two_repositories_is_refused(env: Env, monkeypatch, capsys) -> None:
+    env.forge.create_issue("acme", "web", "Crash on login", "steps")
+    address = f"http://{env.forge.host}/acme/web/issues/1"
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "comment", address, "-b", "hi", "-R", "acme/api")
+    assert code == 1 and "--repo names acme/api" in err and "Leave out --repo" in err, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", address, "-R", "ACME/web")
+    assert code == 0 and "Crash on login" in out, err
+    for bad in (f"http://{env.forge.host}/acme/web", f"http://{env.forge.host}/acme/web/issues/x",
+                "ftp://host/acme/web/issues/1"):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", bad)
+        assert code == 1 and "is not the address of an issue or pull request" in err, err
+    assert not env.forge.comment_ids()
+
+
+def test_an_address_on_another_host_keeps_that_hosts_rules(env: Env, other, monkeypatch, capsys) -> None:
+    """An address is an explicit target: another forge is read through the client confined to that repository,
+    and a write there is refused exactly as with --repo."""
+    address = f"http://{other.host_name}/acme/web/issues/1"
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", address)
+    assert code == 0 and "Over there" in out, err
+    code, by_address, err_address = cli(monkeypatch, capsys, env.clone, "issue", "comment", address, "-b", "hi")
+    code_r, by_repo, err_repo = cli(monkeypatch, capsys, env.clone, "issue", "comment", "1", "-b", "hi",
+                                    "-R", f"{other.host_name}/acme/web")
+    assert code == code_r == 1 and err_address.split("\n")[0] == err_repo.split("\n")[0] == "OUT_OF_SCOPE:"
+    assert not other.comment_ids()
+    assert {r.method for r in other.requests} == {"GET"}
+
+
+def test_a_pull_request_is_named_by_its_branch(env: Env, monkeypatch, capsys) -> None:
+    env.forge.commit("acme", "web", "feat/login", {"login.txt": "fixed\n"}, "Fix login", start="main")
+    number = env.forge.create_pull("acme", "web", "feat/login", title="Fix the login")["number"]
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", "feat/login")
+    assert code == 0 and "Fix the login" in out, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "diff", "feat/login")
+    assert code == 0 and "+fixed" in out, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "checkout", "feat/login")
+    assert code == 0, err
+    assert run_git(env.clone, "branch", "--show-current") == "feat/login"
+    run_git(env.clone, "switch", "-q", "main")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "merge", "feat/login", "--merge")
+    assert code == 0, err
+    assert env.repo.issues[number].pull.merged
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", "feat/login")
+    assert code == 0 and "Fix the login" in out, err  # a merged one is still its branch's, as gh finds it
+
+
+def test_a_branch_without_a_pull_request_is_refused_by_name(env: Env, monkeypatch, capsys) -> None:
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", "no-such-branch")
+    assert code == 1 and "no pull request from the branch no-such-branch" in err, err
+    assert "madtea pr list" in err and "--state all" in err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "merge", "no-such-branch", "--json")
+    error = json.loads(out)["error"]
+    assert error["code"] == "NOT_FOUND_OR_NO_ACCESS" and error["next"] == ["madtea pr list --repo "
+                                                                           f"{env.forge.host}/acme/web --state all"]
+    assert not env.forge.find_requests("POST")
