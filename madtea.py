@@ -7015,6 +7015,8 @@ CLI_EXAMPLES: dict[tuple[str, ...], tuple[tuple[str, str], ...]] = {
                          "by its address (its repository, as --repo would name it)")),
     ("issue", "create"): (('madtea issue create --title "Crash on login" --label bug -F notes.md',
                            "the body read from a file ('-F -': standard input)"),
+                          ("madtea issue create", "at a terminal: asks for the title, then opens your editor for "
+                           "the body"),
                           ("madtea issue create --web", "write it in a browser instead")),
     ("pr", "list"): (("madtea pr list --author @me", "your open pull requests"),
                      ("madtea pr list --state merged --json number,title,url", "merged ones, as JSON")),
@@ -7554,14 +7556,19 @@ def _cli_main(args: list[str]) -> int:
         ns.json = ns.json or True  # --jq reads the JSON, all of it unless --json names fields
     if getattr(ns, "_template", None) is not None:
         ns.json = ns.json or True  # so does --template
+    web = getattr(ns, "_web", False) and (op.tool, op.action) in WEB_PAGES  # gh's: the page, not the command
+    cancelled = False
     try:
         _apply_cli_extras(op, ns, raw)
+        if not web:
+            ask_missing_text(op, raw)
     except (OSError, UnicodeDecodeError) as exc:
         result = refusal_result(guard.unreadable_body_file(" ".join(op.cli), str(exc)))
+    except _Cancelled as stopped:
+        result, cancelled = refusal_result(stopped.refusal), True
     except guard.Refusal as refusal:
         result = refusal_result(refusal)
     else:
-        web = getattr(ns, "_web", False) and (op.tool, op.action) in WEB_PAGES  # gh's: the page, not the command
         result = web_page(op, raw, ctx) if web else _cli_run(op, ns, raw, ctx)
     if (op.tool, op.action) == ("madt_pr", "checks") and getattr(ns, "watch", False) and not result.is_error:
         every = str(getattr(ns, "interval", None) or "10")  # argparse gives the words; a whole number of seconds
@@ -7575,7 +7582,7 @@ def _cli_main(args: list[str]) -> int:
             print(for_json(json_error(result, typed)))
         else:
             _stderr(render_text(result, "cli", typed), "31")
-        return exit_status(result.error)
+        return 2 if cancelled else exit_status(result.error)  # gh's status for a cancelled prompt
     if getattr(ns, "json", None):
         try:
             shown = for_json(json_fields(result.data, ns.json))
@@ -7698,6 +7705,94 @@ def json_fields(data: Json, chosen: str | bool) -> Json:
         raise ValueError(said, sorted(known))
     picked = [{n: row.get(n) for n in names} for row in records]
     return picked if isinstance(data, list) else picked[0]
+
+
+# gh's creates at a terminal: the title asked for, the body written in the person's editor.
+_ASKS_FOR_TEXT: dict[tuple[str, str | None], str] = {("madt_issues", "create"): "issue",
+                                                 ("madt_pr", "create"): "pull request"}
+# The lines the body's file opens with that are not the body: HTML comments, which Markdown never shows either.
+_EDITOR_COMMENT = r"(?m)^[ \t]*<!--.*-->[ \t]*\n?"
+_BODY_CAP = 1 << 20  # bytes of a body read back from the editor's file
+
+
+def at_terminal() -> bool:
+    """Whether madtea may ask a person for what a command lacks: stdin and stdout are a terminal and prompting
+    is not turned off (``madtea config set prompt disabled``)."""
+    return sys.stdin.isatty() and sys.stdout.isatty() and config_value("prompt") != "disabled"
+
+
+def ask_missing_text(op: Op, raw: dict[str, Json]) -> None:
+    """gh's ``issue create`` / ``pr create`` without --title or --body: at a terminal, the title is asked for
+    and the body written in the person's editor; elsewhere (a pipe, an agent, prompting off) a missing title is
+    refused at once, never waited for, and a missing body is no body."""
+    what = _ASKS_FOR_TEXT.get((op.tool, op.action))
+    if what is None:
+        return
+    command = f"madtea {' '.join(op.cli)}"
+    asking = at_terminal()
+    if not str(raw.get("title") or "").strip():
+        if not asking:
+            raise guard.no_title_without_terminal(command)
+        raw["title"] = _prompt_line(f"Title of the {what}: ", command)
+    if "body" not in raw and asking:
+        body = edit_text(command, f"<!-- The {what}'s body, in Markdown, goes above; lines like this one are left "
+                         "out. Save and close the editor to create it; leave it empty for no body. -->\n")
+        if body:
+            raw["body"] = body
+
+
+def _prompt_line(prompt: str, command: str) -> str:
+    """One line typed at the terminal; an empty one, end of input or Ctrl+C cancels (gh's exit status 2)."""
+    sys.stdout.write(prompt)
+    sys.stdout.flush()
+    try:
+        line = sys.stdin.readline()
+    except KeyboardInterrupt:
+        line = ""
+        sys.stdout.write("\n")
+    if not line.strip():
+        raise _Cancelled(guard.no_title_typed(command))
+    return line.strip()
+
+
+def editor_command(environ: Mapping[str, str] = os.environ) -> str:
+    """The program a body is written in, as git and gh find it: GIT_EDITOR, ``madtea config set editor``, VISUAL,
+    EDITOR, else nano (or vi where there is no nano)."""
+    import shutil
+    for value in (environ.get("GIT_EDITOR"), config_value("editor"), environ.get("VISUAL"), environ.get("EDITOR")):
+        if value and value.strip():
+            return value.strip()
+    return "nano" if shutil.which("nano") else "vi"
+
+
+def edit_text(command: str, template: str) -> str:
+    """The text a person writes in their editor, from a private file holding *template* (0600, in a 0700 folder
+    of its own, removed after); HTML comment lines and the blank lines around the text are left out."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    editor = editor_command()
+    folder = tempfile.mkdtemp(prefix="madtea-body-")  # 0700
+    path = os.path.join(folder, "BODY.md")
+    try:
+        gitops.write_private(path, template.encode("utf-8"), durable=False)
+        words = [editor, path] if os.name == "nt" else ["sh", "-c", f'{editor} "$@"', editor, path]  # as git runs it
+        try:
+            done = subprocess.run(words, check=False)
+        except OSError as exc:
+            raise guard.editor_failed(command, editor, f"did not start ({exc.strerror or exc})") from None
+        if done.returncode:
+            raise guard.editor_failed(command, editor, f"ended with exit status {done.returncode}")
+        try:
+            os.chmod(path, 0o600)  # an editor that saved by a rename may have left its own mode (the folder is 0700)
+            data = gitops.read_private(path, _BODY_CAP)
+        except OSError as exc:
+            raise guard.editor_failed(command, editor, f"left a file that is not read back ({exc})") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    text = re.sub(_EDITOR_COMMENT, "", (data or b"").decode("utf-8", "replace"))
+    return text.strip("\n").rstrip() if text.strip() else ""
 
 
 def _cli_run(op: Op, ns: argparse.Namespace, raw: dict[str, Json], ctx: Context) -> Result:

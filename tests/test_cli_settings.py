@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -102,3 +103,120 @@ def test_an_agent_may_read_the_settings_but_not_change_them(tmp_path: Path) -> N
     assert denied.kind == "deny" and "person's act" in denied.text and "madtea config set" in denied.text
     for command in ("madtea config get editor", "madtea config list"):
         assert classify(command, str(tmp_path)).kind == "allow", command
+
+
+# --------------------------------------------------------------------------- a create's title and body
+
+def _at_a_terminal(argv: list[str], cwd: Path, typed: str, **extra: str) -> tuple[int, str, str]:
+    """``madtea *argv*`` with its standard input and output on a real pseudo-terminal, *typed* at it."""
+    import pty
+    import select
+    import subprocess
+    master, slave = pty.openpty()
+    child = subprocess.Popen([sys.executable, "-m", "madtea", *argv], cwd=cwd, stdin=slave, stdout=slave,
+                             stderr=subprocess.PIPE, env=child_env(**extra))
+    os.close(slave)
+    shown = b""
+    try:
+        os.write(master, typed.encode())
+        while select.select([master], [], [], 60)[0]:  # a hang detector, not a timing assertion
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # the child ended: the terminal is gone
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+        child.kill() if child.poll() is None else None
+    assert child.stderr is not None
+    err = child.stderr.read().decode()
+    code = child.wait(timeout=60)
+    assert "Traceback" not in err
+    return code, shown.decode(errors="replace"), err
+
+
+def _editor(tmp_path: Path, body: str) -> tuple[Path, Path]:
+    """A fake editor: keeps what it was opened on, then writes *body* above the file's own lines, in place."""
+    seen = tmp_path / "editor-saw.md"
+    script = tmp_path / "fake-editor"
+    script.write_text(f"#!/bin/sh\ncp \"$1\" {seen}\n"
+                      f"stat -c %a \"$1\" \"$(dirname \"$1\")\" > {tmp_path}/editor-mode\n"
+                      f"{{ printf '%s\\n' '{body}'; cat \"$1\"; }} > \"$1.new\"\n"
+                      "cat \"$1.new\" > \"$1\"\nrm \"$1.new\"\n")
+    script.chmod(0o755)
+    return script, seen
+
+
+def test_a_create_at_a_terminal_asks_for_the_title_and_opens_the_editor_for_the_body(env: Env,
+                                                                                   tmp_path: Path) -> None:
+    editor, seen = _editor(tmp_path, "Steps: log in, then out.")
+    before = env.issue_count()
+    code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "Crash on logout\n", EDITOR=str(editor))
+    assert code == 0, (shown, err)
+    assert "Title of the issue: " in shown and "Created issue #" in shown
+    assert "<!--" in seen.read_text()  # it opened on the template
+    assert (tmp_path / "editor-mode").read_text().split() == ["600", "700"]  # a private file in a private folder
+    number = max(n for n, i in env.repo.issues.items() if i.pull is None)
+    assert env.issue_count() == before + 1
+    assert env.issue(number).title == "Crash on logout"
+    assert env.issue(number).body == "Steps: log in, then out."  # the comment lines left out
+    assert not list(Path(tempfile.gettempdir()).glob("madtea-body-*"))  # removed after
+
+
+def test_pr_create_at_a_terminal_takes_the_editor_configured_unless_git_editor_is_set(env: Env,
+                                                                                      tmp_path: Path) -> None:
+    from topologies import run_git
+    env.forge.commit("acme", "web", "feat-y", {"y.txt": "y\n"}, "Work on y", start="main")
+    run_git(env.clone, "fetch", "-q")
+    run_git(env.clone, "switch", "-q", "feat-y")
+    configured, seen = _editor(tmp_path, "Configured words.")
+    (tmp_path / "visual").mkdir()
+    theirs, theirs_seen = _editor(tmp_path / "visual", "VISUAL words.")
+    madtea.config_set("editor", str(configured))
+    code, shown, err = _at_a_terminal(["pr", "create"], env.clone, "Add y\n", VISUAL=str(theirs),
+                                      EDITOR=str(theirs))
+    assert code == 0 and "Title of the pull request: " in shown, (shown, err)
+    pull = max(env.repo.issues.values(), key=lambda i: i.number)
+    assert pull.pull is not None and pull.title == "Add y" and pull.body == "Configured words."
+    assert seen.exists() and not theirs_seen.exists()
+    assert madtea.editor_command({"GIT_EDITOR": "ed", "VISUAL": "vim"}) == "ed"  # git's own comes first
+    assert madtea.editor_command({"VISUAL": "vim", "EDITOR": "nano"}) == str(configured)
+    madtea.config_set("editor", "")
+    assert madtea.editor_command({"VISUAL": "vim -f", "EDITOR": "nano"}) == "vim -f"
+
+
+def test_an_empty_title_at_a_terminal_cancels_with_exit_2_and_creates_nothing(env: Env, tmp_path: Path) -> None:
+    editor, seen = _editor(tmp_path, "never")
+    before = env.issue_count()
+    code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "\n", EDITOR=str(editor))
+    assert code == 2 and "No title was typed, so nothing was created." in err, (shown, err)
+    assert env.issue_count() == before and not seen.exists()
+    code, shown, err = _at_a_terminal(["issue", "create", "-t", "Given"], env.clone, "",
+                                      EDITOR=f"{editor}; exit 3")  # an editor that fails sends nothing
+    assert code == 1 and "ended with exit status 3" in err and env.issue_count() == before, (shown, err)
+
+
+def test_without_a_terminal_a_missing_title_is_refused_at_once_never_waited_for(env: Env) -> None:
+    import subprocess
+    before = env.issue_count()
+    for argv in (["issue", "create", "-b", "words"], ["pr", "create"]):
+        child = subprocess.Popen([sys.executable, "-m", "madtea", *argv], cwd=env.clone, stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
+        code = child.wait(timeout=60)  # its standard input stays open: a prompt would wait for ever
+        out, err = child.communicate()
+        assert code == 1 and "needs --title" in err and "--title TITLE" in err and "Traceback" not in err, err
+        assert "Title" not in out
+    assert env.issue_count() == before
+    done = env.cli("issue", "create", "-t", "No body asked for")  # a title alone, in a pipe: no body, no editor
+    assert done.returncode == 0 and env.issue_count() == before + 1, done.stderr
+
+
+def test_prompt_disabled_makes_a_terminal_act_as_a_pipe(env: Env, tmp_path: Path) -> None:
+    editor, seen = _editor(tmp_path, "never")
+    madtea.config_set("prompt", "disabled")
+    code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "A title\n", EDITOR=str(editor))
+    assert code == 1 and "needs --title" in err and "Title of the issue" not in shown, (shown, err)
+    code, shown, err = _at_a_terminal(["issue", "create", "-t", "Quiet"], env.clone, "", EDITOR=str(editor))
+    assert code == 0 and not seen.exists(), (shown, err)  # no editor either
