@@ -348,6 +348,7 @@ class ForgeError(Exception):
         self.redirected_from: str | None = None  # the host whose redirect led to *host*, when it answered
         # After a create that may have been applied: "unknown" (it may exist), "absent" (a look-up found none).
         self.outcome: str | None = None
+        self.plain_http = False  # https failed because the server speaks plain http
 
     def __str__(self) -> str:
         return self.message
@@ -799,6 +800,10 @@ def _open_watched(req: urllib.request.Request, scheme: str, ca_file: str | None,
     return status, headers, body
 
 
+# What OpenSSL says when the server answers its TLS greeting in plain http ("HTTP/1.1 400 ..." read as a record).
+_PLAIN_HTTP_SIGNS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST")
+
+
 def _transport_error(failure: _Transport, method: str, host: str, path: str, timeout: float,
                      attempts: int, out_of_time: bool, limit: float) -> ForgeError:
     label = f"{method} {path}"
@@ -808,6 +813,14 @@ def _transport_error(failure: _Transport, method: str, host: str, path: str, tim
         if method not in _IDEMPOTENT and failure.sent:
             text += " The forge may or may not have applied it."
         return ForgeError("FORGE_UNAVAILABLE", text, None, method, path, transient=True)
+    if failure.kind == "tls" and any(sign in failure.reason for sign in _PLAIN_HTTP_SIGNS):
+        # The server answered the TLS greeting with plain http: no CA file helps, and madtea does not
+        # downgrade on its own (the token would go in clear to a host nobody said is at http).
+        text = (f"https to {host} failed because the server there speaks plain http, not https "
+                f"({failure.reason}); madtea does not switch a host to http on its own.")
+        error = ForgeError("FORGE_UNAVAILABLE", text, None, method, path, host=host)
+        error.plain_http = True
+        return error
     if failure.kind == "tls":
         text = (f"The TLS connection to {host} failed ({failure.reason}); madtea never turns verification "
                 f"off, so give this host a ca_file in {config_path()} if it uses a private CA.")

@@ -89,7 +89,7 @@ __all__ = [
     "covered_write",
     "covered_refusal", "no_terminal_to_confirm", "check_typed_name", "delete_is_a_persons_act", "lost_create",
     "no_login_to_default", "no_terminal_for_token", "no_token_given",
-    "no_stored_token", "import_needs_terminal", "unreadable_body_file",
+    "no_stored_token", "import_needs_terminal", "unreadable_body_file", "plain_http_way_on",
     "batch_stopped", "check_checklist_item", "check_whole_body", "body_version_missing", "body_changed",
     "check_replace_once", "body_replaced",
     "body_kept_changing", "check_update_install", "update_not_a_release", "update_no_signature",
@@ -2249,6 +2249,13 @@ def login_way_on(host: str) -> str:
     """A person logs in for *host* in their own terminal: madtea asks for the token and checks it."""
     return (f"Ask the user to run `madtea auth login --hostname {host}` in their own terminal (it asks for a token "
             f"and checks it with the forge), then call again.")
+
+
+def plain_http_way_on(host: str) -> str:
+    """A forge that speaks plain http, reached over https: a person says it is at http, once, by logging in to it."""
+    return (f"Ask the user to run `madtea auth login --hostname http://{host}` in their own terminal: that records "
+            f"{host} as a plain-http forge (it asks for a token and checks it), and every command after it uses "
+            f"http there.")
 
 
 def anonymous_not_found_way_on(host: str) -> str:

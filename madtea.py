@@ -1521,6 +1521,8 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
                        f"sign-in; madtea never sends a token to another host, so it cannot be read from here.")
     elif code == "AUTH_MISSING" and host:
         user_action = guard.login_way_on(host)
+    elif getattr(exc, "plain_http", False) and host:
+        user_action = guard.plain_http_way_on(host)
     elif code == "NOT_ALLOWED" and "should be the owner" in str(exc):  # reqOwner: Actions secrets and variables
         user_action = ("Tell the user only the repository's owner (or a site administrator) can do this on the "
                        "forge; ask them to do it, or to make this token's user an owner.")

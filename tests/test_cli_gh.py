@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ import pytest
 import madtea
 
 from helpers import cli
-from remote_env import Env, env, other  # noqa: F401 - fixtures
+from remote_env import Env, child_env, env, other  # noqa: F401 - fixtures
 from topologies import run_git
 
 # --------------------------------------------------------------------------- api as gh's
@@ -243,3 +246,43 @@ def test_a_branch_without_a_pull_request_is_refused_by_name(env: Env, monkeypatc
     assert error["code"] == "NOT_FOUND_OR_NO_ACCESS" and error["next"] == ["madtea pr list --repo "
                                                                            f"{env.forge.host}/acme/web --state all"]
     assert not env.forge.find_requests("POST")
+
+
+# --------------------------------------------------------------------------- --repo host:port at an http forge
+
+
+def _person(*argv: str, cwd: Path, stdin: str = "", **extra: str) -> subprocess.CompletedProcess[str]:
+    """madtea as a person's shell runs it: no token in the environment but *extra*, the plaintext store allowed."""
+    env = {k: v for k, v in child_env(MADTEA_CREDENTIAL_STORES="file").items() if not k.startswith("MADTEA_TOKEN")}
+    return subprocess.run([sys.executable, "-m", "madtea", *argv], cwd=cwd, input=stdin, capture_output=True,
+                          text=True, env=env | extra, timeout=60)
+
+
+def test_repo_at_an_http_forge_says_it_speaks_http_and_the_login_that_fixes_it(env: Env, tmp_path: Path) -> None:
+    from fakeforge import DEFAULT_TOKEN
+    env.forge.create_issue("acme", "web", "Reached over http", "")
+    host = env.forge.url.removeprefix("http://")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    token = {"MADTEA_TOKEN_" + re.sub(r"[^A-Z0-9]", "_", host.upper()): DEFAULT_TOKEN}
+    refused = _person("issue", "list", "-R", f"{host}/acme/web", cwd=outside, **token)
+    said = refused.stderr
+    assert refused.returncode == 1 and "speaks plain http, not https" in said, said
+    assert f"madtea auth login --hostname http://{host}" in said and "ca_file" not in said and "again later" not in said
+    assert not env.forge.find_requests("GET", "/issues")
+    # The way on, followed: the login records the forge's scheme, and -R host:port then reaches it over http.
+    login = _person("auth", "login", "--hostname", f"http://{host}", "--with-token", "--insecure-storage",
+                    cwd=outside, stdin=DEFAULT_TOKEN)
+    assert login.returncode == 0, login.stderr
+    listed = _person("issue", "list", "-R", f"{host}/acme/web", cwd=outside)
+    assert listed.returncode == 0 and "Reached over http" in listed.stdout, listed.stderr
+
+
+def test_repo_on_the_checkouts_http_forge_keeps_its_scheme(env: Env, monkeypatch, capsys) -> None:
+    """Another repository on the host the checkout's origin names at http is reached at http, as the origin is."""
+    env.forge.add_repo("acme", "api")
+    env.forge.create_issue("acme", "api", "On the same forge", "")
+    host = env.forge.url.removeprefix("http://")
+    for repo in (f"{host}/acme/api", f"{host.split(':')[0]}/acme/api", "acme/api"):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "-R", repo)
+        assert code == 0 and "On the same forge" in out, (repo, err)
