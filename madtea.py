@@ -7083,7 +7083,7 @@ def _add_api_flags(sub: argparse.ArgumentParser) -> None:
                      help="A field with its type: true, false, null and whole numbers are JSON's; @FILE is the "
                           "file's text (@- standard input); {owner}, {repo} and {branch} are filled in. key[]=v "
                           "adds to a list, key[name]=v to an object. Fields are the query string of a GET and the "
-                          "JSON body otherwise; with fields the method is POST unless -X says.")
+                          "JSON body otherwise; with fields the method is POST unless -X (or --paginate) says.")
     sub.add_argument("-f", "--raw-field", dest="_fields", action="append", metavar="KEY=VALUE",
                      type=lambda text: (False, text), help="A field whose value is sent as the string typed.")
     sub.add_argument("-H", "--header", dest="_headers", action="append", metavar="'NAME: VALUE'",
@@ -7115,7 +7115,8 @@ def api_cli_request(ns: argparse.Namespace, raw: dict[str, Json]) -> None:
         except ValueError as exc:
             raise guard.bad_api_body("--input FILE" if source else "--body", str(exc)) from None
     if fields or "body" in raw:
-        raw.setdefault("method", "POST")  # gh's: parameters make a POST unless -X names the method
+        # gh's: parameters make a POST unless -X names the method; --paginate reads pages, so it stays a GET
+        raw.setdefault("method", "GET" if raw.get("paginate") and "body" not in raw else "POST")
     if not fields:
         return
     pairs = [_api_field(typed, text, filled) for typed, text in fields]

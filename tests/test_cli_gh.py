@@ -84,6 +84,9 @@ def test_api_typed_fields_nest_as_gh_nests_them(tmp_path: Path, monkeypatch) -> 
     madtea.api_cli_request(argparse.Namespace(_fields=[(True, "page=2"), (False, "q=a b&c"), (True, "x[]")],
                                               body_file=None), raw)
     assert raw == {"path": "/repos/acme/web/issues?type=issues&page=2&q=a+b%26c", "method": "GET"}
+    raw = {"path": "/repos/acme/web/issues", "paginate": True}  # reading every page: a GET without -X
+    madtea.api_cli_request(argparse.Namespace(_fields=[(False, "state=closed")], body_file=None), raw)
+    assert raw == {"path": "/repos/acme/web/issues?state=closed", "method": "GET", "paginate": True}
     body = tmp_path / "body.json"
     body.write_text('{"a": [1]}')
     raw = {"path": "/repos/acme/web/x"}  # with --input, fields are the query string (gh's)
