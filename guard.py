@@ -1188,10 +1188,9 @@ def check_ref_names(t: Target) -> None:
     # is never offered, so beyond the current branch's own push or pull only a person can say.
     ways = ([[t.retry(**{key: None})]] if t.tool in ("madt_push", "madt_pull") and current else []) + \
         [[t.retry(**{key: b})] for b in known if b != current and t.tool == "madt_switch"][:5]
-    if len(ways) < 2:
-        raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(),
-                      user_action=f"Ask the user which branch they meant: no branch can be called {value!r}.")
-    raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(), choices=ways)
+    ask = f"Ask the user which branch they meant: no branch can be called {value!r}." if len(ways) < 2 else None
+    raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(),
+                  choices=ways if ask is None else (), user_action=ask)
 
 
 def misnamed_branch(t: Target, value: str, why: str) -> Refusal:
@@ -1730,20 +1729,20 @@ def check_branch_named(t: Target, branch: str | None) -> str:
     if branch is not None:
         return branch
     where = t.target.describe()
+    ask: str | None = None
     if t.tool == "madt_pull":
         # Which branch to pull into only the caller knows: each branch there is, switched to, then pulled.
-        ways = [[call("madt_switch", dir=str(t.target.top), branch=b), t.retry()] for b in _known_branches(t)][:4]
+        todo, ways = "switch to a branch first", \
+            [[call("madt_switch", dir=str(t.target.top), branch=b), t.retry()] for b in _known_branches(t)][:4]
         if len(ways) < 2:
-            raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; switch to a branch first.", target=where,
-                          user_action=f"Ask the user which branch {where} should be on to pull into: it is on a "
-                                      f"detached HEAD, and a pull moves a branch.")
-        raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; switch to a branch first.", target=where,
-                      choices=ways)
-    if t.tool == "madt_finish":
-        raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; name the branch.", target=where,
-                      next=(t.retry(branch=placeholder("the branch to finish")),))
-    raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; name the branch to push.", target=where,
-                  choices=_push_which(t))
+            ways, ask = [], f"Ask the user which branch {where} should be on to pull into: it is on a detached " \
+                f"HEAD, and a pull moves a branch."
+    elif t.tool == "madt_finish":
+        todo, ways = "name the branch", [[t.retry(branch=placeholder("the branch to finish"))]]
+    else:
+        todo, ways = "name the branch to push", [list(way) for way in _push_which(t)]
+    raise Refusal("BAD_ARGUMENT", f"{where} is on a detached HEAD; {todo}.", target=where, choices=ways,
+                  user_action=ask)
 
 
 def _known_branches(t: Target) -> list[str]:
@@ -2312,12 +2311,12 @@ def check_filter_names(c: _Guarded, repo: str, what: str, param: str, given: Seq
                       if m else f"nothing is close to {n}" for n, m in meant.items())
     reason = (f"{repo} has no {what} {', '.join(missing)} ({hints}); its {what}s are: "
               f"{', '.join(sorted(known)) or 'none'}.")
-    if all(meant.values()):
-        fixed = [spelled[meant[n][0]] if n in meant else n for n in given]
-        retried: Json = list(fixed) if many else fixed[0]
-        raise Refusal("BAD_ARGUMENT", reason, target=repo, next=(c.retry(**{param: retried}),))
+    fixed = [spelled[meant[n][0]] if meant.get(n) else n for n in given]
+    known_all = all(meant.values())
     raise Refusal("BAD_ARGUMENT", reason, target=repo,
-                  user_action=f"Ask the user which {what} they mean; its names are listed above.")
+                  next=(c.retry(**{param: list(fixed) if many else fixed[0]}),) if known_all else (),
+                  user_action=None if known_all else f"Ask the user which {what} they mean; its names are listed "
+                                                     f"above.")
 
 
 def no_such_user(c: _Guarded, repo: str, param: str, name: str) -> Refusal:
@@ -3251,16 +3250,13 @@ def file_sha_missing(w: FileWrite, path: str, current: str, view: Call) -> Refus
 
 def file_changed(w: FileWrite, path: str, current: str, given: str, view: Call) -> Refusal:
     """A file write built on a version that is no longer current is not written."""
-    on = f"{w.base} of {w.repo}"
     whole = next((k for k in ("content", "content_base64") if w.file.get(k) is not None), None)
-    if whole is None:  # a targeted edit is checked again on the current version: sending it again is safe
-        return Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, "
-                       f"not {given}. Nothing was written.", target=path, next=(view, w.again(sha=current)))
-    return Refusal("STALE_BODY", f"{path} changed on {on} since you read it: it is now at sha {current}, not "
-                   f"{given}. Nothing was written. Your {whole} was built on the old version: rebuild it from the "
-                   f"current one (sending it again would undo the change made since).", target=path,
-                   next=(view, w.again(sha=current, **{whole: placeholder(
-                       "the whole new content, rebuilt from the current version")})))
+    # A targeted edit is checked again on the current version: sending it again is safe. Whole content is not.
+    rebuild = {} if whole is None else {whole: placeholder("the whole new content, rebuilt from the current version")}
+    return Refusal("STALE_BODY", f"{path} changed on {w.base} of {w.repo} since you read it: it is now at sha "
+                   f"{current}, not {given}. Nothing was written." + ("" if whole is None else
+                   f" Your {whole} was built on the old version: rebuild it from the current one (sending it again "
+                   f"would undo the change made since)."), target=path, next=(view, w.again(sha=current, **rebuild)))
 
 
 def check_replacement(w: FileWrite, path: str, text: str, old: str, view: Call) -> None:
