@@ -346,6 +346,7 @@ def test_every_readme_command_line_parses_and_runs_against_the_fake_forge(env: E
     for n in range(11):
         env.forge.create_issue("acme", "web", f"Issue {n + 1}", "", labels=["bug"])
     assert open_pull(env.forge, "feat/readme") == 12
+    assert open_pull(env.forge, "feat/docs") == 13  # the README's pull request named by its branch
     (env.clone / "src").mkdir()
     (env.clone / "tests").mkdir()
     (env.clone / "src" / "login.py").write_text("redirect = '/home'\n")
