@@ -7849,33 +7849,54 @@ def _names_one(op: Op) -> bool:
     return op.tool in ("madt_issues", "madt_pr") and spec is not None and spec.positional
 
 
-def _cli_address(op: Op, raw: dict[str, Json], ) -> Result | None:
-    """gh's ``issue view https://host/owner/repo/issues/7``: the address's number, and its repository as --repo
-    would name it (so it is checked as --repo is); a refusal for an address that names none, or another
-    repository than --repo. None when the argument is no address."""
-    value = raw.get("number")
-    if not _names_one(op) or not isinstance(value, str) or "://" not in value:
+def _cli_address(op: Op, raw: dict[str, Json]) -> Result | None:
+    """gh's ``issue view https://host/owner/repo/issues/7`` (and ``issue close URL...``): each address's number,
+    and its repository as --repo would name it (so it is checked as --repo is); a refusal for an address that
+    names none, or addresses and --repo naming more than one repository. None when no argument is an address."""
+    key = "number" if _names_one(op) else "numbers"
+    spec = op.specs.get(key)
+    if op.tool not in ("madt_issues", "madt_pr") or spec is None or not spec.positional:
         return None
-    from urllib.parse import urlsplit
+    given = raw.get(key)
+    values = given if isinstance(given, list) else [given]
+    if not any(isinstance(v, str) and "://" in v for v in values):
+        return None
     where = f"madtea {' '.join(op.cli)}"
+    repo = str(raw.get("owner_repo") or "")
+    numbers: list[Json] = []
+    for value in values:
+        if not (isinstance(value, str) and "://" in value):
+            numbers.append(value)
+            continue
+        named = _address_parts(value)
+        if named is None:
+            return refusal_result(guard.not_an_address(where, value))
+        if repo and not guard.same_repository(repo, named[0]):
+            return refusal_result(guard.address_elsewhere(where, value, named[0], repo))
+        repo = repo or named[0]
+        numbers.append(named[1])
+    raw["owner_repo"] = repo
+    raw[key] = numbers if isinstance(given, list) else numbers[0]
+    return None
+
+
+def _address_parts(value: str) -> tuple[str, str] | None:
+    """``https://host[:port]/[prefix/]owner/repo/issues/7`` (or ``/pulls/7``) as (host[:port]/owner/repo, "7");
+    None for anything else."""
+    from urllib.parse import urlsplit
     try:
         parts = urlsplit(value.strip())
         port = parts.port
     except ValueError:
-        return refusal_result(guard.not_an_address(where, value))
+        return None
     segments = [s for s in parts.path.split("/") if s]
     kinds = [i for i, s in enumerate(segments) if s in ("issues", "pulls", "pull") and i >= 2]
     if parts.scheme not in ("http", "https") or not parts.hostname or len(kinds) != 1 \
             or len(segments) != kinds[0] + 2 or not segments[-1].isdigit():
-        return refusal_result(guard.not_an_address(where, value))
+        return None
     host = parts.hostname.lower() + (f":{port}" if port and port != (443 if parts.scheme == "https" else 80) else "")
     at = kinds[0]
-    named = f"{host}/{segments[at - 2]}/{segments[at - 1]}"
-    given = str(raw.get("owner_repo") or "")
-    if given and not guard.same_repository(given, named):
-        return refusal_result(guard.address_elsewhere(where, value, named, given))
-    raw["owner_repo"], raw["number"] = named, segments[-1]
-    return None
+    return f"{host}/{segments[at - 2]}/{segments[at - 1]}", segments[-1]
 
 
 def _pull_request_of_branch(op: Op, raw: dict[str, Json], ctx: Context) -> Result | None:

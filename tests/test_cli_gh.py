@@ -208,6 +208,23 @@ def test_an_address_and_repo_naming_two_repositories_is_refused(env: Env, monkey
     assert not env.forge.comment_ids()
 
 
+def test_several_addresses_close_in_their_one_repository(env: Env, monkeypatch, capsys) -> None:
+    env.forge.add_repo("acme", "api")
+    for title in ("One", "Two"):
+        env.forge.create_issue("acme", "api", title, "")
+    env.forge.create_issue("acme", "web", "Here", "")
+    web = f"http://{env.forge.host}"
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "close", f"{web}/acme/api/issues/1",
+                         f"{web}/acme/web/issues/1")
+    assert code == 1 and "is in " in err and "acme/web" in err, err  # two repositories: nothing closed
+    assert {i.state for i in env.forge.repo("acme", "api").issues.values()} == {"open"}
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "close", f"{web}/acme/api/issues/1",
+                         f"{web}/acme/api/issues/2")
+    assert code == 0, err
+    assert {i.state for i in env.forge.repo("acme", "api").issues.values()} == {"closed"}
+    assert env.repo.issues[1].state == "open"
+
+
 def test_an_address_on_another_host_keeps_that_hosts_rules(env: Env, other, monkeypatch, capsys) -> None:
     """An address is an explicit target: another forge is read through the client confined to that repository,
     and a write there is refused exactly as with --repo."""
@@ -289,3 +306,14 @@ def test_repo_on_the_checkouts_http_forge_keeps_its_scheme(env: Env, monkeypatch
     for repo in (f"{host}/acme/api", f"{host.split(':')[0]}/acme/api", "acme/api"):
         code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "list", "-R", repo)
         assert code == 0 and "On the same forge" in out, (repo, err)
+
+
+def test_api_field_reads_standard_input(env: Env, tmp_path: Path) -> None:
+    given = tmp_path / "stdin.txt"
+    given.write_text("from-stdin")
+    with given.open() as stdin:
+        done = env.cli("api", "/repos/{owner}/{repo}/branches", "-F", "new_branch_name=@-", "-f",
+                       "old_branch_name=main", stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    assert env.forge.find_requests("POST", "/branches")[-1].json == {"new_branch_name": "from-stdin",
+                                                                     "old_branch_name": "main"}
