@@ -65,6 +65,8 @@ __all__ = [
     "GitResult",
     "git",
     "git_timeout",
+    "real_git",
+    "SHIM_MARK",
     "env_seconds",
     "end_children",
     "running_children",
@@ -720,6 +722,38 @@ def git(
     return _git_result(proc, argv, out, err, call, check)
 
 
+# The first line of madtea's exec-time ``git`` (guard's shim) carries this mark: madtea's own git children, and
+# the shim itself, look past any PATH entry whose ``git`` holds it, so neither ever runs through a shim.
+SHIM_MARK = b"madtea-git-shim"
+_real_git: tuple[str, str | None] | None = None
+
+
+def real_git() -> str | None:
+    """The absolute path of the first ``git`` on PATH that is not madtea's shim (None: no git on PATH).
+
+    A shim found twice on PATH, or under another name for the same folder, is skipped each time, so
+    nothing that asks here can loop. Cached per PATH value."""
+    global _real_git
+    path = os.environ.get("PATH", os.defpath)
+    if _real_git is not None and _real_git[0] == path:
+        return _real_git[1]
+    found: str | None = None
+    for folder in path.split(os.pathsep):
+        candidate = os.path.join(os.path.abspath(folder or "."), "git")
+        if os.path.isdir(candidate) or not os.access(candidate, os.X_OK):
+            continue
+        try:
+            with open(candidate, "rb") as fh:
+                head = fh.read(256)
+        except OSError:
+            continue
+        if SHIM_MARK not in head:
+            found = candidate
+            break
+    _real_git = (path, found)
+    return found
+
+
 def _git_argv(args: tuple[str | os.PathLike[str], ...], cwd: str | os.PathLike[str] | None, repo: Repo | None,
               env: Mapping[str, str] | None
               ) -> tuple[list[str], str | os.PathLike[str], Mapping[str, str] | None]:
@@ -766,6 +800,7 @@ def _git_spawn(argv: list[str], cwd: str | os.PathLike[str], env: Mapping[str, s
     try:
         proc = subprocess.Popen(
             argv,
+            executable=real_git() or argv[0],  # never madtea's own shim: madtea's git is already judged
             cwd=os.fspath(cwd),
             env=_child_env(env),
             stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,

@@ -7010,6 +7010,8 @@ def hook_main(cli_ops: CliTable) -> int:
     command: str | None = None
     try:
         raw = sys.stdin.buffer.read()
+        if b"SessionStart" in raw:
+            return _session_start(raw)
         mcp = _mcp_read(raw, cli_ops) if b"madtea__madt_" in raw else None
         if mcp is not None:  # one of madtea's own tools: a read runs without asking
             return mcp
@@ -7032,6 +7034,30 @@ def hook_main(cli_ops: CliTable) -> int:
             return _answer("failure", hook_failure_decision(command, f"internal error: {type(exc).__name__}"))
         except BaseException:
             return 0
+
+
+def _session_start(raw: bytes) -> int:
+    """Claude Code's SessionStart: put madtea's exec-time git first on PATH for every later shell command of
+    the session, through the environment file the harness sources before each one. Always exit 0."""
+    try:
+        data = gitops.from_json(raw.decode("utf-8", errors="replace"))
+    except ValueError:
+        return 0
+    env_file = os.environ.get("CLAUDE_ENV_FILE")
+    if not isinstance(data, dict) or data.get("hook_event_name") != "SessionStart" or not env_file \
+            or not os.path.isdir("/proc/self"):
+        return 0
+    folder = shim_folder(create=True)
+    if folder is None:
+        return 0
+    quoted = shell_quote(folder)
+    line = f'case ":$PATH:" in *:{quoted}:*) ;; *) export PATH={quoted}:"$PATH" ;; esac\n'
+    try:
+        with open(env_file, "a", encoding="utf-8") as fh:
+            fh.write(line)
+    except OSError:
+        pass
+    return 0
 
 
 def _mcp_read(raw: bytes, cli_ops: CliTable) -> int | None:
@@ -7492,3 +7518,249 @@ def _proc_stat(pid: int) -> tuple[int, int, str] | None:
         return int(fields[1]), int(fields[19]), data[left + 1:right].decode("utf-8", "replace")
     except (OSError, ValueError, IndexError):
         return None
+
+
+# --------------------------------------------------------------------------- the exec-time git (the shim)
+#
+# Where a harness lets madtea shape the agent's shell (Claude Code's session start), a ``git`` of madtea's
+# own goes first on that shell's PATH. It sees the argv git really receives, from any interpreter, script
+# or string built at run time, and judges it with the hook's own table: the argv is written back as the
+# one-command line it amounts to (the repository-selecting and config-carrying variables in front, an
+# alias from git's config files expanded as git would) and handed to classify_command. A denial is the
+# hook's text on stderr and git never runs; anything else becomes the real git (the next one on PATH
+# that is not a shim). Only git that the agent itself wrote is judged: a git started by git (hooks,
+# ``!`` aliases, editors), or by a program started from the agent's shell that runs git inside itself
+# (pre-commit, pip, npm, a build), runs as it is. Without /proc the shim lets every git run.
+
+SHIM_FOLDER = "git-shim"
+_SHIM_ENV = frozenset({"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR", "GIT_WORK_TREE", *_HOOK_GIT_RUNS_ENV})
+# Programs that only start the command they are given: like a shell, they say nothing of who wrote it.
+_SHIM_PASSING = _HOOK_WRAPPERS | frozenset({
+    "xargs", "find", "parallel", "watch", "script", "flock", "chronic", "unbuffer", "expect", "strace", "ltrace",
+    "su", "runuser", "ionice", "taskset", "chrt", "make", "gmake", "awk", "gawk", "mawk", "nawk", "sed", "vim",
+    "vi", "nvim", "ex", "view", "emacs", "tclsh", "wish", "coproc", "exec"})
+_SHIM_INTERPRETERS = frozenset({"node", "nodejs", "perl", "ruby", "php", "lua", "deno", "bun", "Rscript", "osascript"})
+# Options of an interpreter whose value is the code itself, or that read the code from the command line.
+_SHIM_INLINE = frozenset({"-c", "-e", "-E", "--eval", "-p", "--print", "-r", "--command"})
+# Where programs are installed, rather than written by the agent: a script there is a tool.
+_SHIM_INSTALLED = ("/site-packages/", "/dist-packages/", "/node_modules/", "/.local/", "/.cache/", "/.nvm/",
+                   "/.pyenv/", "/.volta/", "/.cargo/", "/.rustup/")
+_SHIM_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/opt/", "/nix/", "/snap/", "/gnu/")
+_SHIM_GIT_GLOBALS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
+                               "--super-prefix", "--attr-source"})
+_SHIM_DEPTH = 24
+
+
+def shim_folder(create: bool) -> str | None:
+    """The folder holding madtea's exec-time ``git``, kept in the hook's runtime folder; with *create*, the
+    program is (re)written there for the interpreter and modules running now. None where there is none."""
+    base = runtime_dir(create)
+    if base is None:
+        return None
+    folder = os.path.join(base, SHIM_FOLDER)
+    if create:
+        here = os.path.dirname(os.path.abspath(__file__))
+        text = _SHIM_PROGRAM.format(python=sys.executable, mark=gitops.SHIM_MARK.decode(), here=repr(here))
+        path = os.path.join(folder, "git")
+        try:
+            os.makedirs(folder, 0o700, exist_ok=True)
+            with open(path, "rb") as fh:
+                same = fh.read() == text.encode()
+        except OSError:
+            same = False
+        if not same:
+            try:
+                gitops.write_private(path, text.encode(), durable=False)
+                os.chmod(path, 0o700)
+            except OSError:
+                return None
+    return folder if os.access(os.path.join(folder, "git"), os.X_OK) else None
+
+
+# The program itself. It only finds guard: a madtea that is gone or cannot be imported lets git run, as a
+# hook that cannot find madtea lets every command run. Once guard is loaded, guard decides.
+_SHIM_PROGRAM = '''#!{python} -S
+# {mark}: madtea's exec-time git; written by madtea at each session start, safe to delete.
+import os, sys
+try:
+    sys.path.insert(0, {here})
+    import guard
+except BaseException:
+    guard = None
+if guard is not None:
+    guard.shim_main(sys.argv[1:])
+for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
+    path = os.path.join(os.path.abspath(folder or "."), "git")
+    try:
+        with open(path, "rb") as fh:
+            if b"{mark}" in fh.read(256) or not os.access(path, os.X_OK):
+                continue
+    except OSError:
+        continue
+    os.execv(path, ["git"] + sys.argv[1:])
+sys.stderr.write("git: no git on PATH besides madtea's exec-time git\\n")
+sys.exit(127)
+'''
+
+
+def shim_main(args: Sequence[str]) -> NoReturn:
+    """The exec-time ``git``: judge *args* (git's argv after ``git``) when the agent wrote the call, then
+    become the real git, or refuse on stderr with exit status 1 and git never runs."""
+    real = gitops.real_git()
+    if real is None:
+        _write(sys.stderr, "git: no git on PATH besides madtea's exec-time git\n")
+        exit_flushed(127)
+    try:
+        decision = _shim_decision(list(args)) if _shim_judges(os.getpid()) else HookDecision("allow")
+    except BaseException as exc:  # a working madtea that cannot judge holds the call, as the hook does
+        if isinstance(exc, SystemExit):
+            raise
+        decision = hook_failure_decision("git " + " ".join(args), f"internal error: {type(exc).__name__}")
+    if decision.kind == "deny":
+        _write(sys.stderr, decision.text + "\n")
+        exit_flushed(1)
+    sys.stdout.flush()
+    os.execv(real, ["git", *args])
+
+
+def _shim_decision(args: list[str]) -> HookDecision:
+    """The hook's decision on git doing *args* in this process's directory and environment."""
+    return classify_command(shim_line(args, os.environ), os.getcwd(), hook_repo_facts,
+                            _cached_table(_shim_cli_table))
+
+
+def _shim_cli_table() -> Mapping[tuple[str, ...], Json]:
+    """madtea's CLI table, for a shell alias that runs madtea."""
+    from madtea import cli_table
+    return cli_table()
+
+
+def shim_line(args: list[str], env: Mapping[str, str]) -> str:
+    """The one-command shell line git doing *args* amounts to: the variables that choose its repository or
+    carry config in front, and an alias from git's config files (not a builtin's name) expanded as git
+    expands it; a shell alias becomes its own shell text followed by the arguments."""
+    named = {arg.rpartition("=")[2] for at, arg in enumerate(args)
+             for arg in ([args[at + 1]] if arg == "--config-env" and at + 1 < len(args) else
+                         [arg[13:]] if arg.startswith("--config-env=") else [])}
+    prefix = [f"{name}={shell_quote(value)}" for name, value in sorted(env.items())
+              if name in _SHIM_ENV or name in named or name.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]
+    seen: set[str] = set()
+    while True:
+        at = _shim_subcommand(args)
+        if at is None or _git_builtin(args[at]) or args[at] in seen or len(seen) > 8:
+            break
+        sub = args[at]
+        seen.add(sub)
+        value = _shim_alias(args[:at], sub, env)
+        if value is None:
+            break
+        if value.startswith("!"):
+            return " ".join([value[1:], *(shell_quote(a) for a in args[at + 1:])])
+        import shlex
+        try:
+            args = [*args[:at], *shlex.split(value), *args[at + 1:]]
+        except ValueError:
+            raise _Unreadable("git's alias for it could not be read") from None
+    return " ".join([*prefix, "git", *(shell_quote(a) for a in args)])
+
+
+def _shim_subcommand(args: list[str]) -> int | None:
+    """Where git's subcommand is in *args*, past git's own options; None when there is none."""
+    at = 0
+    while at < len(args) and args[at].startswith("-"):
+        if args[at] in _SHIM_GIT_GLOBALS:
+            at += 1
+        at += 1
+    return at if at < len(args) else None
+
+
+def _shim_alias(globals_: list[str], sub: str, env: Mapping[str, str]) -> str | None:
+    """``alias.<sub>`` as git itself reads it for this call (its files, ``-c`` and the environment)."""
+    picked: list[str] = []
+    i = 0
+    while i < len(globals_):
+        if globals_[i] in _SHIM_GIT_GLOBALS and i + 1 < len(globals_):
+            picked += globals_[i:i + 2]
+            i += 2
+            continue
+        if globals_[i].split("=", 1)[0] in _SHIM_GIT_GLOBALS:
+            picked.append(globals_[i])
+        i += 1
+    where = {name: env[name] for name in ("GIT_DIR", "GIT_WORK_TREE") if name in env}
+    found = gitops.git(*picked, "config", "--get", f"alias.{sub}", cwd=os.getcwd(), env=where or None, check=False)
+    return found.text if found.ok and found.text.strip() else None
+
+
+def _shim_judges(pid: int) -> bool:
+    """Whether the git call of process *pid* is the agent's own to judge, read from its ancestors.
+
+    Shells, launch wrappers, interpreters running code from their command line or stdin, and scripts
+    outside the places programs are installed pass the call up: they only run what someone wrote. The
+    first ancestor that is none of those decides. git itself: its own children (hooks, aliases, editors)
+    run, the outer call having been judged. A program started from the agent's shell (its environment
+    already has this folder on PATH) runs git inside itself and is let be. Anything else, the harness
+    that runs the agent's shell, means the agent wrote the call. False without /proc."""
+    if not os.path.isdir("/proc/self"):
+        return False
+    mine = os.path.dirname(os.path.realpath(sys.argv[0] or "."))
+    current = pid
+    for _ in range(_SHIM_DEPTH):
+        found = _proc_stat(current)
+        if found is None or found[0] <= 1:
+            return True
+        current = found[0]
+        parent = _proc_stat(current)
+        if parent is None:
+            return True
+        if parent[2] == "git" or parent[2].startswith("git-"):
+            return False
+        if _shim_passes_up(_proc_words(current, "cmdline")):
+            continue
+        return not any(os.path.realpath(folder or ".") == mine
+                       for folder in _proc_path(current).split(os.pathsep))
+    return True
+
+
+def _shim_passes_up(argv: list[str]) -> bool:
+    """True for a process that only runs what it was handed (a shell, a wrapper, inline code, the agent's
+    own script); False for a program: a native one, or a script where programs are installed."""
+    if not argv:
+        return True
+    name = os.path.basename(argv[0]).lstrip("-")
+    if name in _HOOK_SHELLS or name in _SHIM_PASSING:
+        return True
+    if not (_python(name) or name in _SHIM_INTERPRETERS):
+        return False
+    rest = argv[1:]
+    while rest and rest[0].startswith("-") and rest[0] != "-":
+        option = rest.pop(0)
+        if option in _SHIM_INLINE or (_python(name) and option.startswith("-c")):
+            return True
+        if _python(name) and (option == "-m" or option.startswith("-m")):
+            return False  # an installed module (python -m pip)
+        if _python(name) and option in ("-W", "-X", "-Q") and rest:
+            rest.pop(0)
+    if not rest or rest[0] == "-" or rest[0].startswith("/dev/fd/") or rest[0].startswith("/proc/"):
+        return True  # code read from stdin
+    script = os.path.realpath(rest[0])
+    if os.path.basename(script) in _SHIM_PASSING:
+        return True  # GNU parallel is a perl script
+    folder = os.path.dirname(script)
+    installed = any(part in script for part in _SHIM_INSTALLED) or script.startswith(_SHIM_SYSTEM) \
+        or os.path.isfile(os.path.join(os.path.dirname(folder), "pyvenv.cfg"))
+    return not installed
+
+
+def _proc_words(pid: int, what: str) -> list[str]:
+    """/proc/<pid>/cmdline (or environ) as its NUL-separated words; [] where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/{what}", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return []
+    return [os.fsdecode(word) for word in data.split(b"\0") if word]
+
+
+def _proc_path(pid: int) -> str:
+    """The PATH process *pid* started with."""
+    return next((word[5:] for word in _proc_words(pid, "environ") if word.startswith("PATH=")), "")

@@ -9025,7 +9025,28 @@ def _doctor_integrations() -> list[tuple[str, str, str]]:
     from pathlib import Path
 
     home = Path.home()
-    return [_doctor_claude(home), _doctor_gemini(home), *_doctor_codex(home)]
+    return [_doctor_claude(home), _doctor_exec_git(), _doctor_gemini(home), *_doctor_codex(home)]
+
+
+def _doctor_exec_git() -> tuple[str, str, str]:
+    """Whether ``git`` on this PATH is madtea's exec-time git, which judges the git that scripts and
+    interpreters run (Claude Code's session start puts it first on the agent's PATH)."""
+    import shutil
+
+    found = shutil.which("git")
+    try:
+        with open(found or os.devnull, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        head = b""
+    if not os.path.isdir("/proc/self"):
+        return "info", "exec-time git", ("this system has no /proc, so madtea's git lets every git call run; "
+                                         "the hook before each command is the only check")
+    if found and gitops.SHIM_MARK in head:
+        return "ok", "exec-time git", (f"active: git here is {found}, which judges each git call a script or "
+                                       f"an interpreter makes, then runs {gitops.real_git() or 'no git'}")
+    return "info", "exec-time git", ("not on this PATH: in a Claude Code session with the plugin, the session start "
+                                     "puts it first on the agent's PATH; Codex and Gemini CLI have only the hook")
 
 
 def _doctor_claude(home: Path) -> tuple[str, str, str]:

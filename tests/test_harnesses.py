@@ -133,6 +133,28 @@ def test_claude_code_without_madtea_on_path_wedges_nothing(tmp_path: Path) -> No
     assert add_result.get("is_error") is True and 'madt_add files=["x"]' in add_result["text"]
 
 
+def test_claude_code_session_judges_the_git_a_script_runs(tmp_path: Path) -> None:
+    """The session start puts madtea's git first on the shell's PATH: git run by a script on disk, which the
+    hook before the command cannot read, is judged when it runs; reads run."""
+    _binary("claude")
+    web, _ = _workspace(tmp_path)
+    (tmp_path / "tidy.sh").write_text("git add x\n")
+    path = f"{_madtea_bin(tmp_path)}:{Path(shutil.which('node') or '/usr/bin/node').parent}:/usr/bin:/bin"
+    read_line = "python3 -c 'import subprocess; subprocess.run([\"git\", \"status\"])'"
+    steps = [{"name": "Bash", "input": {"command": "command -v git", "description": "which git"}},
+             {"name": "Bash", "input": {"command": f"sh {tmp_path / 'tidy.sh'}", "description": "tidy"}},
+             {"name": "Bash", "input": {"command": read_line, "description": "status"}}]
+    with ScriptedModel(steps) as model:
+        proc = _run_claude(model, web, path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (_, which), (_, tidy), (_, status) = model.exchanges()
+    assert which["text"].strip().endswith("/git-shim/git"), which["text"]
+    assert tidy.get("is_error") is True and 'madt_add files=["x"]' in tidy["text"], tidy["text"]
+    assert not status.get("is_error") and "Untracked files" in status["text"], status["text"]
+    assert subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=web, capture_output=True,
+                          text=True).stdout == ""  # the script's git add never ran
+
+
 # --------------------------------------------------------------------------- Codex CLI
 
 def _codex_home(model: ScriptedModel) -> Path:
