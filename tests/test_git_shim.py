@@ -232,3 +232,13 @@ def test_claude_codes_session_start_puts_the_shim_first_once(repo: Path, tmp_pat
     assert found == os.path.join(shim, "git") and path.split(os.pathsep).count(shim) == 1
     held(agent(f". {env_file}; python3 -c 'import os; os.system(\"git checkout -- .\")'; exit 1", repo, Path(shim),
                path=os.environ["PATH"]), repo, "Checking out paths")
+
+
+def test_doctor_says_whether_git_here_is_the_exec_time_git(shim: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import madtea
+
+    status, topic, detail = madtea._doctor_exec_git()
+    assert (status, topic) == ("info", "exec-time git") and "not on this PATH" in detail
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    status, _, detail = madtea._doctor_exec_git()
+    assert status == "ok" and str(shim / "git") in detail and str(gitops.real_git()) in detail
