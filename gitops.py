@@ -116,6 +116,7 @@ __all__ = [
     "remote_branch_sha",
     "fetch",
     "fetch_pull_head",
+    "clone",
     "fetch_refspecs",
     "check_tracking",
     "pull_ff",
@@ -2443,6 +2444,18 @@ def fetch_pull_head(repo: Repo, number: int, branch: str, remote: str = "origin"
     result = git(*argv, repo=repo, check=False, env=_transport_env(env), progress=True)
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr), ref=branch)
+
+
+def clone(url: str, dest: str | os.PathLike[str], flags: Sequence[str] = (),
+          env: Mapping[str, str] | None = None) -> None:
+    """``git clone [flags] -- url dest`` from *dest*'s parent folder, no hook run while it clones; *env* (the
+    credential helper madtea hands git) reaches the git child only, never the new repository's config."""
+    dest = os.path.abspath(dest)
+    argv = ["-c", "core.hooksPath=/dev/null", "-c", "core.askPass=", "clone", *flags, *_progress_option(), "--",
+            url, dest]
+    result = git(*argv, cwd=os.path.dirname(dest), check=False, env=_transport_env(env), progress=True)
+    if result.returncode != 0:
+        raise _failure(["git", *argv], result.returncode, _decode(result.stderr))
 
 
 def _fetch_one(repo: Repo, remote: str, source: str, env: Mapping[str, str] | None) -> tuple[list[str], str]:

@@ -1682,6 +1682,13 @@ def no_pull_request_from(where: str, branch: str, repo: str | None) -> Refusal:
                    next=(call("madt_pr", action="list", owner_repo=repo, state="all"),))
 
 
+def not_a_repository_address(where: str, value: str) -> Refusal:
+    """A clone's argument with :// that is not a repository's web address (one with a user in it included)."""
+    return Refusal("BAD_ARGUMENT", f"{where}: {value[:200]} is not the web address of a repository "
+                   f"(https://HOST/OWNER/REPO), so nothing was cloned.", target=value[:200],
+                   user_action="Give OWNER/REPO, HOST/OWNER/REPO, or the address as the forge's page shows it.")
+
+
 def not_an_address(where: str, value: str) -> Refusal:
     """An argument with :// that is not an issue's or pull request's web address."""
     return Refusal("BAD_ARGUMENT", f"{where}: {value[:200]} is not the address of an issue or pull request "
@@ -2773,6 +2780,40 @@ def editor_failed(command: str, editor: str, why: str) -> Refusal:
     return Refusal("USER_ACTION_REQUIRED", f"The editor {editor!r} {why}, so nothing was created.", target=command,
                    user_action="Set a working editor with madtea config set editor PROGRAM (or EDITOR), or give "
                    "the body with --body or -F FILE.")
+
+
+def clone_into_non_empty(target: str) -> Refusal:
+    """``madtea repo clone`` never clones over what a folder already holds (git refuses it too, less clearly)."""
+    return Refusal("BAD_ARGUMENT", f"{target} already exists and is not empty, so nothing was cloned into it.",
+                   target=target, user_action="Name a new or empty folder as the clone's DIR.")
+
+
+# git clone's own options that run a program or write configuration git later obeys (with their shortest
+# spellings: git takes any unambiguous prefix of a long option).
+_CLONE_RUNS = ("--upload-pack", "--config", "--template")
+
+
+def check_clone_flags(flags: Sequence[str]) -> None:
+    """``madtea repo clone … -- FLAGS``: git clone's own flags, except those that run a program or set
+    configuration (-u/--upload-pack, -c/--config, --template): madtea hands git its credentials and nothing
+    that would run with them."""
+    for word in flags:
+        name = word.partition("=")[0]
+        if name.startswith("--"):
+            if len(name) > 3 and any(option.startswith(name) for option in _CLONE_RUNS):
+                raise _clone_flag_refused(word)
+        elif name.startswith("-") and len(name) > 1:
+            for letter in name[1:]:
+                if letter in "boj":  # the rest of the word is that option's value
+                    break
+                if letter in "uc":
+                    raise _clone_flag_refused(word)
+
+
+def _clone_flag_refused(flag: str) -> Refusal:
+    return Refusal("BAD_ARGUMENT", f"git clone's {flag[:40]!r} runs a program or sets configuration git obeys "
+                   "later, so madtea does not pass it on; nothing was cloned.", target=flag[:40],
+                   user_action="Leave that flag out, or run git clone yourself for it.")
 
 
 def no_stored_token(host: str) -> Refusal:

@@ -1602,9 +1602,11 @@ def warn_credentialed_origin(common_dir: Path, where: str) -> None:
 class _Transport:
     """``with transport_env(...) as env``: the git child's credential environment, and its clean-up."""
 
-    def __init__(self, repo: gitops.Repo | guard.RepoFacts, launch_host: str | None) -> None:
+    def __init__(self, repo: gitops.Repo | guard.RepoFacts | None, launch_host: str | None,
+                 url: str | None = None) -> None:
         self.repo = repo
         self.launch_host = launch_host
+        self.url = url  # a clone's: there is no repository yet to read an origin from
         self.host: str | None = None
         self._file: str | None = None
 
@@ -1613,9 +1615,11 @@ class _Transport:
         # environment token reaches the helper through a private file instead.
         env: dict[str, str] = {}
         helpers = [""]  # an empty value empties the helper list built from every config file before it
-        url = gitops.read_origin(self.repo.common_dir, self.repo.git_dir)
-        if url:
-            warn_credentialed_origin(self.repo.common_dir, str(self.repo.top))
+        url = self.url
+        if self.repo is not None:
+            url = gitops.read_origin(self.repo.common_dir, self.repo.git_dir)
+            if url:
+                warn_credentialed_origin(self.repo.common_dir, str(self.repo.top))
         origin = gitops.parse_remote_url(url) if url else None
         if origin is not None and origin.scheme in ("https", "http"):
             import forge
@@ -1649,16 +1653,18 @@ class _Transport:
             guard.check_git_auth(self.host, exc)
 
 
-def transport_env(repo: gitops.Repo | guard.RepoFacts, launch_host: str | None) -> _Transport:
+def transport_env(repo: gitops.Repo | guard.RepoFacts | None, launch_host: str | None,
+                  url: str | None = None) -> _Transport:
     """Credentials for git push, pull and fetch in *repo*, through madtea's helper and nothing else.
 
-    Use as ``with transport_env(repo, launch_host) as env: gitops.push(..., env=env)``.
+    Use as ``with transport_env(repo, launch_host) as env: gitops.push(..., env=env)``; a clone, which has no
+    repository yet, passes None and the *url* it clones from instead.
     The helper answers only for the origin's host, and only when that host is
     the launch host (or there is none). An environment token is handed to it in
     a 0600 file that is deleted when the block ends; git itself never sees it.
     An authentication failure inside the block becomes ``AUTH_MISSING``.
     """
-    return _Transport(repo, launch_host)
+    return _Transport(repo, launch_host, url)
 
 
 def _env_config_count() -> int:
@@ -4745,6 +4751,35 @@ def repo_view_op(inv: Invocation) -> Result:
     return Result(_repo_line(row) + f"\ndefault branch {row['default_branch']}\n{row['url']}", row)
 
 
+@operation("madt_repo", "clone", cli=("repo", "clone"), kind="remote", mutating=True, cli_only=True,
+           summary="Clone a forge repository with git, over the address and credentials madtea uses for that forge.",
+           params=(Param("repository", description="The repository: OWNER/REPO, HOST/OWNER/REPO or its web "
+                         "address.", required=True, positional=True),
+                   Param("directory", description="The folder to clone into (default: the repository's name); it "
+                         "must be new or empty.", positional=True),
+                   Param("git_flags", "strs", "git clone's own flags, after --, e.g. -- --depth 1.",
+                         positional=True)))
+def repo_clone_op(inv: Invocation) -> Result:
+    remote = api(inv)  # the repository named, as --repo names it (the CLI put it there)
+    row = remote.get()
+    owner, name = str(row.get("full_name") or remote.target.slug).split("/", 1)
+    flags = inv.texts("git_flags")
+    guard.check_clone_flags(flags)
+    base = remote.target.forge.api_base
+    # The forge's address as madtea reaches it (its credentials are keyed by that host), not the clone_url the
+    # forge reports, whose host is whatever the forge was configured to call itself.
+    url = f"{base.removesuffix('/api/v1')}/{owner}/{name}.git" if base.endswith("/api/v1") \
+        else str(row.get("clone_url"))
+    dest = os.path.join(inv.ctx.launch_dir, inv.opt_text("directory") or name)
+    if os.path.lexists(dest) and (not os.path.isdir(dest) or os.listdir(dest)):
+        raise guard.clone_into_non_empty(dest)
+    with transport_env(None, None, url) as env:  # a person's clone: this host's own credentials, whatever the cwd
+        gitops.clone(url, dest, flags, env=env)
+    top = os.path.realpath(dest)
+    return Result(f"Cloned {owner}/{name} from {remote.target.host} into {top}.",
+                  {"owner_repo": f"{owner}/{name}", "url": url, "dir": top})
+
+
 @operation("madt_repo", "list", cli=("repo", "list"), kind="remote", mutating=False, idempotent=True, reach="forge",
            summary="List repositories of a user or organisation (default: yours).",
            params=(Param("owner", description="The user or organisation whose repositories to list.", positional=True),
@@ -7532,6 +7567,9 @@ def _cli_main(args: list[str]) -> int:
         if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8":
             stream.reconfigure(errors="replace")
     parser = build_parser()
+    passed: list[str] = []
+    if args[:2] == ["repo", "clone"] and "--" in args:  # gh's repo clone REPO [DIR] -- <git clone flags>
+        args, passed = args[:args.index("--")], args[args.index("--") + 1:]
     ns = _cli_parse(parser, args)
     op: Op | None = getattr(ns, "_op", None)
     if op is None:
@@ -7543,6 +7581,8 @@ def _cli_main(args: list[str]) -> int:
     raw = {k: v for k, v in raw.items() if v is not None and v != []}
     for key in [k for k, v in raw.items() if isinstance(v, list) and op.specs[k].type not in ("strs", "numbers")]:
         raw[key] = raw[key][0] if len(raw[key]) == 1 else raw[key]
+    if passed:
+        raw["git_flags"] = [*(raw.get("git_flags") or []), *passed]
     if op.action:
         raw["action"] = op.action
     ctx = Context("cli", Path(os.getcwd()))
@@ -7992,8 +8032,16 @@ def json_error(result: Result, typed: Iterable[str] = ()) -> dict[str, object]:
 
 def _apply_cli_extras(op: Op, ns: argparse.Namespace, raw: dict[str, Json]) -> None:
     """CLI conveniences: --body-file reads the body from a file or stdin; a person's relative
-    --dir or worktree path is taken from their shell's directory, as git -C and git worktree do."""
+    --dir or worktree path is taken from their shell's directory, as git -C and git worktree do; a clone's
+    repository may be its web address."""
     from pathlib import Path
+    if op.cli == ("repo", "clone"):  # gh's positional REPOSITORY is the repository --repo would name
+        where, typed = f"madtea {' '.join(op.cli)}", str(raw.get("repository"))
+        named = _repository_of_address(typed, where) if "://" in typed else typed
+        given = str(raw.get("owner_repo") or "")
+        if given and not guard.same_repository(given, named):
+            raise guard.address_elsewhere(where, typed, named, given)
+        raw["owner_repo"] = named
     for key in ("dir", "path") if op.kind == "local" else ("dir",):
         value = raw.get(key)
         if isinstance(value, str) and value.strip() and value == value.strip() and not os.path.isabs(value):
@@ -8014,6 +8062,22 @@ def _apply_cli_extras(op: Op, ns: argparse.Namespace, raw: dict[str, Json]) -> N
             import base64
             raw.pop(text, None)
             raw["content_base64"] = base64.b64encode(data).decode("ascii")
+
+
+def _repository_of_address(value: str, where: str) -> str:
+    """``https://host[:port]/owner/repo[.git][/...]`` as HOST/OWNER/REPO, the form --repo takes (so it is
+    checked as --repo is)."""
+    from urllib.parse import urlsplit
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        raise guard.not_a_repository_address(where, value) from None
+    segments = [s for s in parts.path.split("/") if s]
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(segments) < 2 or parts.username:
+        raise guard.not_a_repository_address(where, value)
+    host = parts.hostname.lower() + (f":{port}" if port and port != (443 if parts.scheme == "https" else 80) else "")
+    return f"{host}/{segments[0]}/{segments[1].removesuffix('.git')}"
 
 
 def _stderr(text: str, colour: str) -> None:

@@ -220,3 +220,65 @@ def test_prompt_disabled_makes_a_terminal_act_as_a_pipe(env: Env, tmp_path: Path
     assert code == 1 and "needs --title" in err and "Title of the issue" not in shown, (shown, err)
     code, shown, err = _at_a_terminal(["issue", "create", "-t", "Quiet"], env.clone, "", EDITOR=str(editor))
     assert code == 0 and not seen.exists(), (shown, err)  # no editor either
+
+
+# --------------------------------------------------------------------------- repo clone
+
+def test_repo_clone_names_the_repository_three_ways_and_keeps_no_token_in_the_clone(env: Env, tmp_path: Path,
+                                                                                    monkeypatch, capsys) -> None:
+    from fakeforge import DEFAULT_TOKEN
+    from topologies import run_git
+    import gitops
+    host = env.forge.host
+    handed: list[dict[str, str]] = []
+    real_clone = gitops.clone
+
+    def clone(url: str, dest: str, flags: object = (), env: dict[str, str] | None = None) -> None:
+        handed.append(dict(env or {}))
+        real_clone(url, dest, flags, env=env)  # type: ignore[arg-type]
+    monkeypatch.setattr(gitops, "clone", clone)
+    for named, folder in (("acme/web", "one"), (f"{host}/acme/web", "two"),
+                          (f"{env.forge.url}/acme/web/src/branch/main", "three")):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "repo", "clone", named, str(tmp_path / folder))
+        assert code == 0 and f"Cloned acme/web from {host} into {tmp_path / folder}" in out, (named, err)
+        copy = tmp_path / folder
+        assert run_git(copy, "config", "remote.origin.url") == env.forge.remote_url()  # the forge as madtea dials it
+        assert run_git(copy, "rev-parse", "HEAD") == run_git(env.clone, "rev-parse", "origin/main")
+        config = (copy / ".git" / "config").read_text()
+        assert DEFAULT_TOKEN not in config and "credential" not in config and "@" not in config
+    for given in handed:  # git was handed madtea's helper for this host, in its environment only
+        assert given["MADTEA_GIT_CREDENTIAL_HOST"] == host and given["GIT_TERMINAL_PROMPT"] == "0"
+        assert any("auth git-credential" in v for k, v in given.items() if k.startswith("GIT_CONFIG_VALUE_"))
+        assert DEFAULT_TOKEN not in json.dumps(given)
+
+
+def test_repo_clone_passes_git_flags_after_a_double_dash_and_refuses_what_would_run_a_program(env: Env,
+                                                                                              tmp_path: Path) -> None:
+    from topologies import run_git
+    env.forge.commit("acme", "web", "side", {"side.txt": "side\n"}, "Work on the side", start="main")
+    copy = tmp_path / "copy"
+    done = env.cli("repo", "clone", "acme/web", str(copy), "--", "--origin", "upstream", "-b", "side")
+    assert done.returncode == 0, done.stderr
+    assert run_git(copy, "branch", "--show-current") == "side" and (copy / "side.txt").exists()
+    assert run_git(copy, "remote") == "upstream"
+    for flags in (["-u", "touch pwned"], ["--upload=touch pwned"], ["-qc", "core.pager=x"],
+                  ["--template", str(tmp_path)], ["--conf", "x=y"]):
+        done = env.cli("repo", "clone", "acme/web", str(tmp_path / "refused"), "--", *flags)
+        assert done.returncode == 1 and "does not pass it on; nothing was cloned" in done.stderr, (flags, done.stderr)
+        assert not (tmp_path / "refused").exists()
+
+
+def test_repo_clone_refuses_a_folder_that_is_not_empty_and_a_repository_that_is_not_there(env: Env,
+                                                                                          tmp_path: Path) -> None:
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine\n")
+    done = env.cli("repo", "clone", "acme/web", str(busy))
+    assert done.returncode == 1 and f"{busy} already exists and is not empty" in done.stderr, done.stderr
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+    (tmp_path / "empty").mkdir()
+    assert env.cli("repo", "clone", "acme/web", str(tmp_path / "empty")).returncode == 0  # an empty one is fine
+    done = env.cli("repo", "clone", "acme/nothing-here", str(tmp_path / "none"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr and not (tmp_path / "none").exists()
+    done = env.cli("repo", "clone", "https://user:pw@forge.example.test/acme/web", str(tmp_path / "none"))
+    assert done.returncode == 1 and "is not the web address of a repository" in done.stderr, done.stderr

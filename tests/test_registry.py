@@ -82,8 +82,11 @@ def test_no_delete_action_on_the_agent_surface() -> None:
 
 
 def test_people_only_operations_are_exactly_the_forge_deletions_and_are_on_the_cli() -> None:
-    """Besides the deletions, one person's shortcut: gh's pr checkout (an agent switches with madt_switch)."""
-    people = [op for op in madtea.REGISTRY if op.cli_only and op.cli != ("pr", "checkout")]
+    """Besides the deletions, two person's shortcuts: gh's pr checkout (an agent switches with madt_switch) and
+    repo clone (an agent works in the checkout it was launched in)."""
+    shortcuts = {("pr", "checkout"), ("repo", "clone")}
+    assert {op.cli for op in madtea.REGISTRY if op.cli_only and not op.destructive} == shortcuts
+    people = [op for op in madtea.REGISTRY if op.cli_only and op.cli not in shortcuts]
     assert {op.tool for op in people} == {"madt_issues", "madt_labels", "madt_milestones", "madt_releases",
                                           "madt_wiki", "madt_repo", "madt_actions"}
     for op in people:
