@@ -1172,25 +1172,26 @@ def check_ref_names(t: Target) -> None:
     why = f"{t.where}: {value!r} is not a branch name git takes (it {ref_name_problem(value)})"
     fixed = valid_branch_name(value)
     state = t.state
-    if new:
-        raise Refusal("BAD_ARGUMENT", why + "; nothing was created.", target=t.target.describe(),
-                      next=(t.retry(**{key: fresh_branch(t, fixed)}),))
     known = sorted(b for b in state.branches if ref_name_problem(b) is None) \
         if state and state.branches is not None else []
-    if state and state.branches is not None and value in state.branches:
+    if not new and state and state.branches is not None and value in state.branches:
         raise misnamed_branch(t, value, why)
-    if fixed in known:
-        raise Refusal("BAD_ARGUMENT", why + f"; {fixed} is the branch of that name here.",
-                      target=t.target.describe(), next=(t.retry(**{key: fixed}),))
-    # Which branch was meant only the caller knows: the branches there are, when there are several.
-    current = state.branch if state else None
-    # A switch may be offered every branch there is; a delete, push or finish of a branch nobody named
-    # is never offered, so beyond the current branch's own push or pull only a person can say.
-    ways = ([[t.retry(**{key: None})]] if t.tool in ("madt_push", "madt_pull") and current else []) + \
-        [[t.retry(**{key: b})] for b in known if b != current and t.tool == "madt_switch"][:5]
-    ask = f"Ask the user which branch they meant: no branch can be called {value!r}." if len(ways) < 2 else None
-    raise Refusal("BAD_ARGUMENT", why + "; nothing was changed.", target=t.target.describe(),
-                  choices=ways if ask is None else (), user_action=ask)
+    ask: str | None = None
+    if new:
+        said, ways = "nothing was created", [[t.retry(**{key: fresh_branch(t, fixed)})]]
+    elif fixed in known:
+        said, ways = f"{fixed} is the branch of that name here", [[t.retry(**{key: fixed})]]
+    else:
+        # Which branch was meant only the caller knows: the branches there are, when there are several.
+        # A switch may be offered every branch there is; a delete, push or finish of a branch nobody named
+        # is never offered, so beyond the current branch's own push or pull only a person can say.
+        current = state.branch if state else None
+        said, ways = "nothing was changed", \
+            ([[t.retry(**{key: None})]] if t.tool in ("madt_push", "madt_pull") and current else []) + \
+            [[t.retry(**{key: b})] for b in known if b != current and t.tool == "madt_switch"][:5]
+        if len(ways) < 2:
+            ways, ask = [], f"Ask the user which branch they meant: no branch can be called {value!r}."
+    raise Refusal("BAD_ARGUMENT", f"{why}; {said}.", target=t.target.describe(), choices=ways, user_action=ask)
 
 
 def misnamed_branch(t: Target, value: str, why: str) -> Refusal:
