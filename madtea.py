@@ -497,6 +497,8 @@ ASSIGNEES = Param("assignee", "strs", "Usernames to assign.", short="a")
 MILESTONE = Param("milestone", description="Milestone title (or its id).", short="m")
 TITLE = Param("title", description="The title — a single line.", short="t")
 BODY_NEW = Param("body", description="The body text (Markdown).", short="b")
+_ASKED_TITLE = "The title, a single line; left out at a terminal, it is asked for."
+_EDITED_BODY = "The body text (Markdown); left out at a terminal, your editor opens for it (--body '' for none)."
 BODY_FILE = Param("body_file", description="Read the body from this file ('-' for standard input).", short="F",
                   cli_only=True)
 COMMENT = Param("comment", description="Also leave this comment.", short="c")
@@ -3279,7 +3281,8 @@ def _issues_since(inv: Invocation, payload: Mapping[str, Json]) -> Since:
 
 @operation("madt_issues", "create", cli=("issue", "create"), kind="remote", mutating=True,
            summary="Open a new issue.",
-           params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE, LABELS, ASSIGNEES, MILESTONE,
+           params=(replace(TITLE, required=True, cli_help=_ASKED_TITLE), replace(BODY_NEW, cli_help=_EDITED_BODY),
+                   BODY_FILE, LABELS, ASSIGNEES, MILESTONE,
                    Param("dir", description="File the issue on the forge repository of this checkout "
                          "(absolute path) instead of owner_repo.")))
 def issue_create_op(inv: Invocation) -> Result:
@@ -3732,7 +3735,8 @@ def open_pr(a: Api, payload: dict[str, Json], *, looked: bool = False,
 
 @operation("madt_pr", "create", cli=("pr", "create"), kind="remote", mutating=True,
            summary="Open one from head into base.",
-           params=(replace(TITLE, required=True), BODY_NEW, BODY_FILE,
+           params=(replace(TITLE, required=True, cli_help=_ASKED_TITLE), replace(BODY_NEW, cli_help=_EDITED_BODY),
+                   BODY_FILE,
                    Param("base", description="The branch to merge into (default: the default branch).",
                          short="B"),
                    Param("head", description="The branch with the changes (default: the current branch).",

@@ -196,6 +196,9 @@ def test_an_empty_title_at_a_terminal_cancels_with_exit_2_and_creates_nothing(en
     code, shown, err = _at_a_terminal(["issue", "create", "-t", "Given"], env.clone, "",
                                       EDITOR=f"{editor}; exit 3")  # an editor that fails sends nothing
     assert code == 1 and "ended with exit status 3" in err and env.issue_count() == before, (shown, err)
+    code, shown, err = _at_a_terminal(["issue", "create", "-t", "No body", "--body", ""], env.clone, "",
+                                      EDITOR=str(editor))
+    assert code == 0 and env.issue_count() == before + 1 and not seen.exists(), (shown, err)  # no editor asked
 
 
 def test_without_a_terminal_a_missing_title_is_refused_at_once_never_waited_for(env: Env) -> None:
