@@ -9345,13 +9345,13 @@ CLI_EXTRAS["completion"] = ("Print the script that completes madtea's commands a
 # Kept as top-level keys of madtea's config file (beside the "hosts" a person writes there), replaced whole by
 # one rename and private (0600). Tokens are never settings: madtea auth keeps them in the credential store.
 
-CONFIG_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {
+CONFIG_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {  # in gh's order
     "editor": ("the program a body is written in at a terminal (GIT_EDITOR comes first; then this; then VISUAL, "
                "EDITOR)", ()),
+    "prompt": ("whether a command asks at a terminal for a title or body it was not given", ("enabled", "disabled")),
     "pager": ("the program a long text at a terminal goes through (MADTEA_PAGER comes first; then this; then "
               "PAGER)", ()),
     "browser": ("the program --web opens an address with (before BROWSER)", ()),
-    "prompt": ("whether a command asks at a terminal for a title or body it was not given", ("enabled", "disabled")),
 }
 CONFIG_DEFAULTS = {"prompt": "enabled"}
 
@@ -9436,7 +9436,7 @@ def _config_file_words() -> str:
     return "config.json in madtea's config folder ($XDG_CONFIG_HOME/madtea, else ~/.config/madtea)"
 
 
-CLI_EXTRAS["config"] = ("Print or change madtea's settings for people: editor, pager, browser, prompt.", _config_cli)
+CLI_EXTRAS["config"] = ("Print or change madtea's settings for people: editor, prompt, pager, browser.", _config_cli)
 
 
 # --- update (copy installs) ---

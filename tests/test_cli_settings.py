@@ -32,13 +32,13 @@ def test_config_sets_gets_and_lists_settings_in_a_private_file_keeping_its_hosts
     path.write_text(json.dumps({"hosts": hosts}), encoding="utf-8")
     path.chmod(0o644)  # written by hand, readable by others
     code, out, err = cli(monkeypatch, capsys, where, "config", "list")
-    assert code == 0 and out.splitlines() == ["editor=", "pager=", "browser=", "prompt=enabled"], (out, err)
+    assert code == 0 and out.splitlines() == ["editor=", "prompt=enabled", "pager=", "browser="], (out, err)
     assert cli(monkeypatch, capsys, where, "config", "set", "editor", "vim -f")[0] == 0
     assert cli(monkeypatch, capsys, where, "config", "set", "prompt", "disabled")[0] == 0
     code, out, err = cli(monkeypatch, capsys, where, "config", "get", "editor")
     assert code == 0 and out == "vim -f\n", err
     code, out, err = cli(monkeypatch, capsys, where, "config", "list")
-    assert out.splitlines() == ["editor=vim -f", "pager=", "browser=", "prompt=disabled"], out
+    assert out.splitlines() == ["editor=vim -f", "prompt=disabled", "pager=", "browser="], out
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert saved == {"hosts": hosts, "editor": "vim -f", "prompt": "disabled"}  # the hosts a person wrote stay
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # private from then on
@@ -49,10 +49,10 @@ def test_config_refuses_an_unknown_setting_a_token_and_a_value_it_does_not_take(
                                                                                  capsys) -> None:
     where = hermetic_seal / "home"
     code, out, err = cli(monkeypatch, capsys, where, "config", "set", "colour", "always")
-    assert code == 1 and "no setting named 'colour'" in err and "editor, pager, browser, prompt" in err
+    assert code == 1 and "no setting named 'colour'" in err and "editor, prompt, pager, browser" in err
     assert "Nothing was changed" in err and "madtea config list" in err
     code, out, err = cli(monkeypatch, capsys, where, "config", "get", "colour")
-    assert code == 1 and "editor, pager, browser, prompt" in err and "Nothing was changed" not in err
+    assert code == 1 and "editor, prompt, pager, browser" in err and "Nothing was changed" not in err
     code, out, err = cli(monkeypatch, capsys, where, "config", "set", "oauth_token", "s3cr3t-value")
     assert code == 1 and "tokens are never kept in madtea's config" in err and "madtea auth login" in err
     assert "s3cr3t-value" not in err
