@@ -7604,11 +7604,12 @@ def _cli_main(args: list[str]) -> int:
     if getattr(ns, "_template", None) is not None:
         ns.json = ns.json or True  # so does --template
     web = getattr(ns, "_web", False) and (op.tool, op.action) in WEB_PAGES  # gh's: the page, not the command
-    cancelled = False
+    cancelled, written = False, None
     try:
         _apply_cli_extras(op, ns, raw)
         if not web:
-            ask_missing_text(op, raw)
+            written = ask_missing_text(op, raw)
+            typed += [str(raw[key]) for key in ("title", "body") if raw.get(key)]  # typed at the prompt: values
     except (OSError, UnicodeDecodeError) as exc:
         result = refusal_result(guard.unreadable_body_file(" ".join(op.cli), str(exc)))
     except _Cancelled as stopped:
@@ -7629,6 +7630,8 @@ def _cli_main(args: list[str]) -> int:
             print(for_json(json_error(result, typed)))
         else:
             _stderr(render_text(result, "cli", typed), "31")
+        if written:
+            keep_written(written)
         return 2 if cancelled else exit_status(result.error)  # gh's status for a cancelled prompt
     if getattr(ns, "json", None):
         try:
@@ -7768,13 +7771,13 @@ def at_terminal() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and config_value("prompt") != "disabled"
 
 
-def ask_missing_text(op: Op, raw: dict[str, Json]) -> None:
+def ask_missing_text(op: Op, raw: dict[str, Json]) -> str | None:
     """gh's ``issue create`` / ``pr create`` without --title or --body: at a terminal, the title is asked for
     and the body written in the person's editor; elsewhere (a pipe, an agent, prompting off) a missing title is
-    refused at once, never waited for, and a missing body is no body."""
+    refused at once, never waited for, and a missing body is no body. Returns the body written in the editor."""
     what = _ASKS_FOR_TEXT.get((op.tool, op.action))
     if what is None:
-        return
+        return None
     command = f"madtea {' '.join(op.cli)}"
     asking = at_terminal()
     if not str(raw.get("title") or "").strip():
@@ -7786,6 +7789,21 @@ def ask_missing_text(op: Op, raw: dict[str, Json]) -> None:
                          "out. Save and close the editor to create it; leave it empty for no body. -->\n")
         if body:
             raw["body"] = body
+            return body
+    return None
+
+
+def keep_written(body: str) -> None:
+    """A create that failed after its body was written in the editor: the body is kept in a private file (0600,
+    in a 0700 folder of its own) and its path said, so the words are given back with -F, never lost."""
+    import tempfile
+    try:
+        path = os.path.join(tempfile.mkdtemp(prefix="madtea-body-"), "BODY.md")
+        gitops.write_private(path, body.encode("utf-8"))
+    except OSError as exc:
+        _stderr(f"warning: the body you wrote could not be kept ({exc}); it is lost.", "33")
+        return
+    _stderr(f"The body you wrote is kept in {path}; give it back with -F {shell_word(path)}.", "36")
 
 
 def _prompt_line(prompt: str, command: str) -> str:

@@ -7,7 +7,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
 
@@ -143,6 +142,7 @@ def _editor(tmp_path: Path, body: str) -> tuple[Path, Path]:
     script = tmp_path / "fake-editor"
     script.write_text(f"#!/bin/sh\ncp \"$1\" {seen}\n"
                       f"stat -c %a \"$1\" \"$(dirname \"$1\")\" > {tmp_path}/editor-mode\n"
+                      f"printf '%s' \"$1\" > {tmp_path}/editor-path\n"
                       f"{{ printf '%s\\n' '{body}'; cat \"$1\"; }} > \"$1.new\"\n"
                       "cat \"$1.new\" > \"$1\"\nrm \"$1.new\"\n")
     script.chmod(0o755)
@@ -153,7 +153,10 @@ def test_a_create_at_a_terminal_asks_for_the_title_and_opens_the_editor_for_the_
                                                                                    tmp_path: Path) -> None:
     editor, seen = _editor(tmp_path, "Steps: log in, then out.")
     before = env.issue_count()
-    code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "Crash on logout\n", EDITOR=str(editor))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "Crash on logout\n", EDITOR=str(editor),
+                                      TMPDIR=str(temp))
     assert code == 0, (shown, err)
     assert "Title of the issue: " in shown and "Created issue #" in shown
     assert "<!--" in seen.read_text()  # it opened on the template
@@ -162,7 +165,7 @@ def test_a_create_at_a_terminal_asks_for_the_title_and_opens_the_editor_for_the_
     assert env.issue_count() == before + 1
     assert env.issue(number).title == "Crash on logout"
     assert env.issue(number).body == "Steps: log in, then out."  # the comment lines left out
-    assert not list(Path(tempfile.gettempdir()).glob("madtea-body-*"))  # removed after
+    assert "madtea-body-" in (tmp_path / "editor-path").read_text() and not list(temp.iterdir())  # removed after
 
 
 def test_pr_create_at_a_terminal_takes_the_editor_configured_unless_git_editor_is_set(env: Env,
@@ -285,3 +288,19 @@ def test_repo_clone_refuses_a_folder_that_is_not_empty_and_a_repository_that_is_
     assert done.returncode == 1 and "Traceback" not in done.stderr and not (tmp_path / "none").exists()
     done = env.cli("repo", "clone", "https://user:pw@forge.example.test/acme/web", str(tmp_path / "none"))
     assert done.returncode == 1 and "is not the web address of a repository" in done.stderr, done.stderr
+
+
+def test_a_body_written_in_the_editor_is_kept_when_the_create_then_fails(env: Env, tmp_path: Path) -> None:
+    import re
+    editor, seen = _editor(tmp_path, "Words worth keeping.")
+    before = env.issue_count()
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    code, shown, err = _at_a_terminal(["issue", "create", "-l", "no-such-label"], env.clone, "A title\n",
+                                      EDITOR=str(editor), TMPDIR=str(temp))
+    assert code == 1 and env.issue_count() == before and "no-such-label" in err, (shown, err)
+    kept = Path(re.search(r"The body you wrote is kept in (\S+); give it back with -F ", err).group(1))
+    assert kept.read_text() == "Words worth keeping." and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert kept.parent.parent == temp and stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    code, shown, err = _at_a_terminal(["issue", "create", "-t", "A title", "-F", str(kept)], env.clone, "")
+    assert code == 0 and env.issue_count() == before + 1, (shown, err)
