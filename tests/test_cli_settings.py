@@ -304,3 +304,20 @@ def test_a_body_written_in_the_editor_is_kept_when_the_create_then_fails(env: En
     assert kept.parent.parent == temp and stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
     code, shown, err = _at_a_terminal(["issue", "create", "-t", "A title", "-F", str(kept)], env.clone, "")
     assert code == 0 and env.issue_count() == before + 1, (shown, err)
+
+
+def test_repo_clone_outside_a_checkout_uses_the_one_login_and_names_the_folder_after_the_repository(
+        env: Env, tmp_path: Path) -> None:
+    from fakeforge import DEFAULT_TOKEN
+    from test_cli import _person
+    from topologies import run_git
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    login = _person("auth", "login", "--hostname", env.forge.url, "--with-token", "--insecure-storage",
+                    cwd=outside, stdin=DEFAULT_TOKEN)
+    assert login.returncode == 0, login.stderr
+    done = _person("repo", "clone", "acme/web", cwd=outside)  # gh's habit: OWNER/REPO on the forge logged in to
+    assert done.returncode == 0 and f"into {outside / 'web'}" in done.stdout, done.stderr
+    assert run_git(outside / "web", "config", "remote.origin.url") == env.forge.remote_url()
+    again = _person("repo", "clone", "acme/web", cwd=outside)
+    assert again.returncode == 1 and "already exists and is not empty" in again.stderr
