@@ -4771,9 +4771,14 @@ def repo_clone_op(inv: Invocation) -> Result:
     guard.check_clone_flags(flags)
     base = remote.target.forge.api_base
     # The forge's address as madtea reaches it (its credentials are keyed by that host), not the clone_url the
-    # forge reports, whose host is whatever the forge was configured to call itself.
-    url = f"{base.removesuffix('/api/v1')}/{owner}/{name}.git" if base.endswith("/api/v1") \
-        else str(row.get("clone_url"))
+    # forge reports, whose host is whatever the forge was configured to call itself; over ssh, the forge's own
+    # ssh address (the person's ssh keys, no madtea credential).
+    if config_value("git_protocol") == "ssh" and row.get("ssh_url"):
+        url = str(row["ssh_url"])
+    elif base.endswith("/api/v1"):
+        url = f"{base.removesuffix('/api/v1')}/{owner}/{name}.git"
+    else:
+        url = str(row.get("clone_url"))
     dest = os.path.join(inv.ctx.launch_dir, inv.opt_text("directory") or name)
     if os.path.lexists(dest) and (not os.path.isdir(dest) or os.listdir(dest)):
         raise guard.clone_into_non_empty(dest)
@@ -9364,6 +9369,8 @@ CLI_EXTRAS["completion"] = ("Print the script that completes madtea's commands a
 # one rename and private (0600). Tokens are never settings: madtea auth keeps them in the credential store.
 
 CONFIG_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {  # in gh's order
+    "git_protocol": ("how repo clone reaches the forge: https (with madtea's credentials) or ssh (with your ssh "
+                     "keys)", ("https", "ssh")),
     "editor": ("the program a body is written in at a terminal (GIT_EDITOR comes first; then this; then VISUAL, "
                "EDITOR)", ()),
     "prompt": ("whether a command asks at a terminal for a title or body it was not given", ("enabled", "disabled")),
@@ -9371,7 +9378,7 @@ CONFIG_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {  # in gh's order
               "PAGER)", ()),
     "browser": ("the program --web opens an address with (before BROWSER)", ()),
 }
-CONFIG_DEFAULTS = {"prompt": "enabled"}
+CONFIG_DEFAULTS = {"git_protocol": "https", "prompt": "enabled"}
 
 
 def config_value(key: str) -> str | None:
@@ -9454,7 +9461,8 @@ def _config_file_words() -> str:
     return "config.json in madtea's config folder ($XDG_CONFIG_HOME/madtea, else ~/.config/madtea)"
 
 
-CLI_EXTRAS["config"] = ("Print or change madtea's settings for people: editor, prompt, pager, browser.", _config_cli)
+CLI_EXTRAS["config"] = ("Print or change madtea's settings for people: git_protocol, editor, prompt, pager, "
+                        "browser.", _config_cli)
 
 
 # --- update (copy installs) ---

@@ -31,13 +31,14 @@ def test_config_sets_gets_and_lists_settings_in_a_private_file_keeping_its_hosts
     path.write_text(json.dumps({"hosts": hosts}), encoding="utf-8")
     path.chmod(0o644)  # written by hand, readable by others
     code, out, err = cli(monkeypatch, capsys, where, "config", "list")
-    assert code == 0 and out.splitlines() == ["editor=", "prompt=enabled", "pager=", "browser="], (out, err)
+    assert code == 0, err
+    assert out.splitlines() == ["git_protocol=https", "editor=", "prompt=enabled", "pager=", "browser="]  # gh's order
     assert cli(monkeypatch, capsys, where, "config", "set", "editor", "vim -f")[0] == 0
     assert cli(monkeypatch, capsys, where, "config", "set", "prompt", "disabled")[0] == 0
     code, out, err = cli(monkeypatch, capsys, where, "config", "get", "editor")
     assert code == 0 and out == "vim -f\n", err
     code, out, err = cli(monkeypatch, capsys, where, "config", "list")
-    assert out.splitlines() == ["editor=vim -f", "prompt=disabled", "pager=", "browser="], out
+    assert out.splitlines() == ["git_protocol=https", "editor=vim -f", "prompt=disabled", "pager=", "browser="], out
     saved = json.loads(path.read_text(encoding="utf-8"))
     assert saved == {"hosts": hosts, "editor": "vim -f", "prompt": "disabled"}  # the hosts a person wrote stay
     assert stat.S_IMODE(path.stat().st_mode) == 0o600  # private from then on
@@ -48,10 +49,10 @@ def test_config_refuses_an_unknown_setting_a_token_and_a_value_it_does_not_take(
                                                                                  capsys) -> None:
     where = hermetic_seal / "home"
     code, out, err = cli(monkeypatch, capsys, where, "config", "set", "colour", "always")
-    assert code == 1 and "no setting named 'colour'" in err and "editor, prompt, pager, browser" in err
+    assert code == 1 and "no setting named 'colour'" in err and "git_protocol, editor, prompt, pager, browser" in err
     assert "Nothing was changed" in err and "madtea config list" in err
     code, out, err = cli(monkeypatch, capsys, where, "config", "get", "colour")
-    assert code == 1 and "editor, prompt, pager, browser" in err and "Nothing was changed" not in err
+    assert code == 1 and "git_protocol, editor, prompt, pager, browser" in err and "Nothing was changed" not in err
     code, out, err = cli(monkeypatch, capsys, where, "config", "set", "oauth_token", "s3cr3t-value")
     assert code == 1 and "tokens are never kept in madtea's config" in err and "madtea auth login" in err
     assert "s3cr3t-value" not in err
@@ -321,3 +322,19 @@ def test_repo_clone_outside_a_checkout_uses_the_one_login_and_names_the_folder_a
     assert run_git(outside / "web", "config", "remote.origin.url") == env.forge.remote_url()
     again = _person("repo", "clone", "acme/web", cwd=outside)
     assert again.returncode == 1 and "already exists and is not empty" in again.stderr
+
+
+def test_repo_clone_over_ssh_when_git_protocol_says_so(env: Env, tmp_path: Path, monkeypatch, capsys) -> None:
+    from topologies import run_git
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web", "--json")
+    ssh_url = json.loads(out)["ssh_url"]
+    assert ssh_url.startswith("git@"), ssh_url
+    prefix = ssh_url.split(":")[0] + ":"  # git@HOST: reaches the bare repositories on disk, as the forge's ssh would
+    run_git(tmp_path, "config", "--global", "--add", f"url.{env.forge.bare_root.as_posix().rstrip('/')}/.insteadOf",
+            prefix)
+    assert cli(monkeypatch, capsys, env.clone, "config", "set", "git_protocol", "ssh")[0] == 0
+    code, out, err = cli(monkeypatch, capsys, env.clone, "repo", "clone", "acme/web", str(tmp_path / "over-ssh"))
+    assert code == 0, err
+    assert run_git(tmp_path / "over-ssh", "config", "remote.origin.url") == ssh_url
+    code, out, err = cli(monkeypatch, capsys, env.clone, "config", "set", "git_protocol", "git")
+    assert code == 1 and "https or ssh" in err
