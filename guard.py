@@ -2583,6 +2583,13 @@ def check_api_headers(given: Sequence[str]) -> dict[str, str]:
             raise Refusal("BAD_ARGUMENT", f"The header {text[:120]!r} is not of the form 'Name: value' (a name "
                           f"of letters, digits and dashes, and a value on one line); nothing was sent.",
                           target=text[:120], user_action="Write each header as -H 'Name: value'.")
+        if not value.isascii() and any(ord(ch) > 255 for ch in value):
+            raise Refusal("BAD_ARGUMENT", f"The header {name} has a value an HTTP header cannot carry (characters "
+                          f"beyond Latin-1); nothing was sent.", target=name,
+                          user_action=f"Give -H '{name}: ...' a value in plain ASCII (percent-encode the rest).")
+        if any(seen.lower() == name.lower() for seen in headers):
+            raise Refusal("BAD_ARGUMENT", f"The header {name} is given twice, and madtea sends each header once; "
+                          f"nothing was sent.", target=name, user_action=f"Give -H '{name}: ...' once.")
         why = _OWN_HEADERS.get(name.lower())
         if why is not None:
             raise Refusal("BAD_ARGUMENT", f"madtea does not send a {name} header given on its command line: {why}; "

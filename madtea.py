@@ -7213,8 +7213,10 @@ def _api_field(typed: bool, text: str, filled: Mapping[str, str]) -> tuple[str, 
     if not typed:
         return key, value, False
     if value.startswith("@"):
+        if value == "@":
+            raise guard.bad_api_field(text, "names no file after '@'")
         return key, _cli_file_text(value[1:], f"the field {key}"), False
-    if re.fullmatch(r"[+-]?\d+", value):
+    if re.fullmatch(r"[+-]?[0-9]+", value):  # gh's: ASCII digits only ("٣" stays text)
         return key, int(value), False
     if value in ("true", "false", "null"):
         return key, {"true": True, "false": False, "null": None}[value], False
@@ -7250,6 +7252,8 @@ def _put_field(body: dict[str, Json], key: str, value: Json, empty: bool, text: 
         if not part:
             raise guard.bad_api_field(text, "has an empty key inside an object")
         if last:
+            if part in node:  # gh's "unexpected override": a value typed twice is never dropped for the other
+                raise guard.bad_api_field(text, f"sets {part} again, after an earlier field set it")
             node[part] = value
             return
         child = node.setdefault(part, [] if ahead == "" else {})
@@ -7948,18 +7952,24 @@ def _cli_address(op: Op, raw: dict[str, Json]) -> Result | None:
 
 
 def _address_parts(value: str) -> tuple[str, str] | None:
-    """``https://host[:port]/[prefix/]owner/repo/issues/7`` (or ``/pulls/7``) as (host[:port]/owner/repo, "7");
-    None for anything else."""
-    from urllib.parse import urlsplit
+    """``https://host[:port]/[prefix/]owner/repo/issues/7`` (or ``/pulls/7``, and a pull request's tabs as gh
+    takes them: ``/pulls/7/files``, ``/commits``, ``/checks``) as (host[:port]/owner/repo, "7"), percent-escapes
+    read; None for anything else."""
+    import re
+    from urllib.parse import unquote, urlsplit
     try:
         parts = urlsplit(value.strip())
         port = parts.port
     except ValueError:
         return None
-    segments = [s for s in parts.path.split("/") if s]
+    segments = [unquote(s) for s in parts.path.split("/") if s]
     kinds = [i for i, s in enumerate(segments) if s in ("issues", "pulls", "pull") and i >= 2]
+    if kinds and segments[kinds[-1]] != "issues" and len(segments) == kinds[-1] + 3 \
+            and segments[-1] in ("files", "commits", "checks"):
+        segments.pop()
     if parts.scheme not in ("http", "https") or not parts.hostname or len(kinds) != 1 \
-            or len(segments) != kinds[0] + 2 or not segments[-1].isdigit():
+            or len(segments) != kinds[0] + 2 or not re.fullmatch(r"[0-9]+", segments[-1]) \
+            or any("/" in s for s in segments):
         return None
     host = parts.hostname.lower() + (f":{port}" if port and port != (443 if parts.scheme == "https" else 80) else "")
     at = kinds[0]
@@ -8094,13 +8104,13 @@ def _apply_cli_extras(op: Op, ns: argparse.Namespace, raw: dict[str, Json]) -> N
 def _repository_of_address(value: str, where: str) -> str:
     """``https://host[:port]/owner/repo[.git][/...]`` as HOST/OWNER/REPO, the form --repo takes (so it is
     checked as --repo is)."""
-    from urllib.parse import urlsplit
+    from urllib.parse import unquote, urlsplit
     try:
         parts = urlsplit(value.strip())
         port = parts.port
     except ValueError:
         raise guard.not_a_repository_address(where, value) from None
-    segments = [s for s in parts.path.split("/") if s]
+    segments = [unquote(s) for s in parts.path.split("/") if s]
     if parts.scheme not in ("http", "https") or not parts.hostname or len(segments) < 2 or parts.username:
         raise guard.not_a_repository_address(where, value)
     host = parts.hostname.lower() + (f":{port}" if port and port != (443 if parts.scheme == "https" else 80) else "")

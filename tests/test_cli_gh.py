@@ -317,3 +317,46 @@ def test_api_field_reads_standard_input(env: Env, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert env.forge.find_requests("POST", "/branches")[-1].json == {"new_branch_name": "from-stdin",
                                                                      "old_branch_name": "main"}
+
+
+# --------------------------------------------------------------------------- a gh user's odd inputs
+
+
+def test_api_a_field_typed_twice_is_refused_never_dropped(env: Env, monkeypatch, capsys) -> None:
+    """gh's "unexpected override": a second value for one key is refused, not kept over the first; -F reads only
+    ASCII digits as a number, and '@' with no file after it names none."""
+    for fields in (("-F", "a[]=1", "-F", "a=2"), ("-f", "a=1", "-f", "a=2"), ("-F", "a[b]=1", "-F", "a=2")):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web/topics", "-X", "PUT", *fields)
+        assert code == 1 and "sets a again" in err and "nothing was sent" in err, (fields, err)
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web/topics", "-X", "PUT", "-F", "k=@")
+    assert code == 1 and "names no file after '@'" in err, err
+    assert not [r for r in env.forge.requests if r.method != "GET"]
+    raw: dict = {"path": "/repos/acme/web/x", "owner_repo": "acme/web"}
+    madtea.api_cli_request(argparse.Namespace(_fields=[(True, "n=\u0663"), (True, "z=007"), (True, "e=1e3"),
+                                                       (False, "empty=")], body_file=None), raw)
+    assert raw["body"] == {"n": "\u0663", "z": 7, "e": "1e3", "empty": ""}  # as gh's strconv.Atoi reads them
+
+
+def test_api_headers_a_forge_cannot_carry_or_given_twice_are_refused(env: Env, monkeypatch, capsys) -> None:
+    before = len(env.forge.requests)
+    for headers, said in ((("X-Note: \u65e5\u672c",), "The header X-Note has a value an HTTP header cannot carry"),
+                          (("X-Trace: 1", "x-trace: 2"), "The header x-trace is given twice")):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/{owner}/{repo}",
+                             *[w for h in headers for w in ("-H", h)])
+        assert code == 1 and said in err and "To continue:" in err and "could not be built" not in err, err
+    assert len(env.forge.requests) == before
+
+
+def test_an_address_as_a_browser_shows_it(env: Env, monkeypatch, capsys) -> None:
+    """A pull request's tab (files, commits, checks) and percent-escapes are the same pull request, as gh reads
+    them; digits that are not ASCII, or an escaped slash, are not an address."""
+    env.forge.commit("acme", "web", "feat/x", {"x.txt": "x\n"}, "X", start="main")
+    pull = env.forge.create_pull("acme", "web", "feat/x", title="Add x")["number"]
+    web = f"http://{env.forge.host}"
+    for address in (f"{web}/acme/web/pulls/{pull}/files", f"{web}/acme/web/pulls/{pull}/commits?style=split",
+                    f"{web}/%61cme/w%65b/pulls/{pull}"):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", address)
+        assert code == 0 and "Add x" in out, (address, err)
+    for bad in (f"{web}/acme/web/pulls/\u0661", f"{web}/acme/web%2Fx/pulls/{pull}", f"{web}/acme/web/issues/1/files"):
+        code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", bad)
+        assert code == 1 and "is not the address of an issue or pull request" in err, (bad, err)
