@@ -2740,10 +2740,13 @@ def no_login_to_default(cwd: str) -> Refusal:
                    user_action="Run the same command again with --hostname and the forge's host.")
 
 
-def no_terminal_for_token(host: str, page: str) -> Refusal:
-    """A login reads its token at a terminal (hidden) or from standard input (--with-token), never argv."""
-    return Refusal("BAD_ARGUMENT", "There is no terminal to ask for the token at; pipe it in with --with-token. "
-                   + page, target=host, user_action="Pipe the token in: madtea auth login --with-token < token-file.")
+def no_terminal_for_token(host: str, page: str, turned_off: bool = False) -> Refusal:
+    """A login reads its token at a terminal (hidden) or from standard input (--with-token), never argv; with
+    prompting turned off (``madtea config set prompt disabled``) a terminal is not asked either."""
+    why = "Prompting is turned off in madtea's settings, so the token is not asked for" if turned_off else \
+        "There is no terminal to ask for the token at"
+    return Refusal("BAD_ARGUMENT", f"{why}; pipe it in with --with-token. " + page, target=host,
+                   user_action="Pipe the token in: madtea auth login --with-token < token-file.")
 
 
 def no_token_given(host: str) -> Refusal:

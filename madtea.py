@@ -8797,8 +8797,8 @@ def token_page(target: ForgeTarget) -> str:
 def _read_token(with_token: bool, target: ForgeTarget) -> str:
     if with_token:
         return sys.stdin.read(65536)
-    if not sys.stdin.isatty():
-        raise guard.no_terminal_for_token(target.host, token_page(target))
+    if not sys.stdin.isatty() or config_value("prompt") == "disabled":
+        raise guard.no_terminal_for_token(target.host, token_page(target), sys.stdin.isatty())
     import getpass
     sys.stderr.write(token_page(target) + "\n")
     try:
@@ -9383,7 +9383,8 @@ CONFIG_KEYS: dict[str, tuple[str, tuple[str, ...]]] = {  # in gh's order
                      "keys)", ("https", "ssh")),
     "editor": ("the program a body is written in at a terminal (GIT_EDITOR comes first; then this; then VISUAL, "
                "EDITOR)", ()),
-    "prompt": ("whether a command asks at a terminal for a title or body it was not given", ("enabled", "disabled")),
+    "prompt": ("whether a command asks at a terminal for a title, body or token it was not given",
+               ("enabled", "disabled")),
     "pager": ("the program a long text at a terminal goes through (MADTEA_PAGER comes first; then this; then "
               "PAGER)", ()),
     "browser": ("the program --web opens an address with (before BROWSER)", ()),

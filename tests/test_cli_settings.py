@@ -227,6 +227,8 @@ def test_prompt_disabled_makes_a_terminal_act_as_a_pipe(env: Env, tmp_path: Path
     assert code == 1 and "needs --title" in err and "Title of the issue" not in shown, (shown, err)
     code, shown, err = _at_a_terminal(["issue", "create", "-t", "Quiet"], env.clone, "", EDITOR=str(editor))
     assert code == 0 and not seen.exists(), (shown, err)  # no editor either
+    code, shown, err = _at_a_terminal(["auth", "login", "--hostname", env.forge.url], env.clone, "")
+    assert code == 1 and "Prompting is turned off" in err and "--with-token" in err, (shown, err)  # nor a token
 
 
 # --------------------------------------------------------------------------- repo clone
