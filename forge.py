@@ -349,6 +349,7 @@ class ForgeError(Exception):
         # After a create that may have been applied: "unknown" (it may exist), "absent" (a look-up found none).
         self.outcome: str | None = None
         self.plain_http = False  # https failed because the server speaks plain http
+        self.config_file: str | None = None  # madtea's config file, when it is what cannot be read
 
     def __str__(self) -> str:
         return self.message
@@ -1846,20 +1847,37 @@ def load_config(path: Path | None = None) -> dict[str, Json]:
     except FileNotFoundError:
         return {}
     except OSError as exc:
-        raise ForgeError("BAD_ARGUMENT", f"The config file {path} cannot be read ({exc.strerror}).") from None
+        raise _config_error(path, f"The config file {path} cannot be read ({exc.strerror}).") from None
     try:
         data = _json.loads(text)
     except ValueError as exc:
-        raise ForgeError("BAD_ARGUMENT", f"The config file {path} is not valid JSON ({exc}).") from None
+        raise _config_error(path, f"The config file {path} is not valid JSON ({exc}).") from None
     if not isinstance(data, dict) or not isinstance(data.get("hosts", {}), dict):
-        raise ForgeError("BAD_ARGUMENT", f"The config file {path} must be a JSON object whose \"hosts\" is an object.")
+        raise _config_error(path, f"The config file {path} must be a JSON object whose \"hosts\" is an object.")
     for key, entry in data.get("hosts", {}).items():
         if not isinstance(entry, dict) or any(
             not isinstance(entry.get(name), (str, type(None))) for name in ("api_url", "ca_file")
         ):
-            raise ForgeError("BAD_ARGUMENT", f"The config entry for host {key!r} in {path} must be an object "
+            raise _config_error(path, f"The config entry for host {key!r} in {path} must be an object "
                              "with text api_url and ca_file.")
     return data
+
+
+def _config_error(path: Path, message: str) -> ForgeError:
+    """The config file that cannot be read, as an error that names it (its way on: fix or move the file)."""
+    error = ForgeError("BAD_ARGUMENT", message)
+    error.config_file = str(path)
+    return error
+
+
+def config_setting(key: str, path: Path | None = None) -> str | None:
+    """A person's setting as the config file holds it, None when unset; a file that cannot be read, or a value
+    that is not text, is an error."""
+    path = path or config_path()
+    value = load_config(path).get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise _config_error(path, f"The setting {key} in the config file {path} is {_json.dumps(value)[:40]}, not text.")
 
 
 def _clean_host(host: str) -> str:

@@ -2258,6 +2258,12 @@ def login_way_on(host: str) -> str:
             f"and checks it with the forge), then call again.")
 
 
+def config_file_way_on(path: str) -> str:
+    """madtea's config file that cannot be read: nothing in it is guessed at, and nothing overwrites it."""
+    return (f"Ask the user to fix {path} (a JSON object of settings and hosts) or move it aside to start "
+            f"from no settings.")
+
+
 def plain_http_way_on(host: str) -> str:
     """A forge that speaks plain http, reached over https: a person says it is at http, once, by logging in to it."""
     return (f"Ask the user to run `madtea auth login --hostname http://{host}` in their own terminal: that records "
@@ -2764,6 +2770,14 @@ def unknown_config_key(key: str, known: Sequence[str], setting: bool) -> Refusal
                        next=({"shell": "madtea auth login"},))
     return Refusal("BAD_ARGUMENT", f"madtea has no setting named {key!r}; the settings are {', '.join(known)}.{kept}",
                    target=key, next=({"shell": "madtea config list"},))
+
+
+def config_value_not_one_line(key: str) -> Refusal:
+    """A setting is one line a program is run with or printed as; a line break or control character in it would
+    run or print something other than what was typed."""
+    return Refusal("BAD_ARGUMENT", f"The value for {key} has a line break or control character, and a setting is "
+                   f"one line; nothing was changed.", target=key,
+                   user_action=f"Give madtea config set {key} a value on one line.")
 
 
 def bad_config_value(key: str, value: str, choices: Sequence[str]) -> Refusal:

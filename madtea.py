@@ -1525,6 +1525,8 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
         user_action = guard.login_way_on(host)
     elif getattr(exc, "plain_http", False) and host:
         user_action = guard.plain_http_way_on(host)
+    elif getattr(exc, "config_file", None):
+        user_action = guard.config_file_way_on(str(getattr(exc, "config_file")))
     elif code == "NOT_ALLOWED" and "should be the owner" in str(exc):  # reqOwner: Actions secrets and variables
         user_action = ("Tell the user only the repository's owner (or a site administrator) can do this on the "
                        "forge; ask them to do it, or to make this token's user an owner.")
@@ -9397,10 +9399,10 @@ def config_value(key: str) -> str | None:
     cannot be read sets nothing here: the forge commands that need its hosts say what is wrong with it."""
     import forge
     try:
-        value = forge.load_config().get(key)
+        value = forge.config_setting(key)
     except forge.ForgeError:
         value = None
-    return value if isinstance(value, str) else CONFIG_DEFAULTS.get(key)
+    return value if value is not None else CONFIG_DEFAULTS.get(key)
 
 
 def config_set(key: str, value: str) -> None:
@@ -9414,15 +9416,22 @@ def config_set(key: str, value: str) -> None:
     choices = CONFIG_KEYS[key][1]
     if choices and value not in choices:
         raise guard.bad_config_value(key, value, choices)
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise guard.config_value_not_one_line(key)
     data = forge.load_config()
     data[key] = value
     gitops.write_private(forge.config_path(), (json.dumps(data, indent=2) + "\n").encode("utf-8"))
 
 
 def _config_get(ns: argparse.Namespace) -> int:
+    import forge
     if ns.key not in CONFIG_KEYS:
         return _config_fail(guard.unknown_config_key(ns.key, list(CONFIG_KEYS), False))
-    print(for_terminal(config_value(ns.key) or ""))
+    try:  # what is printed is what the file holds: one that cannot be read is said, never shown as the defaults
+        value = forge.config_setting(ns.key)
+    except forge.ForgeError as exc:
+        return _config_fail(exc)
+    print(for_terminal(value if value is not None else CONFIG_DEFAULTS.get(ns.key, "")))
     return 0
 
 
@@ -9438,14 +9447,21 @@ def _config_set(ns: argparse.Namespace) -> int:
 
 
 def _config_list(ns: argparse.Namespace) -> int:
-    print(for_terminal("\n".join(f"{key}={config_value(key) or ''}" for key in CONFIG_KEYS)))
+    import forge
+    try:
+        values = {key: forge.config_setting(key) for key in CONFIG_KEYS}
+    except forge.ForgeError as exc:
+        return _config_fail(exc)
+    print(for_terminal("\n".join(f"{key}={value if value is not None else CONFIG_DEFAULTS.get(key, '')}"
+                                  for key, value in values.items())))
     return 0
 
 
 def _config_fail(exc: Exception) -> int:
-    if not isinstance(exc, guard.Refusal):
-        return _auth_fail(exc)  # the config file that cannot be read: what is wrong with it, and where
-    _stderr(render_text(refusal_result(exc), "cli"), "31")
+    failed = refusal_result(exc) if isinstance(exc, guard.Refusal) else _forge_error(exc)
+    if failed is None:
+        return _auth_fail(exc)
+    _stderr(render_text(failed, "cli"), "31")  # the config file that cannot be read: what is wrong, where, the way on
     return 1
 
 

@@ -340,3 +340,28 @@ def test_repo_clone_over_ssh_when_git_protocol_says_so(env: Env, tmp_path: Path,
     assert run_git(tmp_path / "over-ssh", "config", "remote.origin.url") == ssh_url
     code, out, err = cli(monkeypatch, capsys, env.clone, "config", "set", "git_protocol", "git")
     assert code == 1 and "https or ssh" in err
+
+
+def test_config_that_cannot_be_read_is_said_never_shown_as_the_defaults(tmp_path: Path, monkeypatch,
+                                                                         capsys) -> None:
+    """config get and list read the file as set does: one that is not JSON, or a setting that is not text, is
+    said with the file's name and the way on, never printed as if nothing were set; a value with a line break
+    is refused (it would run or print a second line)."""
+    import forge
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    path = forge.config_path()
+    path.parent.mkdir(parents=True)
+    for text, said in (("not json", "is not valid JSON"), ('{"editor": 5}', "The setting editor in the config "
+                                                                             "file")):
+        path.write_text(text)
+        setting = (("config", "set", "pager", "less"),) if text == "not json" else ()  # nothing overwrites it
+        for argv in (("config", "list"), ("config", "get", "editor"), *setting):
+            code, out, err = cli(monkeypatch, capsys, tmp_path, *argv)
+            assert code == 1 and not out and said in err and str(path) in err, (argv, err)
+            assert f"To continue: Fix {path} (a JSON object of settings and hosts) or move it aside" in err, err
+        assert path.read_text() == text
+    path.write_text("{}")
+    for value in ("vim\nbrowser=evil", "\x1b]0;title\x07"):
+        code, out, err = cli(monkeypatch, capsys, tmp_path, "config", "set", "editor", value)
+        assert code == 1 and "a setting is one line" in err and "madtea config set editor" in err, err
+    assert path.read_text() == "{}"
