@@ -2537,8 +2537,17 @@ def check_upload_content(raw: str, data: bytes) -> None:
 
 
 def check_api_path(text: str, segments: Sequence[str]) -> None:
-    """A passthrough path is plain, and its decoded *segments* cannot leave where it points."""
+    """A passthrough path is plain, and its decoded *segments* cannot leave where it points; a whole address
+    (gh takes one) is refused before anything is sent, with its path after /api/v1 as the way on."""
+    import re
     path = text.partition("?")[0]
+    if re.match(r"(?i)[a-z][a-z0-9+.-]*://", text.lstrip("/")):
+        from urllib.parse import urlsplit
+        parts = urlsplit(text.lstrip("/"))
+        after = re.sub(r"^/api/v1(?=/|$)", "", parts.path) + (f"?{parts.query}" if parts.query else "")
+        raise Refusal("BAD_ARGUMENT", f"The API path {text[:120]!r} is a whole address; madtea sends a path to "
+                      f"the repository's own forge, so nothing was sent.", target="madt_api_call",
+                      next=(call("madt_api_call", path=after or "/"),))
     if "#" in text or "\\" in path or any(ord(ch) < 33 or ord(ch) == 127 for ch in text):
         raise Refusal("BAD_ARGUMENT", f"The API path {text[:120]!r} must be a plain path (no spaces, control "
                       f"characters, backslashes or '#').", target="madt_api_call",
@@ -2628,8 +2637,8 @@ def unreadable_file(what: str, source: str, why: str) -> Refusal:
 def api_placeholder_unknown(name: str, why: str) -> Refusal:
     """``{owner}``, ``{repo}`` or ``{branch}`` in an ``api`` call with nothing to fill it from."""
     return Refusal("BAD_ARGUMENT", f"{{{name}}} cannot be filled in: {why}; nothing was sent.", target=f"{{{name}}}",
-                   user_action="Run it in a checkout of the repository, or pass --repo OWNER/REPO"
-                               + (" and write the branch out" if name == "branch" else "") + ".")
+                   user_action="Write the branch's name in place of {branch}." if name == "branch" else
+                   "Pass --repo OWNER/REPO.")
 
 
 def api_delete(path: str, host: str) -> Refusal:

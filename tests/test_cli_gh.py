@@ -360,3 +360,18 @@ def test_an_address_as_a_browser_shows_it(env: Env, monkeypatch, capsys) -> None
     for bad in (f"{web}/acme/web/pulls/\u0661", f"{web}/acme/web%2Fx/pulls/{pull}", f"{web}/acme/web/issues/1/files"):
         code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", bad)
         assert code == 1 and "is not the address of an issue or pull request" in err, (bad, err)
+
+
+def test_api_a_whole_address_or_a_detached_head_is_refused_with_its_own_way_on(env: Env, monkeypatch,
+                                                                               capsys) -> None:
+    """gh takes a whole URL as the endpoint; madtea sends only a path to the repository's forge, so an address is
+    refused before anything is sent, its path after /api/v1 the way on. {branch} on a detached HEAD says to
+    write the branch out, not to go to a checkout the person is already in."""
+    before = len(env.forge.requests)
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", f"{env.forge.url}/api/v1/repos/acme/web?page=2")
+    assert code == 1 and "is a whole address" in err and "madtea api '/repos/acme/web?page=2'" in err, err
+    run_git(env.clone, "switch", "-q", "--detach")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/{owner}/{repo}/branches/{branch}")
+    assert code == 1 and "detached HEAD" in err, err
+    assert "To continue: Write the branch's name in place of {branch}." in err and "checkout of" not in err, err
+    assert len(env.forge.requests) == before
