@@ -2809,11 +2809,13 @@ def no_title_typed(command: str) -> Refusal:
                    user_action=f"Run {command} again and type a title, or give it with --title.")
 
 
-def editor_failed(command: str, editor: str, why: str) -> Refusal:
-    """The body's editor did not end well: the text it held is not sent."""
+def editor_failed(command: str, editor: str, why: str, title: str = "") -> Refusal:
+    """The body's editor did not end well: the text it held is not sent, and a title typed at the prompt is
+    given back in the way on, never lost with it."""
+    kept = f" --title {shell_quote(title)}" if title else ""
     return Refusal("USER_ACTION_REQUIRED", f"The editor {editor!r} {why}, so nothing was created.", target=command,
-                   user_action="Set a working editor with madtea config set editor PROGRAM (or EDITOR), or give "
-                   "the body with --body or -F FILE.")
+                   user_action=f"Give the body from a file instead: {command}{kept} -F FILE (madtea config set "
+                   f"editor PROGRAM sets a working editor for next time).")
 
 
 def clone_into_non_empty(target: str) -> Refusal:

@@ -7797,7 +7797,8 @@ def ask_missing_text(op: Op, raw: dict[str, Json]) -> str | None:
         raw["title"] = _prompt_line(f"Title of the {what}: ", command)
     if "body" not in raw and asking:
         body = edit_text(command, f"<!-- The {what}'s body, in Markdown, goes above; lines like this one are left "
-                         "out. Save and close the editor to create it; leave it empty for no body. -->\n")
+                         "out. Save and close the editor to create it; leave it empty for no body. -->\n",
+                         str(raw.get("title") or ""))
         if body:
             raw["body"] = body
             return body
@@ -7823,6 +7824,8 @@ def _prompt_line(prompt: str, command: str) -> str:
     sys.stdout.flush()
     try:
         line = sys.stdin.readline()
+        if not line:  # end of input (Ctrl+D): the refusal starts on a line of its own, not after the prompt
+            sys.stdout.write("\n")
     except KeyboardInterrupt:
         line = ""
         sys.stdout.write("\n")
@@ -7841,9 +7844,10 @@ def editor_command(environ: Mapping[str, str] = os.environ) -> str:
     return "nano" if shutil.which("nano") else "vi"
 
 
-def edit_text(command: str, template: str) -> str:
+def edit_text(command: str, template: str, title: str = "") -> str:
     """The text a person writes in their editor, from a private file holding *template* (0600, in a 0700 folder
-    of its own, removed after); HTML comment lines and the blank lines around the text are left out."""
+    of its own, removed after); HTML comment lines and the blank lines around the text are left out. An editor
+    that fails is refused with the *title* already typed in its way on."""
     import re
     import shutil
     import subprocess
@@ -7857,14 +7861,15 @@ def edit_text(command: str, template: str) -> str:
         try:
             done = subprocess.run(words, check=False)
         except OSError as exc:
-            raise guard.editor_failed(command, editor, f"did not start ({exc.strerror or exc})") from None
-        if done.returncode:
-            raise guard.editor_failed(command, editor, f"ended with exit status {done.returncode}")
+            raise guard.editor_failed(command, editor, f"did not start ({exc.strerror or exc})", title) from None
+        if done.returncode:  # run by sh: 127 and 126 are the shell's own "not found" and "cannot run"
+            said = {127: "was not found", 126: "could not be run"}.get(done.returncode, "ended")
+            raise guard.editor_failed(command, editor, f"{said} (exit status {done.returncode})", title)
         try:
             os.chmod(path, 0o600)  # an editor that saved by a rename may have left its own mode (the folder is 0700)
             data = gitops.read_private(path, _BODY_CAP)
         except OSError as exc:
-            raise guard.editor_failed(command, editor, f"left a file that is not read back ({exc})") from None
+            raise guard.editor_failed(command, editor, f"left a file that is not read back ({exc})", title) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     text = re.sub(_EDITOR_COMMENT, "", (data or b"").decode("utf-8", "replace"))

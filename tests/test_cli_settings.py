@@ -199,7 +199,7 @@ def test_an_empty_title_at_a_terminal_cancels_with_exit_2_and_creates_nothing(en
     assert env.issue_count() == before and not seen.exists()
     code, shown, err = _at_a_terminal(["issue", "create", "-t", "Given"], env.clone, "",
                                       EDITOR=f"{editor}; exit 3")  # an editor that fails sends nothing
-    assert code == 1 and "ended with exit status 3" in err and env.issue_count() == before, (shown, err)
+    assert code == 1 and "ended (exit status 3)" in err and env.issue_count() == before, (shown, err)
     code, shown, err = _at_a_terminal(["issue", "create", "-t", "No body", "--body", ""], env.clone, "",
                                       EDITOR=str(editor))
     assert code == 0 and env.issue_count() == before + 1 and not seen.exists(), (shown, err)  # no editor asked
@@ -365,3 +365,16 @@ def test_config_that_cannot_be_read_is_said_never_shown_as_the_defaults(tmp_path
         code, out, err = cli(monkeypatch, capsys, tmp_path, "config", "set", "editor", value)
         assert code == 1 and "a setting is one line" in err and "madtea config set editor" in err, err
     assert path.read_text() == "{}"
+
+
+def test_an_editor_that_is_missing_gives_back_the_title_typed(env: Env, tmp_path: Path) -> None:
+    """The title typed at the prompt is in the way on when the editor then fails (not found: said so, not a bare
+    status); end of input at the prompt cancels on a line of its own."""
+    before = env.issue_count()
+    code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "My precious title\n",
+                                      EDITOR=str(tmp_path / "no-such-editor"))
+    assert code == 1 and "was not found (exit status 127), so nothing was created." in err, (shown, err)
+    assert "madtea issue create --title 'My precious title' -F FILE" in err, err
+    code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "\x04")
+    assert code == 2 and shown.endswith("Title of the issue: \r\n"), repr(shown)
+    assert env.issue_count() == before
