@@ -13,12 +13,14 @@ The module is three parts, in this order:
 3. **The hook's entry.** ``madtea hook`` itself: the module's only I/O (the
    event on stdin, the answer on stdout and stderr, a few small file reads and
    the caller record). It lives here so that a hook run loads guard and gitops
-   alone.
+   alone. The exec-time ``git`` (the shim) is its other entry: the same table,
+   judged on the argv git really receives.
 
 Private names take one prefix, ``_``, in all three parts; part 3 is set apart
 by its section header, not by its names.
 
-Nothing here starts a process or touches the network.
+Nothing here touches the network. Nothing starts a process but the shim, which asks git (through gitops)
+for an alias that is not a builtin's name, then becomes git.
 """
 from __future__ import annotations
 
@@ -7615,7 +7617,7 @@ _SHIM_ENV = frozenset({"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR", "
 _SHIM_PASSING = _HOOK_WRAPPERS | frozenset({
     "xargs", "find", "parallel", "watch", "script", "flock", "chronic", "unbuffer", "expect", "strace", "ltrace",
     "su", "runuser", "ionice", "taskset", "chrt", "make", "gmake", "awk", "gawk", "mawk", "nawk", "sed", "vim",
-    "vi", "nvim", "ex", "view", "emacs", "tclsh", "wish", "coproc", "exec"})
+    "vi", "nvim", "ex", "view", "emacs", "tclsh", "wish"})
 _SHIM_INTERPRETERS = frozenset({"node", "nodejs", "perl", "ruby", "php", "lua", "deno", "bun", "Rscript", "osascript"})
 # Options of an interpreter whose value is the code itself, or that read the code from the command line.
 _SHIM_INLINE = frozenset({"-c", "-e", "-E", "--eval", "-p", "--print", "-r", "--command"})
