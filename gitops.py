@@ -361,7 +361,8 @@ _SSH_BATCH = "ssh -o BatchMode=yes"
 _HEX_SHA = r"[0-9a-f]{40}(?:[0-9a-f]{24})?"
 
 DEFAULT_TIMEOUT = 120.0  # seconds of wall clock for one git child, its own children included
-TIMEOUT_ENV = "MADTEA_GIT_TIMEOUT"  # seconds, overriding DEFAULT_TIMEOUT
+TIMEOUT_ENV = "MADTEA_GIT_TIMEOUT"  # seconds, overriding DEFAULT_TIMEOUT (and CLONE_TIMEOUT)
+CLONE_TIMEOUT = 3600.0  # seconds a person's whole clone may take: a large repository outlasts DEFAULT_TIMEOUT
 
 _calls = 0
 _calls_lock = _thread.allocate_lock()
@@ -2453,7 +2454,8 @@ def clone(url: str, dest: str | os.PathLike[str], flags: Sequence[str] = (),
     dest = os.path.abspath(dest)
     argv = ["-c", "core.hooksPath=/dev/null", "-c", "core.askPass=", "clone", *flags, *_progress_option(), "--",
             url, dest]
-    result = git(*argv, cwd=os.path.dirname(dest), check=False, env=_transport_env(env), progress=True)
+    result = git(*argv, cwd=os.path.dirname(dest), check=False, env=_transport_env(env), progress=True,
+                 timeout=env_seconds(TIMEOUT_ENV, CLONE_TIMEOUT))
     if result.returncode != 0:
         raise _failure(["git", *argv], result.returncode, _decode(result.stderr))
 

@@ -378,3 +378,21 @@ def test_an_editor_that_is_missing_gives_back_the_title_typed(env: Env, tmp_path
     code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "\x04")
     assert code == 2 and shown.endswith("Title of the issue: \r\n"), repr(shown)
     assert env.issue_count() == before
+
+
+def test_a_clone_may_take_an_hour_unless_madtea_git_timeout_says_otherwise(hermetic_seal: Path, tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    import gitops
+    from topologies import make_repo
+    source = make_repo(tmp_path / "source")
+    given: list[float] = []
+    real = gitops.git
+
+    def git(*args: object, **options: object) -> object:
+        given.append(options["timeout"])  # type: ignore[arg-type]
+        return real(*args, **options)  # type: ignore[arg-type]
+    monkeypatch.setattr(gitops, "git", git)
+    gitops.clone(str(source), tmp_path / "copy")
+    monkeypatch.setenv("MADTEA_GIT_TIMEOUT", "30")
+    gitops.clone(str(source), tmp_path / "again")
+    assert given == [3600.0, 30.0] and (tmp_path / "again" / ".git").is_dir()
