@@ -2624,6 +2624,13 @@ def bad_api_field(text: str, why: str) -> Refusal:
                                "object).")
 
 
+def stdin_read_twice(readers: Sequence[str]) -> Refusal:
+    """Standard input is read once: a second ``@-`` (or ``--input -`` beside one) would be sent empty."""
+    return Refusal("BAD_ARGUMENT", f"{' and '.join(readers)} both read standard input, which can be read only once "
+                   f"(the second would be sent empty); nothing was sent.", target=readers[-1],
+                   user_action="Read standard input in one place, and give the other value from a file (@FILE).")
+
+
 def bad_api_body(flag: str, why: str) -> Refusal:
     """An ``api`` body that is not JSON: the forge's API reads JSON bodies only."""
     return Refusal("BAD_ARGUMENT", f"The body given with {flag} is not JSON ({why}); nothing was sent.",

@@ -7154,6 +7154,9 @@ def api_cli_request(ns: argparse.Namespace, raw: dict[str, Json]) -> None:
         path = path.replace(f"{{{name}}}", value)
     raw["path"] = path
     source = getattr(ns, "body_file", None)
+    readers = [f"-F {text}" for typed, text in fields if typed and text.partition("=")[2] == "@-"]
+    if len([*readers, *(["--input -"] if source == "-" else [])]) > 1:  # the second read would get nothing
+        raise guard.stdin_read_twice((["--input -"] if source == "-" else []) + readers)
     text = _cli_file_text(source, "--input") if source else raw.get("body")
     if isinstance(text, str):
         try:

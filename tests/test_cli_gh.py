@@ -375,3 +375,15 @@ def test_api_a_whole_address_or_a_detached_head_is_refused_with_its_own_way_on(e
     assert code == 1 and "detached HEAD" in err, err
     assert "To continue: Write the branch's name in place of {branch}." in err and "checkout of" not in err, err
     assert len(env.forge.requests) == before
+
+
+def test_api_standard_input_read_twice_is_refused(env: Env, tmp_path: Path) -> None:
+    """Standard input can be read once: a second @- (or --input - beside one) would go out empty."""
+    given = tmp_path / "stdin.txt"
+    given.write_text("from-stdin")
+    for argv in (("-F", "new_branch_name=@-", "-F", "old_branch_name=@-"), ("--input", "-", "-F", "n=@-")):
+        with given.open() as stdin:
+            done = env.cli("api", "/repos/{owner}/{repo}/branches", *argv, stdin=stdin)
+        assert done.returncode == 1 and "can be read only once" in done.stderr and "@FILE" in done.stderr, argv
+        assert "Traceback" not in done.stderr
+    assert not env.forge.find_requests("POST")
