@@ -7096,8 +7096,8 @@ def hook_main(cli_ops: CliTable) -> int:
     command: str | None = None
     try:
         raw = sys.stdin.buffer.read()
-        if b"SessionStart" in raw:
-            return _session_start(raw)
+        if b"SessionStart" in raw and _session_start(raw):
+            return 0
         mcp = _mcp_read(raw, cli_ops) if b"madtea__madt_" in raw else None
         if mcp is not None:  # one of madtea's own tools: a read runs without asking
             return mcp
@@ -7122,20 +7122,20 @@ def hook_main(cli_ops: CliTable) -> int:
             return 0
 
 
-def _session_start(raw: bytes) -> int:
+def _session_start(raw: bytes) -> bool:
     """Claude Code's SessionStart: put madtea's exec-time git first on PATH for every later shell command of
-    the session, through the environment file the harness sources before each one. Always exit 0."""
+    the session, through the environment file the harness sources before each one. False when the event
+    is not a session start (a shell command that merely names one is judged as always)."""
     try:
         data = gitops.from_json(raw.decode("utf-8", errors="replace"))
     except ValueError:
-        return 0
+        return False
+    if not isinstance(data, dict) or data.get("hook_event_name") != "SessionStart":
+        return False
     env_file = os.environ.get("CLAUDE_ENV_FILE")
-    if not isinstance(data, dict) or data.get("hook_event_name") != "SessionStart" or not env_file \
-            or not os.path.isdir("/proc/self"):
-        return 0
-    folder = shim_folder(create=True)
-    if folder is None:
-        return 0
+    folder = shim_folder(create=True) if env_file and os.path.isdir("/proc/self") else None
+    if env_file is None or folder is None:
+        return True
     quoted = shell_quote(folder)
     line = f'case ":$PATH:" in *:{quoted}:*) ;; *) export PATH={quoted}:"$PATH" ;; esac\n'
     try:
@@ -7143,7 +7143,7 @@ def _session_start(raw: bytes) -> int:
             fh.write(line)
     except OSError:
         pass
-    return 0
+    return True
 
 
 def _mcp_read(raw: bytes, cli_ops: CliTable) -> int | None:

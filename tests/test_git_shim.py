@@ -242,3 +242,16 @@ def test_doctor_says_whether_git_here_is_the_exec_time_git(shim: Path, monkeypat
     monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
     status, _, detail = madtea._doctor_exec_git()
     assert status == "ok" and str(shim / "git") in detail and str(gitops.real_git()) in detail
+
+
+def test_a_command_that_names_the_session_start_is_judged_as_always(repo: Path, tmp_path: Path) -> None:
+    import json
+
+    root = Path(__file__).resolve().parent.parent
+    event = {"session_id": "s", "cwd": str(repo), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_input": {"command": "git push # SessionStart", "description": "x"}}
+    done = subprocess.run([sys.executable, str(root / "bin" / "madtea"), "hook"], input=json.dumps(event),
+                          capture_output=True, text=True, cwd=repo, timeout=60,
+                          env={**os.environ, "CLAUDE_ENV_FILE": str(tmp_path / "env.sh")})
+    assert done.returncode == 2 and "madt_push" in done.stderr, done.stderr
+    assert not (tmp_path / "env.sh").exists()
