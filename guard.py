@@ -2584,7 +2584,8 @@ _OWN_HEADERS = {"authorization": "the token is madtea's and goes only to the for
                 "host": "the host is the one in the forge's address",
                 "content-length": "madtea sets the body's length from the body it sends",
                 "transfer-encoding": "madtea sets the body's length from the body it sends",
-                "connection": "madtea manages its own connections"}
+                "connection": "madtea manages its own connections",
+                "accept-encoding": "madtea reads the forge's answer as plain text, never compressed"}
 
 
 def check_api_headers(given: Sequence[str]) -> dict[str, str]:
@@ -2611,8 +2612,8 @@ def check_api_headers(given: Sequence[str]) -> dict[str, str]:
         if why is not None:
             raise Refusal("BAD_ARGUMENT", f"madtea does not send a {name} header given on its command line: {why}; "
                           f"nothing was sent.", target=name,
-                          user_action=f"Leave out -H '{name}: ...'; madtea signs in with your login "
-                                      f"(madtea auth status shows which).")
+                          user_action=f"Leave out -H '{name}: ...'" + ("; madtea signs in with your login "
+                                      "(madtea auth status shows which)." if "token" in why else "."))
         headers[name] = value
     return headers
 
