@@ -7621,12 +7621,15 @@ def _proc_stat(pid: int) -> tuple[int, int, str] | None:
 
 SHIM_FOLDER = "git-shim"
 _SHIM_ENV = frozenset({"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR", "GIT_WORK_TREE", *_HOOK_GIT_RUNS_ENV})
-# Programs that only start the command they are given: like a shell, they say nothing of who wrote it.
+# Programs that only start the command they are given (wrappers, editors, consoles with a shell escape): like a
+# shell, they say nothing of who wrote it.
 _SHIM_PASSING = _HOOK_WRAPPERS | frozenset({
     "xargs", "find", "parallel", "watch", "script", "flock", "chronic", "unbuffer", "expect", "strace", "ltrace",
     "su", "runuser", "ionice", "taskset", "chrt", "make", "gmake", "awk", "gawk", "mawk", "nawk", "sed", "vim",
-    "vi", "nvim", "ex", "view", "emacs", "tclsh", "wish"})
-_SHIM_INTERPRETERS = frozenset({"node", "nodejs", "perl", "ruby", "php", "lua", "deno", "bun", "Rscript", "osascript"})
+    "vi", "nvim", "ex", "view", "emacs", "tclsh", "wish", "gdb", "lldb", "sqlite3", "psql", "mysql", "mariadb",
+    "less", "more", "man", "ftp"})
+_SHIM_INTERPRETERS = frozenset({"node", "nodejs", "perl", "ruby", "php", "lua", "deno", "bun", "Rscript", "R",
+                                "julia", "osascript"})
 # Options of an interpreter whose value is the code itself, or that read the code from the command line.
 _SHIM_INLINE = frozenset({"-c", "-e", "-E", "--eval", "-p", "--print", "-r", "--command"})
 # Where programs are installed, rather than written by the agent: a script there is a tool.

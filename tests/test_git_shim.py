@@ -78,6 +78,16 @@ def test_a_script_on_disk_is_judged(shim: Path, repo: Path, tmp_path: Path) -> N
     held(agent(f"python3 {program} checkout -- a.py", repo, shim), repo, "Checking out paths")
 
 
+def test_consoles_with_a_shell_escape_pass_the_call_up(shim: Path, repo: Path) -> None:
+    consoles = {"gdb": "gdb -batch -ex 'shell git checkout -- a.py'",
+                "sqlite3": "sqlite3 :memory: '.shell git checkout -- a.py'"}
+    present = {name: line for name, line in consoles.items() if shutil.which(name)}
+    if not present:
+        pytest.skip("neither gdb nor sqlite3 is installed")
+    for line in present.values():
+        held(agent(f"{line}; exit 1", repo, shim), repo, "Checking out paths")
+
+
 def test_aliases_are_expanded_as_git_expands_them(shim: Path, repo: Path) -> None:
     held(agent("python3 -c 'import subprocess; raise SystemExit(subprocess.run([\"git\", \"w\"]).returncode)'",
                repo, shim, GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="alias.w", GIT_CONFIG_VALUE_0="reset --hard"),
