@@ -7144,14 +7144,14 @@ def api_cli_request(ns: argparse.Namespace, raw: dict[str, Json]) -> None:
     of a GET (or beside --input) and as the JSON body otherwise, POST by default once there are fields or a
     body; --input (or --body) read as JSON. Raises a refusal for what cannot be read; nothing is sent then."""
     import json
-    from urllib.parse import urlencode
+    from urllib.parse import quote, urlencode
     fields: list[tuple[bool, str]] = list(getattr(ns, "_fields", None) or ())
     path = str(raw.get("path") or "")
     wanted = [name for name in ("owner", "repo", "branch")
               if f"{{{name}}}" in path or any(typed and f"{{{name}}}" in text for typed, text in fields)]
     filled = _api_placeholders(raw, wanted)
-    for name, value in filled.items():
-        path = path.replace(f"{{{name}}}", value)
+    for name, value in filled.items():  # escaped in the path, so a branch "a%41" is not read as "aA" (nor "#" cut)
+        path = path.replace(f"{{{name}}}", quote(value, safe="/"))
     raw["path"] = path
     source = getattr(ns, "body_file", None)
     readers = [f"-F {text}" for typed, text in fields if typed and text.partition("=")[2] == "@-"]

@@ -392,3 +392,14 @@ def test_api_standard_input_read_twice_is_refused(env: Env, tmp_path: Path) -> N
         assert done.returncode == 1 and "can be read only once" in done.stderr and "@FILE" in done.stderr, argv
         assert "Traceback" not in done.stderr
     assert not env.forge.find_requests("POST")
+
+
+def test_api_branch_placeholder_is_escaped_in_the_path(env: Env, monkeypatch, capsys) -> None:
+    """{branch} is the checkout's branch exactly: a '%' in its name is not read as an escape (odd%41x is not
+    oddAx, another branch), and a '#' does not cut the path; its slashes stay the route's."""
+    for name in ("odd%41x", "oddAx", "we#ird", "feat/odd"):
+        env.forge.commit("acme", "web", name, {"n.txt": name + "\n"}, f"On {name}", start="main")
+    for name in ("odd%41x", "we#ird", "feat/odd"):
+        run_git(env.clone, "switch", "-q", "-c", name)
+        code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/{owner}/{repo}/branches/{branch}")
+        assert code == 0 and json.loads(out)["name"] == name, (name, err)
