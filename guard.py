@@ -2638,8 +2638,13 @@ def bad_api_body(flag: str, why: str) -> Refusal:
                    target=flag, user_action="Give a JSON body, or the fields one by one with -f/-F key=value.")
 
 
-def unreadable_file(what: str, source: str, why: str) -> Refusal:
-    """A file a command line names (``@FILE``, ``--input FILE``) that cannot be read sends nothing."""
+def unreadable_file(what: str, source: str, why: str, text: bool = False) -> Refusal:
+    """A file a command line names (``@FILE``, ``--input FILE``) that cannot be read, or (*text*) is not UTF-8
+    text a JSON value can carry, sends nothing."""
+    if text:
+        return Refusal("BAD_ARGUMENT", f"{source} is not UTF-8 text ({why}), and {what} is sent as text; "
+                       f"nothing was sent.", target=source,
+                       user_action="Name a UTF-8 text file (madtea release upload sends a binary file as it is).")
     return Refusal("BAD_ARGUMENT", f"Cannot read {source} for {what} ({why}); nothing was sent.", target=source,
                    user_action="Name a file that can be read ('-' reads standard input).")
 

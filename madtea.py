@@ -7274,8 +7274,11 @@ def _cli_file_text(source: str, what: str) -> str:
     try:
         data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
         return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise guard.unreadable_file(what, source, str(exc)) from None
+    except OSError as exc:
+        raise guard.unreadable_file(what, source, exc.strerror or str(exc)) from None
+    except UnicodeDecodeError as exc:
+        raise guard.unreadable_file(what, "standard input" if source == "-" else source,
+                                    f"at byte {exc.start}", text=True) from None
 
 
 # gh's --web beside a view's: the forge page a list or a create opens (under the repository's address).

@@ -403,3 +403,13 @@ def test_api_branch_placeholder_is_escaped_in_the_path(env: Env, monkeypatch, ca
         run_git(env.clone, "switch", "-q", "-c", name)
         code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/{owner}/{repo}/branches/{branch}")
         assert code == 0 and json.loads(out)["name"] == name, (name, err)
+
+
+def test_api_a_binary_file_is_said_to_be_not_text(env: Env, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A file that reads but is not UTF-8 is not 'a file that cannot be read': the refusal says what it is."""
+    binary = tmp_path / "logo.png"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/acme/web/topics", "-X", "PUT",
+                         "-F", f"k=@{binary}")
+    assert code == 1 and f"{binary} is not UTF-8 text (at byte 0)" in err and "Cannot read" not in err, err
+    assert not [r for r in env.forge.requests if r.method != "GET"]
