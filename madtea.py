@@ -8985,12 +8985,13 @@ def _auth_import_tea(ns: argparse.Namespace) -> int:
                            + f" (tea login {login.name!r})"))
     if not sys.stdin.isatty():
         return _auth_fail(guard.import_needs_terminal())
-    try:
-        answer = input(f"Import {len(plan)} token{'s' if len(plan) != 1 else ''} into madtea's credential store? "
-                       "Type yes to import: ")
-    except EOFError:
-        answer = ""
-        print()
+    # On stderr, as every confirmation: with standard output piped, a prompt there would never be seen.
+    sys.stderr.write(f"Import {len(plan)} token{'s' if len(plan) != 1 else ''} into madtea's credential store? "
+                     "Type yes to import: ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:  # end of input: the answer's line ends here
+        sys.stderr.write("\n")
     if answer.strip().lower() != "yes":
         print("Nothing was imported.")
         return 2  # gh's status for a cancelled prompt

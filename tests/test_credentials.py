@@ -642,7 +642,8 @@ def test_import_tea_with_consent_verifies_and_stores(gitea: FakeForge, secret_to
 
     monkeypatch.setattr(sys, "stdin", Terminal("yes\n"))
     assert madtea.main(["auth", "import-tea"]) == 1  # the unreachable work login is reported, not stored
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "Type yes to import: " in err and "Type yes" not in out  # seen even with standard output piped
     assert f"{gitea.host}: imported as alice; the token is in the Secret Service (secret-tool)" in out
     assert "192.0.2.10: not imported" in out
     assert secret_tool.items() == {f"madtea|{gitea.host}": TOKEN}
