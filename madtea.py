@@ -7875,7 +7875,9 @@ def edit_text(command: str, template: str, title: str = "") -> str:
             os.chmod(path, 0o600)  # an editor that saved by a rename may have left its own mode (the folder is 0700)
             data = gitops.read_private(path, _BODY_CAP)
         except OSError as exc:
-            raise guard.editor_failed(command, editor, f"left a file that is not read back ({exc})", title) from None
+            said = "removed the file it was given" if isinstance(exc, FileNotFoundError) else \
+                f"left a file that is not read back ({exc.strerror or exc})"
+            raise guard.editor_failed(command, editor, said, title) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     text = re.sub(_EDITOR_COMMENT, "", (data or b"").decode("utf-8", "replace"))

@@ -375,6 +375,11 @@ def test_an_editor_that_is_missing_gives_back_the_title_typed(env: Env, tmp_path
                                       EDITOR=str(tmp_path / "no-such-editor"))
     assert code == 1 and "was not found (exit status 127), so nothing was created." in err, (shown, err)
     assert "madtea issue create --title 'My precious title' -F FILE" in err, err
+    remover = tmp_path / "remover"
+    remover.write_text('#!/bin/sh\nrm -f "$1"\n')
+    remover.chmod(0o755)
+    code, shown, err = _at_a_terminal(["issue", "create", "-t", "Kept"], env.clone, "", EDITOR=str(remover))
+    assert code == 1 and "removed the file it was given, so nothing was created" in err and "Errno" not in err, err
     code, shown, err = _at_a_terminal(["issue", "create"], env.clone, "\x04")
     assert code == 2 and shown.endswith("Title of the issue: \r\n"), repr(shown)
     assert env.issue_count() == before
