@@ -78,6 +78,34 @@ def test_a_script_on_disk_is_judged(shim: Path, repo: Path, tmp_path: Path) -> N
     held(agent(f"python3 {program} checkout -- a.py", repo, shim), repo, "Checking out paths")
 
 
+def test_a_shell_renamed_copied_or_linked_still_passes_the_call_up(shim: Path, repo: Path, tmp_path: Path) -> None:
+    """Only the real git's children run unjudged: a shell that calls itself git, or a copy of one, is a shell."""
+    bash = shutil.which("bash") or "/bin/bash"
+    shutil.copy(bash, tmp_path / "tool")
+    (tmp_path / "bin").mkdir()
+    shutil.copy(bash, tmp_path / "bin" / "git")
+    (tmp_path / "git-sh").symlink_to(bash)
+    for line in ("bash -c 'echo -n git > /proc/$$/comm; git checkout -- a.py; true'",
+                 "(exec -a tool bash -c 'git checkout -- a.py; true')",
+                 f"{tmp_path / 'tool'} -c 'git checkout -- a.py; true'",
+                 f"{tmp_path / 'bin' / 'git'} -c 'git checkout -- a.py; true'",
+                 f"{tmp_path / 'git-sh'} -c 'git checkout -- a.py; true'"):
+        held(agent(f"{line}; exit 1", repo, shim), repo, "Checking out paths")
+
+
+def test_inline_code_and_the_agents_own_python_are_judged_however_started(shim: Path, repo: Path) -> None:
+    """Options run together (``-Ic``), a script named from a folder it leaves, ``-m`` on the agent's module or on
+    a module that runs the code it is given."""
+    code = 'import os; os.system("git checkout -- a.py")'
+    (repo / "fix.py").write_text(code + "\n")
+    (repo / "away.py").write_text('import os; os.chdir("/usr"); os.system("git -C %s checkout -- a.py" % '
+                                  'os.environ["R"])\n')
+    for line in (f"python3 -Ic '{code} #/node_modules/x'", "R=$PWD python3 away.py", "python3 -m fix",
+                 "python3 -m runpy fix", f"printf '{code}\\n' | python3 -m code",
+                 f"python3 -m timeit -n1 -s '{code}' pass"):
+        held(agent(f"{line}; exit 1", repo, shim), repo, "Checking out paths")
+
+
 def test_consoles_with_a_shell_escape_pass_the_call_up(shim: Path, repo: Path) -> None:
     consoles = {"gdb": "gdb -batch -ex 'shell git checkout -- a.py'",
                 "sqlite3": "sqlite3 :memory: '.shell git checkout -- a.py'"}
