@@ -7639,7 +7639,10 @@ _SHIM_INTERPRETERS = frozenset({"node", "nodejs", "perl", "ruby", "php", "lua", 
 _SHIM_INLINE = frozenset({"-c", "-e", "-E", "--eval", "-p", "--print", "-r", "--command"})
 # Where programs are installed, rather than written by the agent: a script there is a tool.
 _SHIM_INSTALLED = ("/site-packages/", "/dist-packages/", "/node_modules/", "/.local/", "/.cache/", "/.nvm/",
-                   "/.pyenv/", "/.volta/", "/.cargo/", "/.rustup/")
+                   "/.pyenv/", "/.volta/", "/.cargo/", "/.rustup/", "/go/", "/.linuxbrew/")
+# Python's own modules that run the code or the file they are handed (``python -m runpy fix``).
+_SHIM_PY_RUNNERS = frozenset({"runpy", "pdb", "code", "timeit", "trace", "cProfile", "profile", "doctest",
+                              "pydoc", "idlelib"})
 _SHIM_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/opt/", "/nix/", "/snap/", "/gnu/")
 _SHIM_GIT_GLOBALS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env",
                                "--super-prefix", "--attr-source"})
@@ -7804,46 +7807,89 @@ def _shim_judges(pid: int) -> bool:
         if found is None or found[0] <= 1:
             return True
         current = found[0]
-        parent = _proc_stat(current)
-        if parent is None:
+        if _proc_stat(current) is None:
             return True
-        if parent[2] == "git" or parent[2].startswith("git-"):
-            return False
-        if _shim_passes_up(_proc_words(current, "cmdline")):
+        exe = _proc_exe(current)
+        name = os.path.basename(exe)
+        if (name == "git" or name.startswith("git-")) and _shim_installed(exe):
+            return False  # the real git by its program file: a name (comm, argv[0]) is anyone's to choose
+        if _shim_passes_up(_proc_words(current, "cmdline"), exe, current):
             continue
         return not any(os.path.realpath(folder or ".") == mine
                        for folder in _proc_path(current).split(os.pathsep))
     return True
 
 
-def _shim_passes_up(argv: list[str]) -> bool:
+def _shim_passes_up(argv: list[str], exe: str = "", pid: int | None = None) -> bool:
     """True for a process that only runs what it was handed (a shell, a wrapper, inline code, the agent's
-    own script); False for a program: a native one, or a script where programs are installed."""
+    own script or program); False for a program: a native one, or a script, where programs are installed.
+    *exe* is its program file (argv[0] is anyone's to choose), *pid* gives its directory and environment."""
     if not argv:
         return True
-    name = os.path.basename(argv[0]).lstrip("-")
-    if name in _HOOK_SHELLS or name in _SHIM_PASSING:
+    names = {os.path.basename(argv[0]).lstrip("-"), *([os.path.basename(exe)] if exe else [])}
+    if any(name in _HOOK_SHELLS or name in _SHIM_PASSING for name in names):
         return True
-    if not (_python(name) or name in _SHIM_INTERPRETERS):
+    if exe and not _shim_installed(exe):
+        return True  # a program the agent copied or built
+    python = any(_python(name) for name in names)
+    if not (python or names & _SHIM_INTERPRETERS):
         return False
     rest = argv[1:]
     while rest and rest[0].startswith("-") and rest[0] != "-":
         option = rest.pop(0)
-        if option in _SHIM_INLINE or (_python(name) and option.startswith("-c")):
+        if option in _SHIM_INLINE or option.startswith(("--eval=", "--print=")):
             return True
-        if _python(name) and (option == "-m" or option.startswith("-m")):
-            return False  # an installed module (python -m pip)
-        if _python(name) and option in ("-W", "-X", "-Q") and rest:
-            rest.pop(0)
+        if option.startswith("--"):
+            continue
+        if not python:
+            if option[1:].isalpha() and ("e" in option or "E" in option):
+                return True  # perl -le, ruby -ne
+            continue
+        for at, letter in enumerate(option[1:], 2):
+            if letter == "c":
+                return True
+            if letter == "m":
+                return _shim_own_module(option[at:] or (rest[0] if rest else ""), pid)
+            if letter in "WXQ":
+                if at == len(option) and rest:
+                    rest.pop(0)
+                break
     if not rest or rest[0] == "-" or rest[0].startswith("/dev/fd/") or rest[0].startswith("/proc/"):
         return True  # code read from stdin
+    if not os.path.isabs(rest[0]):
+        return True  # named from a directory the process may since have left
     script = os.path.realpath(rest[0])
-    if os.path.basename(script) in _SHIM_PASSING:
-        return True  # GNU parallel is a perl script
-    folder = os.path.dirname(script)
-    installed = any(part in script for part in _SHIM_INSTALLED) or script.startswith(_SHIM_SYSTEM) \
-        or os.path.isfile(os.path.join(os.path.dirname(folder), "pyvenv.cfg"))
-    return not installed
+    return os.path.basename(script) in _SHIM_PASSING or not _shim_installed(script)  # GNU parallel is perl
+
+
+def _shim_installed(path: str) -> bool:
+    """Whether the file *path* lies where programs are installed, rather than where the agent writes."""
+    return any(part in path for part in _SHIM_INSTALLED) or path.startswith(_SHIM_SYSTEM) \
+        or os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(path)), "pyvenv.cfg"))
+
+
+def _shim_own_module(module: str, pid: int | None) -> bool:
+    """``python -m module``: True when it runs code it is handed, or is the agent's own (found in the
+    process's directory or on its PYTHONPATH outside installed places); False for an installed tool."""
+    top = module.partition(".")[0]
+    if not top or top in _SHIM_PY_RUNNERS:
+        return True
+    folders = [os.getcwd()]
+    if pid is not None:
+        folders.append(_proc_exe(pid, "cwd"))
+        folders += next((word[11:].split(os.pathsep) for word in _proc_words(pid, "environ")
+                         if word.startswith("PYTHONPATH=")), [])
+    return any(folder and not _shim_installed(os.path.join(folder, "")) and
+               (os.path.isfile(os.path.join(folder, top + ".py")) or os.path.isdir(os.path.join(folder, top)))
+               for folder in folders)
+
+
+def _proc_exe(pid: int, what: str = "exe") -> str:
+    """/proc/<pid>/exe (or cwd): the process's program file; "" where it cannot be read."""
+    try:
+        return os.readlink(f"/proc/{pid}/{what}").removesuffix(" (deleted)")
+    except OSError:
+        return ""
 
 
 def _proc_words(pid: int, what: str) -> list[str]:
