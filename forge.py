@@ -350,6 +350,7 @@ class ForgeError(Exception):
         self.outcome: str | None = None
         self.plain_http = False  # https failed because the server speaks plain http
         self.config_file: str | None = None  # madtea's config file, when it is what cannot be read
+        self.unknown_host = False  # the host's name is known to no name lookup: a typo, not a passing failure
 
     def __str__(self) -> str:
         return self.message
@@ -705,8 +706,8 @@ def _classify(exc: BaseException, sent: bool) -> _Transport:
         return _Transport("tls", reason, False)  # the handshake; mid-answer TLS errors are drops
     if isinstance(exc, (TimeoutError, socket.timeout)):
         return _Transport("timeout", reason, sent)
-    if isinstance(exc, socket.gaierror):
-        return _Transport("dns", reason, False)
+    if isinstance(exc, socket.gaierror):  # a name that no lookup knows is a typo, not a passing failure
+        return _Transport("nohost" if exc.errno == socket.EAI_NONAME else "dns", reason, False)
     if isinstance(exc, ConnectionRefusedError):
         return _Transport("refused", reason, False)
     if not sent and isinstance(exc, OSError) and not isinstance(exc, ConnectionError):
@@ -826,6 +827,11 @@ def _transport_error(failure: _Transport, method: str, host: str, path: str, tim
         text = (f"The TLS connection to {host} failed ({failure.reason}); madtea never turns verification "
                 f"off, so give this host a ca_file in {config_path()} if it uses a private CA.")
         return ForgeError("FORGE_UNAVAILABLE", text, None, method, path)
+    if failure.kind == "nohost":
+        error = ForgeError("FORGE_UNAVAILABLE", f"No host named {host} is known here ({failure.reason}), so "
+                           f"{label} was not sent.", None, method, path, host=host)
+        error.unknown_host = True
+        return error
     if failure.kind == "dns":
         return ForgeError("FORGE_UNAVAILABLE", f"Could not resolve {host} ({failure.reason}).", None, method, path,
                           transient=True)

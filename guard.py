@@ -2260,6 +2260,12 @@ def login_way_on(host: str) -> str:
             f"and checks it with the forge), then call again.")
 
 
+def unknown_host_way_on(host: str) -> str:
+    """A host name no lookup knows: trying later does not mend a typo or an address from another network."""
+    return (f"Check the host name {host} as it was given (madtea auth status lists the forges madtea knows), "
+            f"and give the forge's name or address as this machine reaches it.")
+
+
 def config_file_way_on(path: str) -> str:
     """madtea's config file that cannot be read: nothing in it is guessed at, and nothing overwrites it."""
     return (f"Ask the user to fix {path} (a JSON object of settings and hosts) or move it aside to start "

@@ -1525,6 +1525,8 @@ def _forge_error(exc: BaseException, inv: Invocation | None = None) -> Result | 
         user_action = guard.login_way_on(host)
     elif getattr(exc, "plain_http", False) and host:
         user_action = guard.plain_http_way_on(host)
+    elif getattr(exc, "unknown_host", False) and host:
+        user_action = guard.unknown_host_way_on(host)
     elif getattr(exc, "config_file", None):
         user_action = guard.config_file_way_on(str(getattr(exc, "config_file")))
     elif code == "NOT_ALLOWED" and "should be the owner" in str(exc):  # reqOwner: Actions secrets and variables

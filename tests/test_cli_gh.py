@@ -413,3 +413,10 @@ def test_api_a_binary_file_is_said_to_be_not_text(env: Env, tmp_path: Path, monk
                          "-F", f"k=@{binary}")
     assert code == 1 and f"{binary} is not UTF-8 text (at byte 0)" in err and "Cannot read" not in err, err
     assert not [r for r in env.forge.requests if r.method != "GET"]
+
+
+def test_an_address_on_a_host_no_lookup_knows_says_so(env: Env, monkeypatch, capsys) -> None:
+    """A host name that resolves nowhere is a typo or another network's name: said so, never 'try again later'."""
+    code, out, err = cli(monkeypatch, capsys, env.clone, "issue", "view", "https://no-such-forge.invalid/acme/web/issues/1")
+    assert code == 1 and "No host named no-such-forge.invalid is known here" in err, err
+    assert "To continue: Check the host name no-such-forge.invalid" in err and "again later" not in err, err
