@@ -199,7 +199,8 @@ def test_tools_that_run_git_inside_themselves_run(shim: Path, repo: Path) -> Non
     (repo / "c.txt").write_text("bad\n")
     run_git(repo, "add", ".pre-commit-config.yaml", "c.txt")
     (repo / "b.txt").write_text("b\nnot staged\n")
-    done = agent(f"{pre_commit} run", repo, shim)
+    (repo / ".tools").symlink_to(os.path.dirname(pre_commit))  # named from the directory, as agents often do
+    done = agent(f".tools/{os.path.basename(pre_commit)} run", repo, shim)
     assert "Stashing unstaged files" in done.stdout and "Restored changes" in done.stdout, done.stdout + done.stderr
     assert (repo / "c.txt").read_text() == "good\n" and (repo / "b.txt").read_text() == "b\nnot staged\n"
     assert (repo / "a.py").read_text() == "work in progress\n"
