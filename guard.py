@@ -7862,10 +7862,12 @@ def _shim_passes_up(argv: list[str], exe: str = "", pid: int | None = None) -> b
                 break
     if not rest or rest[0] == "-" or rest[0].startswith("/dev/fd/") or rest[0].startswith("/proc/"):
         return True  # code read from stdin
-    if not os.path.isabs(rest[0]):
-        return True  # named from a directory the process may since have left
-    script = os.path.realpath(rest[0])
-    return os.path.basename(script) in _SHIM_PASSING or not _shim_installed(script)  # GNU parallel is perl
+    # A script named from a directory: the process may since have left it, so each place it may be must hold it.
+    bases = {os.getcwd(), _proc_exe(pid, "cwd") if pid is not None else ""} - {""}
+    scripts = {os.path.realpath(os.path.join(base, rest[0])) for base in bases}
+    if any(os.path.basename(script) in _SHIM_PASSING for script in scripts):
+        return True  # GNU parallel is a perl script
+    return not all(os.path.isfile(script) and _shim_installed(script) for script in scripts)
 
 
 def _shim_installed(path: str) -> bool:
