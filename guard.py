@@ -2549,6 +2549,10 @@ def check_api_path(text: str, segments: Sequence[str]) -> None:
     (gh takes one) is refused before anything is sent, with its path after /api/v1 as the way on."""
     import re
     path = text.partition("?")[0]
+    if path.strip("/").lower() == "graphql":  # gh's `api graphql`: these forges answer REST only
+        raise Refusal("BAD_ARGUMENT", "Gitea and Forgejo have no GraphQL API (gh's `api graphql` is GitHub's), so "
+                      "nothing was sent.", target="madt_api_call",
+                      next=(call("madt_api_call", path=placeholder("a REST path such as /repos/owner/repo/issues")),))
     if re.match(r"(?i)[a-z][a-z0-9+.-]*://", text.lstrip("/")):
         from urllib.parse import urlsplit
         parts = urlsplit(text.lstrip("/"))

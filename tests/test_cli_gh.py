@@ -375,6 +375,8 @@ def test_api_a_whole_address_or_a_detached_head_is_refused_with_its_own_way_on(e
     before = len(env.forge.requests)
     code, out, err = cli(monkeypatch, capsys, env.clone, "api", f"{env.forge.url}/api/v1/repos/acme/web?page=2")
     assert code == 1 and "is a whole address" in err and "madtea api '/repos/acme/web?page=2'" in err, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "api", "graphql", "-f", "query={ viewer { login } }")
+    assert code == 1 and "no GraphQL API" in err and "a REST path such as" in err, err  # gh's habit, said plainly
     run_git(env.clone, "switch", "-q", "--detach")
     code, out, err = cli(monkeypatch, capsys, env.clone, "api", "/repos/{owner}/{repo}/branches/{branch}")
     assert code == 1 and "detached HEAD" in err, err
