@@ -7223,8 +7223,8 @@ def _api_field(typed: bool, text: str, filled: Mapping[str, str]) -> tuple[str, 
         if value == "@":
             raise guard.bad_api_field(text, "names no file after '@'")
         return key, _cli_file_text(value[1:], f"the field {key}"), False
-    if re.fullmatch(r"[+-]?[0-9]+", value):  # gh's: ASCII digits only ("٣" stays text)
-        return key, int(value), False
+    if re.fullmatch(r"[+-]?[0-9]+", value) and -(1 << 63) <= int(value) < (1 << 63):  # gh's strconv.Atoi:
+        return key, int(value), False  # ASCII digits in 64 bits ("٣" and 2**64 stay text)
     if value in ("true", "false", "null"):
         return key, {"true": True, "false": False, "null": None}[value], False
     for name, filling in filled.items():

@@ -334,8 +334,10 @@ def test_api_a_field_typed_twice_is_refused_never_dropped(env: Env, monkeypatch,
     assert not [r for r in env.forge.requests if r.method != "GET"]
     raw: dict = {"path": "/repos/acme/web/x", "owner_repo": "acme/web"}
     madtea.api_cli_request(argparse.Namespace(_fields=[(True, "n=\u0663"), (True, "z=007"), (True, "e=1e3"),
-                                                       (False, "empty=")], body_file=None), raw)
-    assert raw["body"] == {"n": "\u0663", "z": 7, "e": "1e3", "empty": ""}  # as gh's strconv.Atoi reads them
+                                                       (False, "empty="), (True, f"big={1 << 64}"),
+                                                       (True, f"max={(1 << 63) - 1}")], body_file=None), raw)
+    assert raw["body"] == {"n": "\u0663", "z": 7, "e": "1e3", "empty": "", "big": str(1 << 64),
+                           "max": (1 << 63) - 1}  # as gh's strconv.Atoi reads them
 
 
 def test_api_headers_a_forge_cannot_carry_or_given_twice_are_refused(env: Env, monkeypatch, capsys) -> None:
