@@ -8001,18 +8001,23 @@ def _pull_request_of_branch(op: Op, raw: dict[str, Json], ctx: Context) -> Resul
             guard.liberal_numbers(value) is not None:
         return None
     where = {"owner_repo": raw["owner_repo"]} if raw.get("owner_repo") else {}
+    def repository() -> Json:
+        if raw.get("owner_repo"):
+            return raw["owner_repo"]
+        checkout = gitops.fs_find_repo(raw.get("dir") or ctx.launch_dir)
+        facts = repo_facts(checkout) if checkout else None
+        return facts.origin.full if facts and facts.origin else None
+    owner, colon, branch = value.partition(":")  # gh's OWNER:BRANCH (no branch name holds a ':')
+    repo = repository() if colon else None
+    head = branch if repo and owner.lower() == str(repo).strip("/").split("/")[-2].lower() else value
     for state in ("open", "all"):
-        found = run("madt_pr", {"action": "list", "head": value, "state": state, "limit": 1} | where, ctx)
+        found = run("madt_pr", {"action": "list", "head": head, "state": state, "limit": 1} | where, ctx)
         if found.is_error:
             return found
         if found.data:
             raw["number"] = found.data[0]["number"]
             return None
-    repo = raw.get("owner_repo")
-    if not repo:
-        checkout = gitops.fs_find_repo(raw.get("dir") or ctx.launch_dir)
-        facts = repo_facts(checkout) if checkout else None
-        repo = facts.origin.full if facts and facts.origin else None
+    repo = repo or repository()
     return refusal_result(guard.no_pull_request_from(f"madtea {' '.join(op.cli)}", value,
                                                      str(repo) if repo else None))
 

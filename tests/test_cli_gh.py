@@ -245,6 +245,10 @@ def test_a_pull_request_is_named_by_its_branch(env: Env, monkeypatch, capsys) ->
     number = env.forge.create_pull("acme", "web", "feat/login", title="Fix the login")["number"]
     code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", "feat/login")
     assert code == 0 and "Fix the login" in out, err
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", "ACME:feat/login")
+    assert code == 0 and "Fix the login" in out, err  # gh's OWNER:BRANCH, the repository's own owner
+    code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "view", "someone:feat/login")
+    assert code == 1 and "no pull request from the branch someone:feat/login" in err, err  # a fork's: not guessed
     code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "diff", "feat/login")
     assert code == 0 and "+fixed" in out, err
     code, out, err = cli(monkeypatch, capsys, env.clone, "pr", "checkout", "feat/login")
