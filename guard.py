@@ -7816,13 +7816,16 @@ def _shim_judges(pid: int) -> bool:
         found = _proc_stat(current)
         if found is None or found[0] <= 1:
             return True
-        current = found[0]
+        child, current = current, found[0]
         if _proc_stat(current) is None:
             return True
         exe = _proc_exe(current)
         name = os.path.basename(exe)
         if (name == "git" or name.startswith("git-")) and _shim_installed(exe):
-            return False  # the real git by its program file: a name (comm, argv[0]) is anyone's to choose
+            # the real git by its program file: a name (comm, argv[0]) is anyone's to choose
+            if _shim_own_command(child):
+                continue
+            return False
         if _shim_passes_up(_proc_words(current, "cmdline"), exe, current):
             continue
         return not any(os.path.realpath(folder or ".") == mine
@@ -7872,6 +7875,15 @@ def _shim_passes_up(argv: list[str], exe: str = "", pid: int | None = None) -> b
     if any(os.path.basename(script) in _SHIM_PASSING for script in scripts):
         return True  # GNU parallel is a perl script
     return not all(os.path.isfile(script) and _shim_installed(script) for script in scripts)
+
+
+def _shim_own_command(pid: int) -> bool:
+    """Whether process *pid*, started by git, is a ``git-<command>`` the agent wrote (git runs one it finds
+    in its exec path or on PATH): git only started it, as a shell would."""
+    exe = _proc_exe(pid)
+    paths = [exe] if os.path.basename(exe).startswith("git-") else _proc_words(pid, "cmdline")[1:3]
+    return any(os.path.basename(path).startswith("git-") and not _shim_installed(os.path.realpath(path))
+               for path in paths)
 
 
 def _shim_installed(path: str) -> bool:
