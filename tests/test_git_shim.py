@@ -107,11 +107,12 @@ def test_inline_code_and_the_agents_own_python_are_judged_however_started(shim: 
 
 
 def test_a_git_command_the_agent_wrote_is_judged_inside(shim: Path, repo: Path, tmp_path: Path) -> None:
-    """``git tidy`` runs a ``git-tidy`` found in git's exec path: one the agent wrote is its script."""
+    """``git tidy`` runs a ``git-tidy`` found in git's exec path or on PATH: one the agent wrote is its script."""
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "git-tidy").write_text("#!/bin/sh\ngit checkout -- a.py\n")
     (tmp_path / "mine" / "git-tidy").chmod(0o755)
-    for line in (f"GIT_EXEC_PATH={tmp_path / 'mine'} git tidy", f"git --exec-path={tmp_path / 'mine'} tidy"):
+    for line in (f"GIT_EXEC_PATH={tmp_path / 'mine'} git tidy", f"git --exec-path={tmp_path / 'mine'} tidy",
+                 f"PATH={tmp_path / 'mine'}:$PATH git tidy"):
         held(agent(f"{line}; exit 1", repo, shim), repo, "Checking out paths")
 
 
