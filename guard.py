@@ -7630,7 +7630,8 @@ def _proc_stat(pid: int) -> tuple[int, int, str] | None:
 # one-command line it amounts to (the repository-selecting and config-carrying variables in front, an
 # alias from git's config files expanded as git would) and handed to classify_command. A denial is the
 # hook's text on stderr and git never runs; anything else becomes the real git (the next one on PATH
-# that is not a shim). Only git that the agent itself wrote is judged: a git started by git (hooks,
+# that is not a shim). Only git that the agent itself wrote is judged: a git started by git (hooks, a
+# `git-<command>` the agent did not write,
 # ``!`` aliases, editors), or by a program started from the agent's shell that runs git inside itself
 # (pre-commit, pip, npm, a build), runs as it is. Without /proc the shim lets every git run.
 
@@ -7769,7 +7770,26 @@ def shim_line(args: list[str], env: Mapping[str, str]) -> str:
             args = [*args[:at], *shlex.split(value), *args[at + 1:]]
         except ValueError:
             raise _Unreadable("git's alias for it could not be read") from None
-    return " ".join([*prefix, "git", *(shell_quote(a) for a in args)])
+    at = _shim_subcommand(args)
+    script = None if at is None or _git_builtin(args[at]) else _shim_own_script(args[at], env)
+    return script if script is not None else " ".join([*prefix, "git", *(shell_quote(a) for a in args)])
+
+
+def _shim_own_script(sub: str, env: Mapping[str, str]) -> str | None:
+    """The text of the ``git-<sub>`` git would run from PATH when the agent wrote it (outside the places
+    programs are installed): git's children reach git past the shim, so the script is judged as a line."""
+    for folder in env.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.realpath(os.path.join(folder or ".", "git-" + sub))
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        if _shim_installed(path):
+            return None
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(1 << 16).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            raise _Unreadable(f"git would run {path}, which could not be read") from None
+    return None
 
 
 def _shim_subcommand(args: list[str]) -> int | None:
