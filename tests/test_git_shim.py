@@ -116,6 +116,16 @@ def test_a_git_command_the_agent_wrote_is_judged_inside(shim: Path, repo: Path, 
         held(agent(f"{line}; exit 1", repo, shim), repo, "Checking out paths")
 
 
+def test_a_terminal_multiplexers_command_is_judged(shim: Path, repo: Path, tmp_path: Path) -> None:
+    """tmux's server leaves the agent's shell behind (its parent is init): what it runs is still the agent's."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    tmux = f"tmux -S {tmp_path / 'sock'}"
+    agent(f"{tmux} new -d 'git checkout -- a.py; {tmux} wait-for -S done'; {tmux} wait-for done; {tmux} kill-server",
+          repo, shim)
+    assert (repo / "a.py").read_text() == "work in progress\n"
+
+
 def test_consoles_with_a_shell_escape_pass_the_call_up(shim: Path, repo: Path) -> None:
     consoles = {"gdb": "gdb -batch -ex 'shell git checkout -- a.py'",
                 "sqlite3": "sqlite3 :memory: '.shell git checkout -- a.py'"}
