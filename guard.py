@@ -7631,19 +7631,19 @@ def _proc_stat(pid: int) -> tuple[int, int, str] | None:
 # alias from git's config files expanded as git would) and handed to classify_command. A denial is the
 # hook's text on stderr and git never runs; anything else becomes the real git (the next one on PATH
 # that is not a shim). Only git that the agent itself wrote is judged: a git started by git (hooks, a
-# `git-<command>` the agent did not write,
+# ``git-<command>`` the agent did not write,
 # ``!`` aliases, editors), or by a program started from the agent's shell that runs git inside itself
 # (pre-commit, pip, npm, a build), runs as it is. Without /proc the shim lets every git run.
 
 SHIM_FOLDER = "git-shim"
 _SHIM_ENV = frozenset({"GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR", "GIT_WORK_TREE", *_HOOK_GIT_RUNS_ENV})
-# Programs that only start the command they are given (wrappers, editors, consoles with a shell escape): like a
-# shell, they say nothing of who wrote it.
+# Programs that only start the command they are given (wrappers, editors, consoles with a shell escape, terminal
+# multiplexers): like a shell, they say nothing of who wrote it.
 _SHIM_PASSING = _HOOK_WRAPPERS | frozenset({
     "xargs", "find", "parallel", "watch", "script", "flock", "chronic", "unbuffer", "expect", "strace", "ltrace",
     "su", "runuser", "ionice", "taskset", "chrt", "make", "gmake", "awk", "gawk", "mawk", "nawk", "sed", "vim",
     "vi", "nvim", "ex", "view", "emacs", "tclsh", "wish", "gdb", "lldb", "sqlite3", "psql", "mysql", "mariadb",
-    "less", "more", "man", "ftp"})
+    "less", "more", "man", "ftp", "tmux", "screen", "dtach", "abduco"})
 _SHIM_INTERPRETERS = frozenset({"node", "nodejs", "perl", "ruby", "php", "lua", "deno", "bun", "Rscript", "R",
                                 "julia", "osascript"})
 # Options of an interpreter whose value is the code itself, or that read the code from the command line.
