@@ -7673,6 +7673,8 @@ def shim_folder(create: bool) -> str | None:
         path = os.path.join(folder, "git")
         try:
             os.makedirs(folder, 0o700, exist_ok=True)
+            # where the launcher keeps the modules' bytecode under PYTHONDONTWRITEBYTECODE: the program reads it
+            os.makedirs(os.path.join(os.path.dirname(base), "bytecode"), 0o700, exist_ok=True)
             with open(path, "rb") as fh:
                 same = fh.read() == text.encode()
         except OSError:
@@ -7690,7 +7692,14 @@ def shim_folder(create: bool) -> str | None:
 # hook that cannot find madtea lets every command run. Once guard is loaded, guard decides.
 _SHIM_PROGRAM = '''#!{python} -S
 # {mark}: madtea's exec-time git; written by madtea at each session start, safe to delete.
-import os, sys
+import os, stat, sys
+BYTECODE = os.path.join(os.path.expanduser("~"), ".cache", "madtea", "bytecode")  # as the launcher keeps it
+try:
+    st = os.lstat(BYTECODE)
+    if sys.dont_write_bytecode and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+        sys.pycache_prefix, sys.dont_write_bytecode = BYTECODE, False
+except OSError:
+    pass
 try:
     sys.path.insert(0, {here})
     import guard

@@ -314,3 +314,39 @@ def test_a_command_that_names_the_session_start_is_judged_as_always(repo: Path, 
                           env={**os.environ, "CLAUDE_ENV_FILE": str(tmp_path / "env.sh")})
     assert done.returncode == 2 and "madt_push" in done.stderr, done.stderr
     assert not (tmp_path / "env.sh").exists()
+
+
+def test_under_dontwritebytecode_the_modules_bytecode_is_kept_privately(tmp_path: Path, repo: Path) -> None:
+    """The launcher (the plugin's hook runs it from a checkout) and the shim read the modules' bytecode from
+    madtea's private cache folder when PYTHONDONTWRITEBYTECODE is set, rather than compile them at every start;
+    nothing is written beside the modules, and a folder open to others is not used."""
+    checkout = tmp_path / "plugin"
+    (checkout / "bin").mkdir(parents=True)
+    root = Path(guard.__file__).parent
+    for name in gitops.MODULES:
+        shutil.copy(root / name, checkout / name)
+    shutil.copy(root / "bin" / "madtea", checkout / "bin" / "madtea")
+    event = '{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "git status"}}'
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def hook() -> None:
+        done = subprocess.run([sys.executable, str(checkout / "bin" / "madtea"), "hook"], input=event, env=env,
+                              cwd=repo, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and "madt_status" in done.stdout, done.stderr
+
+    kept = Path.home() / ".cache" / "madtea" / "bytecode"
+    hook()
+    assert (kept.stat().st_mode & 0o777) == 0o700
+    assert [p.name for p in kept.rglob("guard.*.pyc")] and [p.name for p in kept.rglob("gitops.*.pyc")]
+    assert not list(checkout.rglob("__pycache__"))
+    shutil.rmtree(kept)
+    kept.mkdir(mode=0o755)
+    kept.chmod(0o755)
+    hook()
+    assert not list(kept.rglob("*.pyc"))  # open to others: its bytecode would be code madtea runs, so unused
+    kept.chmod(0o700)
+    folder = guard.shim_folder(create=True)  # the shim reads the same folder
+    assert folder is not None
+    done = agent("git status --short", repo, Path(folder), PYTHONDONTWRITEBYTECODE="1")
+    assert done.returncode == 0 and "a.py" in done.stdout, done.stderr
+    assert [p for p in kept.rglob("guard.*.pyc") if str(root) in str(p)]
