@@ -7696,15 +7696,20 @@ import os, stat, sys
 BYTECODE = os.path.join(os.path.expanduser("~"), ".cache", "madtea", "bytecode")  # as the launcher keeps it
 try:
     st = os.lstat(BYTECODE)
-    if sys.dont_write_bytecode and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
-        sys.pycache_prefix, sys.dont_write_bytecode = BYTECODE, False
+    private = sys.dont_write_bytecode and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() \\
+        and not st.st_mode & 0o077
 except OSError:
-    pass
+    private = False
+prefix = sys.pycache_prefix
+if private:  # for guard and gitops alone
+    sys.pycache_prefix, sys.dont_write_bytecode = BYTECODE, False
 try:
     sys.path.insert(0, {here})
     import guard
 except BaseException:
     guard = None
+if private:
+    sys.pycache_prefix, sys.dont_write_bytecode = prefix, True
 if guard is not None:
     guard.shim_main(sys.argv[1:])
 for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
